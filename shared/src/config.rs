@@ -1,0 +1,239 @@
+//! Settings (F3): every knob the product reads, read once at start-up and validated.
+//!
+//! Owns the names of the environment variables and what a valid value looks like.
+//! A bad setting stops start-up with a message that names it. Does not read files
+//! other than the optional layered `config.{env}.yaml` of the local server, and never
+//! logs a value.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+/// Where the process runs: decides defaults that must differ (the local server may
+/// enable development conveniences; a Lambda function never does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runtime {
+    Local,
+    Lambda,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub runtime: Runtime,
+    pub host: IpAddr,
+    pub port: u16,
+    /// `""` or a path like `/api` (leading slash, no trailing one).
+    pub uri_prefix: String,
+    pub server_name: String,
+    /// The public origin (`https://mcp.example.com`, no trailing slash) used in every
+    /// absolute URL that leaves the process (C4). `None` until configured.
+    pub public_url: Option<String>,
+    pub resource_dirs: Vec<PathBuf>,
+    /// Agent tool lists (A8), keyed by the upper-cased agent name.
+    pub allowed_tools: HashMap<String, Vec<String>>,
+    pub disallowed_tools: HashMap<String, Vec<String>>,
+    /// The conformance fixture pack (local server only; refused in Lambda).
+    pub fixtures: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    pub setting: String,
+    pub problem: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "bad setting {}: {}", self.setting, self.problem)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn bad(setting: &str, problem: impl Into<String>) -> ConfigError {
+    ConfigError {
+        setting: setting.into(),
+        problem: problem.into(),
+    }
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env(runtime: Runtime) -> Result<Self, ConfigError> {
+        Self::from_vars(runtime, std::env::vars())
+    }
+
+    /// Reads settings from name/value pairs (the environment, or a test's list).
+    pub fn from_vars(
+        runtime: Runtime,
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let vars: HashMap<String, String> = vars.into_iter().collect();
+        let get = |name: &str| vars.get(name).map(|v| v.trim()).filter(|v| !v.is_empty());
+
+        let host = match get("HTTP_HOST") {
+            None => IpAddr::from([127, 0, 0, 1]),
+            Some("localhost") => IpAddr::from([127, 0, 0, 1]),
+            Some(v) => v
+                .parse()
+                .map_err(|_| bad("HTTP_HOST", "must be an IP address"))?,
+        };
+        let port = match get("HTTP_PORT") {
+            None => 18060,
+            Some(v) => v
+                .parse()
+                .map_err(|_| bad("HTTP_PORT", "must be a port number (0-65535)"))?,
+        };
+        let uri_prefix = match get("HTTP_URI_PREFIX") {
+            None => String::new(),
+            Some(v) => normalise_prefix(v)?,
+        };
+        let server_name = get("HTTP_SERVER_NAME").unwrap_or("mirobody").to_string();
+        let public_url = get("MCP_PUBLIC_URL").map(parse_public_url).transpose()?;
+        let resource_dirs: Vec<PathBuf> = get("MCP_RESOURCE_DIRS")
+            .map(|v| list(v).into_iter().map(PathBuf::from).collect())
+            .unwrap_or_default();
+        for dir in &resource_dirs {
+            if !dir.is_dir() {
+                return Err(bad(
+                    "MCP_RESOURCE_DIRS",
+                    format!("{} is not a directory", dir.display()),
+                ));
+            }
+        }
+        let mut allowed_tools = HashMap::new();
+        let mut disallowed_tools = HashMap::new();
+        for (name, value) in &vars {
+            if let Some(agent) = name.strip_prefix("ALLOWED_TOOLS_") {
+                allowed_tools.insert(agent.trim().to_uppercase(), list(value));
+            } else if let Some(agent) = name.strip_prefix("DISALLOWED_TOOLS_") {
+                disallowed_tools.insert(agent.trim().to_uppercase(), list(value));
+            }
+        }
+        let fixtures = match get("MIROBODY_FIXTURES") {
+            None | Some("0" | "false") => false,
+            Some("1" | "true") => true,
+            Some(_) => return Err(bad("MIROBODY_FIXTURES", "must be true or false")),
+        };
+        if fixtures && runtime == Runtime::Lambda {
+            return Err(bad(
+                "MIROBODY_FIXTURES",
+                "the test fixture pack is never enabled in Lambda",
+            ));
+        }
+        Ok(Config {
+            runtime,
+            host,
+            port,
+            uri_prefix,
+            server_name,
+            public_url,
+            resource_dirs,
+            allowed_tools,
+            disallowed_tools,
+            fixtures,
+        })
+    }
+
+    /// The origin to put in absolute URLs: the configured public URL, else the
+    /// local listening address.
+    pub fn public_origin(&self) -> String {
+        match &self.public_url {
+            Some(url) => url.clone(),
+            None => match self.host {
+                IpAddr::V6(v6) => format!("http://[{v6}]:{}", self.port),
+                IpAddr::V4(v4) => format!("http://{v4}:{}", self.port),
+            },
+        }
+    }
+}
+
+fn list(value: &str) -> Vec<String> {
+    value
+        .split([',', ';'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+fn normalise_prefix(value: &str) -> Result<String, ConfigError> {
+    let trimmed = value.trim_matches('/');
+    if trimmed.is_empty() {
+        return Ok(String::new());
+    }
+    if trimmed.contains(['?', '#', ' ']) || trimmed.contains("//") {
+        return Err(bad("HTTP_URI_PREFIX", "must be a plain path such as /api"));
+    }
+    Ok(format!("/{trimmed}"))
+}
+
+fn parse_public_url(value: &str) -> Result<String, ConfigError> {
+    let rest = value
+        .strip_prefix("https://")
+        .or_else(|| value.strip_prefix("http://"))
+        .ok_or_else(|| {
+            bad(
+                "MCP_PUBLIC_URL",
+                "must start with https:// (or http:// for local use)",
+            )
+        })?;
+    let host = rest.split('/').next().unwrap_or_default();
+    if host.is_empty() || host.contains(['@', '?', '#']) {
+        return Err(bad(
+            "MCP_PUBLIC_URL",
+            "must be an origin such as https://mcp.example.com",
+        ));
+    }
+    Ok(value.trim_end_matches('/').to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_need_no_setting() {
+        let config = Config::from_vars(Runtime::Local, vars(&[])).unwrap();
+        assert_eq!(
+            (config.host.to_string(), config.port),
+            ("127.0.0.1".into(), 18060)
+        );
+        assert_eq!(config.uri_prefix, "");
+        assert_eq!(config.server_name, "mirobody");
+    }
+
+    #[test]
+    fn a_bad_setting_is_named() {
+        let err = Config::from_vars(Runtime::Local, vars(&[("HTTP_PORT", "eighty")])).unwrap_err();
+        assert_eq!(err.setting, "HTTP_PORT");
+        let err =
+            Config::from_vars(Runtime::Local, vars(&[("MCP_PUBLIC_URL", "ftp://x")])).unwrap_err();
+        assert_eq!(err.setting, "MCP_PUBLIC_URL");
+        let err =
+            Config::from_vars(Runtime::Lambda, vars(&[("MIROBODY_FIXTURES", "1")])).unwrap_err();
+        assert_eq!(err.setting, "MIROBODY_FIXTURES");
+    }
+
+    #[test]
+    fn prefix_and_agent_lists_are_normalised() {
+        let config = Config::from_vars(
+            Runtime::Local,
+            vars(&[
+                ("HTTP_URI_PREFIX", "api/v1/"),
+                ("ALLOWED_TOOLS_Claude", "a, b"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(config.uri_prefix, "/api/v1");
+        assert_eq!(config.allowed_tools["CLAUDE"], vec!["a", "b"]);
+    }
+}

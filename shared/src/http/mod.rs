@@ -1,0 +1,86 @@
+//! HTTP concerns shared by every route: the route table, CORS, `Origin`/`Host`
+//! checks and response helpers. Plain `http` types only; no Lambda, no sockets.
+
+mod origin;
+mod routes;
+
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{HeaderMap, Response, StatusCode};
+use serde_json::Value;
+
+pub use origin::OriginPolicy;
+pub use routes::{ROUTE_TABLE, Route, RouteGroup, route};
+
+const ALLOW_HEADERS: &str = "Content-Type, Authorization, Accept, MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Session-Id, Last-Event-ID";
+const EXPOSE_HEADERS: &str = "MCP-Protocol-Version, WWW-Authenticate";
+
+pub fn json(status: StatusCode, body: &Value) -> Response<Bytes> {
+    let mut response = Response::new(Bytes::from(body.to_string()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// A complete `text/event-stream` body: each message one `data:` line.
+pub fn event_stream(notifications: &[Value], response: &Value) -> Response<Bytes> {
+    let mut body = String::new();
+    for message in notifications.iter().chain(std::iter::once(response)) {
+        body.push_str("event: message\ndata: ");
+        body.push_str(&message.to_string());
+        body.push_str("\n\n");
+    }
+    let mut out = Response::new(Bytes::from(body));
+    let headers = out.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    out
+}
+
+pub fn empty(status: StatusCode) -> Response<Bytes> {
+    let mut response = Response::new(Bytes::new());
+    *response.status_mut() = status;
+    response
+}
+
+/// Adds CORS headers for an allowed browser origin (or `*` when the request has none).
+pub fn add_cors(
+    response: &mut Response<Bytes>,
+    allowed_origin: Option<&str>,
+    methods: &'static str,
+) {
+    let headers = response.headers_mut();
+    let origin = allowed_origin
+        .and_then(|o| HeaderValue::from_str(o).ok())
+        .unwrap_or(HeaderValue::from_static("*"));
+    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    headers.insert(header::VARY, HeaderValue::from_static("Origin"));
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static(methods),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static(ALLOW_HEADERS),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_EXPOSE_HEADERS,
+        HeaderValue::from_static(EXPOSE_HEADERS),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("86400"),
+    );
+}
+
+/// True when the request carries an `Origin` header (a browser is involved).
+pub fn has_origin(headers: &HeaderMap) -> bool {
+    headers.contains_key(header::ORIGIN)
+}

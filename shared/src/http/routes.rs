@@ -1,0 +1,132 @@
+//! The route table: one place that maps (method, path) to what answers it, for
+//! every function and for the local server.
+//!
+//! Owns path shapes and the `HTTP_URI_PREFIX` rule (A1: `/mcp`, `/mcp/{secret}` and
+//! `/personal/mcp` live under the prefix; well-known documents never do). Knows
+//! nothing about what the handlers do.
+
+use http::Method;
+
+/// The route groups of DESIGN: one Lambda function each; the local server serves all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteGroup {
+    Mcp,
+    All,
+}
+
+/// A matched route. The MCP secret is borrowed from the path; it must never be
+/// logged (B4), so `Route` has no `Debug` that shows it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Route<'p> {
+    McpPost {
+        secret: Option<&'p str>,
+    },
+    McpGet,
+    McpDelete,
+    McpOptions,
+    /// A known path with a method it does not serve.
+    MethodNotAllowed(&'static str),
+    NotFound,
+}
+
+impl Route<'_> {
+    /// A name safe for logs (no secrets).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Route::McpPost { secret: None } => "POST /mcp",
+            Route::McpPost { secret: Some(_) } => "POST /mcp/{secret}",
+            Route::McpGet => "GET /mcp",
+            Route::McpDelete => "DELETE /mcp",
+            Route::McpOptions => "OPTIONS /mcp",
+            Route::MethodNotAllowed(_) => "method not allowed",
+            Route::NotFound => "not found",
+        }
+    }
+
+    pub fn group(&self) -> Option<RouteGroup> {
+        match self {
+            Route::McpPost { .. } | Route::McpGet | Route::McpDelete | Route::McpOptions => {
+                Some(RouteGroup::Mcp)
+            }
+            Route::MethodNotAllowed(_) | Route::NotFound => None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Route<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Every (method, path template) the product serves, for documentation, the SAM
+/// template check and the sample events. Paths are shown without the prefix.
+pub const ROUTE_TABLE: &[(&str, &str, RouteGroup)] = &[
+    ("POST", "/mcp", RouteGroup::Mcp),
+    ("GET", "/mcp", RouteGroup::Mcp),
+    ("OPTIONS", "/mcp", RouteGroup::Mcp),
+    ("POST", "/mcp/{secret}", RouteGroup::Mcp),
+    ("OPTIONS", "/mcp/{secret}", RouteGroup::Mcp),
+];
+
+pub fn route<'p>(method: &Method, path: &'p str, prefix: &str) -> Route<'p> {
+    let Some(rest) = path.strip_prefix(prefix) else {
+        return Route::NotFound;
+    };
+    let rest = if rest.len() > 1 {
+        rest.trim_end_matches('/')
+    } else {
+        rest
+    };
+    match rest {
+        "/mcp" => match *method {
+            Method::POST => Route::McpPost { secret: None },
+            Method::GET => Route::McpGet,
+            Method::DELETE => Route::McpDelete,
+            Method::OPTIONS => Route::McpOptions,
+            _ => Route::MethodNotAllowed("GET, POST, OPTIONS"),
+        },
+        _ => match rest.strip_prefix("/mcp/") {
+            Some(secret) if !secret.is_empty() && !secret.contains('/') => match *method {
+                Method::POST => Route::McpPost {
+                    secret: Some(secret),
+                },
+                Method::OPTIONS => Route::McpOptions,
+                _ => Route::MethodNotAllowed("POST, OPTIONS"),
+            },
+            _ => Route::NotFound,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mcp_routes_live_under_the_prefix() {
+        assert_eq!(
+            route(&Method::POST, "/mcp", ""),
+            Route::McpPost { secret: None }
+        );
+        assert_eq!(
+            route(&Method::POST, "/api/mcp", "/api"),
+            Route::McpPost { secret: None }
+        );
+        assert_eq!(route(&Method::POST, "/mcp", "/api"), Route::NotFound);
+        assert_eq!(
+            route(&Method::POST, "/api/mcp/s3cr3t", "/api"),
+            Route::McpPost {
+                secret: Some("s3cr3t")
+            }
+        );
+        assert_eq!(route(&Method::GET, "/mcp/", ""), Route::McpGet);
+        assert_eq!(route(&Method::POST, "/mcp/a/b", ""), Route::NotFound);
+    }
+
+    #[test]
+    fn route_names_never_show_the_secret() {
+        let r = route(&Method::POST, "/mcp/top-secret-value", "");
+        assert!(!format!("{r:?} {}", r.name()).contains("top-secret-value"));
+    }
+}

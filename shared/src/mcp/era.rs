@@ -1,0 +1,214 @@
+//! Protocol eras and version rules (A4).
+//!
+//! Owns which protocol versions exist, which era a request belongs to, and the
+//! validation a modern (2026-07-28) request must pass before dispatch, in the order
+//! clients expect: `_meta` shape, then the mirrored headers, then version support.
+//! Knows nothing about tools or storage.
+
+use base64::Engine;
+use http::HeaderMap;
+use serde_json::{Map, Value};
+
+use super::error::McpError;
+
+/// The stateless revision: requests carry `_meta`, results carry `resultType`.
+pub const MODERN_VERSION: &str = "2026-07-28";
+
+/// Every version a client may use, newest first. The legacy ones are negotiated with `initialize`.
+pub const SUPPORTED_VERSIONS: [&str; 5] = [
+    MODERN_VERSION,
+    "2025-11-25",
+    "2025-06-18",
+    "2025-03-26",
+    "2024-11-05",
+];
+
+/// Versions served statelessly, per request (the `supported` list of -32022 and of discovery).
+pub const MODERN_VERSIONS: [&str; 1] = [MODERN_VERSION];
+
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+pub const HEADER_PROTOCOL_VERSION: &str = "mcp-protocol-version";
+pub const HEADER_METHOD: &str = "mcp-method";
+pub const HEADER_NAME: &str = "mcp-name";
+
+/// How a request is served, decided per request from what it carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// 2026-07-28: per-request `_meta`, header validation, `resultType` on results.
+    Modern,
+    /// 2024-11-05 … 2025-11-25: `initialize` handshake, errors over HTTP 200.
+    Legacy,
+    /// Not known yet (the body could not be read as a request).
+    Unknown,
+}
+
+/// `initialize` negotiation: echo a supported version, otherwise answer the newest.
+pub fn negotiate(requested: Option<&str>) -> &'static str {
+    requested
+        .and_then(|v| SUPPORTED_VERSIONS.iter().find(|s| **s == v))
+        .copied()
+        .unwrap_or(SUPPORTED_VERSIONS[0])
+}
+
+/// A request is modern when its `_meta` names a protocol version, or when its
+/// `MCP-Protocol-Version` header names a version that is not a legacy one
+/// (then a missing `_meta` is reported rather than silently served as legacy).
+pub fn classify(params: Option<&Value>, headers: &HeaderMap) -> Era {
+    let meta_version = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(META_PROTOCOL_VERSION));
+    if meta_version.is_some() {
+        return Era::Modern;
+    }
+    match header_str(headers, HEADER_PROTOCOL_VERSION) {
+        Some(Ok(v)) if !SUPPORTED_VERSIONS[1..].contains(&v) => Era::Modern,
+        Some(Err(())) => Era::Modern,
+        _ => Era::Legacy,
+    }
+}
+
+/// What a validated modern request declared about itself.
+#[derive(Debug, Clone, Default)]
+pub struct RequestMeta {
+    pub client_capabilities: Map<String, Value>,
+}
+
+/// Checks a modern request in the order the spec's clients expect.
+pub fn validate_modern(
+    method: &str,
+    params: Option<&Value>,
+    headers: &HeaderMap,
+) -> Result<RequestMeta, McpError> {
+    // 1. `_meta` shape.
+    let meta = params
+        .and_then(|p| p.as_object())
+        .and_then(|p| p.get("_meta"))
+        .ok_or_else(|| McpError::InvalidParams("params._meta is required".into()))?
+        .as_object()
+        .ok_or_else(|| McpError::InvalidParams("params._meta must be an object".into()))?;
+    let version = meta
+        .get(META_PROTOCOL_VERSION)
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            McpError::InvalidParams(format!(
+                "_meta[\"{META_PROTOCOL_VERSION}\"] must be a string"
+            ))
+        })?;
+    let capabilities = meta
+        .get(META_CLIENT_CAPABILITIES)
+        .and_then(Value::as_object)
+        .ok_or_else(|| {
+            McpError::InvalidParams(format!(
+                "_meta[\"{META_CLIENT_CAPABILITIES}\"] is required (use {{}} for none)"
+            ))
+        })?;
+    if let Some(info) = meta.get(META_CLIENT_INFO)
+        && !info.is_object()
+    {
+        return Err(McpError::InvalidParams(format!(
+            "_meta[\"{META_CLIENT_INFO}\"] must be an object"
+        )));
+    }
+
+    // 2. Mirrored headers against the body.
+    let header_version = required_header(headers, HEADER_PROTOCOL_VERSION)?;
+    if header_version != version {
+        return Err(McpError::HeaderMismatch(format!(
+            "MCP-Protocol-Version header '{header_version}' does not match _meta version '{version}'"
+        )));
+    }
+    let header_method = required_header(headers, HEADER_METHOD)?;
+    if header_method != method {
+        return Err(McpError::HeaderMismatch(format!(
+            "Mcp-Method header '{header_method}' does not match body method '{method}'"
+        )));
+    }
+    if let Some(field) = named_field(method) {
+        let body_name = params.and_then(|p| p.get(field)).and_then(Value::as_str);
+        let header_name = decode_sentinel(required_header(headers, HEADER_NAME)?)?;
+        if Some(header_name.as_str()) != body_name {
+            return Err(McpError::HeaderMismatch(format!(
+                "Mcp-Name header does not match params.{field}"
+            )));
+        }
+    }
+
+    // 3. Version support.
+    if !MODERN_VERSIONS.contains(&version) {
+        return Err(McpError::UnsupportedVersion {
+            requested: version.to_string(),
+            supported: MODERN_VERSIONS.to_vec(),
+        });
+    }
+    Ok(RequestMeta {
+        client_capabilities: capabilities.clone(),
+    })
+}
+
+/// The body field that `Mcp-Name` mirrors, for the methods that carry one.
+fn named_field(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    }
+}
+
+fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<Result<&'h str, ()>> {
+    headers.get(name).map(|v| v.to_str().map_err(|_| ()))
+}
+
+fn required_header<'h>(headers: &'h HeaderMap, name: &str) -> Result<&'h str, McpError> {
+    match header_str(headers, name) {
+        Some(Ok(v)) => Ok(v.trim()),
+        Some(Err(())) => Err(McpError::HeaderMismatch(format!(
+            "{name} header is not valid ASCII"
+        ))),
+        None => Err(McpError::HeaderMismatch(format!(
+            "{name} header is required"
+        ))),
+    }
+}
+
+/// Decodes the `=?base64?…?=` sentinel form of a mirrored header value.
+fn decode_sentinel(value: &str) -> Result<String, McpError> {
+    match value
+        .strip_prefix("=?base64?")
+        .and_then(|v| v.strip_suffix("?="))
+    {
+        None => Ok(value.to_string()),
+        Some(encoded) => base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .ok_or_else(|| McpError::HeaderMismatch("Mcp-Name is not valid base64 UTF-8".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn initialize_echoes_supported_and_answers_newest_otherwise() {
+        for v in SUPPORTED_VERSIONS {
+            assert_eq!(negotiate(Some(v)), v);
+        }
+        assert_eq!(negotiate(Some("1999-01-01")), MODERN_VERSION);
+        assert_eq!(negotiate(None), MODERN_VERSION);
+    }
+
+    #[test]
+    fn sentinel_header_values_are_decoded() {
+        assert_eq!(
+            decode_sentinel("=?base64?SGVsbG8sIOS4lueVjA==?=").unwrap(),
+            "Hello, 世界"
+        );
+        assert_eq!(decode_sentinel("plain").unwrap(), "plain");
+        assert!(decode_sentinel("=?base64?!!!?=").is_err());
+    }
+}

@@ -1,0 +1,118 @@
+//! The JSON-RPC 2.0 envelope: reading one request from a body, writing one response.
+//!
+//! Parses each body exactly once. Owns the A3 rules for bodies that are not a request
+//! (garbage, batches, no `method`) and never panics on any input. Knows nothing
+//! about MCP methods.
+
+use serde_json::{Map, Value, json};
+
+use super::error::McpError;
+
+/// One parsed JSON-RPC message from a client.
+#[derive(Debug)]
+pub struct Incoming {
+    /// `None` for a notification: it gets no response body.
+    pub id: Option<Value>,
+    pub method: String,
+    pub params: Option<Value>,
+}
+
+/// Why a body could not be read as a request, with whatever id could be recovered
+/// (every error echoes the request id when there is one).
+#[derive(Debug)]
+pub struct Rejected {
+    pub id: Value,
+    pub error: McpError,
+}
+
+pub fn parse(body: &[u8]) -> Result<Incoming, Rejected> {
+    let value: Value = serde_json::from_slice(body).map_err(|_| Rejected {
+        id: Value::Null,
+        error: McpError::Parse,
+    })?;
+    let mut object = match value {
+        Value::Object(object) => object,
+        Value::Array(_) => {
+            return Err(reject(
+                Value::Null,
+                "batch requests are not supported; send one request per POST",
+            ));
+        }
+        _ => {
+            return Err(reject(
+                Value::Null,
+                "the body must be a JSON-RPC request object",
+            ));
+        }
+    };
+    let id = object.remove("id");
+    if id
+        .as_ref()
+        .is_some_and(|id| !(id.is_string() || id.is_i64() || id.is_u64()))
+    {
+        return Err(reject(Value::Null, "id must be a string or an integer"));
+    }
+    let echo = id.clone().unwrap_or(Value::Null);
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(reject(echo, "jsonrpc must be \"2.0\""));
+    }
+    let method = match object.remove("method") {
+        Some(Value::String(method)) => method,
+        Some(_) => return Err(reject(echo, "method must be a string")),
+        None => return Err(reject(echo, "the request has no method")),
+    };
+    let params = object.remove("params");
+    if let Some(p) = &params
+        && !(p.is_object() || p.is_array() || p.is_null())
+    {
+        return Err(Rejected {
+            id: echo,
+            error: McpError::InvalidParams("params must be an object".into()),
+        });
+    }
+    Ok(Incoming {
+        id,
+        method,
+        params: params.filter(|p| !p.is_null()),
+    })
+}
+
+fn reject(id: Value, why: &str) -> Rejected {
+    Rejected {
+        id,
+        error: McpError::InvalidRequest(why.into()),
+    }
+}
+
+pub fn result(id: &Value, result: Map<String, Value>) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+}
+
+pub fn error(id: &Value, error: &McpError) -> Value {
+    let mut body = json!({ "code": error.code(), "message": error.message() });
+    if let Some(data) = error.data() {
+        body["data"] = data;
+    }
+    json!({ "jsonrpc": "2.0", "id": id, "error": body })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn garbage_batches_and_missing_methods_are_rejected_with_the_a3_codes() {
+        assert_eq!(parse(b"{nope").unwrap_err().error.code(), -32700);
+        assert_eq!(parse(b"").unwrap_err().error.code(), -32700);
+        assert_eq!(parse(b"[]").unwrap_err().error.code(), -32600);
+        assert_eq!(parse(b"42").unwrap_err().error.code(), -32600);
+        let no_method = parse(br#"{"jsonrpc":"2.0","id":7}"#).unwrap_err();
+        assert_eq!((no_method.error.code(), no_method.id), (-32600, json!(7)));
+    }
+
+    #[test]
+    fn a_request_without_id_is_a_notification() {
+        let n = parse(br#"{"jsonrpc":"2.0","method":"tools/list"}"#).unwrap();
+        assert!(n.id.is_none());
+    }
+}

@@ -1,0 +1,263 @@
+//! Resources (A9): the descriptors found in `MCP_RESOURCE_DIRS`, plus any a tool pack
+//! registers, served by `resources/list` and `resources/read`.
+//!
+//! Owns loading (each `*.json` is one descriptor with a `uri`, its text inline or in a
+//! `_file` beside it), ordering by uri, and per-request substitution of
+//! `{{WEB_SERVER_URL}}`, `{{MCP_SERVER_URL}}`, `{{DATA_SERVER_URL}}` and `{{JWT_TOKEN}}`
+//! on a copy: the loaded text is never changed, so one caller's token can never
+//! reach another (the original's defect).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use crate::config::ConfigError;
+
+#[derive(Debug, Clone)]
+pub enum ResourceBody {
+    Text(String),
+    /// Base64-encoded bytes.
+    Blob(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Resource {
+    pub uri: String,
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub mime_type: Option<String>,
+    pub body: ResourceBody,
+}
+
+/// Reads a templated resource: the uri matched the template; `None` if nothing is there.
+pub type TemplateReader =
+    Arc<dyn Fn(&str, &BTreeMap<String, String>) -> Option<Resource> + Send + Sync>;
+
+#[derive(Clone)]
+pub struct ResourceTemplate {
+    pub uri_template: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub mime_type: Option<String>,
+    pub read: TemplateReader,
+}
+
+/// Values substituted into resource text on read, for one request.
+pub struct Substitutions<'a> {
+    pub server_url: &'a str,
+    /// The caller's `Authorization` value, if any.
+    pub token: Option<&'a str>,
+}
+
+#[derive(Clone, Default)]
+pub struct Resources {
+    by_uri: BTreeMap<String, Resource>,
+    templates: Vec<ResourceTemplate>,
+}
+
+impl Resources {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Loads every `*.json` descriptor in the given directories.
+    pub fn load_dirs(&mut self, dirs: &[impl AsRef<Path>]) -> Result<&mut Self, ConfigError> {
+        for dir in dirs {
+            let dir = dir.as_ref();
+            let entries =
+                std::fs::read_dir(dir).map_err(|e| resource_error(dir, &e.to_string()))?;
+            let mut paths: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+            paths.sort();
+            for path in paths
+                .iter()
+                .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            {
+                let resource = load_descriptor(path)?;
+                self.add(resource);
+            }
+        }
+        Ok(self)
+    }
+
+    pub fn add(&mut self, resource: Resource) -> &mut Self {
+        self.by_uri.insert(resource.uri.clone(), resource);
+        self
+    }
+
+    pub fn add_template(&mut self, template: ResourceTemplate) -> &mut Self {
+        self.templates.push(template);
+        self.templates
+            .sort_by(|a, b| a.uri_template.cmp(&b.uri_template));
+        self
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_uri.is_empty() && self.templates.is_empty()
+    }
+
+    /// `resources/list` entries, sorted by uri, without their text.
+    pub fn list(&self) -> Vec<Value> {
+        self.by_uri.values().map(describe).collect()
+    }
+
+    pub fn list_templates(&self) -> Vec<Value> {
+        self.templates
+            .iter()
+            .map(|t| {
+                let mut v = json!({ "uriTemplate": t.uri_template, "name": t.name });
+                if let Some(d) = &t.description {
+                    v["description"] = d.clone().into();
+                }
+                if let Some(m) = &t.mime_type {
+                    v["mimeType"] = m.clone().into();
+                }
+                v
+            })
+            .collect()
+    }
+
+    /// `resources/read` contents for `uri`, substituted for this request; `None` when
+    /// no resource or template serves it.
+    pub fn read(&self, uri: &str, subs: &Substitutions<'_>) -> Option<Value> {
+        let found = match self.by_uri.get(uri) {
+            Some(resource) => resource.clone(),
+            None => self.templates.iter().find_map(|t| {
+                let vars = match_template(&t.uri_template, uri)?;
+                (t.read)(uri, &vars)
+            })?,
+        };
+        let mut content = json!({ "uri": found.uri });
+        if let Some(m) = &found.mime_type {
+            content["mimeType"] = m.clone().into();
+        }
+        match found.body {
+            ResourceBody::Text(text) => content["text"] = substitute(&text, subs).into(),
+            ResourceBody::Blob(blob) => content["blob"] = blob.into(),
+        }
+        Some(json!([content]))
+    }
+}
+
+fn describe(r: &Resource) -> Value {
+    let mut v = Map::new();
+    v.insert("uri".into(), r.uri.clone().into());
+    v.insert("name".into(), r.name.clone().into());
+    if let Some(t) = &r.title {
+        v.insert("title".into(), t.clone().into());
+    }
+    if let Some(d) = &r.description {
+        v.insert("description".into(), d.clone().into());
+    }
+    if let Some(m) = &r.mime_type {
+        v.insert("mimeType".into(), m.clone().into());
+    }
+    Value::Object(v)
+}
+
+fn substitute(text: &str, subs: &Substitutions<'_>) -> String {
+    if !text.contains("{{") {
+        return text.to_string();
+    }
+    text.replace("{{WEB_SERVER_URL}}", subs.server_url)
+        .replace("{{MCP_SERVER_URL}}", subs.server_url)
+        .replace("{{DATA_SERVER_URL}}", subs.server_url)
+        .replace("{{JWT_TOKEN}}", subs.token.unwrap_or(""))
+}
+
+/// Matches RFC 6570 level-1 templates (`scheme://x/{id}/y`).
+fn match_template(template: &str, uri: &str) -> Option<BTreeMap<String, String>> {
+    let mut vars = BTreeMap::new();
+    let mut rest = uri;
+    let mut pieces = template.split('{');
+    let head = pieces.next()?;
+    rest = rest.strip_prefix(head)?;
+    for piece in pieces {
+        let (name, literal) = piece.split_once('}')?;
+        let end = if literal.is_empty() {
+            rest.len()
+        } else {
+            rest.find(literal)?
+        };
+        let value = &rest[..end];
+        if value.is_empty() || value.contains('/') {
+            return None;
+        }
+        vars.insert(name.to_string(), value.to_string());
+        rest = &rest[end + literal.len()..];
+    }
+    rest.is_empty().then_some(vars)
+}
+
+fn resource_error(path: &Path, why: &str) -> ConfigError {
+    ConfigError {
+        setting: "MCP_RESOURCE_DIRS".into(),
+        problem: format!("{}: {why}", path.display()),
+    }
+}
+
+fn load_descriptor(path: &Path) -> Result<Resource, ConfigError> {
+    let raw = std::fs::read_to_string(path).map_err(|e| resource_error(path, &e.to_string()))?;
+    let v: Value = serde_json::from_str(&raw).map_err(|e| resource_error(path, &e.to_string()))?;
+    let field = |k: &str| v.get(k).and_then(Value::as_str).map(String::from);
+    let uri = field("uri").ok_or_else(|| resource_error(path, "has no \"uri\""))?;
+    let text = match (field("text"), field("_file")) {
+        (Some(text), _) => text,
+        (None, Some(file)) => {
+            let beside = path.parent().unwrap_or(Path::new(".")).join(&file);
+            std::fs::read_to_string(&beside).map_err(|e| resource_error(&beside, &e.to_string()))?
+        }
+        (None, None) => return Err(resource_error(path, "has neither \"text\" nor \"_file\"")),
+    };
+    Ok(Resource {
+        name: field("name").unwrap_or_else(|| uri.clone()),
+        uri,
+        title: field("title"),
+        description: field("description"),
+        mime_type: field("mimeType").or_else(|| Some("text/plain".into())),
+        body: ResourceBody::Text(text),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn substitution_happens_on_a_copy() {
+        let mut r = Resources::new();
+        r.add(Resource {
+            uri: "mirobody://guide".into(),
+            name: "guide".into(),
+            title: None,
+            description: None,
+            mime_type: None,
+            body: ResourceBody::Text("{{MCP_SERVER_URL}}/mcp with {{JWT_TOKEN}}".into()),
+        });
+        let a = r.read(
+            "mirobody://guide",
+            &Substitutions {
+                server_url: "http://a",
+                token: Some("Bearer A"),
+            },
+        );
+        let b = r.read(
+            "mirobody://guide",
+            &Substitutions {
+                server_url: "http://a",
+                token: None,
+            },
+        );
+        assert_eq!(a.unwrap()[0]["text"], "http://a/mcp with Bearer A");
+        assert_eq!(b.unwrap()[0]["text"], "http://a/mcp with ");
+    }
+
+    #[test]
+    fn templates_match_level_one_variables() {
+        let vars = match_template("test://template/{id}/data", "test://template/42/data").unwrap();
+        assert_eq!(vars["id"], "42");
+        assert!(match_template("test://template/{id}/data", "test://template/42/other").is_none());
+    }
+}

@@ -1,0 +1,13 @@
+//! Tools: the registry every caller shares (E3), and the tool packs registered into it.
+
+#[cfg(feature = "fixtures")]
+pub mod fixtures;
+mod registry;
+
+pub use registry::{
+    BoxFuture, CallContext, Caller, Notifier, PAGE_SIZE, Registry, Tool, ToolCall, ToolOutput,
+    ToolSpec, call_result,
+};
+
+/// Registers the product's own tools. Adding a tool is one module and one line here.
+pub fn register_builtin(_registry: &mut Registry) {}
