@@ -95,7 +95,7 @@ impl App {
 
     async fn dispatch(&self, route: Route<'_>, request: &Request<Bytes>) -> Response<Bytes> {
         let headers = request.headers();
-        if route != Route::NotFound && self.origin.check(headers).is_err() {
+        if route != Route::NotFound && !self.origin.allows(headers) {
             return web::json(
                 StatusCode::FORBIDDEN,
                 &json!({"jsonrpc": "2.0", "error": {"code": -32600, "message": "Forbidden: Origin or Host not allowed"}}),

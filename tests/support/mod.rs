@@ -1,1 +1,193 @@
-//! Helpers for end-to-end tests.
+//! Helpers for the end-to-end tests: start the real `mirobody-local` binary on a
+//! free loopback port, speak HTTP to it, build modern (2026-07-28) requests.
+//!
+//! The binaries are built by the test command (`scripts/test`) before the tests run.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+pub const MODERN: &str = "2026-07-28";
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ lives in the workspace")
+        .to_path_buf()
+}
+
+/// A built binary of this workspace, next to the running test executable.
+pub fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test knows its own path");
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps/<test>");
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "{} is not built: run scripts/test (it builds the binaries first)",
+        path.display()
+    );
+    path
+}
+
+/// A running `mirobody-local`, killed on drop.
+pub struct Server {
+    child: Child,
+    pub base: String,
+}
+
+impl Server {
+    /// Starts the local server with the fixture pack and extra settings.
+    pub fn start(env: &[(&str, &str)]) -> Server {
+        let mut command = Command::new(binary("mirobody-local"));
+        command
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HTTP_PORT", "0")
+            .env("RUST_LOG", "warn")
+            .env("MIROBODY_FIXTURES", "true")
+            .current_dir(root())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        Self::spawn(command)
+    }
+
+    /// Starts it with its stderr (all log output) captured to `log`.
+    pub fn spawn(mut command: Command) -> Server {
+        let mut child = command.spawn().expect("mirobody-local starts");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("mirobody-local prints its address");
+        let base = line
+            .trim()
+            .rsplit(' ')
+            .next()
+            .filter(|url| url.starts_with("http://"))
+            .unwrap_or_else(|| panic!("unexpected first line from mirobody-local: {line:?}"))
+            .to_string();
+        Server { child, base }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A response, read whole.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: http::HeaderMap,
+    pub body: String,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+pub async fn send(
+    method: &str,
+    url: &str,
+    headers: &[(String, String)],
+    body: Option<String>,
+) -> Reply {
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("a client");
+    let mut request = client.request(method.parse().expect("an HTTP method"), url);
+    for (k, v) in headers {
+        request = request.header(k, v);
+    }
+    if let Some(body) = body {
+        request = request.body(body);
+    }
+    let response = request.send().await.expect("the server answers");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response.text().await.expect("a readable body");
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}
+
+pub async fn post_json(url: &str, headers: &[(String, String)], body: &Value) -> Reply {
+    let mut all = vec![("content-type".to_string(), "application/json".to_string())];
+    all.extend_from_slice(headers);
+    send("POST", url, &all, Some(body.to_string())).await
+}
+
+/// The `_meta` a 2026-07-28 client sends.
+pub fn modern_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientInfo": { "name": "e2e", "version": "1.0.0" },
+        "io.modelcontextprotocol/clientCapabilities": {}
+    })
+}
+
+/// A modern request: `_meta` merged into params, and the mirrored headers.
+pub fn modern(id: i64, method: &str, params: Value) -> (Vec<(String, String)>, Value) {
+    let mut params = if params.is_null() { json!({}) } else { params };
+    params["_meta"] = modern_meta();
+    let mut headers = vec![
+        ("mcp-protocol-version".to_string(), MODERN.to_string()),
+        ("mcp-method".to_string(), method.to_string()),
+        (
+            "accept".to_string(),
+            "application/json, text/event-stream".to_string(),
+        ),
+    ];
+    let name = params
+        .get("name")
+        .or_else(|| params.get("uri"))
+        .and_then(Value::as_str);
+    if let (Some(name), true) = (
+        name,
+        matches!(method, "tools/call" | "prompts/get" | "resources/read"),
+    ) {
+        headers.push(("mcp-name".to_string(), name.to_string()));
+    }
+    (
+        headers,
+        json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }),
+    )
+}
+
+/// Is `expected` contained in `actual` (objects by key, everything else equal)?
+pub fn contains(actual: &Value, expected: &Value) -> bool {
+    match (actual, expected) {
+        (Value::Object(a), Value::Object(e)) => e
+            .iter()
+            .all(|(k, ev)| a.get(k).is_some_and(|av| contains(av, ev))),
+        (Value::Array(a), Value::Array(e)) => {
+            a.len() == e.len() && a.iter().zip(e).all(|(av, ev)| contains(av, ev))
+        }
+        _ => actual == expected,
+    }
+}

@@ -45,24 +45,29 @@ impl OriginPolicy {
         self.origin_allowed(origin).then_some(origin)
     }
 
-    /// `Err(())` when the request must be refused with 403.
-    pub fn check(&self, headers: &HeaderMap) -> Result<(), ()> {
+    /// False when the request must be refused with 403.
+    pub fn allows(&self, headers: &HeaderMap) -> bool {
         if let Some(origin) = headers.get(ORIGIN) {
-            let origin = origin.to_str().map_err(|_| ())?;
+            let Ok(origin) = origin.to_str() else {
+                return false;
+            };
             if !self.origin_allowed(origin) {
-                return Err(());
+                return false;
             }
         }
         if self.check_host
             && let Some(host) = headers.get(HOST)
         {
-            let host = host.to_str().map_err(|_| ())?.to_ascii_lowercase();
+            let Ok(host) = host.to_str() else {
+                return false;
+            };
+            let host = host.to_ascii_lowercase();
             let loopback = LOOPBACK_HOSTS.contains(&strip_port(&host));
             if !loopback && self.public_host.as_deref() != Some(host.as_str()) {
-                return Err(());
+                return false;
             }
         }
-        Ok(())
+        true
     }
 
     fn origin_allowed(&self, origin: &str) -> bool {
@@ -118,30 +123,18 @@ mod tests {
     #[test]
     fn loopback_and_public_origins_pass_foreign_ones_do_not() {
         let p = policy(Some("https://mcp.example.com/base"));
-        assert!(
-            p.check(&headers(&[(ORIGIN, "http://localhost:3000")]))
-                .is_ok()
-        );
-        assert!(
-            p.check(&headers(&[(ORIGIN, "https://mcp.example.com")]))
-                .is_ok()
-        );
-        assert!(
-            p.check(&headers(&[(ORIGIN, "https://evil.example")]))
-                .is_err()
-        );
-        assert!(
-            p.check(&headers(&[(ORIGIN, "http://localhost.evil.example")]))
-                .is_err()
-        );
-        assert!(p.check(&headers(&[])).is_ok());
+        assert!(p.allows(&headers(&[(ORIGIN, "http://localhost:3000")])));
+        assert!(p.allows(&headers(&[(ORIGIN, "https://mcp.example.com")])));
+        assert!(!p.allows(&headers(&[(ORIGIN, "https://evil.example")])));
+        assert!(!p.allows(&headers(&[(ORIGIN, "http://localhost.evil.example")])));
+        assert!(p.allows(&headers(&[])));
     }
 
     #[test]
     fn a_foreign_host_is_refused() {
         let p = policy(None);
-        assert!(p.check(&headers(&[(HOST, "127.0.0.1:18060")])).is_ok());
-        assert!(p.check(&headers(&[(HOST, "[::1]:18060")])).is_ok());
-        assert!(p.check(&headers(&[(HOST, "evil.example:18060")])).is_err());
+        assert!(p.allows(&headers(&[(HOST, "127.0.0.1:18060")])));
+        assert!(p.allows(&headers(&[(HOST, "[::1]:18060")])));
+        assert!(!p.allows(&headers(&[(HOST, "evil.example:18060")])));
     }
 }
