@@ -18,11 +18,16 @@ fn expected_status(name: &str) -> u16 {
 async fn every_sample_event_is_served_by_the_mcp_function() {
     let config = Config::from_vars(Runtime::Lambda, Vec::new()).unwrap();
     let app = App::new(config, RouteGroup::Mcp).unwrap();
-    let mut files: Vec<_> =
-        std::fs::read_dir(root().join("events")).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut files: Vec<_> = std::fs::read_dir(root().join("events"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     files.sort();
     assert!(files.len() >= 5, "sample events went missing");
-    for file in files.iter().filter(|f| f.file_name().unwrap().to_string_lossy().starts_with("mcp")) {
+    for file in files
+        .iter()
+        .filter(|f| f.file_name().unwrap().to_string_lossy().starts_with("mcp"))
+    {
         let name = file.file_stem().unwrap().to_string_lossy().to_string();
         let raw = std::fs::read_to_string(file).unwrap();
         let event = lambda_http::request::from_str(&raw)

@@ -13,8 +13,8 @@ pub struct Declaration {
     pub instructions: Option<&'static str>,
 }
 
-pub const INSTRUCTIONS: &str = "Reads the signed-in user's own health indicators and genotype data. \
-Use query_health_indicators for lab results and vital signs, get_genetic_data for variants by rsid.";
+pub const INSTRUCTIONS: &str = "Reads the signed-in user's own health data. \
+Call tools/list to see which tools are available for this account.";
 
 impl Declaration {
     pub fn new(server_name: &str, with_completions: bool) -> Self {

@@ -272,8 +272,14 @@ impl McpServer {
             notifier,
         };
         let output = self.tools.call(name, arguments, context).await?;
-        if era != Era::Modern && matches!(output, ToolOutput::InputRequired { .. }) {
-            // A legacy client cannot answer input requests.
+        // A legacy client cannot answer input requests, and the capabilities it declared
+        // in `initialize` are not remembered (no sessions): both become tool errors.
+        if era != Era::Modern
+            && matches!(
+                output,
+                ToolOutput::InputRequired { .. } | ToolOutput::MissingCapability(_)
+            )
+        {
             return call_result(ToolOutput::Error(format!(
                 "{name} needs a client that speaks MCP {}",
                 era::MODERN_VERSION
