@@ -4,8 +4,11 @@
 //! function's app (F2).
 
 use bytes::Bytes;
-use e2e::root;
-use mirobody::{App, Config, RouteGroup, Runtime};
+use std::sync::Arc;
+
+use e2e::{TempDir, root};
+use mirobody::store::EmbeddedStore;
+use mirobody::{App, Config, RouteGroup, Runtime, Services};
 
 fn expected_status(name: &str) -> u16 {
     match name {
@@ -17,7 +20,9 @@ fn expected_status(name: &str) -> u16 {
 #[tokio::test]
 async fn every_sample_event_is_served_by_the_mcp_function() {
     let config = Config::from_vars(Runtime::Lambda, Vec::new()).unwrap();
-    let app = App::new(config, RouteGroup::Mcp).unwrap();
+    let dir = TempDir::new("events");
+    let store = Arc::new(EmbeddedStore::open(dir.0.join("db.sqlite3")).unwrap());
+    let app = App::new(config, RouteGroup::Mcp, Services { store, jwts: None }).unwrap();
     let mut files: Vec<_> = std::fs::read_dir(root().join("events"))
         .unwrap()
         .map(|e| e.unwrap().path())

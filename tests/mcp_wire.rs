@@ -106,7 +106,15 @@ async fn perform(server: &Server, request: &Value) -> Reply {
     {
         headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
         if let Some(value) = value.as_str() {
-            headers.push((name.clone(), value.to_string()));
+            // `{{token:USER}}` stands for a JWT the server accepts for USER.
+            let value = match value
+                .split_once("{{token:")
+                .and_then(|(head, rest)| Some((head, rest.split_once("}}")?)))
+            {
+                Some((head, (user, tail))) => format!("{head}{}{tail}", server.token(user)),
+                None => value.to_string(),
+            };
+            headers.push((name.clone(), value));
         }
     }
     send(method, &server.url(path), &headers, body).await

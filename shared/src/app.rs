@@ -12,25 +12,53 @@ use http::header::{ALLOW, HOST};
 use http::{HeaderValue, Request, Response, StatusCode};
 use serde_json::json;
 
+use std::sync::Arc;
+
+use http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
+
 use crate::config::{Config, ConfigError};
+use crate::data_api::DataApi;
 use crate::http::{self as web, OriginPolicy, Route, RouteGroup};
+use crate::identity::Jwts;
 use crate::mcp::{Declaration, Exchange, McpServer, Reply};
 use crate::prompts::Prompts;
 use crate::resources::Resources;
-use crate::tools::{self, Registry};
+use crate::store::Store;
+use crate::tools::{self, Caller, Registry};
+
+/// JWT issuer and audience until OAuth (issue 5) binds the audience to the resource.
+pub const TOKEN_ISSUER: &str = "mirobody";
+pub const TOKEN_AUDIENCE: &str = "mirobody-mcp";
+
+/// What the app is built on: built once per cold start by the binary that runs it.
+pub struct Services {
+    pub store: Arc<dyn Store>,
+    /// `None` when no signing key is configured: every caller is anonymous.
+    pub jwts: Option<Jwts>,
+}
 
 pub struct App {
     config: Config,
     group: RouteGroup,
     origin: OriginPolicy,
     mcp: McpServer,
+    data: DataApi,
+    jwts: Option<Jwts>,
+}
+
+/// Who a request says it is.
+enum Credentials {
+    Anonymous,
+    User(Caller),
+    /// A bearer token that does not verify: refused with 401, never treated as anonymous.
+    Invalid,
 }
 
 impl App {
     /// Builds everything expensive once: settings, the tool registry, resources.
-    pub fn new(config: Config, group: RouteGroup) -> Result<Self, ConfigError> {
+    pub fn new(config: Config, group: RouteGroup, services: Services) -> Result<Self, ConfigError> {
         let mut registry = Registry::new();
-        tools::register_builtin(&mut registry);
+        tools::register_builtin(&mut registry, &services.store);
         let mut resources = Resources::new();
         resources.load_dirs(&config.resource_dirs)?;
         let mut prompts = Prompts::new();
@@ -44,7 +72,12 @@ impl App {
                 tools: registry,
                 resources,
                 prompts,
+                store: services.store.clone(),
             },
+            data: DataApi {
+                store: services.store,
+            },
+            jwts: services.jwts,
             config,
             group,
         })
@@ -104,6 +137,18 @@ impl App {
         let allowed_origin = self.origin.allowed_origin(headers);
         let mut response = match route {
             Route::McpPost { secret } => self.mcp_post(request, secret).await,
+            Route::DataHealth | Route::DataGenotype | Route::DataSummary | Route::DataDelete => {
+                let caller = match self.credentials(request) {
+                    Credentials::User(caller) => caller,
+                    Credentials::Anonymous | Credentials::Invalid => return unauthorized(),
+                };
+                match route {
+                    Route::DataHealth => self.data.health(&caller, request).await,
+                    Route::DataGenotype => self.data.genotype(&caller, request).await,
+                    Route::DataSummary => self.data.summary(&caller).await,
+                    _ => self.data.delete(&caller).await,
+                }
+            }
             Route::McpOptions => web::empty(StatusCode::OK),
             Route::McpGet | Route::McpDelete => {
                 let mut response = web::json(
@@ -136,12 +181,37 @@ impl App {
         response
     }
 
+    /// A7 step 1: the `Authorization` JWT. (URL secrets and the login prompt: issue 4.)
+    fn credentials(&self, request: &Request<Bytes>) -> Credentials {
+        let Some(value) = request.headers().get(AUTHORIZATION) else {
+            return Credentials::Anonymous;
+        };
+        let token = value.to_str().ok().and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        });
+        match (token, &self.jwts) {
+            (Some(token), Some(jwts)) => match jwts.verify(token.trim()) {
+                Ok(claims) => Credentials::User(Caller {
+                    user_id: claims.sub,
+                }),
+                Err(_) => Credentials::Invalid,
+            },
+            _ => Credentials::Invalid,
+        }
+    }
+
     async fn mcp_post(&self, request: &Request<Bytes>, _secret: Option<&str>) -> Response<Bytes> {
+        let caller = match self.credentials(request) {
+            Credentials::User(caller) => Some(caller),
+            Credentials::Anonymous => None,
+            Credentials::Invalid => return unauthorized(),
+        };
         let server_url = self.server_url(request);
         let exchange = Exchange {
             headers: request.headers(),
             body: request.body(),
-            caller: None,
+            caller: caller.as_ref(),
             visible: &|_| true,
             server_url: &server_url,
         };
@@ -165,4 +235,16 @@ impl App {
             None => self.config.public_origin(),
         }
     }
+}
+
+fn unauthorized() -> Response<Bytes> {
+    let mut response = web::json(
+        StatusCode::UNAUTHORIZED,
+        &json!({ "code": 401, "msg": "a valid Bearer token is required (it is missing, expired or not ours)" }),
+    );
+    response.headers_mut().insert(
+        WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer error=\"invalid_token\""),
+    );
+    response
 }

@@ -35,6 +35,22 @@ pub struct Config {
     pub disallowed_tools: HashMap<String, Vec<String>>,
     /// The conformance fixture pack (local server only; refused in Lambda).
     pub fixtures: bool,
+    /// Where the local server keeps its embedded database and dev keys.
+    pub data_dir: PathBuf,
+    pub store: StoreKind,
+    pub data_table: String,
+    pub keys_table: String,
+    /// A DynamoDB endpoint override (a local emulator); `None` in AWS.
+    pub dynamodb_endpoint: Option<String>,
+}
+
+/// Which storage backend to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreKind {
+    /// One SQLite file under `data_dir` (the local default).
+    Embedded,
+    /// DynamoDB tables `data_table` and `keys_table` (the Lambda default).
+    DynamoDb,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,7 +138,32 @@ impl Config {
                 "the test fixture pack is never enabled in Lambda",
             ));
         }
+        let store = match (get("MIROBODY_STORE"), runtime) {
+            (None, Runtime::Local) | (Some("embedded"), _) => StoreKind::Embedded,
+            (None, Runtime::Lambda) | (Some("dynamodb"), _) => StoreKind::DynamoDb,
+            (Some(_), _) => return Err(bad("MIROBODY_STORE", "must be embedded or dynamodb")),
+        };
+        if store == StoreKind::Embedded && runtime == Runtime::Lambda {
+            return Err(bad("MIROBODY_STORE", "Lambda functions use dynamodb"));
+        }
+        let table = |name: &str, default: &str| -> Result<String, ConfigError> {
+            let value = get(name).unwrap_or(default);
+            let valid = (3..=255).contains(&value.len())
+                && value
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+            if valid {
+                Ok(value.to_string())
+            } else {
+                Err(bad(name, "must be a DynamoDB table name"))
+            }
+        };
         Ok(Config {
+            data_dir: PathBuf::from(get("MIROBODY_DATA_DIR").unwrap_or(".mirobody")),
+            store,
+            data_table: table("MIROBODY_DATA_TABLE", "mirobody-data")?,
+            keys_table: table("MIROBODY_KEYS_TABLE", "mirobody-keys")?,
+            dynamodb_endpoint: get("AWS_ENDPOINT_URL_DYNAMODB").map(String::from),
             runtime,
             host,
             port,

@@ -5,12 +5,17 @@
 
 mod app;
 pub mod config;
+mod data_api;
+pub mod demo;
 pub mod http;
+pub mod identity;
 pub mod mcp;
 pub mod prompts;
 pub mod resources;
+pub mod store;
 pub mod tools;
+pub mod upload;
 
-pub use app::App;
-pub use config::{Config, ConfigError, Runtime};
+pub use app::{App, Services, TOKEN_AUDIENCE, TOKEN_ISSUER};
+pub use config::{Config, ConfigError, Runtime, StoreKind};
 pub use http::RouteGroup;

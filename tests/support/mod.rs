@@ -35,33 +35,70 @@ pub fn binary(name: &str) -> PathBuf {
     path
 }
 
-/// A running `mirobody-local`, killed on drop.
+/// A fresh directory under the system temp dir, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(label: &str) -> TempDir {
+        static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("mirobody-e2e-{label}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a temp dir");
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A running `mirobody-local` with its own data directory, killed on drop.
 pub struct Server {
     child: Child,
     pub base: String,
+    env: Vec<(String, String)>,
+    _data: TempDir,
+}
+
+/// `mirobody-local` with a clean environment: only what the test gives it.
+fn command(env: &[(String, String)]) -> Command {
+    let mut command = Command::new(binary("mirobody-local"));
+    command
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("RUST_LOG", "warn")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .current_dir(root());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command
 }
 
 impl Server {
     /// Starts the local server with the fixture pack and extra settings.
     pub fn start(env: &[(&str, &str)]) -> Server {
-        let mut command = Command::new(binary("mirobody-local"));
-        command
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HTTP_PORT", "0")
-            .env("RUST_LOG", "warn")
-            .env("MIROBODY_FIXTURES", "true")
-            .current_dir(root())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        for (k, v) in env {
-            command.env(k, v);
-        }
-        Self::spawn(command)
+        Self::start_logging(env, Stdio::null())
     }
 
-    /// Starts it with its stderr (all log output) captured to `log`.
-    pub fn spawn(mut command: Command) -> Server {
+    /// Starts it with its stderr (all of its log output) going to `log`.
+    pub fn start_logging(env: &[(&str, &str)], log: impl Into<Stdio>) -> Server {
+        let data = TempDir::new("server");
+        let mut all: Vec<(String, String)> = vec![
+            ("HTTP_PORT".into(), "0".into()),
+            ("MIROBODY_FIXTURES".into(), "true".into()),
+            ("MIROBODY_DATA_DIR".into(), data.0.display().to_string()),
+        ];
+        all.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let mut command = command(&all);
+        command.stdout(Stdio::piped()).stderr(log);
         let mut child = command.spawn().expect("mirobody-local starts");
         let stdout = child.stdout.take().expect("stdout is piped");
         let mut line = String::new();
@@ -75,7 +112,31 @@ impl Server {
             .filter(|url| url.starts_with("http://"))
             .unwrap_or_else(|| panic!("unexpected first line from mirobody-local: {line:?}"))
             .to_string();
-        Server { child, base }
+        Server {
+            child,
+            base,
+            env: all,
+            _data: data,
+        }
+    }
+
+    /// Runs a `mirobody-local` subcommand against this server's data and keys.
+    pub fn command(&self, args: &[&str]) -> String {
+        let output = command(&self.env)
+            .args(args)
+            .output()
+            .expect("mirobody-local runs");
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).expect("UTF-8 output")
+    }
+
+    /// A JWT for `user`, signed with this server's dev key.
+    pub fn token(&self, user: &str) -> String {
+        self.command(&["mint-token", user]).trim().to_string()
     }
 
     pub fn url(&self, path: &str) -> String {

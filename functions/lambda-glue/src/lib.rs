@@ -5,14 +5,18 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use lambda_http::{Body, Error, Request, Response, service_fn};
-use mirobody::{App, Config, RouteGroup, Runtime};
+use mirobody::store::open_store;
+use mirobody::{App, Config, RouteGroup, Runtime, Services};
 
 /// Builds the app once per cold start (settings from the environment), then serves
 /// events until the runtime stops the sandbox.
 pub async fn run(group: RouteGroup) -> Result<(), Error> {
     init_logging();
     let config = Config::from_env(Runtime::Lambda)?;
-    let app = Arc::new(App::new(config, group)?);
+    let store = open_store(&config).await?;
+    // Signing keys from Secrets Manager arrive with accounts (issue 4); until then every
+    // caller of a deployed function is anonymous.
+    let app = Arc::new(App::new(config, group, Services { store, jwts: None })?);
     lambda_http::run(service_fn(move |event: Request| {
         let app = app.clone();
         async move { Ok::<_, Error>(to_lambda(app.handle(from_lambda(event)).await)) }

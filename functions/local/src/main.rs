@@ -1,5 +1,12 @@
 //! `mirobody-local`: every route in one process on `HTTP_HOST:HTTP_PORT`
-//! (default 127.0.0.1:18060). For development and tests; never deployed.
+//! (default 127.0.0.1:18060) over the embedded store. For development and tests;
+//! never deployed.
+//!
+//! ```text
+//! mirobody-local                    serve
+//! mirobody-local mint-token <user>  print a JWT for <user>, signed with the dev key
+//! mirobody-local seed-demo [user]   load the generated demo account (default: demo)
+//! ```
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -11,11 +18,29 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use mirobody::{App, Config, RouteGroup, Runtime};
+use mirobody::identity::{Jwts, Keys};
+use mirobody::store::{Store, open_store};
+use mirobody::{App, Config, RouteGroup, Runtime, Services, TOKEN_AUDIENCE, TOKEN_ISSUER};
 use tokio::net::TcpListener;
 
-/// Largest request body accepted (uploads arrive in batches well under this).
+mod layered;
+
+/// Largest request body accepted (API Gateway allows 10 MB; Lambda 6 MB).
 const MAX_BODY: usize = 8 * 1024 * 1024;
+/// Lifetime of a token printed by `mint-token`.
+const DEV_TOKEN_SECS: u64 = 30 * 24 * 3600;
+
+fn fail(message: impl std::fmt::Display) -> ! {
+    eprintln!("mirobody-local: {message}");
+    std::process::exit(2);
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
 
 #[tokio::main]
 async fn main() {
@@ -25,31 +50,49 @@ async fn main() {
         )
         .with_writer(std::io::stderr)
         .init();
-    let config = match Config::from_env(Runtime::Local) {
-        Ok(config) => config,
-        Err(error) => {
-            eprintln!("mirobody-local: {error}");
-            std::process::exit(2);
+    let config = layered::vars()
+        .and_then(|vars| Config::from_vars(Runtime::Local, vars))
+        .unwrap_or_else(|e| fail(e));
+    let keys = Keys::dev(&config.data_dir).unwrap_or_else(|e| fail(e));
+    let jwts = Jwts::new(&keys.jwt, TOKEN_ISSUER, TOKEN_AUDIENCE);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("mint-token") => {
+            let user = args
+                .get(1)
+                .unwrap_or_else(|| fail("usage: mirobody-local mint-token <user>"));
+            println!("{}", jwts.mint(user, DEV_TOKEN_SECS, now()));
+            return;
         }
-    };
+        Some("seed-demo") => {
+            let user = args.get(1).map(String::as_str).unwrap_or("demo");
+            let store = open_store(&config).await.unwrap_or_else(|e| fail(e));
+            seed_demo(store.as_ref(), user).await;
+            println!("demo data loaded for user {user:?}; a token for it:");
+            println!("{}", jwts.mint(user, DEV_TOKEN_SECS, now()));
+            return;
+        }
+        Some(other) => fail(format!(
+            "unknown command {other:?} (commands: mint-token, seed-demo)"
+        )),
+        None => {}
+    }
+    let store = open_store(&config).await.unwrap_or_else(|e| fail(e));
     let addr = (config.host, config.port);
-    let app = match App::new(config, RouteGroup::All) {
-        Ok(app) => Arc::new(app),
-        Err(error) => {
-            eprintln!("mirobody-local: {error}");
-            std::process::exit(2);
-        }
-    };
-    let listener = match TcpListener::bind(addr).await {
-        Ok(listener) => listener,
-        Err(error) => {
-            eprintln!(
-                "mirobody-local: cannot listen on {}:{}: {error}",
-                addr.0, addr.1
-            );
-            std::process::exit(1);
-        }
-    };
+    let app = Arc::new(
+        App::new(
+            config,
+            RouteGroup::All,
+            Services {
+                store,
+                jwts: Some(jwts),
+            },
+        )
+        .unwrap_or_else(|e| fail(e)),
+    );
+    let listener = TcpListener::bind(addr)
+        .await
+        .unwrap_or_else(|e| fail(format!("cannot listen on {}:{}: {e}", addr.0, addr.1)));
     let local = listener
         .local_addr()
         .expect("a bound listener has an address");
@@ -75,6 +118,25 @@ async fn main() {
     }
 }
 
+async fn seed_demo(store: &dyn Store, user: &str) {
+    let first_day = chrono::NaiveDate::from_ymd_opt(2025, 11, 1).expect("a valid date");
+    let readings = mirobody::demo::readings(first_day);
+    let genotypes = mirobody::demo::genotypes();
+    store
+        .put_readings(user, &readings)
+        .await
+        .unwrap_or_else(|e| fail(e));
+    store
+        .put_genotypes(user, &genotypes)
+        .await
+        .unwrap_or_else(|e| fail(e));
+    eprintln!(
+        "{} readings and {} genotypes written",
+        readings.len(),
+        genotypes.len()
+    );
+}
+
 async fn serve(
     app: Arc<App>,
     request: Request<Incoming>,
@@ -84,7 +146,7 @@ async fn serve(
         Ok(collected) => collected.to_bytes(),
         Err(_) => {
             let mut response = Response::new(Full::new(Bytes::from_static(
-                b"{\"error\":\"request body too large\"}",
+                b"{\"code\":413,\"msg\":\"request body too large (8 MB)\"}",
             )));
             *response.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
             return Ok(response);

@@ -11,6 +11,7 @@ use http::Method;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RouteGroup {
     Mcp,
+    Data,
     All,
 }
 
@@ -24,6 +25,14 @@ pub enum Route<'p> {
     McpGet,
     McpDelete,
     McpOptions,
+    /// `POST /api/data/health`: readings as JSON or CSV (E4).
+    DataHealth,
+    /// `POST /api/data/genotype`: a raw genotype file (E4).
+    DataGenotype,
+    /// `GET /api/data`: what the caller has uploaded.
+    DataSummary,
+    /// `DELETE /api/data`: delete the caller's readings and genotypes.
+    DataDelete,
     /// A known path with a method it does not serve.
     MethodNotAllowed(&'static str),
     NotFound,
@@ -38,6 +47,10 @@ impl Route<'_> {
             Route::McpGet => "GET /mcp",
             Route::McpDelete => "DELETE /mcp",
             Route::McpOptions => "OPTIONS /mcp",
+            Route::DataHealth => "POST /api/data/health",
+            Route::DataGenotype => "POST /api/data/genotype",
+            Route::DataSummary => "GET /api/data",
+            Route::DataDelete => "DELETE /api/data",
             Route::MethodNotAllowed(_) => "method not allowed",
             Route::NotFound => "not found",
         }
@@ -47,6 +60,9 @@ impl Route<'_> {
         match self {
             Route::McpPost { .. } | Route::McpGet | Route::McpDelete | Route::McpOptions => {
                 Some(RouteGroup::Mcp)
+            }
+            Route::DataHealth | Route::DataGenotype | Route::DataSummary | Route::DataDelete => {
+                Some(RouteGroup::Data)
             }
             Route::MethodNotAllowed(_) | Route::NotFound => None,
         }
@@ -67,9 +83,27 @@ pub const ROUTE_TABLE: &[(&str, &str, RouteGroup)] = &[
     ("OPTIONS", "/mcp", RouteGroup::Mcp),
     ("POST", "/mcp/{secret}", RouteGroup::Mcp),
     ("OPTIONS", "/mcp/{secret}", RouteGroup::Mcp),
+    ("POST", "/api/data/health", RouteGroup::Data),
+    ("POST", "/api/data/genotype", RouteGroup::Data),
+    ("GET", "/api/data", RouteGroup::Data),
+    ("DELETE", "/api/data", RouteGroup::Data),
 ];
 
 pub fn route<'p>(method: &Method, path: &'p str, prefix: &str) -> Route<'p> {
+    let trimmed = if path.len() > 1 {
+        path.trim_end_matches('/')
+    } else {
+        path
+    };
+    match (trimmed, method) {
+        ("/api/data/health", &Method::POST) => return Route::DataHealth,
+        ("/api/data/genotype", &Method::POST) => return Route::DataGenotype,
+        ("/api/data", &Method::GET) => return Route::DataSummary,
+        ("/api/data", &Method::DELETE) => return Route::DataDelete,
+        ("/api/data/health" | "/api/data/genotype", _) => return Route::MethodNotAllowed("POST"),
+        ("/api/data", _) => return Route::MethodNotAllowed("GET, DELETE"),
+        _ => {}
+    }
     let Some(rest) = path.strip_prefix(prefix) else {
         return Route::NotFound;
     };

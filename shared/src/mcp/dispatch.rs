@@ -5,6 +5,8 @@
 //! serverInfo in `_meta`, caching fields). Does not know HTTP routing, CORS or how
 //! a caller is authenticated: the caller arrives already resolved.
 
+use std::sync::Arc;
+
 use http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value, json};
 
@@ -14,7 +16,10 @@ use super::error::McpError;
 use super::jsonrpc::{self, Incoming};
 use crate::prompts::{PromptOutput, PromptRequest, Prompts};
 use crate::resources::{Resources, Substitutions};
-use crate::tools::{CallContext, Caller, Notifier, Registry, ToolOutput, ToolSpec, call_result};
+use crate::store::{DataPresence, Store};
+use crate::tools::{
+    CallContext, Caller, DataKind, Notifier, Registry, ToolOutput, ToolSpec, call_result,
+};
 
 /// How long clients may cache list and discovery results.
 pub const CACHE_TTL_MS: u64 = 300_000;
@@ -25,6 +30,8 @@ pub struct McpServer {
     pub tools: Registry,
     pub resources: Resources,
     pub prompts: Prompts,
+    /// Answers which kinds of data a caller holds, for availability gating (A5).
+    pub store: Arc<dyn Store>,
 }
 
 /// One request as the transport hands it over.
@@ -148,7 +155,9 @@ impl McpServer {
             "ping" | "logging/setLevel" if !modern => Ok(Map::new()),
             "server/discover" => Ok(self.declaration.discover_result()),
             "tools/list" => {
-                let page = self.tools.page(cursor(params)?, exchange.visible)?;
+                let presence = self.presence(exchange.caller).await;
+                let visible = |spec: &ToolSpec| (exchange.visible)(spec) && gate(spec, presence);
+                let page = self.tools.page(cursor(params)?, &visible)?;
                 let mut result = Map::new();
                 result.insert(
                     "tools".into(),
@@ -294,6 +303,19 @@ impl McpServer {
         })
     }
 
+    /// What data the caller holds: one store round trip, and only for a resolved
+    /// caller. A failing probe hides nothing (fail open) and logs no user data.
+    async fn presence(&self, caller: Option<&Caller>) -> Option<DataPresence> {
+        let caller = caller?;
+        match self.store.data_presence(&caller.user_id).await {
+            Ok(presence) => Some(presence),
+            Err(error) => {
+                tracing::warn!(%error, "availability probe failed; listing every tool");
+                None
+            }
+        }
+    }
+
     /// Adds what the era and the method require to a result.
     fn shape(&self, mut result: Map<String, Value>, method: &str, era: Era) -> Map<String, Value> {
         if matches!(
@@ -331,6 +353,16 @@ impl McpServer {
             );
         }
         result
+    }
+}
+
+/// A5: a data tool is listed only when the caller holds its kind of data (or when
+/// that is unknown: anonymous callers and failed probes see everything).
+fn gate(spec: &ToolSpec, presence: Option<DataPresence>) -> bool {
+    match (spec.requires, presence) {
+        (Some(DataKind::Health), Some(p)) => p.health,
+        (Some(DataKind::Genotype), Some(p)) => p.genotype,
+        _ => true,
     }
 }
 

@@ -2,14 +2,27 @@
 
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
+mod genetics;
+mod health;
 mod registry;
 pub mod request_state;
 
 pub use registry::{
-    BoxFuture, CallContext, Caller, Notifier, PAGE_SIZE, Registry, Tool, ToolCall, ToolOutput,
-    ToolSpec, call_result,
+    BoxFuture, CallContext, Caller, DataKind, Notifier, PAGE_SIZE, Registry, Tool, ToolCall,
+    ToolOutput, ToolSpec, call_result,
 };
 pub use request_state::StateSeal;
 
+use std::sync::Arc;
+
+use crate::store::Store;
+
 /// Registers the product's own tools. Adding a tool is one module and one line here.
-pub fn register_builtin(_registry: &mut Registry) {}
+pub fn register_builtin(registry: &mut Registry, store: &Arc<dyn Store>) {
+    registry.register(health::QueryHealthIndicators {
+        store: store.clone(),
+    });
+    registry.register(genetics::GetGeneticData {
+        store: store.clone(),
+    });
+}

@@ -33,6 +33,15 @@ pub struct ToolSpec {
     /// The tool acts for a user (it takes `user_info`, A7): the server resolves the
     /// caller; the client can never supply one.
     pub needs_caller: bool,
+    /// The kind of data the caller must hold for the tool to be listed (A5).
+    pub requires: Option<DataKind>,
+}
+
+/// Kinds of user data a tool can depend on (availability gating, A5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataKind {
+    Health,
+    Genotype,
 }
 
 impl ToolSpec {
@@ -45,7 +54,14 @@ impl ToolSpec {
             output_schema: None,
             annotations: None,
             needs_caller: false,
+            requires: None,
         }
+    }
+
+    /// Listed only for callers who hold this kind of data (A5).
+    pub fn requires(mut self, kind: DataKind) -> Self {
+        self.requires = Some(kind);
+        self
     }
 
     /// The annotations every data tool of the original carries.

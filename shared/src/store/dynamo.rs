@@ -1,0 +1,1045 @@
+//! The DynamoDB store (the Lambda default).
+//!
+//! Data table items (partition key `pk` = user id, sort key `sk`):
+//! - `h#<indicator key>#<time>#<source>`: one reading (`indicator`, `time`, `source`,
+//!   `value` as N or S, optional `unit`, `code_system`, `code`).
+//! - `g#<rsid>`: one genotype (`chromosome`, `genotype`, and `gpk` = `<user>#<chromosome>`,
+//!   `gpos` = position: the keys of the `by_position` index, which projects `genotype`).
+//! - `presence`: booleans `health` / `genotype`, set when data is written and deleted
+//!   with it, so availability gating (A5) is one GetItem.
+//!
+//! Batch writes go out 25 items a request (a few requests in flight), unprocessed items
+//! are retried with backoff; reads page through Query results and BatchGetItem
+//! (100 keys a request). Errors name the operation only; the log line adds the SDK
+//! error kind and code, never a key or value.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, DeleteRequest, GlobalSecondaryIndex,
+    IndexStatus, KeySchemaElement, KeyType, KeysAndAttributes, Projection, ProjectionType,
+    PutRequest, ScalarAttributeType, TableStatus, TimeToLiveSpecification, TimeToLiveStatus,
+    WriteRequest,
+};
+use serde::Deserialize;
+use tokio::task::JoinSet;
+
+use super::{
+    DataPresence, Genotype, Reading, ReadingQuery, ReadingValue, Store, StoreError, StoreFuture,
+    WriteReport,
+};
+
+type Item = HashMap<String, AttributeValue>;
+
+const PK: &str = "pk";
+const SK: &str = "sk";
+const PRESENCE_SK: &str = "presence";
+const READING_PREFIX: &str = "h#";
+const GENOTYPE_PREFIX: &str = "g#";
+const POSITION_INDEX: &str = "by_position";
+const GPK: &str = "gpk";
+const GPOS: &str = "gpos";
+
+/// BatchWriteItem's limit.
+const WRITE_CHUNK: usize = 25;
+/// BatchGetItem's limit.
+const GET_CHUNK: usize = 100;
+/// Batch requests in flight at once per call.
+const PARALLEL_REQUESTS: usize = 4;
+/// Attempts at a batch's unprocessed items before giving up (backoff in between).
+const BATCH_ATTEMPTS: u32 = 8;
+
+/// The upper end of every time range: above any text a time can hold.
+const TIME_MAX: &str = "\u{10FFFF}";
+
+/// The table definitions shared with `infra/local-aws` (CreateTable request shapes).
+const TABLES_JSON: &str = include_str!("../../../infra/tables.json");
+
+/// The two tables' names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DynamoTables {
+    /// Everything found by an opaque key (TTL attribute `expires_at`).
+    pub keys: String,
+    /// Everything found by user (partition key `pk`, sort key `sk`).
+    pub data: String,
+}
+
+/// The DynamoDB implementation of [`Store`]. Cheap to clone (the client is shared).
+#[derive(Debug, Clone)]
+pub struct DynamoStore {
+    client: Client,
+    tables: DynamoTables,
+    /// Query page size; `None` lets DynamoDB fill 1 MB pages.
+    page_limit: Option<i32>,
+}
+
+impl DynamoStore {
+    pub fn new(client: Client, tables: DynamoTables) -> Self {
+        DynamoStore {
+            client,
+            tables,
+            page_limit: None,
+        }
+    }
+
+    /// Builds the client once from the environment (region, credentials, and the
+    /// `AWS_ENDPOINT_URL_DYNAMODB` the SDK reads itself); `endpoint` overrides the
+    /// endpoint (a local emulator such as moto).
+    pub async fn from_env(tables: DynamoTables, endpoint: Option<String>) -> Self {
+        let timeouts = aws_config::timeout::TimeoutConfig::builder()
+            .connect_timeout(Duration::from_secs(3))
+            .operation_attempt_timeout(Duration::from_secs(5))
+            .operation_timeout(Duration::from_secs(12))
+            .build();
+        let mut loader =
+            aws_config::defaults(aws_config::BehaviorVersion::latest()).timeout_config(timeouts);
+        if let Some(url) = endpoint {
+            loader = loader.endpoint_url(url);
+        }
+        let config = loader.load().await;
+        Self::new(Client::new(&config), tables)
+    }
+
+    /// Caps every Query page at `limit` items (tests use it to make pagination real).
+    pub fn with_page_limit(mut self, limit: i32) -> Self {
+        self.page_limit = Some(limit.max(1));
+        self
+    }
+
+    pub fn tables(&self) -> &DynamoTables {
+        &self.tables
+    }
+
+    /// Creates both tables from `infra/tables.json` under the given names, unless they
+    /// exist, waits until they are active, and turns TTL on for the keys table. For
+    /// tests and local development; deployed tables come from the SAM template.
+    pub async fn create_tables(client: &Client, tables: &DynamoTables) -> Result<(), StoreError> {
+        let op = "create_tables";
+        let defs: TableFile = serde_json::from_str(TABLES_JSON)
+            .map_err(|_| StoreError::Corrupt("create_tables: infra/tables.json".into()))?;
+        for (def, name) in [
+            (&defs.tables.keys, &tables.keys),
+            (&defs.tables.data, &tables.data),
+        ] {
+            let request = client
+                .create_table()
+                .table_name(name)
+                .set_attribute_definitions(Some(def.create_table.attribute_definitions()?))
+                .set_key_schema(Some(key_schema(&def.create_table.key_schema)?))
+                .set_global_secondary_indexes(def.create_table.global_secondary_indexes()?)
+                .billing_mode(BillingMode::from(def.create_table.billing_mode.as_str()));
+            match request.send().await {
+                Ok(_) => {}
+                Err(e)
+                    if e.as_service_error()
+                        .is_some_and(|e| e.is_resource_in_use_exception()) => {}
+                Err(e) => return Err(sdk_error(op, e)),
+            }
+        }
+        for name in [&tables.keys, &tables.data] {
+            wait_until_active(client, name).await?;
+        }
+        for (def, name) in [
+            (&defs.tables.keys, &tables.keys),
+            (&defs.tables.data, &tables.data),
+        ] {
+            let Some(ttl) = &def.time_to_live_specification else {
+                continue;
+            };
+            let current = client
+                .describe_time_to_live()
+                .table_name(name)
+                .send()
+                .await
+                .map_err(|e| sdk_error(op, e))?;
+            let status = current
+                .time_to_live_description()
+                .and_then(|d| d.time_to_live_status());
+            if matches!(
+                status,
+                Some(TimeToLiveStatus::Enabled | TimeToLiveStatus::Enabling)
+            ) {
+                continue;
+            }
+            let spec = TimeToLiveSpecification::builder()
+                .attribute_name(&ttl.attribute_name)
+                .enabled(ttl.enabled)
+                .build()
+                .map_err(|_| StoreError::Corrupt("create_tables: infra/tables.json".into()))?;
+            client
+                .update_time_to_live()
+                .table_name(name)
+                .time_to_live_specification(spec)
+                .send()
+                .await
+                .map_err(|e| sdk_error(op, e))?;
+        }
+        Ok(())
+    }
+
+    /// A Query on the data table for one user, consistent (reads follow writes).
+    fn user_query(&self, user: &str) -> QueryFluentBuilder {
+        self.client
+            .query()
+            .table_name(&self.tables.data)
+            .consistent_read(true)
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_values(":pk", AttributeValue::S(user.to_string()))
+    }
+
+    /// Marks the user as holding `kind` (`health` or `genotype`).
+    async fn mark_present(
+        &self,
+        op: &'static str,
+        user: &str,
+        kind: &'static str,
+    ) -> Result<(), StoreError> {
+        self.client
+            .update_item()
+            .table_name(&self.tables.data)
+            .key(PK, AttributeValue::S(user.to_string()))
+            .key(SK, AttributeValue::S(PRESENCE_SK.to_string()))
+            .update_expression("SET #kind = :yes")
+            .expression_attribute_names("#kind", kind)
+            .expression_attribute_values(":yes", AttributeValue::Bool(true))
+            .send()
+            .await
+            .map_err(|e| sdk_error(op, e))?;
+        Ok(())
+    }
+
+    /// Writes (puts or deletes) any number of requests: 25 a batch, a few batches in flight.
+    async fn write_all(
+        &self,
+        op: &'static str,
+        requests: Vec<WriteRequest>,
+    ) -> Result<(), StoreError> {
+        let mut requests = requests.into_iter().peekable();
+        let batches = std::iter::from_fn(move || {
+            requests.peek()?;
+            let batch: Vec<WriteRequest> = requests.by_ref().take(WRITE_CHUNK).collect();
+            Some(write_batch(
+                self.client.clone(),
+                self.tables.data.clone(),
+                op,
+                batch,
+            ))
+        });
+        bounded(op, batches).await.map(drop)
+    }
+
+    /// Deletes every item of the user whose sort key starts with `prefix`, page by page.
+    async fn delete_prefixed(
+        &self,
+        op: &'static str,
+        user: &str,
+        prefix: &str,
+    ) -> Result<(), StoreError> {
+        let query = self
+            .user_query(user)
+            .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_values(":prefix", AttributeValue::S(prefix.to_string()))
+            .projection_expression("#pk, #sk");
+        let mut start: Option<Item> = None;
+        loop {
+            let page = query
+                .clone()
+                .set_exclusive_start_key(start.take())
+                .set_limit(self.page_limit)
+                .send()
+                .await
+                .map_err(|e| sdk_error(op, e))?;
+            let mut deletes = Vec::new();
+            for item in page.items.unwrap_or_default() {
+                let key: Item = item
+                    .into_iter()
+                    .filter(|(name, _)| name == PK || name == SK)
+                    .collect();
+                let delete = DeleteRequest::builder()
+                    .set_key(Some(key))
+                    .build()
+                    .map_err(|_| StoreError::Corrupt(op.into()))?;
+                deletes.push(WriteRequest::builder().delete_request(delete).build());
+            }
+            self.write_all(op, deletes).await?;
+            match page.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => return Ok(()),
+            }
+        }
+    }
+}
+
+/// Maps an SDK failure to `Unavailable(<operation>)`; the log line carries the error
+/// kind and code, never the message (it can quote keys).
+fn sdk_error<E: ProvideErrorMetadata, R>(op: &'static str, err: SdkError<E, R>) -> StoreError {
+    let kind = match &err {
+        SdkError::ConstructionFailure(_) => "construction",
+        SdkError::TimeoutError(_) => "timeout",
+        SdkError::DispatchFailure(_) => "dispatch",
+        SdkError::ResponseError(_) => "response",
+        SdkError::ServiceError(_) => "service",
+        _ => "other",
+    };
+    tracing::warn!(
+        operation = op,
+        kind,
+        code = err.code().unwrap_or("-"),
+        "dynamodb store: operation failed"
+    );
+    StoreError::Unavailable(op.to_string())
+}
+
+fn corrupt(op: &'static str) -> StoreError {
+    tracing::warn!(operation = op, "dynamodb store: unreadable item");
+    StoreError::Corrupt(op.to_string())
+}
+
+/// Exponential backoff with jitter: ~50 ms, 100 ms, ... capped at 2 s.
+fn backoff(attempt: u32) -> Duration {
+    let ceiling = 50u64.saturating_mul(1 << attempt.min(6)).min(2_000);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let jitter = u64::from(nanos) % (ceiling / 2 + 1);
+    Duration::from_millis(ceiling / 2 + jitter)
+}
+
+/// Runs the tasks with at most `PARALLEL_REQUESTS` in flight; results in completion order.
+/// The first failure stops the rest.
+async fn bounded<T, F>(
+    op: &'static str,
+    tasks: impl Iterator<Item = F>,
+) -> Result<Vec<T>, StoreError>
+where
+    T: Send + 'static,
+    F: Future<Output = Result<T, StoreError>> + Send + 'static,
+{
+    let mut tasks = tasks.fuse();
+    let mut running = JoinSet::new();
+    let mut out = Vec::new();
+    loop {
+        while running.len() < PARALLEL_REQUESTS {
+            match tasks.next() {
+                Some(task) => {
+                    running.spawn(task);
+                }
+                None => break,
+            }
+        }
+        match running.join_next().await {
+            None => return Ok(out),
+            Some(Ok(result)) => out.push(result?),
+            Some(Err(_)) => {
+                return Err(StoreError::Unavailable(format!("{op}: worker task failed")));
+            }
+        }
+    }
+}
+
+/// One BatchWriteItem of at most 25 requests, retrying unprocessed items with backoff.
+async fn write_batch(
+    client: Client,
+    table: String,
+    op: &'static str,
+    batch: Vec<WriteRequest>,
+) -> Result<(), StoreError> {
+    let mut pending = HashMap::from([(table, batch)]);
+    for attempt in 0..BATCH_ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(backoff(attempt - 1)).await;
+        }
+        let out = client
+            .batch_write_item()
+            .set_request_items(Some(pending))
+            .send()
+            .await
+            .map_err(|e| sdk_error(op, e))?;
+        match out.unprocessed_items {
+            Some(left) if left.values().any(|requests| !requests.is_empty()) => pending = left,
+            _ => return Ok(()),
+        }
+    }
+    tracing::warn!(
+        operation = op,
+        "dynamodb store: unprocessed items after retries"
+    );
+    Err(StoreError::Unavailable(format!("{op}: throttled")))
+}
+
+/// One BatchGetItem of at most 100 keys, retrying unprocessed keys with backoff.
+async fn get_batch(
+    client: Client,
+    table: String,
+    op: &'static str,
+    keys: KeysAndAttributes,
+) -> Result<Vec<Item>, StoreError> {
+    let mut pending = HashMap::from([(table, keys)]);
+    let mut found = Vec::new();
+    for attempt in 0..BATCH_ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(backoff(attempt - 1)).await;
+        }
+        let out = client
+            .batch_get_item()
+            .set_request_items(Some(pending))
+            .send()
+            .await
+            .map_err(|e| sdk_error(op, e))?;
+        found.extend(out.responses.unwrap_or_default().into_values().flatten());
+        match out.unprocessed_keys {
+            Some(left) if left.values().any(|k| !k.keys().is_empty()) => pending = left,
+            _ => return Ok(found),
+        }
+    }
+    tracing::warn!(
+        operation = op,
+        "dynamodb store: unprocessed keys after retries"
+    );
+    Err(StoreError::Unavailable(format!("{op}: throttled")))
+}
+
+/// Every item a Query returns, following `LastEvaluatedKey`.
+async fn query_all(
+    op: &'static str,
+    query: QueryFluentBuilder,
+    limit: Option<i32>,
+) -> Result<Vec<Item>, StoreError> {
+    let mut items = Vec::new();
+    let mut start: Option<Item> = None;
+    loop {
+        let page = query
+            .clone()
+            .set_exclusive_start_key(start.take())
+            .set_limit(limit)
+            .send()
+            .await
+            .map_err(|e| sdk_error(op, e))?;
+        items.extend(page.items.unwrap_or_default());
+        match page.last_evaluated_key {
+            Some(key) if !key.is_empty() => start = Some(key),
+            _ => return Ok(items),
+        }
+    }
+}
+
+fn s(value: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(value.into())
+}
+
+fn get_s(op: &'static str, item: &Item, name: &str) -> Result<String, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::S(v)) => Ok(v.clone()),
+        _ => Err(corrupt(op)),
+    }
+}
+
+fn get_opt_s(op: &'static str, item: &Item, name: &str) -> Result<Option<String>, StoreError> {
+    match item.get(name) {
+        None | Some(AttributeValue::Null(_)) => Ok(None),
+        Some(AttributeValue::S(v)) => Ok(Some(v.clone())),
+        Some(_) => Err(corrupt(op)),
+    }
+}
+
+fn get_u64(op: &'static str, item: &Item, name: &str) -> Result<u64, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::N(v)) => v.parse().map_err(|_| corrupt(op)),
+        _ => Err(corrupt(op)),
+    }
+}
+
+/// DynamoDB numbers hold up to 38 significant digits within about 1e-130..1e126; Rust
+/// prints the shortest text that reads back to the same `f64`. A number whose text does
+/// not fit (absurd magnitudes) and a non-finite one are kept as text.
+fn value_attribute(value: &ReadingValue) -> AttributeValue {
+    match value {
+        ReadingValue::Number(n) => {
+            let text = n.to_string();
+            let digits = text.bytes().filter(u8::is_ascii_digit).count();
+            if n.is_finite() && digits <= 38 {
+                AttributeValue::N(text)
+            } else {
+                AttributeValue::S(text)
+            }
+        }
+        ReadingValue::Text(t) => s(t.as_str()),
+    }
+}
+
+fn reading_sk(r: &Reading) -> String {
+    format!(
+        "{READING_PREFIX}{}#{}#{}",
+        Reading::indicator_key(&r.indicator),
+        r.time,
+        r.source
+    )
+}
+
+fn reading_item(user: &str, sk: String, r: &Reading) -> Item {
+    let mut item = HashMap::from([
+        (PK.to_string(), s(user)),
+        (SK.to_string(), s(sk)),
+        ("indicator".to_string(), s(r.indicator.as_str())),
+        ("time".to_string(), s(r.time.as_str())),
+        ("source".to_string(), s(r.source.as_str())),
+        ("value".to_string(), value_attribute(&r.value)),
+    ]);
+    for (name, value) in [
+        ("unit", &r.unit),
+        ("code_system", &r.code_system),
+        ("code", &r.code),
+    ] {
+        if let Some(v) = value {
+            item.insert(name.to_string(), s(v.as_str()));
+        }
+    }
+    item
+}
+
+fn reading_from_item(op: &'static str, item: &Item) -> Result<Reading, StoreError> {
+    let value = match item.get("value") {
+        Some(AttributeValue::N(n)) => ReadingValue::Number(n.parse().map_err(|_| corrupt(op))?),
+        Some(AttributeValue::S(t)) => ReadingValue::Text(t.clone()),
+        _ => return Err(corrupt(op)),
+    };
+    Ok(Reading {
+        indicator: get_s(op, item, "indicator")?,
+        value,
+        unit: get_opt_s(op, item, "unit")?,
+        time: get_s(op, item, "time")?,
+        code_system: get_opt_s(op, item, "code_system")?,
+        code: get_opt_s(op, item, "code")?,
+        source: get_s(op, item, "source")?,
+    })
+}
+
+fn genotype_item(user: &str, rsid: &str, g: &Genotype) -> Item {
+    HashMap::from([
+        (PK.to_string(), s(user)),
+        (SK.to_string(), s(format!("{GENOTYPE_PREFIX}{rsid}"))),
+        ("chromosome".to_string(), s(g.chromosome.as_str())),
+        ("genotype".to_string(), s(g.genotype.as_str())),
+        (GPK.to_string(), s(format!("{user}#{}", g.chromosome))),
+        (GPOS.to_string(), AttributeValue::N(g.position.to_string())),
+    ])
+}
+
+/// A genotype from its item; `chromosome` is given when the item comes from the index
+/// (which projects only the keys and `genotype`).
+fn genotype_from_item(
+    op: &'static str,
+    item: &Item,
+    chromosome: Option<&str>,
+) -> Result<Genotype, StoreError> {
+    let sk = get_s(op, item, SK)?;
+    let rsid = sk
+        .strip_prefix(GENOTYPE_PREFIX)
+        .ok_or_else(|| corrupt(op))?
+        .to_string();
+    let chromosome = match chromosome {
+        Some(c) => c.to_string(),
+        None => get_s(op, item, "chromosome")?,
+    };
+    Ok(Genotype {
+        rsid,
+        chromosome,
+        position: get_u64(op, item, GPOS)?,
+        genotype: get_s(op, item, "genotype")?,
+    })
+}
+
+fn put_request(op: &'static str, item: Item) -> Result<WriteRequest, StoreError> {
+    let put = PutRequest::builder()
+        .set_item(Some(item))
+        .build()
+        .map_err(|_| corrupt(op))?;
+    Ok(WriteRequest::builder().put_request(put).build())
+}
+
+impl Store for DynamoStore {
+    fn data_presence<'a>(&'a self, user: &'a str) -> StoreFuture<'a, DataPresence> {
+        Box::pin(async move {
+            let op = "data_presence";
+            let out = self
+                .client
+                .get_item()
+                .table_name(&self.tables.data)
+                .key(PK, s(user))
+                .key(SK, s(PRESENCE_SK))
+                .consistent_read(true)
+                .send()
+                .await
+                .map_err(|e| sdk_error(op, e))?;
+            let flag = |name: &str| {
+                matches!(
+                    out.item().and_then(|i| i.get(name)),
+                    Some(AttributeValue::Bool(true))
+                )
+            };
+            Ok(DataPresence {
+                health: flag("health"),
+                genotype: flag("genotype"),
+            })
+        })
+    }
+
+    fn put_readings<'a>(
+        &'a self,
+        user: &'a str,
+        readings: &'a [Reading],
+    ) -> StoreFuture<'a, WriteReport> {
+        Box::pin(async move {
+            let op = "put_readings";
+            // One batch may not name an item twice: the last of a repeated identity wins,
+            // as it would writing one at a time.
+            let mut by_sk: HashMap<String, &Reading> = HashMap::with_capacity(readings.len());
+            for r in readings {
+                by_sk.insert(reading_sk(r), r);
+            }
+            if by_sk.is_empty() {
+                return Ok(WriteReport::default());
+            }
+            // Presence first: if the data write then fails, gating shows tools that find
+            // nothing, rather than hiding data that did arrive.
+            self.mark_present(op, user, "health").await?;
+            let written = by_sk.len();
+            let requests = by_sk
+                .into_iter()
+                .map(|(sk, r)| put_request(op, reading_item(user, sk, r)))
+                .collect::<Result<Vec<_>, _>>()?;
+            self.write_all(op, requests).await?;
+            Ok(WriteReport { written })
+        })
+    }
+
+    fn readings<'a>(
+        &'a self,
+        user: &'a str,
+        query: &'a ReadingQuery,
+    ) -> StoreFuture<'a, Vec<Reading>> {
+        Box::pin(async move {
+            let op = "readings";
+            // `to` is inclusive and also covers every time it is a prefix of.
+            let to = format!("{}{TIME_MAX}", query.to.as_deref().unwrap_or(TIME_MAX));
+            if query.from.as_deref().is_some_and(|from| from > to.as_str()) {
+                // An empty window (and DynamoDB refuses BETWEEN with its ends swapped).
+                return Ok(Vec::new());
+            }
+            let mut filter = vec!["#time <= :to"];
+            if query.from.is_some() {
+                filter.push("#time >= :from");
+            }
+            let base = self
+                .user_query(user)
+                .expression_attribute_names("#sk", SK)
+                .expression_attribute_names("#time", "time")
+                .expression_attribute_values(":to", s(to.as_str()))
+                .filter_expression(filter.join(" AND "));
+            let base = match &query.from {
+                Some(from) => base.expression_attribute_values(":from", s(from.as_str())),
+                None => base,
+            };
+            let items = match &query.indicator_keys {
+                None => {
+                    let q = base
+                        .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+                        .expression_attribute_values(":prefix", s(READING_PREFIX));
+                    query_all(op, q, self.page_limit).await?
+                }
+                Some(keys) => {
+                    let mut keys: Vec<String> =
+                        keys.iter().map(|k| Reading::indicator_key(k)).collect();
+                    keys.sort();
+                    keys.dedup();
+                    let from = query.from.as_deref().unwrap_or("");
+                    let limit = self.page_limit;
+                    let queries = keys.into_iter().map(|key| {
+                        let q = base
+                            .clone()
+                            .key_condition_expression("#pk = :pk AND #sk BETWEEN :low AND :high")
+                            .expression_attribute_values(
+                                ":low",
+                                s(format!("{READING_PREFIX}{key}#{from}")),
+                            )
+                            .expression_attribute_values(
+                                ":high",
+                                s(format!("{READING_PREFIX}{key}#{to}")),
+                            );
+                        query_all(op, q, limit)
+                    });
+                    bounded(op, queries).await?.into_iter().flatten().collect()
+                }
+            };
+            let mut readings = items
+                .iter()
+                .map(|item| reading_from_item(op, item))
+                .collect::<Result<Vec<_>, _>>()?;
+            // Sort keys order `#` against the characters of an indicator key differently
+            // from plain text ("a b" vs "a"), so order here, as the embedded store does.
+            readings.sort_by_cached_key(|r| {
+                (
+                    Reading::indicator_key(&r.indicator),
+                    r.time.clone(),
+                    r.source.clone(),
+                )
+            });
+            Ok(readings)
+        })
+    }
+
+    fn put_genotypes<'a>(
+        &'a self,
+        user: &'a str,
+        genotypes: &'a [Genotype],
+    ) -> StoreFuture<'a, WriteReport> {
+        Box::pin(async move {
+            let op = "put_genotypes";
+            let mut by_rsid: HashMap<String, &Genotype> = HashMap::with_capacity(genotypes.len());
+            for g in genotypes {
+                by_rsid.insert(g.rsid.to_lowercase(), g);
+            }
+            if by_rsid.is_empty() {
+                return Ok(WriteReport::default());
+            }
+            self.mark_present(op, user, "genotype").await?;
+            let written = by_rsid.len();
+            let requests = by_rsid
+                .iter()
+                .map(|(rsid, g)| put_request(op, genotype_item(user, rsid, g)))
+                .collect::<Result<Vec<_>, _>>()?;
+            self.write_all(op, requests).await?;
+            Ok(WriteReport { written })
+        })
+    }
+
+    fn genotypes_by_rsid<'a>(
+        &'a self,
+        user: &'a str,
+        rsids: &'a [String],
+    ) -> StoreFuture<'a, Vec<Genotype>> {
+        Box::pin(async move {
+            let op = "genotypes_by_rsid";
+            let mut rsids: Vec<String> = rsids.iter().map(|r| r.to_lowercase()).collect();
+            rsids.sort();
+            rsids.dedup();
+            let mut batches = Vec::new();
+            for chunk in rsids.chunks(GET_CHUNK) {
+                let keys = chunk
+                    .iter()
+                    .map(|rsid| {
+                        HashMap::from([
+                            (PK.to_string(), s(user)),
+                            (SK.to_string(), s(format!("{GENOTYPE_PREFIX}{rsid}"))),
+                        ])
+                    })
+                    .collect();
+                let request = KeysAndAttributes::builder()
+                    .set_keys(Some(keys))
+                    .consistent_read(true)
+                    .projection_expression("#sk, #chr, #pos, #gt")
+                    .expression_attribute_names("#sk", SK)
+                    .expression_attribute_names("#chr", "chromosome")
+                    .expression_attribute_names("#pos", GPOS)
+                    .expression_attribute_names("#gt", "genotype")
+                    .build()
+                    .map_err(|_| corrupt(op))?;
+                batches.push(get_batch(
+                    self.client.clone(),
+                    self.tables.data.clone(),
+                    op,
+                    request,
+                ));
+            }
+            let items: Vec<Item> = bounded(op, batches.into_iter())
+                .await?
+                .into_iter()
+                .flatten()
+                .collect();
+            items
+                .iter()
+                .map(|item| genotype_from_item(op, item, None))
+                .collect()
+        })
+    }
+
+    fn genotypes_in_range<'a>(
+        &'a self,
+        user: &'a str,
+        chromosome: &'a str,
+        from: u64,
+        to: u64,
+    ) -> StoreFuture<'a, Vec<Genotype>> {
+        Box::pin(async move {
+            let op = "genotypes_in_range";
+            if from > to {
+                return Ok(Vec::new());
+            }
+            let q = self
+                .client
+                .query()
+                .table_name(&self.tables.data)
+                .index_name(POSITION_INDEX)
+                .key_condition_expression("#gpk = :gpk AND #gpos BETWEEN :from AND :to")
+                .expression_attribute_names("#gpk", GPK)
+                .expression_attribute_names("#gpos", GPOS)
+                .expression_attribute_values(":gpk", s(format!("{user}#{chromosome}")))
+                .expression_attribute_values(":from", AttributeValue::N(from.to_string()))
+                .expression_attribute_values(":to", AttributeValue::N(to.to_string()));
+            let items = query_all(op, q, self.page_limit).await?;
+            // `<user>#<chromosome>` could in principle be another user's key: keep the user's own.
+            let mut out = items
+                .iter()
+                .filter(|item| matches!(item.get(PK), Some(AttributeValue::S(pk)) if pk == user))
+                .map(|item| genotype_from_item(op, item, Some(chromosome)))
+                .collect::<Result<Vec<_>, _>>()?;
+            out.sort_by(|a, b| (a.position, &a.rsid).cmp(&(b.position, &b.rsid)));
+            Ok(out)
+        })
+    }
+
+    fn delete_user_data<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let op = "delete_user_data";
+            // Readings and genotypes only: the account (and any other kind) stays.
+            self.delete_prefixed(op, user, READING_PREFIX).await?;
+            self.delete_prefixed(op, user, GENOTYPE_PREFIX).await?;
+            self.client
+                .delete_item()
+                .table_name(&self.tables.data)
+                .key(PK, s(user))
+                .key(SK, s(PRESENCE_SK))
+                .send()
+                .await
+                .map_err(|e| sdk_error(op, e))?;
+            Ok(())
+        })
+    }
+}
+
+// ---------------------------------------------------------------- table definitions
+
+#[derive(Deserialize)]
+struct TableFile {
+    tables: TableSet,
+}
+
+#[derive(Deserialize)]
+struct TableSet {
+    keys: TableDef,
+    data: TableDef,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct TableDef {
+    create_table: CreateTableDef,
+    time_to_live_specification: Option<TtlDef>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct CreateTableDef {
+    attribute_definitions: Vec<AttributeDef>,
+    key_schema: Vec<KeyDef>,
+    #[serde(default)]
+    global_secondary_indexes: Vec<IndexDef>,
+    billing_mode: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct AttributeDef {
+    attribute_name: String,
+    attribute_type: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct KeyDef {
+    attribute_name: String,
+    key_type: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct IndexDef {
+    index_name: String,
+    key_schema: Vec<KeyDef>,
+    projection: ProjectionDef,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct ProjectionDef {
+    projection_type: String,
+    #[serde(default)]
+    non_key_attributes: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct TtlDef {
+    attribute_name: String,
+    enabled: bool,
+}
+
+fn bad_definition() -> StoreError {
+    StoreError::Corrupt("create_tables: infra/tables.json".into())
+}
+
+fn key_schema(keys: &[KeyDef]) -> Result<Vec<KeySchemaElement>, StoreError> {
+    keys.iter()
+        .map(|k| {
+            KeySchemaElement::builder()
+                .attribute_name(&k.attribute_name)
+                .key_type(KeyType::from(k.key_type.as_str()))
+                .build()
+                .map_err(|_| bad_definition())
+        })
+        .collect()
+}
+
+impl CreateTableDef {
+    fn attribute_definitions(&self) -> Result<Vec<AttributeDefinition>, StoreError> {
+        self.attribute_definitions
+            .iter()
+            .map(|a| {
+                AttributeDefinition::builder()
+                    .attribute_name(&a.attribute_name)
+                    .attribute_type(ScalarAttributeType::from(a.attribute_type.as_str()))
+                    .build()
+                    .map_err(|_| bad_definition())
+            })
+            .collect()
+    }
+
+    fn global_secondary_indexes(&self) -> Result<Option<Vec<GlobalSecondaryIndex>>, StoreError> {
+        if self.global_secondary_indexes.is_empty() {
+            return Ok(None);
+        }
+        self.global_secondary_indexes
+            .iter()
+            .map(|index| {
+                let projection = Projection::builder()
+                    .projection_type(ProjectionType::from(
+                        index.projection.projection_type.as_str(),
+                    ))
+                    .set_non_key_attributes(
+                        (!index.projection.non_key_attributes.is_empty())
+                            .then(|| index.projection.non_key_attributes.clone()),
+                    )
+                    .build();
+                GlobalSecondaryIndex::builder()
+                    .index_name(&index.index_name)
+                    .set_key_schema(Some(key_schema(&index.key_schema)?))
+                    .projection(projection)
+                    .build()
+                    .map_err(|_| bad_definition())
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+}
+
+/// Polls until the table and its indexes are active (immediate on moto; seconds on AWS).
+async fn wait_until_active(client: &Client, table: &str) -> Result<(), StoreError> {
+    let op = "create_tables";
+    for _ in 0..600 {
+        let out = client
+            .describe_table()
+            .table_name(table)
+            .send()
+            .await
+            .map_err(|e| sdk_error(op, e))?;
+        if let Some(t) = out.table() {
+            let table_active = t.table_status() == Some(&TableStatus::Active);
+            let indexes_active = t
+                .global_secondary_indexes()
+                .iter()
+                .all(|i| i.index_status() == Some(&IndexStatus::Active));
+            if table_active && indexes_active {
+                return Ok(());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Err(StoreError::Unavailable(format!("{op}: table not active")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_definitions_match_the_code() {
+        let defs: TableFile = serde_json::from_str(TABLES_JSON).expect("infra/tables.json parses");
+        let data = &defs.tables.data.create_table;
+        let keys: Vec<(&str, &str)> = data
+            .key_schema
+            .iter()
+            .map(|k| (k.attribute_name.as_str(), k.key_type.as_str()))
+            .collect();
+        assert_eq!(keys, [(PK, "HASH"), (SK, "RANGE")]);
+        let index = &data.global_secondary_indexes[0];
+        assert_eq!(index.index_name, POSITION_INDEX);
+        let index_keys: Vec<&str> = index
+            .key_schema
+            .iter()
+            .map(|k| k.attribute_name.as_str())
+            .collect();
+        assert_eq!(index_keys, [GPK, GPOS]);
+        assert!(
+            index
+                .projection
+                .non_key_attributes
+                .iter()
+                .any(|a| a == "genotype")
+        );
+        let ttl = defs
+            .tables
+            .keys
+            .time_to_live_specification
+            .as_ref()
+            .expect("keys table has TTL");
+        assert_eq!(
+            (ttl.attribute_name.as_str(), ttl.enabled),
+            ("expires_at", true)
+        );
+        assert!(data.attribute_definitions().is_ok() && data.global_secondary_indexes().is_ok());
+    }
+
+    #[test]
+    fn numbers_keep_their_exact_value_or_fall_back_to_text() {
+        assert_eq!(
+            value_attribute(&ReadingValue::Number(5.7)),
+            AttributeValue::N("5.7".into())
+        );
+        assert_eq!(
+            value_attribute(&ReadingValue::Number(-0.1)),
+            AttributeValue::N("-0.1".into())
+        );
+        assert_eq!(
+            value_attribute(&ReadingValue::Number(f64::NAN)),
+            AttributeValue::S("NaN".into())
+        );
+        assert!(matches!(
+            value_attribute(&ReadingValue::Number(1e300)),
+            AttributeValue::S(_)
+        ));
+    }
+
+    #[test]
+    fn backoff_grows_and_is_capped() {
+        assert!(backoff(0) <= Duration::from_millis(50));
+        assert!(backoff(3) >= Duration::from_millis(200));
+        assert!(backoff(30) <= Duration::from_secs(2));
+    }
+}

@@ -1,0 +1,7 @@
+//! Health-indicator tools: `query_health_indicators` and its keyword matching.
+
+mod matching;
+mod query;
+mod synonyms;
+
+pub use query::QueryHealthIndicators;

@@ -1,0 +1,238 @@
+//! Health readings from JSON (`{"readings": [...]}` or a bare array) or CSV with a
+//! header row (`indicator,value,unit,time[,code_system,code,source]`).
+
+use serde_json::Value;
+
+use super::{MAX_ROWS, UploadError};
+use crate::store::{Reading, ReadingValue};
+
+fn error(location: String, problem: impl Into<String>) -> UploadError {
+    UploadError {
+        location,
+        problem: problem.into(),
+    }
+}
+
+/// Accepts `YYYY-MM-DD`, `YYYY-MM-DD HH:MM[:SS]` and `YYYY-MM-DDTHH:MM[:SS]` (an
+/// offset or `Z` is dropped: readings are kept as naive local times).
+fn normalise_time(raw: &str) -> Option<String> {
+    let raw = raw.trim();
+    let (date, time) = match raw.find(['T', ' ']) {
+        Some(i) => (&raw[..i], raw[i + 1..].trim()),
+        None => (raw, "00:00:00"),
+    };
+    let date = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").ok()?;
+    let time = time.trim_end_matches('Z');
+    let time = time.split(['+']).next().unwrap_or(time);
+    let time = if time.len() > 8 && time.as_bytes().get(8) == Some(&b'-') {
+        &time[..8]
+    } else {
+        time
+    };
+    let time = time.split('.').next().unwrap_or(time);
+    let parsed = chrono::NaiveTime::parse_from_str(time, "%H:%M:%S")
+        .or_else(|_| chrono::NaiveTime::parse_from_str(time, "%H:%M"))
+        .ok()?;
+    Some(format!(
+        "{}T{}",
+        date.format("%Y-%m-%d"),
+        parsed.format("%H:%M:%S")
+    ))
+}
+
+fn value_of(raw: &str) -> Option<ReadingValue> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return None;
+    }
+    Some(match raw.parse::<f64>() {
+        Ok(n) if n.is_finite() => ReadingValue::Number(n),
+        _ => ReadingValue::Text(raw.to_string()),
+    })
+}
+
+fn non_empty(s: Option<&str>) -> Option<String> {
+    s.map(str::trim).filter(|s| !s.is_empty()).map(String::from)
+}
+
+struct Fields<'a> {
+    indicator: Option<&'a str>,
+    value: Option<ReadingValue>,
+    unit: Option<&'a str>,
+    time: Option<&'a str>,
+    code_system: Option<&'a str>,
+    code: Option<&'a str>,
+    source: Option<&'a str>,
+}
+
+fn reading(
+    fields: Fields<'_>,
+    default_source: &str,
+    location: impl Fn() -> String,
+) -> Result<Reading, UploadError> {
+    let indicator =
+        non_empty(fields.indicator).ok_or_else(|| error(location(), "indicator is missing"))?;
+    if indicator.len() > 200 {
+        return Err(error(location(), "indicator is longer than 200 characters"));
+    }
+    let value = fields
+        .value
+        .ok_or_else(|| error(location(), "value is missing"))?;
+    let time = fields
+        .time
+        .ok_or_else(|| error(location(), "time is missing"))?;
+    let time = normalise_time(time)
+        .ok_or_else(|| error(location(), "time must be YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS"))?;
+    Ok(Reading {
+        indicator,
+        value,
+        unit: non_empty(fields.unit),
+        time,
+        code_system: non_empty(fields.code_system),
+        code: non_empty(fields.code),
+        source: non_empty(fields.source).unwrap_or_else(|| default_source.to_string()),
+    })
+}
+
+pub fn parse_health_json(body: &[u8], default_source: &str) -> Result<Vec<Reading>, UploadError> {
+    let doc: Value = serde_json::from_slice(body)
+        .map_err(|e| error(format!("line {}", e.line()), "not valid JSON"))?;
+    let rows = match &doc {
+        Value::Array(rows) => rows,
+        Value::Object(o) => o
+            .get("readings")
+            .and_then(Value::as_array)
+            .ok_or_else(|| error("body".into(), "expected {\"readings\": [...]} or an array"))?,
+        _ => {
+            return Err(error(
+                "body".into(),
+                "expected {\"readings\": [...]} or an array",
+            ));
+        }
+    };
+    if rows.len() > MAX_ROWS {
+        return Err(error(
+            "body".into(),
+            format!("more than {MAX_ROWS} readings in one upload"),
+        ));
+    }
+    rows.iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let location = || format!("readings[{i}]");
+            let row = row
+                .as_object()
+                .ok_or_else(|| error(location(), "each reading must be an object"))?;
+            let text = |k: &str| row.get(k).and_then(Value::as_str);
+            let value = match row.get("value") {
+                Some(Value::Number(n)) => n.as_f64().map(ReadingValue::Number),
+                Some(Value::String(s)) => value_of(s),
+                Some(Value::Null) | None => None,
+                Some(_) => return Err(error(location(), "value must be a number or a string")),
+            };
+            reading(
+                Fields {
+                    indicator: text("indicator"),
+                    value,
+                    unit: text("unit"),
+                    time: text("time"),
+                    code_system: text("code_system"),
+                    code: text("code"),
+                    source: text("source"),
+                },
+                default_source,
+                location,
+            )
+        })
+        .collect()
+}
+
+pub fn parse_health_csv(body: &[u8], default_source: &str) -> Result<Vec<Reading>, UploadError> {
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(body);
+    let headers = reader
+        .headers()
+        .map_err(|_| error("line 1".into(), "the header row is unreadable"))?
+        .clone();
+    let column = |name: &str| headers.iter().position(|h| h.eq_ignore_ascii_case(name));
+    let (Some(indicator), Some(value), Some(time)) =
+        (column("indicator"), column("value"), column("time"))
+    else {
+        return Err(error(
+            "line 1".into(),
+            "the header row must name indicator, value and time",
+        ));
+    };
+    let (unit, system, code, source) = (
+        column("unit"),
+        column("code_system"),
+        column("code"),
+        column("source"),
+    );
+    let mut readings = Vec::new();
+    for (i, record) in reader.records().enumerate() {
+        let line = i + 2;
+        let location = || format!("line {line}");
+        let record = record.map_err(|_| error(location(), "the row is not valid CSV"))?;
+        if record.iter().all(str::is_empty) {
+            continue;
+        }
+        if readings.len() == MAX_ROWS {
+            return Err(error(
+                location(),
+                format!("more than {MAX_ROWS} readings in one upload"),
+            ));
+        }
+        let get = |c: Option<usize>| c.and_then(|c| record.get(c));
+        readings.push(reading(
+            Fields {
+                indicator: get(Some(indicator)),
+                value: get(Some(value)).and_then(value_of),
+                unit: get(unit),
+                time: get(Some(time)),
+                code_system: get(system),
+                code: get(code),
+                source: get(source),
+            },
+            default_source,
+            location,
+        )?);
+    }
+    Ok(readings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_rows_parse_and_a_bad_row_is_named_by_line() {
+        let csv = "indicator,value,unit,time,source\nHbA1c,5.4,%,2026-01-03,Lab\n\"Glucose, fasting\",92,mg/dL,2026-01-03 08:30,Lab\n";
+        let rows = parse_health_csv(csv.as_bytes(), "upload").unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1].time, "2026-01-03T08:30:00");
+        assert_eq!(rows[0].value, ReadingValue::Number(5.4));
+        let bad = "indicator,value,time\nHbA1c,5.4,2026-01-03\nHbA1c,,2026-01-04\n";
+        let err = parse_health_csv(bad.as_bytes(), "upload").unwrap_err();
+        assert_eq!(
+            (err.location.as_str(), err.problem.as_str()),
+            ("line 3", "value is missing")
+        );
+    }
+
+    #[test]
+    fn json_rows_parse_and_a_bad_row_is_named_by_index() {
+        let json = br#"{"readings":[{"indicator":"LDL","value":"<50","time":"2026-02-01T07:00:00Z"},{"indicator":"LDL","value":3,"time":"yesterday"}]}"#;
+        let err = parse_health_json(json, "upload").unwrap_err();
+        assert_eq!(err.location, "readings[1]");
+        let ok = parse_health_json(
+            br#"[{"indicator":"LDL","value":"<50","time":"2026-02-01T07:00:00Z"}]"#,
+            "x",
+        )
+        .unwrap();
+        assert_eq!(ok[0].value, ReadingValue::Text("<50".into()));
+        assert_eq!(ok[0].time, "2026-02-01T07:00:00");
+    }
+}

@@ -1,0 +1,30 @@
+//! Parsing a user's uploads (E4): health readings as JSON or CSV, genotypes as a
+//! consumer raw data file (23andMe, AncestryDNA). Every row is checked before
+//! anything is written; a bad row is reported by line (JSON: by index) and the
+//! whole upload is refused, so nothing is partially written unreported.
+//!
+//! Pure functions: no storage, no HTTP. Error messages name the line and the field,
+//! never echo the value (it is health data).
+
+mod genotype;
+mod health;
+
+pub use genotype::parse_genotype_file;
+pub use health::{parse_health_csv, parse_health_json};
+
+/// Why an upload was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadError {
+    /// 1-based line (CSV, raw files) or 0-based index into `readings` (JSON).
+    pub location: String,
+    pub problem: String,
+}
+
+impl std::fmt::Display for UploadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.location, self.problem)
+    }
+}
+
+/// The most rows one upload may carry (API Gateway's payload limits come first).
+pub const MAX_ROWS: usize = 1_000_000;

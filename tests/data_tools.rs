@@ -1,0 +1,366 @@
+//! The user's own data end to end (E1, E2, E4, A5): upload through the data API,
+//! see the tools appear in `tools/list`, query every aggregate mode and a synonym,
+//! read genotypes with nearby variants, delete, and gating that fails open.
+
+use e2e::{Reply, Server, modern, post_json, send};
+use serde_json::{Value, json};
+
+fn bearer(token: &str) -> Vec<(String, String)> {
+    vec![("authorization".into(), format!("Bearer {token}"))]
+}
+
+async fn upload(server: &Server, token: &str, path: &str, content_type: &str, body: &str) -> Reply {
+    let mut headers = bearer(token);
+    headers.push(("content-type".into(), content_type.into()));
+    send("POST", &server.url(path), &headers, Some(body.to_string())).await
+}
+
+async fn mcp(server: &Server, token: Option<&str>, method: &str, params: Value) -> Value {
+    let (mut headers, body) = modern(1, method, params);
+    if let Some(token) = token {
+        headers.extend(bearer(token));
+    }
+    let reply = post_json(&server.url("/mcp"), &headers, &body).await;
+    assert_eq!(reply.status, 200, "{method}: {}", reply.body);
+    reply.json()
+}
+
+async fn tool_names(server: &Server, token: Option<&str>) -> Vec<String> {
+    let listed = mcp(server, token, "tools/list", json!({})).await;
+    listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+async fn call(server: &Server, token: &str, tool: &str, arguments: Value) -> Value {
+    let reply = mcp(
+        server,
+        Some(token),
+        "tools/call",
+        json!({ "name": tool, "arguments": arguments }),
+    )
+    .await;
+    let result = &reply["result"];
+    assert_eq!(result["isError"], false, "{tool} {arguments}: {reply}");
+    result["structuredContent"].clone()
+}
+
+const CSV: &str = "indicator,value,unit,time,source\n\
+HbA1c,6.1,%,2026-01-10,City Lab\n\
+HbA1c,5.9,%,2026-02-11,City Lab\n\
+HbA1c,5.7,%,2026-03-12T09:30:00,City Lab\n\
+\"Glucose, fasting\",101,mg/dL,2026-01-10,City Lab\n\
+\"Glucose, fasting\",96,mg/dL,2026-03-12,City Lab\n";
+
+const GENOTYPES: &str = "# 23andMe-style raw data\n\
+# rsid\tchromosome\tposition\tgenotype\n\
+rs429358\t19\t44908684\tTC\n\
+rs7412\t19\t44908822\tCC\n\
+rs1801133\t1\t11796321\tAG\n\
+rs999\t19\t45900000\tAA\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a5_e1_e2_e4_upload_gate_query_delete() {
+    let server = Server::start(&[]);
+    let token = server.token("alice");
+
+    // A5: an empty account sees neither data tool; anonymous callers see both.
+    let names = tool_names(&server, Some(&token)).await;
+    assert!(
+        !names.contains(&"query_health_indicators".into())
+            && !names.contains(&"get_genetic_data".into()),
+        "{names:?}"
+    );
+    assert!(
+        tool_names(&server, None)
+            .await
+            .contains(&"query_health_indicators".into())
+    );
+
+    // E4: CSV and JSON readings; a bad row names its line and nothing is saved.
+    let bad = upload(
+        &server,
+        &token,
+        "/api/data/health",
+        "text/csv",
+        "indicator,value,time\nHbA1c,5.5,2026-04-01\nHbA1c,,2026-04-02\n",
+    )
+    .await;
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    assert!(
+        bad.body.contains("line 3") && bad.body.contains("nothing was saved"),
+        "{}",
+        bad.body
+    );
+    assert!(
+        !tool_names(&server, Some(&token))
+            .await
+            .contains(&"query_health_indicators".into()),
+        "a refused upload saved rows"
+    );
+    let ok = upload(&server, &token, "/api/data/health", "text/csv", CSV).await;
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    assert_eq!(ok.json()["data"]["written"], 5);
+    // Re-uploading the same file does not duplicate rows.
+    assert_eq!(
+        upload(&server, &token, "/api/data/health", "text/csv", CSV)
+            .await
+            .status,
+        200
+    );
+    let json_body = json!({ "readings": [
+        { "indicator": "LDL Cholesterol", "value": 128, "unit": "mg/dL", "time": "2026-01-10T08:00:00", "code_system": "LOINC", "code": "13457-7", "source": "City Lab" },
+        { "indicator": "LDL Cholesterol", "value": "112", "unit": "mg/dL", "time": "2026-03-12", "source": "City Lab" }
+    ]});
+    assert_eq!(
+        upload(
+            &server,
+            &token,
+            "/api/data/health",
+            "application/json",
+            &json_body.to_string()
+        )
+        .await
+        .status,
+        200
+    );
+
+    // A5: health data shows the health tool only.
+    let names = tool_names(&server, Some(&token)).await;
+    assert!(
+        names.contains(&"query_health_indicators".into())
+            && !names.contains(&"get_genetic_data".into()),
+        "{names:?}"
+    );
+
+    // E1: the catalogue, then a synonym, each aggregate mode.
+    let catalogue = call(&server, &token, "query_health_indicators", json!({})).await;
+    assert_eq!(catalogue["indicator_count"], 3, "{catalogue}");
+    let by_synonym = call(
+        &server,
+        &token,
+        "query_health_indicators",
+        json!({ "keywords": ["glycated haemoglobin"] }),
+    )
+    .await;
+    let hba1c = &by_synonym["indicators"][0];
+    assert_eq!(hba1c["name"], "HbA1c", "{by_synonym}");
+    assert_eq!(
+        hba1c["rows"].as_array().unwrap().len(),
+        3,
+        "no duplicates after the re-upload: {hba1c}"
+    );
+    assert_eq!(hba1c["unit"], "%");
+    let limited = call(
+        &server,
+        &token,
+        "query_health_indicators",
+        json!({ "keywords": ["Hemoglobin A1c"], "limit": 2 }),
+    )
+    .await;
+    assert_eq!(limited["indicators"][0]["truncated"], 1, "{limited}");
+    assert!(
+        limited["indicators"][0]["rows"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("2026-03-12T09:30:00|5.7"),
+        "newest first: {limited}"
+    );
+    let stats = call(
+        &server,
+        &token,
+        "query_health_indicators",
+        json!({ "keywords": ["HbA1c"], "aggregate": "stats" }),
+    )
+    .await;
+    let s = &stats["indicators"][0];
+    assert_eq!(
+        (s["count"].clone(), s["min"].clone(), s["max"].clone()),
+        (json!(3), json!(5.7), json!(6.1)),
+        "{stats}"
+    );
+    assert_eq!(s["first_date"], "2026-01-10");
+    assert!(
+        s["change"].as_f64().unwrap() + 0.4 < 1e-9,
+        "change is a number: {stats}"
+    );
+    let monthly = call(
+        &server,
+        &token,
+        "query_health_indicators",
+        json!({ "indicators": ["Glucose, fasting"], "aggregate": "month" }),
+    )
+    .await;
+    assert_eq!(
+        monthly["indicators"][0]["rows"],
+        json!(["2026-01|101|101|101|1", "2026-03|96|96|96|1"]),
+        "{monthly}"
+    );
+    let weekly = call(
+        &server,
+        &token,
+        "query_health_indicators",
+        json!({ "keywords": ["ldl"], "aggregate": "week" }),
+    )
+    .await;
+    assert_eq!(
+        weekly["indicators"][0]["rows"][0], "2026-W02|128|128|128|1",
+        "{weekly}"
+    );
+    let daily = call(&server, &token, "query_health_indicators", json!({ "keywords": ["HbA1c"], "aggregate": "day", "start_time": "2026-02-12", "end_time": "2026-03-11" })).await;
+    assert_eq!(
+        daily["indicators"][0]["rows"],
+        json!(["2026-02-11|5.9|5.9|5.9|1", "2026-03-12|5.7|5.7|5.7|1"]),
+        "window padded a day each side: {daily}"
+    );
+    let refused = mcp(
+        &server,
+        Some(&token),
+        "tools/call",
+        json!({ "name": "query_health_indicators", "arguments": { "limit": 5000 } }),
+    )
+    .await;
+    assert_eq!(
+        refused["result"]["isError"], true,
+        "limit has a ceiling: {refused}"
+    );
+
+    // E2 and E4: genotypes, then nearby variants nearest first.
+    let genotype_reply = upload(
+        &server,
+        &token,
+        "/api/data/genotype",
+        "text/plain",
+        GENOTYPES,
+    )
+    .await;
+    assert_eq!(genotype_reply.status, 200, "{}", genotype_reply.body);
+    assert!(
+        tool_names(&server, Some(&token))
+            .await
+            .contains(&"get_genetic_data".into())
+    );
+    let genes = call(
+        &server,
+        &token,
+        "get_genetic_data",
+        json!({ "rsid": "rs7412, rs429358,rs0000001" }),
+    )
+    .await;
+    let variants = genes["variants"].as_array().unwrap();
+    assert_eq!(variants[0]["r"], "rs429358", "ordered by position: {genes}");
+    assert_eq!(
+        variants[0]["n"][0],
+        json!({ "r": "rs7412", "p": 44908822, "g": "CC", "d": 138 })
+    );
+    assert_eq!(
+        variants[0]["n"].as_array().unwrap().len(),
+        2,
+        "rs999 is within 1 Mb: {genes}"
+    );
+    assert_eq!(genes["not_found"], json!(["rs0000001"]));
+
+    // Deleting the data hides the tools again.
+    let deleted = send("DELETE", &server.url("/api/data"), &bearer(&token), None).await;
+    assert_eq!(deleted.status, 200, "{}", deleted.body);
+    let names = tool_names(&server, Some(&token)).await;
+    assert!(
+        !names.contains(&"query_health_indicators".into())
+            && !names.contains(&"get_genetic_data".into())
+    );
+}
+
+#[tokio::test]
+async fn e2_without_genotypes_points_at_the_upload_api() {
+    let server = Server::start(&[]);
+    let token = server.token("bob");
+    let out = call(
+        &server,
+        &token,
+        "get_genetic_data",
+        json!({ "rsid": ["rs429358"] }),
+    )
+    .await;
+    assert!(
+        out["message"]
+            .as_str()
+            .unwrap()
+            .contains("/api/data/genotype"),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn e4_the_data_api_needs_a_valid_token() {
+    let server = Server::start(&[]);
+    let anonymous = send(
+        "POST",
+        &server.url("/api/data/health"),
+        &[],
+        Some(CSV.into()),
+    )
+    .await;
+    assert_eq!(anonymous.status, 401);
+    let forged = upload(
+        &server,
+        "eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.",
+        "/api/data/health",
+        "text/csv",
+        CSV,
+    )
+    .await;
+    assert_eq!(forged.status, 401);
+    let on_mcp = mcp_status(&server, "not.a.jwt").await;
+    assert_eq!(
+        on_mcp, 401,
+        "a bad bearer token on /mcp is refused, not treated as anonymous"
+    );
+}
+
+async fn mcp_status(server: &Server, token: &str) -> u16 {
+    let (mut headers, body) = modern(1, "tools/list", json!({}));
+    headers.extend(bearer(token));
+    post_json(&server.url("/mcp"), &headers, &body).await.status
+}
+
+#[tokio::test]
+async fn a5_gating_fails_open_when_the_store_is_unreachable() {
+    // DynamoDB on a loopback port where nothing listens: every probe fails.
+    let server = Server::start(&[
+        ("MIROBODY_STORE", "dynamodb"),
+        ("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:9"),
+    ]);
+    let token = server.token("carol");
+    let names = tool_names(&server, Some(&token)).await;
+    assert!(
+        names.contains(&"query_health_indicators".into())
+            && names.contains(&"get_genetic_data".into()),
+        "{names:?}"
+    );
+}
+
+#[tokio::test]
+async fn seed_demo_loads_an_account_the_tools_answer_for() {
+    let server = Server::start(&[]);
+    let output = server.command(&["seed-demo", "demo"]);
+    let token = output.lines().last().unwrap().trim().to_string();
+    let stats = call(
+        &server,
+        &token,
+        "query_health_indicators",
+        json!({ "keywords": ["HbA1c"], "aggregate": "stats" }),
+    )
+    .await;
+    assert_eq!(stats["indicators"][0]["count"], 12, "{stats}");
+    let apoe = call(
+        &server,
+        &token,
+        "get_genetic_data",
+        json!({ "rsid": "rs429358" }),
+    )
+    .await;
+    assert_eq!(apoe["variants"][0]["g"], "TC");
+}
