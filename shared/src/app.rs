@@ -1,30 +1,29 @@
 //! The application: state built once per cold start, and the one `handle` every
 //! Lambda function and the local server call with a plain `http` request.
 //!
-//! Owns the order of a request's checks (route, `Origin`/`Host`, then the handler)
-//! and the one log line per request (route name, status, duration: never a body,
-//! a header value or a path secret).
+//! Owns the order of a request's checks (route, `Origin`/`Host`, caller resolution,
+//! then the handler) and the one log line per request (route name, status, duration:
+//! never a body, a header value or a path secret).
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use http::header::{ALLOW, HOST};
+use http::header::{ALLOW, AUTHORIZATION, HOST, WWW_AUTHENTICATE};
 use http::{HeaderValue, Request, Response, StatusCode};
 use serde_json::json;
 
-use std::sync::Arc;
-
-use http::header::{AUTHORIZATION, WWW_AUTHENTICATE};
-
+use crate::account_api::{AccountApi, refused};
+use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
 use crate::data_api::DataApi;
 use crate::http::{self as web, OriginPolicy, Route, RouteGroup};
-use crate::identity::Jwts;
+use crate::identity::{Jwts, Keys, LoginPrompts, McpUrls, Sealer};
 use crate::mcp::{Declaration, Exchange, McpServer, Reply};
 use crate::prompts::Prompts;
 use crate::resources::Resources;
-use crate::store::Store;
-use crate::tools::{self, Caller, Registry};
+use crate::store::{LoginStatus, Store};
+use crate::tools::{self, AgentPolicy, Caller, Registry, ToolSpec};
 
 /// JWT issuer and audience until OAuth (issue 5) binds the audience to the resource.
 pub const TOKEN_ISSUER: &str = "mirobody";
@@ -33,8 +32,18 @@ pub const TOKEN_AUDIENCE: &str = "mirobody-mcp";
 /// What the app is built on: built once per cold start by the binary that runs it.
 pub struct Services {
     pub store: Arc<dyn Store>,
-    /// `None` when no signing key is configured: every caller is anonymous.
-    pub jwts: Option<Jwts>,
+    /// `None` when no keys are configured: every caller is anonymous and the
+    /// account endpoints answer 503.
+    pub keys: Option<Keys>,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// Everything that needs the keys.
+struct Signed {
+    jwts: Arc<Jwts>,
+    sealer: Arc<Sealer>,
+    urls: Arc<McpUrls>,
+    accounts: AccountApi,
 }
 
 pub struct App {
@@ -43,28 +52,46 @@ pub struct App {
     origin: OriginPolicy,
     mcp: McpServer,
     data: DataApi,
-    jwts: Option<Jwts>,
-}
-
-/// Who a request says it is.
-enum Credentials {
-    Anonymous,
-    User(Caller),
-    /// A bearer token that does not verify: refused with 401, never treated as anonymous.
-    Invalid,
+    signed: Option<Signed>,
+    agents: AgentPolicy,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
 }
 
 impl App {
-    /// Builds everything expensive once: settings, the tool registry, resources.
+    /// Builds everything expensive once: settings, the tool registry, resources, keys.
     pub fn new(config: Config, group: RouteGroup, services: Services) -> Result<Self, ConfigError> {
+        let Services { store, keys, clock } = services;
         let mut registry = Registry::new();
-        tools::register_builtin(&mut registry, &services.store);
+        tools::register_builtin(&mut registry, &store);
         let mut resources = Resources::new();
         resources.load_dirs(&config.resource_dirs)?;
         let mut prompts = Prompts::new();
         let fixtures =
             Self::register_fixtures(&config, &mut registry, &mut resources, &mut prompts);
         let declaration = Declaration::new(&config.server_name, fixtures);
+        let origin = config.public_origin();
+        let signed = keys.map(|keys| {
+            let jwts = Arc::new(Jwts::new(&keys.jwt, TOKEN_ISSUER, TOKEN_AUDIENCE));
+            let sealer = Arc::new(Sealer::new(&keys.seal));
+            let urls = Arc::new(McpUrls {
+                store: store.clone(),
+                sealer: sealer.clone(),
+                base: format!("{origin}{}", config.uri_prefix),
+            });
+            let accounts = AccountApi {
+                store: store.clone(),
+                jwts: jwts.clone(),
+                urls: urls.clone(),
+                clock: clock.clone(),
+            };
+            Signed {
+                jwts,
+                sealer,
+                urls,
+                accounts,
+            }
+        });
         Ok(App {
             origin: OriginPolicy::new(&config),
             mcp: McpServer {
@@ -72,12 +99,23 @@ impl App {
                 tools: registry,
                 resources,
                 prompts,
-                store: services.store.clone(),
+                store: store.clone(),
+                login: LoginPrompts {
+                    store: store.clone(),
+                    origin,
+                },
+                clock: clock.clone(),
             },
             data: DataApi {
-                store: services.store,
+                store: store.clone(),
             },
-            jwts: services.jwts,
+            agents: AgentPolicy::new(
+                config.allowed_tools.clone(),
+                config.disallowed_tools.clone(),
+            ),
+            signed,
+            store,
+            clock,
             config,
             group,
         })
@@ -103,6 +141,22 @@ impl App {
 
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// B3: a ten-minute MCP URL for one session and one agent (for code that hands
+    /// agents their own URL). `None` without keys.
+    pub async fn temporary_url(
+        &self,
+        user_id: &str,
+        session_id: &str,
+        agent: &str,
+    ) -> Option<String> {
+        let signed = self.signed.as_ref()?;
+        signed
+            .urls
+            .temporary(user_id, session_id, agent, self.clock.now())
+            .await
+            .ok()
     }
 
     pub async fn handle(&self, request: Request<Bytes>) -> Response<Bytes> {
@@ -135,20 +189,9 @@ impl App {
             );
         }
         let allowed_origin = self.origin.allowed_origin(headers);
+        let body = request.body();
         let mut response = match route {
             Route::McpPost { secret } => self.mcp_post(request, secret).await,
-            Route::DataHealth | Route::DataGenotype | Route::DataSummary | Route::DataDelete => {
-                let caller = match self.credentials(request) {
-                    Credentials::User(caller) => caller,
-                    Credentials::Anonymous | Credentials::Invalid => return unauthorized(),
-                };
-                match route {
-                    Route::DataHealth => self.data.health(&caller, request).await,
-                    Route::DataGenotype => self.data.genotype(&caller, request).await,
-                    Route::DataSummary => self.data.summary(&caller).await,
-                    _ => self.data.delete(&caller).await,
-                }
-            }
             Route::McpOptions => web::empty(StatusCode::OK),
             Route::McpGet | Route::McpDelete => {
                 let mut response = web::json(
@@ -162,6 +205,35 @@ impl App {
                     .headers_mut()
                     .insert(ALLOW, HeaderValue::from_static("POST, OPTIONS"));
                 response
+            }
+            Route::SignUp | Route::SignIn => match &self.signed {
+                None => no_keys(),
+                Some(signed) if route == Route::SignUp => signed.accounts.sign_up(body).await,
+                Some(signed) => signed.accounts.sign_in(body).await,
+            },
+            Route::CheckState { state } => self.check_state(state).await,
+            Route::DataHealth
+            | Route::DataGenotype
+            | Route::DataSummary
+            | Route::DataDelete
+            | Route::PersonalUrl
+            | Route::PersonalUrlRevoke
+            | Route::ShareGrant
+            | Route::ShareRevoke => {
+                let (caller, signed) = match (self.bearer(request), &self.signed) {
+                    (Bearer::User(caller), Some(signed)) => (caller, signed),
+                    _ => return unauthorized(),
+                };
+                match route {
+                    Route::DataHealth => self.data.health(&caller, request).await,
+                    Route::DataGenotype => self.data.genotype(&caller, request).await,
+                    Route::DataSummary => self.data.summary(&caller).await,
+                    Route::DataDelete => self.data.delete(&caller).await,
+                    Route::PersonalUrl => signed.accounts.personal_url(&caller, body).await,
+                    Route::PersonalUrlRevoke => signed.accounts.revoke_personal_url(&caller).await,
+                    Route::ShareGrant => signed.accounts.share(&caller, body).await,
+                    _ => signed.accounts.unshare(&caller, body).await,
+                }
             }
             Route::MethodNotAllowed(allow) => {
                 let mut response = web::json(
@@ -177,42 +249,76 @@ impl App {
                 return web::json(StatusCode::NOT_FOUND, &json!({"error": "not found"}));
             }
         };
-        web::add_cors(&mut response, allowed_origin, "GET, POST, OPTIONS");
+        web::add_cors(&mut response, allowed_origin, "GET, POST, DELETE, OPTIONS");
         response
     }
 
-    /// A7 step 1: the `Authorization` JWT. (URL secrets and the login prompt: issue 4.)
-    fn credentials(&self, request: &Request<Bytes>) -> Credentials {
+    /// A7 step 1: the `Authorization` JWT.
+    fn bearer(&self, request: &Request<Bytes>) -> Bearer {
         let Some(value) = request.headers().get(AUTHORIZATION) else {
-            return Credentials::Anonymous;
+            return Bearer::Absent;
         };
         let token = value.to_str().ok().and_then(|v| {
             v.strip_prefix("Bearer ")
                 .or_else(|| v.strip_prefix("bearer "))
         });
-        match (token, &self.jwts) {
-            (Some(token), Some(jwts)) => match jwts.verify(token.trim()) {
-                Ok(claims) => Credentials::User(Caller {
-                    user_id: claims.sub,
-                }),
-                Err(_) => Credentials::Invalid,
+        match (token, &self.signed) {
+            (Some(token), Some(signed)) => match signed.jwts.verify(token.trim()) {
+                Ok(claims) => Bearer::User(Caller::user(claims.sub)),
+                Err(_) => Bearer::Invalid,
             },
-            _ => Credentials::Invalid,
+            _ => Bearer::Invalid,
         }
     }
 
-    async fn mcp_post(&self, request: &Request<Bytes>, _secret: Option<&str>) -> Response<Bytes> {
-        let caller = match self.credentials(request) {
-            Credentials::User(caller) => Some(caller),
-            Credentials::Anonymous => None,
-            Credentials::Invalid => return unauthorized(),
+    /// A7 in order: the JWT, then the URL secret (temporary grants carry a session
+    /// and an agent; personal ones do not), else anonymous.
+    async fn resolve(
+        &self,
+        request: &Request<Bytes>,
+        secret: Option<&str>,
+    ) -> Result<Option<Caller>, Response<Bytes>> {
+        match self.bearer(request) {
+            Bearer::User(caller) => return Ok(Some(caller)),
+            Bearer::Invalid => return Err(unauthorized()),
+            Bearer::Absent => {}
+        }
+        let Some(secret) = secret else {
+            return Ok(None);
+        };
+        let Some(signed) = &self.signed else {
+            return Err(unknown_url());
+        };
+        match signed.urls.grant(secret, self.clock.now()).await {
+            Ok(Some(grant)) => Ok(Some(Caller {
+                user_id: grant.user_id,
+                session_id: grant.session_id,
+                agent: grant.agent_name,
+            })),
+            Ok(None) => Err(unknown_url()),
+            Err(error) => {
+                tracing::warn!(%error, "URL secret lookup failed");
+                Err(refused(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "storage is unavailable; try again shortly",
+                ))
+            }
+        }
+    }
+
+    async fn mcp_post(&self, request: &Request<Bytes>, secret: Option<&str>) -> Response<Bytes> {
+        let caller = match self.resolve(request, secret).await {
+            Ok(caller) => caller,
+            Err(response) => return response,
         };
         let server_url = self.server_url(request);
+        let agent = caller.as_ref().and_then(|c| c.agent.as_deref());
+        let visible = |spec: &ToolSpec| self.agents.allows(agent, spec.name);
         let exchange = Exchange {
             headers: request.headers(),
             body: request.body(),
             caller: caller.as_ref(),
-            visible: &|_| true,
+            visible: &visible,
             server_url: &server_url,
         };
         match self.mcp.handle(exchange).await {
@@ -222,6 +328,63 @@ impl App {
                 response,
             } => web::event_stream(&notifications, &response),
             Reply::Accepted => web::empty(StatusCode::ACCEPTED),
+        }
+    }
+
+    /// C3: the device-style login poll (REFERENCE: 404 not_found, 410 expired,
+    /// 200 pending, 200 completed with the token, 400 without a state).
+    async fn check_state(&self, state: &str) -> Response<Bytes> {
+        if state.trim().is_empty() {
+            return web::json(
+                StatusCode::BAD_REQUEST,
+                &json!({"status": "error", "message": "state is required"}),
+            );
+        }
+        let record = match self.store.login_state(state).await {
+            Ok(record) => record,
+            Err(error) => {
+                tracing::warn!(%error, "login state lookup failed");
+                return refused(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "storage is unavailable; try again shortly",
+                );
+            }
+        };
+        match record {
+            None => web::json(
+                StatusCode::NOT_FOUND,
+                &json!({"status": "not_found", "message": "no such login"}),
+            ),
+            Some(r) if r.expires_at <= self.clock.now() => web::json(
+                StatusCode::GONE,
+                &json!({"status": "expired", "message": "the login expired; start again"}),
+            ),
+            Some(r) => match r.status {
+                LoginStatus::Pending => web::json(
+                    StatusCode::OK,
+                    &json!({"status": "pending", "message": "waiting for the browser sign-in"}),
+                ),
+                LoginStatus::Completed { sealed_token } => {
+                    let token = self
+                        .signed
+                        .as_ref()
+                        .and_then(|s| {
+                            s.sealer
+                                .open(&sealed_token, &format!("login-state:{state}"))
+                        })
+                        .and_then(|t| String::from_utf8(t).ok());
+                    match token {
+                        Some(token) => web::json(
+                            StatusCode::OK,
+                            &json!({"status": "completed", "token": token, "token_type": "Bearer"}),
+                        ),
+                        None => refused(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            "the login could not be read back",
+                        ),
+                    }
+                }
+            },
         }
     }
 
@@ -237,6 +400,14 @@ impl App {
     }
 }
 
+/// Who the `Authorization` header says the caller is.
+enum Bearer {
+    Absent,
+    User(Caller),
+    /// A bearer token that does not verify: refused with 401, never treated as anonymous.
+    Invalid,
+}
+
 fn unauthorized() -> Response<Bytes> {
     let mut response = web::json(
         StatusCode::UNAUTHORIZED,
@@ -247,4 +418,18 @@ fn unauthorized() -> Response<Bytes> {
         HeaderValue::from_static("Bearer error=\"invalid_token\""),
     );
     response
+}
+
+fn unknown_url() -> Response<Bytes> {
+    refused(
+        StatusCode::NOT_FOUND,
+        "this MCP URL is not valid (revoked or expired); ask for a new one",
+    )
+}
+
+fn no_keys() -> Response<Bytes> {
+    refused(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "accounts are not configured on this deployment (no signing keys)",
+    )
 }

@@ -42,6 +42,10 @@ pub struct Config {
     pub keys_table: String,
     /// A DynamoDB endpoint override (a local emulator); `None` in AWS.
     pub dynamodb_endpoint: Option<String>,
+    /// The Secrets Manager secret holding the keys (Lambda); `None` locally, where a
+    /// dev key file under `data_dir` stands in.
+    pub keys_secret: Option<String>,
+    pub secretsmanager_endpoint: Option<String>,
 }
 
 /// Which storage backend to use.
@@ -164,6 +168,8 @@ impl Config {
             data_table: table("MIROBODY_DATA_TABLE", "mirobody-data")?,
             keys_table: table("MIROBODY_KEYS_TABLE", "mirobody-keys")?,
             dynamodb_endpoint: get("AWS_ENDPOINT_URL_DYNAMODB").map(String::from),
+            keys_secret: get("MIROBODY_KEYS_SECRET").map(String::from),
+            secretsmanager_endpoint: get("AWS_ENDPOINT_URL_SECRETS_MANAGER").map(String::from),
             runtime,
             host,
             port,

@@ -3,7 +3,9 @@
 //!
 //! See `ARCHITECTURE.md` at the repository root for the map.
 
+mod account_api;
 mod app;
+pub mod clock;
 pub mod config;
 mod data_api;
 pub mod demo;

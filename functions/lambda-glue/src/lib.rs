@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use lambda_http::{Body, Error, Request, Response, service_fn};
+use mirobody::clock::SystemClock;
+use mirobody::identity::Keys;
 use mirobody::store::open_store;
 use mirobody::{App, Config, RouteGroup, Runtime, Services};
 
@@ -14,9 +16,22 @@ pub async fn run(group: RouteGroup) -> Result<(), Error> {
     init_logging();
     let config = Config::from_env(Runtime::Lambda)?;
     let store = open_store(&config).await?;
-    // Signing keys from Secrets Manager arrive with accounts (issue 4); until then every
-    // caller of a deployed function is anonymous.
-    let app = Arc::new(App::new(config, group, Services { store, jwts: None })?);
+    // Read once per cold start. Without a configured secret every caller is anonymous.
+    let keys = match &config.keys_secret {
+        Some(secret) => Some(
+            Keys::from_secrets_manager(secret, config.secretsmanager_endpoint.as_deref()).await?,
+        ),
+        None => None,
+    };
+    let app = Arc::new(App::new(
+        config,
+        group,
+        Services {
+            store,
+            keys,
+            clock: Arc::new(SystemClock),
+        },
+    )?);
     lambda_http::run(service_fn(move |event: Request| {
         let app = app.clone();
         async move { Ok::<_, Error>(to_lambda(app.handle(from_lambda(event)).await)) }

@@ -6,6 +6,8 @@
 //! mirobody-local                    serve
 //! mirobody-local mint-token <user>  print a JWT for <user>, signed with the dev key
 //! mirobody-local seed-demo [user]   load the generated demo account (default: demo)
+//! mirobody-local temp-url <user> <session> <agent>
+//!                                   print a ten-minute agent URL (B3)
 //! ```
 
 use std::convert::Infallible;
@@ -18,6 +20,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use mirobody::clock::SystemClock;
 use mirobody::identity::{Jwts, Keys};
 use mirobody::store::{Store, open_store};
 use mirobody::{App, Config, RouteGroup, Runtime, Services, TOKEN_AUDIENCE, TOKEN_ISSUER};
@@ -72,24 +75,36 @@ async fn main() {
             println!("{}", jwts.mint(user, DEV_TOKEN_SECS, now()));
             return;
         }
+        Some("temp-url") => {
+            let [_, user, session, agent] = args.as_slice() else {
+                fail("usage: mirobody-local temp-url <user> <session> <agent>")
+            };
+            let store = open_store(&config).await.unwrap_or_else(|e| fail(e));
+            let services = Services {
+                store,
+                keys: Some(keys),
+                clock: Arc::new(SystemClock),
+            };
+            let app = App::new(config, RouteGroup::All, services).unwrap_or_else(|e| fail(e));
+            match app.temporary_url(user, session, agent).await {
+                Some(url) => println!("{url}"),
+                None => fail("the URL could not be stored"),
+            }
+            return;
+        }
         Some(other) => fail(format!(
-            "unknown command {other:?} (commands: mint-token, seed-demo)"
+            "unknown command {other:?} (commands: mint-token, seed-demo, temp-url)"
         )),
         None => {}
     }
     let store = open_store(&config).await.unwrap_or_else(|e| fail(e));
     let addr = (config.host, config.port);
-    let app = Arc::new(
-        App::new(
-            config,
-            RouteGroup::All,
-            Services {
-                store,
-                jwts: Some(jwts),
-            },
-        )
-        .unwrap_or_else(|e| fail(e)),
-    );
+    let services = Services {
+        store,
+        keys: Some(keys),
+        clock: Arc::new(SystemClock),
+    };
+    let app = Arc::new(App::new(config, RouteGroup::All, services).unwrap_or_else(|e| fail(e)));
     let listener = TcpListener::bind(addr)
         .await
         .unwrap_or_else(|e| fail(format!("cannot listen on {}:{}: {e}", addr.0, addr.1)));

@@ -11,6 +11,8 @@ use http::Method;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RouteGroup {
     Mcp,
+    Personal,
+    Oauth,
     Data,
     All,
 }
@@ -33,6 +35,20 @@ pub enum Route<'p> {
     DataSummary,
     /// `DELETE /api/data`: delete the caller's readings and genotypes.
     DataDelete,
+    /// `POST {prefix}/personal/mcp`: the caller's personal MCP URL (B1, B2).
+    PersonalUrl,
+    /// `DELETE {prefix}/personal/mcp`: revoke it.
+    PersonalUrlRevoke,
+    /// `POST /auth/signup`, `POST /auth/signin`.
+    SignUp,
+    SignIn,
+    /// `POST /api/shares` (grant), `DELETE /api/shares` (revoke).
+    ShareGrant,
+    ShareRevoke,
+    /// `GET /oauth2/check_state/{state}`: the device-style login poll (C3).
+    CheckState {
+        state: &'p str,
+    },
     /// A known path with a method it does not serve.
     MethodNotAllowed(&'static str),
     NotFound,
@@ -51,6 +67,13 @@ impl Route<'_> {
             Route::DataGenotype => "POST /api/data/genotype",
             Route::DataSummary => "GET /api/data",
             Route::DataDelete => "DELETE /api/data",
+            Route::PersonalUrl => "POST /personal/mcp",
+            Route::PersonalUrlRevoke => "DELETE /personal/mcp",
+            Route::SignUp => "POST /auth/signup",
+            Route::SignIn => "POST /auth/signin",
+            Route::ShareGrant => "POST /api/shares",
+            Route::ShareRevoke => "DELETE /api/shares",
+            Route::CheckState { .. } => "GET /oauth2/check_state/{state}",
             Route::MethodNotAllowed(_) => "method not allowed",
             Route::NotFound => "not found",
         }
@@ -64,6 +87,12 @@ impl Route<'_> {
             Route::DataHealth | Route::DataGenotype | Route::DataSummary | Route::DataDelete => {
                 Some(RouteGroup::Data)
             }
+            Route::PersonalUrl | Route::PersonalUrlRevoke => Some(RouteGroup::Personal),
+            Route::SignUp
+            | Route::SignIn
+            | Route::ShareGrant
+            | Route::ShareRevoke
+            | Route::CheckState { .. } => Some(RouteGroup::Oauth),
             Route::MethodNotAllowed(_) | Route::NotFound => None,
         }
     }
@@ -87,6 +116,14 @@ pub const ROUTE_TABLE: &[(&str, &str, RouteGroup)] = &[
     ("POST", "/api/data/genotype", RouteGroup::Data),
     ("GET", "/api/data", RouteGroup::Data),
     ("DELETE", "/api/data", RouteGroup::Data),
+    ("POST", "/personal/mcp", RouteGroup::Personal),
+    ("DELETE", "/personal/mcp", RouteGroup::Personal),
+    ("OPTIONS", "/personal/mcp", RouteGroup::Personal),
+    ("POST", "/auth/signup", RouteGroup::Oauth),
+    ("POST", "/auth/signin", RouteGroup::Oauth),
+    ("POST", "/api/shares", RouteGroup::Oauth),
+    ("DELETE", "/api/shares", RouteGroup::Oauth),
+    ("GET", "/oauth2/check_state/{state}", RouteGroup::Oauth),
 ];
 
 pub fn route<'p>(method: &Method, path: &'p str, prefix: &str) -> Route<'p> {
@@ -102,7 +139,20 @@ pub fn route<'p>(method: &Method, path: &'p str, prefix: &str) -> Route<'p> {
         ("/api/data", &Method::DELETE) => return Route::DataDelete,
         ("/api/data/health" | "/api/data/genotype", _) => return Route::MethodNotAllowed("POST"),
         ("/api/data", _) => return Route::MethodNotAllowed("GET, DELETE"),
+        ("/auth/signup", &Method::POST) => return Route::SignUp,
+        ("/auth/signin", &Method::POST) => return Route::SignIn,
+        ("/auth/signup" | "/auth/signin", _) => return Route::MethodNotAllowed("POST"),
+        ("/api/shares", &Method::POST) => return Route::ShareGrant,
+        ("/api/shares", &Method::DELETE) => return Route::ShareRevoke,
+        ("/api/shares", _) => return Route::MethodNotAllowed("POST, DELETE"),
         _ => {}
+    }
+    if let Some(state) = trimmed.strip_prefix("/oauth2/check_state/") {
+        return match *method {
+            Method::GET if !state.is_empty() && !state.contains('/') => Route::CheckState { state },
+            Method::GET => Route::NotFound,
+            _ => Route::MethodNotAllowed("GET"),
+        };
     }
     let Some(rest) = path.strip_prefix(prefix) else {
         return Route::NotFound;
@@ -113,6 +163,12 @@ pub fn route<'p>(method: &Method, path: &'p str, prefix: &str) -> Route<'p> {
         rest
     };
     match rest {
+        "/personal/mcp" => match *method {
+            Method::POST => Route::PersonalUrl,
+            Method::DELETE => Route::PersonalUrlRevoke,
+            Method::OPTIONS => Route::McpOptions,
+            _ => Route::MethodNotAllowed("POST, DELETE, OPTIONS"),
+        },
         "/mcp" => match *method {
             Method::POST => Route::McpPost { secret: None },
             Method::GET => Route::McpGet,

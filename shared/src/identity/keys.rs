@@ -29,6 +29,23 @@ impl std::fmt::Display for KeyError {
 
 impl std::error::Error for KeyError {}
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_json_derives_two_distinct_keys() {
+        let keys =
+            Keys::from_secret_json(r#"{"master":"0123456789abcdef0123456789abcdef"}"#).unwrap();
+        assert_ne!(keys.jwt, keys.seal);
+        let again =
+            Keys::from_secret_json(r#"{"master":"0123456789abcdef0123456789abcdef"}"#).unwrap();
+        assert_eq!(again.jwt, keys.jwt);
+        assert!(Keys::from_secret_json(r#"{"master":"short"}"#).is_err());
+        assert!(Keys::from_secret_json("nope").is_err());
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 struct KeyFile {
     jwt: String,
@@ -56,7 +73,65 @@ fn unhex(text: &str) -> Option<[u8; 32]> {
     bytes.try_into().ok()
 }
 
+/// Derives a purpose-bound 32-byte key from the secret's master value.
+fn derive(master: &[u8], purpose: &str) -> [u8; 32] {
+    use hmac::{Hmac, KeyInit, Mac};
+    let mut mac =
+        <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(master).expect("HMAC takes any key length");
+    mac.update(purpose.as_bytes());
+    mac.finalize().into_bytes().into()
+}
+
 impl Keys {
+    /// Keys from the Secrets Manager secret's JSON: `{"master": "<at least 32
+    /// characters>"}` (what the SAM template generates). The JWT and sealing keys are
+    /// derived from it with HMAC-SHA256 under distinct labels, so one rotation rotates both.
+    pub fn from_secret_json(text: &str) -> Result<Keys, KeyError> {
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|_| KeyError("the keys secret is not JSON".into()))?;
+        let master = value
+            .get("master")
+            .and_then(|m| m.as_str())
+            .filter(|m| m.len() >= 32)
+            .ok_or_else(|| {
+                KeyError(
+                    "the keys secret needs a \"master\" string of at least 32 characters".into(),
+                )
+            })?;
+        Ok(Keys {
+            jwt: derive(master.as_bytes(), "mirobody jwt v1"),
+            seal: derive(master.as_bytes(), "mirobody seal v1"),
+        })
+    }
+
+    /// Reads the keys secret once (per cold start). `endpoint` overrides the service
+    /// address (a local emulator in tests).
+    pub async fn from_secrets_manager(
+        secret_id: &str,
+        endpoint: Option<&str>,
+    ) -> Result<Keys, KeyError> {
+        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+        if let Some(endpoint) = endpoint {
+            loader = loader.endpoint_url(endpoint);
+        }
+        let client = aws_sdk_secretsmanager::Client::new(&loader.load().await);
+        let output = client
+            .get_secret_value()
+            .secret_id(secret_id)
+            .send()
+            .await
+            .map_err(|e| {
+                KeyError(format!(
+                    "reading the keys secret failed: {}",
+                    aws_sdk_secretsmanager::error::DisplayErrorContext(&e)
+                ))
+            })?;
+        let text = output
+            .secret_string()
+            .ok_or_else(|| KeyError("the keys secret has no string value".into()))?;
+        Keys::from_secret_json(text)
+    }
+
     /// Reads the dev key file in `dir`, creating it with fresh keys the first time.
     pub fn dev(dir: &Path) -> Result<Keys, KeyError> {
         let path = dir.join("dev-keys.json");

@@ -1,11 +1,21 @@
-//! Who is calling: JWT signing and checking, and the keys they use.
+//! Who is calling: keys, JWTs, passwords, URL secrets, caller resolution (A7), the
+//! login prompt, and personal and temporary MCP URLs (B1-B4).
 //!
-//! Owns the pinned algorithm and the claims rules (`exp`, `nbf`, `iss`, `aud`).
-//! Never logs a token. Accounts, personal URLs and the login prompt come later
-//! (issue 4); until then a caller is a user id from a valid JWT.
+//! Owns the pinned JWT algorithm and claims rules, the order of caller resolution,
+//! and every bearer secret's lifecycle. Never logs a token, a URL secret or a password.
 
 mod jwt;
 mod keys;
+mod login;
+mod password;
+mod seal;
+mod secret;
+mod urls;
 
 pub use jwt::{Claims, JwtError, Jwts};
 pub use keys::{KeyError, Keys};
+pub use login::{LOGIN_STATE_SECS, LoginPrompts};
+pub use password::{MIN_PASSWORD, hash_password, verify_password};
+pub use seal::Sealer;
+pub use secret::{random_secret, secret_hash};
+pub use urls::{McpUrls, PERSONAL_URL_SECS, TEMPORARY_URL_SECS};

@@ -1,8 +1,8 @@
 //! Password hashing with Argon2id (the `argon2` crate's defaults: 19 MiB, 2 passes).
 //! A password never leaves this module except as a PHC hash string.
 
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 
 /// Shortest password accepted at sign-up.
 pub const MIN_PASSWORD: usize = 10;
@@ -11,11 +11,18 @@ pub fn hash_password(password: &str) -> String {
     let mut salt = [0u8; 16];
     getrandom::fill(&mut salt).expect("the operating system provides random bytes");
     let salt = SaltString::encode_b64(&salt).expect("16 bytes is a valid salt");
-    Argon2::default().hash_password(password.as_bytes(), &salt).expect("Argon2id hashing cannot fail").to_string()
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .expect("Argon2id hashing cannot fail")
+        .to_string()
 }
 
 pub fn verify_password(password: &str, hash: &str) -> bool {
-    PasswordHash::new(hash).is_ok_and(|parsed| Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok())
+    PasswordHash::new(hash).is_ok_and(|parsed| {
+        Argon2::default()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok()
+    })
 }
 
 #[cfg(test)]

@@ -12,7 +12,11 @@ pub struct Sealer {
 
 impl Sealer {
     pub fn new(key: &[u8; 32]) -> Self {
-        Sealer { key: LessSafeKey::new(UnboundKey::new(&AES_256_GCM, key).expect("a 32-byte AES-256 key")) }
+        Sealer {
+            key: LessSafeKey::new(
+                UnboundKey::new(&AES_256_GCM, key).expect("a 32-byte AES-256 key"),
+            ),
+        }
     }
 
     /// `nonce || ciphertext || tag`, base64url.
@@ -21,7 +25,11 @@ impl Sealer {
         getrandom::fill(&mut nonce).expect("the operating system provides random bytes");
         let mut data = plaintext.to_vec();
         self.key
-            .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::from(associated.as_bytes()), &mut data)
+            .seal_in_place_append_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(associated.as_bytes()),
+                &mut data,
+            )
             .expect("AES-GCM sealing of a small value cannot fail");
         let mut out = nonce.to_vec();
         out.extend_from_slice(&data);
@@ -37,7 +45,10 @@ impl Sealer {
         let (nonce, rest) = bytes.split_at(NONCE_LEN);
         let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
         let mut data = rest.to_vec();
-        let plain = self.key.open_in_place(nonce, Aad::from(associated.as_bytes()), &mut data).ok()?;
+        let plain = self
+            .key
+            .open_in_place(nonce, Aad::from(associated.as_bytes()), &mut data)
+            .ok()?;
         Some(plain.to_vec())
     }
 }
@@ -50,9 +61,19 @@ mod tests {
     fn sealed_values_open_only_with_their_key_and_binding() {
         let sealer = Sealer::new(&[1; 32]);
         let sealed = sealer.seal(b"secret", "personal-url:alice");
-        assert_eq!(sealer.open(&sealed, "personal-url:alice").as_deref(), Some(&b"secret"[..]));
+        assert_eq!(
+            sealer.open(&sealed, "personal-url:alice").as_deref(),
+            Some(&b"secret"[..])
+        );
         assert_eq!(sealer.open(&sealed, "personal-url:mallory"), None);
-        assert_eq!(Sealer::new(&[2; 32]).open(&sealed, "personal-url:alice"), None);
-        assert_ne!(sealer.seal(b"secret", "x"), sealer.seal(b"secret", "x"), "fresh nonce each time");
+        assert_eq!(
+            Sealer::new(&[2; 32]).open(&sealed, "personal-url:alice"),
+            None
+        );
+        assert_ne!(
+            sealer.seal(b"secret", "x"),
+            sealer.seal(b"secret", "x"),
+            "fresh nonce each time"
+        );
     }
 }

@@ -17,7 +17,10 @@ pub fn random_secret(bytes: usize) -> String {
 
 /// The storage key of a secret: hex SHA-256. The secret itself is never stored.
 pub fn secret_hash(secret: &str) -> String {
-    Sha256::digest(secret.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(secret.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[cfg(test)]
@@ -28,7 +31,11 @@ mod tests {
     fn personal_secrets_are_128_url_safe_characters() {
         let secret = random_secret(PERSONAL_SECRET_BYTES);
         assert_eq!(secret.len(), 128);
-        assert!(secret.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+        assert!(
+            secret
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        );
         assert_ne!(secret, random_secret(PERSONAL_SECRET_BYTES));
         assert_eq!(secret_hash("abc").len(), 64);
     }

@@ -14,6 +14,8 @@ use super::capabilities::Declaration;
 use super::era::{self, Era, META_SERVER_INFO, RequestMeta};
 use super::error::McpError;
 use super::jsonrpc::{self, Incoming};
+use crate::clock::Clock;
+use crate::identity::LoginPrompts;
 use crate::prompts::{PromptOutput, PromptRequest, Prompts};
 use crate::resources::{Resources, Substitutions};
 use crate::store::{DataPresence, Store};
@@ -32,6 +34,9 @@ pub struct McpServer {
     pub prompts: Prompts,
     /// Answers which kinds of data a caller holds, for availability gating (A5).
     pub store: Arc<dyn Store>,
+    /// What an anonymous call to a tool that needs a user gets (A7 step 3).
+    pub login: LoginPrompts,
+    pub clock: Arc<dyn Clock>,
 }
 
 /// One request as the transport hands it over.
@@ -268,6 +273,18 @@ impl McpServer {
             return Err(McpError::UnknownTool(name.into()));
         }
         let arguments = object_param(Some(params), "arguments")?;
+        if spec.needs_caller && exchange.caller.is_none() {
+            // A7 step 3: the call succeeds with a login prompt instead of running.
+            return match self.login.prompt(self.clock.now()).await {
+                Ok(prompt) => call_result(ToolOutput::Json(prompt)),
+                Err(error) => {
+                    tracing::warn!(%error, "login prompt could not be stored");
+                    call_result(ToolOutput::Error(
+                        "sign-in is unavailable right now; try again shortly".into(),
+                    ))
+                }
+            };
+        }
         let (input_responses, request_state) = round_trip(Some(params))?;
         let context = CallContext {
             caller: if spec.needs_caller {

@@ -7,6 +7,19 @@
 //!   `gpos` = position: the keys of the `by_position` index, which projects `genotype`).
 //! - `presence`: booleans `health` / `genotype`, set when data is written and deleted
 //!   with it, so availability gating (A5) is one GetItem.
+//! - `account`: `email`, `password_hash`, `created_at` (N).
+//! - `share#<grantee>`: `permissions`, a list of strings (a string set is read too).
+//!
+//! Keys table items (partition key `key`; `expires_at`, epoch seconds, is the TTL
+//! attribute, and every read checks it itself because DynamoDB deletes late):
+//! - `email#<e-mail>`: `user_id` (no expiry).
+//! - `url#<secret hash>`: `user_id`, optional `session_id` / `agent_name`, `expires_at`.
+//! - `user-url#<user>`: `sealed_secret`, `secret_hash`, `expires_at`.
+//! - `state#<state>`: `status` (`pending` / `completed`), `sealed_token` once completed,
+//!   `expires_at`.
+//!
+//! Uniqueness and single use are conditional writes or TransactWriteItems, never
+//! read-then-write; a transaction cancelled by a conflicting one is retried with backoff.
 //!
 //! Batch writes go out 25 items a request (a few requests in flight), unprocessed items
 //! are retried with backoff; reads page through Query results and BatchGetItem
@@ -20,18 +33,19 @@ use std::time::Duration;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, DeleteRequest, GlobalSecondaryIndex,
-    IndexStatus, KeySchemaElement, KeyType, KeysAndAttributes, Projection, ProjectionType,
+    AttributeDefinition, AttributeValue, BillingMode, Delete, DeleteRequest, GlobalSecondaryIndex,
+    IndexStatus, KeySchemaElement, KeyType, KeysAndAttributes, Projection, ProjectionType, Put,
     PutRequest, ScalarAttributeType, TableStatus, TimeToLiveSpecification, TimeToLiveStatus,
-    WriteRequest,
+    TransactWriteItem, WriteRequest,
 };
 use serde::Deserialize;
 use tokio::task::JoinSet;
 
 use super::{
-    DataPresence, Genotype, Reading, ReadingQuery, ReadingValue, Store, StoreError, StoreFuture,
-    WriteReport,
+    Account, Created, DataPresence, Genotype, LoginState, LoginStatus, PersonalUrl, Reading,
+    ReadingQuery, ReadingValue, Store, StoreError, StoreFuture, UrlGrant, WriteReport,
 };
 
 type Item = HashMap<String, AttributeValue>;
@@ -44,6 +58,22 @@ const GENOTYPE_PREFIX: &str = "g#";
 const POSITION_INDEX: &str = "by_position";
 const GPK: &str = "gpk";
 const GPOS: &str = "gpos";
+const ACCOUNT_SK: &str = "account";
+const SHARE_PREFIX: &str = "share#";
+
+/// The keys table's partition key and TTL attribute.
+const KEY: &str = "key";
+const EXPIRES_AT: &str = "expires_at";
+const EMAIL_PREFIX: &str = "email#";
+const URL_PREFIX: &str = "url#";
+const USER_URL_PREFIX: &str = "user-url#";
+const STATE_PREFIX: &str = "state#";
+const PENDING: &str = "pending";
+const COMPLETED: &str = "completed";
+
+/// Attempts at a transaction that another one keeps cancelling (conflicts, or a
+/// condition that fails because of a racing writer and needs a fresh read).
+const TRANSACTION_ATTEMPTS: u32 = 6;
 
 /// BatchWriteItem's limit.
 const WRITE_CHUNK: usize = 25;
@@ -273,6 +303,281 @@ impl DynamoStore {
                 _ => return Ok(()),
             }
         }
+    }
+}
+
+impl DynamoStore {
+    /// One keys-table item, read consistently (a racing writer's commit is visible).
+    async fn key_item(&self, op: &'static str, key: String) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.tables.keys)
+            .key(KEY, s(key))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| sdk_error(op, e))?;
+        Ok(out.item)
+    }
+
+    /// One data-table item, read consistently.
+    async fn data_item(
+        &self,
+        op: &'static str,
+        user: &str,
+        sk: String,
+    ) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.tables.data)
+            .key(PK, s(user))
+            .key(SK, s(sk))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| sdk_error(op, e))?;
+        Ok(out.item)
+    }
+
+    async fn put_key_item(&self, op: &'static str, item: Item) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.tables.keys)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(|e| sdk_error(op, e))?;
+        Ok(())
+    }
+
+    /// One TransactWriteItems. A cancelled transaction (nothing written) is not an
+    /// error: it returns its cancellation reasons, one code per item in request order
+    /// (`None` for an item that did not fail).
+    async fn transact(
+        &self,
+        op: &'static str,
+        items: Vec<TransactWriteItem>,
+    ) -> Result<Committed, StoreError> {
+        match self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(Committed::Yes),
+            Err(e) => match e.as_service_error() {
+                Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) => {
+                    Ok(Committed::No(
+                        cancelled
+                            .cancellation_reasons()
+                            .iter()
+                            .map(|r| r.code().unwrap_or("None").to_string())
+                            .collect(),
+                    ))
+                }
+                _ => Err(sdk_error(op, e)),
+            },
+        }
+    }
+}
+
+/// The outcome of a transaction that reached DynamoDB.
+#[derive(Debug)]
+enum Committed {
+    Yes,
+    /// Cancelled, nothing written; the cancellation code of each item.
+    No(Vec<String>),
+}
+
+impl Committed {
+    /// Whether item `index`'s condition failed.
+    fn condition_failed(&self, index: usize) -> bool {
+        matches!(self, Committed::No(codes) if codes.get(index).is_some_and(|c| c == "ConditionalCheckFailed"))
+    }
+
+    /// Whether the cancellation is transient (another transaction on the same items,
+    /// or throttling): worth the same request again after a pause.
+    fn transient(&self) -> bool {
+        matches!(self, Committed::No(codes) if codes.iter().any(|c| matches!(
+            c.as_str(),
+            "TransactionConflict" | "ThrottlingError" | "ProvisionedThroughputExceeded" | "RequestLimitExceeded"
+        )))
+    }
+
+    /// The log line for a cancellation that is neither expected nor transient
+    /// (codes only, never keys).
+    fn unexpected(&self, op: &'static str) -> StoreError {
+        if let Committed::No(codes) = self {
+            tracing::warn!(
+                operation = op,
+                codes = codes.join(","),
+                "dynamodb store: transaction cancelled"
+            );
+        }
+        StoreError::Unavailable(op.to_string())
+    }
+}
+
+/// A condition on one transaction item: its expression and placeholders.
+struct Condition<'c> {
+    expression: &'c str,
+    names: &'c [(&'c str, &'c str)],
+    values: Vec<(&'c str, AttributeValue)>,
+}
+
+fn condition<'c>(
+    expression: &'c str,
+    names: &'c [(&'c str, &'c str)],
+    values: Vec<(&'c str, AttributeValue)>,
+) -> Option<Condition<'c>> {
+    Some(Condition {
+        expression,
+        names,
+        values,
+    })
+}
+
+/// A transaction Put, with an optional condition.
+fn tx_put(
+    op: &'static str,
+    table: &str,
+    item: Item,
+    condition: Option<Condition<'_>>,
+) -> Result<TransactWriteItem, StoreError> {
+    let mut put = Put::builder().table_name(table).set_item(Some(item));
+    if let Some(Condition {
+        expression,
+        names,
+        values,
+    }) = condition
+    {
+        put = put.condition_expression(expression);
+        for (placeholder, name) in names {
+            put = put.expression_attribute_names(*placeholder, *name);
+        }
+        for (placeholder, value) in values {
+            put = put.expression_attribute_values(placeholder, value);
+        }
+    }
+    let put = put.build().map_err(|_| corrupt(op))?;
+    Ok(TransactWriteItem::builder().put(put).build())
+}
+
+/// A transaction Delete, with an optional condition.
+fn tx_delete(
+    op: &'static str,
+    table: &str,
+    key: Item,
+    condition: Option<Condition<'_>>,
+) -> Result<TransactWriteItem, StoreError> {
+    let mut delete = Delete::builder().table_name(table).set_key(Some(key));
+    if let Some(Condition {
+        expression,
+        names,
+        values,
+    }) = condition
+    {
+        delete = delete.condition_expression(expression);
+        for (placeholder, name) in names {
+            delete = delete.expression_attribute_names(*placeholder, *name);
+        }
+        for (placeholder, value) in values {
+            delete = delete.expression_attribute_values(placeholder, value);
+        }
+    }
+    let delete = delete.build().map_err(|_| corrupt(op))?;
+    Ok(TransactWriteItem::builder().delete(delete).build())
+}
+
+fn n(value: u64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+fn keys_key(key: String) -> Item {
+    HashMap::from([(KEY.to_string(), s(key))])
+}
+
+fn account_from_item(op: &'static str, user_id: &str, item: &Item) -> Result<Account, StoreError> {
+    Ok(Account {
+        user_id: user_id.to_string(),
+        email: get_s(op, item, "email")?,
+        password_hash: get_s(op, item, "password_hash")?,
+        created_at: get_u64(op, item, "created_at")?,
+    })
+}
+
+fn url_grant_item(secret_hash: &str, grant: &UrlGrant) -> Item {
+    let mut item = HashMap::from([
+        (KEY.to_string(), s(format!("{URL_PREFIX}{secret_hash}"))),
+        ("user_id".to_string(), s(grant.user_id.as_str())),
+        (EXPIRES_AT.to_string(), n(grant.expires_at)),
+    ]);
+    for (name, value) in [
+        ("session_id", &grant.session_id),
+        ("agent_name", &grant.agent_name),
+    ] {
+        if let Some(v) = value {
+            item.insert(name.to_string(), s(v.as_str()));
+        }
+    }
+    item
+}
+
+fn url_grant_from_item(op: &'static str, item: &Item) -> Result<UrlGrant, StoreError> {
+    Ok(UrlGrant {
+        user_id: get_s(op, item, "user_id")?,
+        session_id: get_opt_s(op, item, "session_id")?,
+        agent_name: get_opt_s(op, item, "agent_name")?,
+        expires_at: get_u64(op, item, EXPIRES_AT)?,
+    })
+}
+
+fn personal_url_item(user_id: &str, url: &PersonalUrl) -> Item {
+    HashMap::from([
+        (KEY.to_string(), s(format!("{USER_URL_PREFIX}{user_id}"))),
+        ("sealed_secret".to_string(), s(url.sealed_secret.as_str())),
+        ("secret_hash".to_string(), s(url.secret_hash.as_str())),
+        (EXPIRES_AT.to_string(), n(url.expires_at)),
+    ])
+}
+
+fn personal_url_from_item(op: &'static str, item: &Item) -> Result<PersonalUrl, StoreError> {
+    Ok(PersonalUrl {
+        sealed_secret: get_s(op, item, "sealed_secret")?,
+        secret_hash: get_s(op, item, "secret_hash")?,
+        expires_at: get_u64(op, item, EXPIRES_AT)?,
+    })
+}
+
+fn login_state_from_item(op: &'static str, item: &Item) -> Result<LoginState, StoreError> {
+    let status = match get_s(op, item, "status")?.as_str() {
+        PENDING => LoginStatus::Pending,
+        COMPLETED => LoginStatus::Completed {
+            sealed_token: get_s(op, item, "sealed_token")?,
+        },
+        _ => return Err(corrupt(op)),
+    };
+    Ok(LoginState {
+        status,
+        expires_at: get_u64(op, item, EXPIRES_AT)?,
+    })
+}
+
+/// Permissions as written (a list), or a string set written by hand.
+fn permissions_from_item(op: &'static str, item: &Item) -> Result<Vec<String>, StoreError> {
+    match item.get("permissions") {
+        Some(AttributeValue::L(list)) => list
+            .iter()
+            .map(|v| match v {
+                AttributeValue::S(p) => Ok(p.clone()),
+                _ => Err(corrupt(op)),
+            })
+            .collect(),
+        Some(AttributeValue::Ss(set)) => Ok(set.clone()),
+        _ => Err(corrupt(op)),
     }
 }
 
@@ -820,6 +1125,361 @@ impl Store for DynamoStore {
                 .await
                 .map_err(|e| sdk_error(op, e))?;
             Ok(())
+        })
+    }
+
+    fn create_account<'a>(&'a self, account: &'a Account) -> StoreFuture<'a, Created> {
+        Box::pin(async move {
+            let op = "create_account";
+            let email_item = HashMap::from([
+                (
+                    KEY.to_string(),
+                    s(format!("{EMAIL_PREFIX}{}", account.email)),
+                ),
+                ("user_id".to_string(), s(account.user_id.as_str())),
+            ]);
+            let account_item = HashMap::from([
+                (PK.to_string(), s(account.user_id.as_str())),
+                (SK.to_string(), s(ACCOUNT_SK)),
+                ("email".to_string(), s(account.email.as_str())),
+                (
+                    "password_hash".to_string(),
+                    s(account.password_hash.as_str()),
+                ),
+                ("created_at".to_string(), n(account.created_at)),
+            ]);
+            for attempt in 0..TRANSACTION_ATTEMPTS {
+                if attempt > 0 {
+                    tokio::time::sleep(backoff(attempt - 1)).await;
+                }
+                let items = vec![
+                    tx_put(
+                        op,
+                        &self.tables.keys,
+                        email_item.clone(),
+                        condition("attribute_not_exists(#k)", &[("#k", KEY)], vec![]),
+                    )?,
+                    tx_put(
+                        op,
+                        &self.tables.data,
+                        account_item.clone(),
+                        condition("attribute_not_exists(#pk)", &[("#pk", PK)], vec![]),
+                    )?,
+                ];
+                let outcome = self.transact(op, items).await?;
+                if matches!(outcome, Committed::Yes) {
+                    return Ok(Created::Created);
+                }
+                if outcome.condition_failed(0) {
+                    return Ok(Created::EmailTaken);
+                }
+                if outcome.condition_failed(1) {
+                    tracing::warn!(
+                        operation = op,
+                        "dynamodb store: user id already has an account"
+                    );
+                    return Err(StoreError::Unavailable(format!(
+                        "{op}: user id already has an account"
+                    )));
+                }
+                if !outcome.transient() {
+                    return Err(outcome.unexpected(op));
+                }
+            }
+            Err(StoreError::Unavailable(format!("{op}: contended")))
+        })
+    }
+
+    fn account_by_email<'a>(&'a self, email: &'a str) -> StoreFuture<'a, Option<Account>> {
+        Box::pin(async move {
+            let op = "account_by_email";
+            let Some(lookup) = self.key_item(op, format!("{EMAIL_PREFIX}{email}")).await? else {
+                return Ok(None);
+            };
+            let user_id = get_s(op, &lookup, "user_id")?;
+            // Both items are written in one transaction: one without the other, or an
+            // account with another e-mail, is a bug or a manual edit.
+            let item = self
+                .data_item(op, &user_id, ACCOUNT_SK.to_string())
+                .await?
+                .ok_or_else(|| corrupt(op))?;
+            let account = account_from_item(op, &user_id, &item)?;
+            if account.email != email {
+                return Err(corrupt(op));
+            }
+            Ok(Some(account))
+        })
+    }
+
+    fn account<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, Option<Account>> {
+        Box::pin(async move {
+            let op = "account";
+            self.data_item(op, user_id, ACCOUNT_SK.to_string())
+                .await?
+                .map(|item| account_from_item(op, user_id, &item))
+                .transpose()
+        })
+    }
+
+    fn put_share<'a>(
+        &'a self,
+        owner: &'a str,
+        grantee: &'a str,
+        permissions: &'a [String],
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let op = "put_share";
+            // A list, not a string set: a set cannot be empty.
+            let permissions = permissions.iter().map(|p| s(p.as_str())).collect();
+            self.client
+                .put_item()
+                .table_name(&self.tables.data)
+                .item(PK, s(owner))
+                .item(SK, s(format!("{SHARE_PREFIX}{grantee}")))
+                .item("permissions", AttributeValue::L(permissions))
+                .send()
+                .await
+                .map_err(|e| sdk_error(op, e))?;
+            Ok(())
+        })
+    }
+
+    fn delete_share<'a>(&'a self, owner: &'a str, grantee: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let op = "delete_share";
+            self.client
+                .delete_item()
+                .table_name(&self.tables.data)
+                .key(PK, s(owner))
+                .key(SK, s(format!("{SHARE_PREFIX}{grantee}")))
+                .send()
+                .await
+                .map_err(|e| sdk_error(op, e))?;
+            Ok(())
+        })
+    }
+
+    fn share<'a>(
+        &'a self,
+        owner: &'a str,
+        grantee: &'a str,
+    ) -> StoreFuture<'a, Option<Vec<String>>> {
+        Box::pin(async move {
+            let op = "share";
+            self.data_item(op, owner, format!("{SHARE_PREFIX}{grantee}"))
+                .await?
+                .map(|item| permissions_from_item(op, &item))
+                .transpose()
+        })
+    }
+
+    fn put_url_grant<'a>(
+        &'a self,
+        secret_hash: &'a str,
+        grant: &'a UrlGrant,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(self.put_key_item("put_url_grant", url_grant_item(secret_hash, grant)))
+    }
+
+    fn url_grant<'a>(
+        &'a self,
+        secret_hash: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, Option<UrlGrant>> {
+        Box::pin(async move {
+            let op = "url_grant";
+            let Some(item) = self
+                .key_item(op, format!("{URL_PREFIX}{secret_hash}"))
+                .await?
+            else {
+                return Ok(None);
+            };
+            let grant = url_grant_from_item(op, &item)?;
+            // TTL deletion lags: an expired item may still be there.
+            Ok((grant.expires_at > now).then_some(grant))
+        })
+    }
+
+    fn claim_personal_url<'a>(
+        &'a self,
+        user_id: &'a str,
+        candidate: &'a PersonalUrl,
+        now: u64,
+    ) -> StoreFuture<'a, PersonalUrl> {
+        Box::pin(async move {
+            let op = "claim_personal_url";
+            let user_key = format!("{USER_URL_PREFIX}{user_id}");
+            let grant = UrlGrant {
+                user_id: user_id.to_string(),
+                session_id: None,
+                agent_name: None,
+                expires_at: candidate.expires_at,
+            };
+            for attempt in 0..TRANSACTION_ATTEMPTS {
+                let current = self
+                    .key_item(op, user_key.clone())
+                    .await?
+                    .map(|item| personal_url_from_item(op, &item))
+                    .transpose()?;
+                if let Some(current) = &current
+                    && current.expires_at > now
+                {
+                    return Ok(current.clone());
+                }
+                // Absent or expired: put the candidate, unless someone else has put a
+                // live one since the read.
+                let mut items = vec![
+                    tx_put(
+                        op,
+                        &self.tables.keys,
+                        personal_url_item(user_id, candidate),
+                        condition(
+                            "attribute_not_exists(#k) OR #exp <= :now",
+                            &[("#k", KEY), ("#exp", EXPIRES_AT)],
+                            vec![(":now", n(now))],
+                        ),
+                    )?,
+                    tx_put(
+                        op,
+                        &self.tables.keys,
+                        url_grant_item(&candidate.secret_hash, &grant),
+                        None,
+                    )?,
+                ];
+                // The replaced URL's grant goes in the same transaction (it has expired,
+                // but TTL deletion lags, and the secret should resolve to nothing).
+                if let Some(old) = current.filter(|old| old.secret_hash != candidate.secret_hash) {
+                    items.push(tx_delete(
+                        op,
+                        &self.tables.keys,
+                        keys_key(format!("{URL_PREFIX}{}", old.secret_hash)),
+                        None,
+                    )?);
+                }
+                let outcome = self.transact(op, items).await?;
+                if matches!(outcome, Committed::Yes) {
+                    return Ok(candidate.clone());
+                }
+                if outcome.transient() {
+                    tokio::time::sleep(backoff(attempt)).await;
+                } else if !outcome.condition_failed(0) {
+                    return Err(outcome.unexpected(op));
+                }
+                // A racing caller won: read again and return theirs.
+            }
+            Err(StoreError::Unavailable(format!("{op}: contended")))
+        })
+    }
+
+    fn revoke_personal_url<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let op = "revoke_personal_url";
+            let user_key = format!("{USER_URL_PREFIX}{user_id}");
+            for attempt in 0..TRANSACTION_ATTEMPTS {
+                let Some(item) = self.key_item(op, user_key.clone()).await? else {
+                    return Ok(false);
+                };
+                let current = personal_url_from_item(op, &item)?;
+                // Both go together, and only if the URL is still the one read (a racing
+                // claim may have replaced it; then its grant is the one to delete).
+                let items = vec![
+                    tx_delete(
+                        op,
+                        &self.tables.keys,
+                        keys_key(user_key.clone()),
+                        condition(
+                            "#hash = :hash",
+                            &[("#hash", "secret_hash")],
+                            vec![(":hash", s(current.secret_hash.as_str()))],
+                        ),
+                    )?,
+                    tx_delete(
+                        op,
+                        &self.tables.keys,
+                        keys_key(format!("{URL_PREFIX}{}", current.secret_hash)),
+                        None,
+                    )?,
+                ];
+                let outcome = self.transact(op, items).await?;
+                if matches!(outcome, Committed::Yes) {
+                    return Ok(true);
+                }
+                if outcome.transient() {
+                    tokio::time::sleep(backoff(attempt)).await;
+                } else if !outcome.condition_failed(0) {
+                    return Err(outcome.unexpected(op));
+                }
+            }
+            Err(StoreError::Unavailable(format!("{op}: contended")))
+        })
+    }
+
+    fn put_login_state<'a>(
+        &'a self,
+        state: &'a str,
+        record: &'a LoginState,
+    ) -> StoreFuture<'a, ()> {
+        let mut item = HashMap::from([
+            (KEY.to_string(), s(format!("{STATE_PREFIX}{state}"))),
+            (EXPIRES_AT.to_string(), n(record.expires_at)),
+        ]);
+        match &record.status {
+            LoginStatus::Pending => {
+                item.insert("status".to_string(), s(PENDING));
+            }
+            LoginStatus::Completed { sealed_token } => {
+                item.insert("status".to_string(), s(COMPLETED));
+                item.insert("sealed_token".to_string(), s(sealed_token.as_str()));
+            }
+        }
+        Box::pin(self.put_key_item("put_login_state", item))
+    }
+
+    fn login_state<'a>(&'a self, state: &'a str) -> StoreFuture<'a, Option<LoginState>> {
+        Box::pin(async move {
+            let op = "login_state";
+            self.key_item(op, format!("{STATE_PREFIX}{state}"))
+                .await?
+                .map(|item| login_state_from_item(op, &item))
+                .transpose()
+        })
+    }
+
+    fn complete_login_state<'a>(
+        &'a self,
+        state: &'a str,
+        sealed_token: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let op = "complete_login_state";
+            // The condition also fails on an absent item, so this never creates one.
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.tables.keys)
+                .key(KEY, s(format!("{STATE_PREFIX}{state}")))
+                .update_expression("SET #status = :completed, #token = :token")
+                .condition_expression("#status = :pending AND #exp > :now")
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_names("#token", "sealed_token")
+                .expression_attribute_names("#exp", EXPIRES_AT)
+                .expression_attribute_values(":completed", s(COMPLETED))
+                .expression_attribute_values(":pending", s(PENDING))
+                .expression_attribute_values(":token", s(sealed_token))
+                .expression_attribute_values(":now", n(now))
+                .send()
+                .await;
+            match result {
+                Ok(_) => Ok(true),
+                Err(e)
+                    if e.as_service_error()
+                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+                {
+                    Ok(false)
+                }
+                Err(e) => Err(sdk_error(op, e)),
+            }
         })
     }
 }

@@ -5,6 +5,17 @@
 //! - `readings`: identity (user, indicator key, time, source); a re-upload replaces in place.
 //! - `genotypes`: identity (user, rsid), plus the index `genotypes_by_position`
 //!   (user, chromosome, position) for range queries.
+//! - `accounts`: one row per user; the e-mail is unique (the `email#` lookup of the
+//!   DynamoDB keys table).
+//! - `shares`: identity (owner, grantee), the permissions as a JSON array.
+//! - `keys`: the rest of the DynamoDB keys table, same keys (`url#<hash>`,
+//!   `user-url#<user>`, `state#<state>`), the attributes as a JSON object and
+//!   `expires_at` as a column. Nothing deletes expired rows by itself (as with
+//!   DynamoDB's late TTL), so every read checks `expires_at`.
+//!
+//! Check-then-write sequences (a taken e-mail, a live personal URL, a pending login)
+//! run inside one `BEGIN IMMEDIATE` transaction, which holds the file's write lock from
+//! the start, so they are atomic across processes too.
 //!
 //! Presence is two `EXISTS` probes in one statement (one round trip, no summary row
 //! to keep in step). Every statement is parameterised; batch writes are one
@@ -16,18 +27,20 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use rusqlite::{Connection, Row, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
+use serde::{Deserialize, Serialize};
 
 use super::{
-    DataPresence, Genotype, Reading, ReadingQuery, ReadingValue, Store, StoreError, StoreFuture,
-    WriteReport,
+    Account, Created, DataPresence, Genotype, LoginState, LoginStatus, PersonalUrl, Reading,
+    ReadingQuery, ReadingValue, Store, StoreError, StoreFuture, UrlGrant, WriteReport,
 };
 
 /// How long a statement waits for another process's write lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The schema version this code reads and writes (`PRAGMA user_version`).
-const SCHEMA_VERSION: i64 = 1;
+/// 1: readings, genotypes. 2: adds accounts, shares, keys.
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS readings (
@@ -53,7 +66,54 @@ CREATE TABLE IF NOT EXISTS genotypes (
     PRIMARY KEY (user, rsid)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS genotypes_by_position ON genotypes (user, chromosome, position);
+CREATE TABLE IF NOT EXISTS accounts (
+    user_id       TEXT NOT NULL PRIMARY KEY,
+    email         TEXT NOT NULL UNIQUE,
+    password_hash TEXT NOT NULL,
+    created_at    INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS shares (
+    owner       TEXT NOT NULL,
+    grantee     TEXT NOT NULL,
+    permissions TEXT NOT NULL,
+    PRIMARY KEY (owner, grantee)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS keys (
+    key        TEXT NOT NULL PRIMARY KEY,
+    value      TEXT NOT NULL,
+    expires_at INTEGER
+) WITHOUT ROWID;
 ";
+
+const URL_PREFIX: &str = "url#";
+const USER_URL_PREFIX: &str = "user-url#";
+const STATE_PREFIX: &str = "state#";
+
+/// A `url#` row's value (`expires_at` is the column).
+#[derive(Serialize, Deserialize)]
+struct GrantValue {
+    user_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    agent_name: Option<String>,
+}
+
+/// A `user-url#` row's value.
+#[derive(Serialize, Deserialize)]
+struct PersonalUrlValue {
+    sealed_secret: String,
+    secret_hash: String,
+}
+
+/// A `state#` row's value: `{"status":"pending"}` or
+/// `{"status":"completed","sealed_token":…}`, as the DynamoDB attributes.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+enum StateValue {
+    Pending,
+    Completed { sealed_token: String },
+}
 
 /// The upper end of every time range: above any text a time can hold.
 const TIME_MAX: &str = "\u{10FFFF}";
@@ -126,9 +186,82 @@ fn prepare(conn: &mut Connection) -> rusqlite::Result<()> {
         // A newer build wrote this file; refusing is safer than guessing.
         return Err(rusqlite::Error::InvalidQuery);
     }
+    // Every statement is `IF NOT EXISTS`: on a fresh file it creates everything, on an
+    // older one (version 1) it adds the tables that version lacks.
     tx.execute_batch(SCHEMA)?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()
+}
+
+/// Epoch seconds as stored (SQLite integers are signed 64-bit).
+fn seconds_column(seconds: u64) -> rusqlite::Result<i64> {
+    i64::try_from(seconds).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+}
+
+/// `now` for comparisons: past the column's range, everything stored has expired.
+fn now_column(now: u64) -> i64 {
+    i64::try_from(now).unwrap_or(i64::MAX)
+}
+
+fn seconds_from_column(row: &Row<'_>, index: usize) -> rusqlite::Result<u64> {
+    let value: i64 = row.get(index)?;
+    u64::try_from(value).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(
+            index,
+            rusqlite::types::Type::Integer,
+            Box::new(e),
+        )
+    })
+}
+
+/// A JSON column's value; unreadable JSON is a corrupt row.
+fn json_from_column<T: for<'de> Deserialize<'de>>(
+    row: &Row<'_>,
+    index: usize,
+) -> rusqlite::Result<T> {
+    let text: String = row.get(index)?;
+    serde_json::from_str(&text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+fn json_column<T: Serialize>(value: &T) -> rusqlite::Result<String> {
+    serde_json::to_string(value).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+}
+
+/// Writes (inserts or replaces) one `keys` row.
+fn put_key(tx: &Connection, key: &str, value: &str, expires_at: u64) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO keys (key, value, expires_at) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
+    )?
+    .execute(params![key, value, seconds_column(expires_at)?])?;
+    Ok(())
+}
+
+fn personal_url_row(row: &Row<'_>) -> rusqlite::Result<PersonalUrl> {
+    let value: PersonalUrlValue = json_from_column(row, 0)?;
+    Ok(PersonalUrl {
+        sealed_secret: value.sealed_secret,
+        secret_hash: value.secret_hash,
+        expires_at: seconds_from_column(row, 1)?,
+    })
+}
+
+/// The user's personal URL as stored, live or not.
+fn personal_url_in(tx: &Transaction<'_>, user_key: &str) -> rusqlite::Result<Option<PersonalUrl>> {
+    tx.prepare_cached("SELECT value, expires_at FROM keys WHERE key = ?1")?
+        .query_row([user_key], personal_url_row)
+        .optional()
+}
+
+fn account_from_row(row: &Row<'_>) -> rusqlite::Result<Account> {
+    Ok(Account {
+        user_id: row.get(0)?,
+        email: row.get(1)?,
+        password_hash: row.get(2)?,
+        created_at: seconds_from_column(row, 3)?,
+    })
 }
 
 /// Maps a SQLite failure to a store error naming the operation only (a SQLite message
@@ -440,6 +573,308 @@ impl Store for EmbeddedStore {
             delete(conn).map_err(|e| sql_error("delete_user_data", e))
         }))
     }
+
+    fn create_account<'a>(&'a self, account: &'a Account) -> StoreFuture<'a, Created> {
+        let op = "create_account";
+        let account = account.clone();
+        Box::pin(self.run(op, move |conn| {
+            // `None`: the user id already has an account.
+            let create = |conn: &mut Connection| -> rusqlite::Result<Option<Created>> {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let (email_taken, id_taken): (bool, bool) = tx.query_row(
+                    "SELECT EXISTS (SELECT 1 FROM accounts WHERE email = ?1), \
+                            EXISTS (SELECT 1 FROM accounts WHERE user_id = ?2)",
+                    params![account.email, account.user_id],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )?;
+                if email_taken {
+                    return Ok(Some(Created::EmailTaken));
+                }
+                if id_taken {
+                    return Ok(None);
+                }
+                tx.execute(
+                    "INSERT INTO accounts (user_id, email, password_hash, created_at) \
+                     VALUES (?1, ?2, ?3, ?4)",
+                    params![
+                        account.user_id,
+                        account.email,
+                        account.password_hash,
+                        seconds_column(account.created_at)?
+                    ],
+                )?;
+                tx.commit()?;
+                Ok(Some(Created::Created))
+            };
+            create(conn).map_err(|e| sql_error(op, e))?.ok_or_else(|| {
+                tracing::warn!(
+                    operation = op,
+                    "embedded store: user id already has an account"
+                );
+                StoreError::Unavailable(format!("{op}: user id already has an account"))
+            })
+        }))
+    }
+
+    fn account_by_email<'a>(&'a self, email: &'a str) -> StoreFuture<'a, Option<Account>> {
+        let email = email.to_string();
+        Box::pin(self.run("account_by_email", move |conn| {
+            conn.prepare_cached(
+                "SELECT user_id, email, password_hash, created_at FROM accounts WHERE email = ?1",
+            )
+            .and_then(|mut stmt| stmt.query_row([&email], account_from_row).optional())
+            .map_err(|e| sql_error("account_by_email", e))
+        }))
+    }
+
+    fn account<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, Option<Account>> {
+        let user_id = user_id.to_string();
+        Box::pin(self.run("account", move |conn| {
+            conn.prepare_cached(
+                "SELECT user_id, email, password_hash, created_at FROM accounts WHERE user_id = ?1",
+            )
+            .and_then(|mut stmt| stmt.query_row([&user_id], account_from_row).optional())
+            .map_err(|e| sql_error("account", e))
+        }))
+    }
+
+    fn put_share<'a>(
+        &'a self,
+        owner: &'a str,
+        grantee: &'a str,
+        permissions: &'a [String],
+    ) -> StoreFuture<'a, ()> {
+        let owner = owner.to_string();
+        let grantee = grantee.to_string();
+        let permissions = permissions.to_vec();
+        Box::pin(self.run("put_share", move |conn| {
+            let write = |conn: &mut Connection| -> rusqlite::Result<()> {
+                conn.prepare_cached(
+                    "INSERT INTO shares (owner, grantee, permissions) VALUES (?1, ?2, ?3) \
+                     ON CONFLICT (owner, grantee) DO UPDATE SET permissions = excluded.permissions",
+                )?
+                .execute(params![owner, grantee, json_column(&permissions)?])?;
+                Ok(())
+            };
+            write(conn).map_err(|e| sql_error("put_share", e))
+        }))
+    }
+
+    fn delete_share<'a>(&'a self, owner: &'a str, grantee: &'a str) -> StoreFuture<'a, ()> {
+        let owner = owner.to_string();
+        let grantee = grantee.to_string();
+        Box::pin(self.run("delete_share", move |conn| {
+            conn.prepare_cached("DELETE FROM shares WHERE owner = ?1 AND grantee = ?2")
+                .and_then(|mut stmt| stmt.execute([&owner, &grantee]))
+                .map(drop)
+                .map_err(|e| sql_error("delete_share", e))
+        }))
+    }
+
+    fn share<'a>(
+        &'a self,
+        owner: &'a str,
+        grantee: &'a str,
+    ) -> StoreFuture<'a, Option<Vec<String>>> {
+        let owner = owner.to_string();
+        let grantee = grantee.to_string();
+        Box::pin(self.run("share", move |conn| {
+            conn.prepare_cached("SELECT permissions FROM shares WHERE owner = ?1 AND grantee = ?2")
+                .and_then(|mut stmt| {
+                    stmt.query_row([&owner, &grantee], |row| json_from_column(row, 0))
+                        .optional()
+                })
+                .map_err(|e| sql_error("share", e))
+        }))
+    }
+
+    fn put_url_grant<'a>(
+        &'a self,
+        secret_hash: &'a str,
+        grant: &'a UrlGrant,
+    ) -> StoreFuture<'a, ()> {
+        let key = format!("{URL_PREFIX}{secret_hash}");
+        let grant = grant.clone();
+        Box::pin(self.run("put_url_grant", move |conn| {
+            let write = |conn: &mut Connection| -> rusqlite::Result<()> {
+                let value = json_column(&GrantValue {
+                    user_id: grant.user_id,
+                    session_id: grant.session_id,
+                    agent_name: grant.agent_name,
+                })?;
+                put_key(conn, &key, &value, grant.expires_at)
+            };
+            write(conn).map_err(|e| sql_error("put_url_grant", e))
+        }))
+    }
+
+    fn url_grant<'a>(
+        &'a self,
+        secret_hash: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, Option<UrlGrant>> {
+        let key = format!("{URL_PREFIX}{secret_hash}");
+        Box::pin(self.run("url_grant", move |conn| {
+            conn.prepare_cached(
+                "SELECT value, expires_at FROM keys WHERE key = ?1 AND expires_at > ?2",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row(params![key, now_column(now)], |row| {
+                    let value: GrantValue = json_from_column(row, 0)?;
+                    Ok(UrlGrant {
+                        user_id: value.user_id,
+                        session_id: value.session_id,
+                        agent_name: value.agent_name,
+                        expires_at: seconds_from_column(row, 1)?,
+                    })
+                })
+                .optional()
+            })
+            .map_err(|e| sql_error("url_grant", e))
+        }))
+    }
+
+    fn claim_personal_url<'a>(
+        &'a self,
+        user_id: &'a str,
+        candidate: &'a PersonalUrl,
+        now: u64,
+    ) -> StoreFuture<'a, PersonalUrl> {
+        let op = "claim_personal_url";
+        let user_id = user_id.to_string();
+        let candidate = candidate.clone();
+        Box::pin(self.run(op, move |conn| {
+            let claim = |conn: &mut Connection| -> rusqlite::Result<PersonalUrl> {
+                let user_key = format!("{USER_URL_PREFIX}{user_id}");
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let current = personal_url_in(&tx, &user_key)?;
+                if let Some(current) = current.as_ref().filter(|c| c.expires_at > now) {
+                    return Ok(current.clone());
+                }
+                // Absent or expired: the candidate replaces it, and the old secret's
+                // grant goes with it.
+                if let Some(old) = current.filter(|old| old.secret_hash != candidate.secret_hash) {
+                    tx.prepare_cached("DELETE FROM keys WHERE key = ?1")?
+                        .execute([format!("{URL_PREFIX}{}", old.secret_hash)])?;
+                }
+                let value = json_column(&PersonalUrlValue {
+                    sealed_secret: candidate.sealed_secret.clone(),
+                    secret_hash: candidate.secret_hash.clone(),
+                })?;
+                put_key(&tx, &user_key, &value, candidate.expires_at)?;
+                let grant = json_column(&GrantValue {
+                    user_id: user_id.clone(),
+                    session_id: None,
+                    agent_name: None,
+                })?;
+                put_key(
+                    &tx,
+                    &format!("{URL_PREFIX}{}", candidate.secret_hash),
+                    &grant,
+                    candidate.expires_at,
+                )?;
+                tx.commit()?;
+                Ok(candidate.clone())
+            };
+            claim(conn).map_err(|e| sql_error(op, e))
+        }))
+    }
+
+    fn revoke_personal_url<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, bool> {
+        let op = "revoke_personal_url";
+        let user_key = format!("{USER_URL_PREFIX}{user_id}");
+        Box::pin(self.run(op, move |conn| {
+            let revoke = |conn: &mut Connection| -> rusqlite::Result<bool> {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let Some(current) = personal_url_in(&tx, &user_key)? else {
+                    return Ok(false);
+                };
+                {
+                    let mut delete = tx.prepare_cached("DELETE FROM keys WHERE key = ?1")?;
+                    delete.execute([&user_key])?;
+                    delete.execute([format!("{URL_PREFIX}{}", current.secret_hash)])?;
+                }
+                tx.commit()?;
+                Ok(true)
+            };
+            revoke(conn).map_err(|e| sql_error(op, e))
+        }))
+    }
+
+    fn put_login_state<'a>(
+        &'a self,
+        state: &'a str,
+        record: &'a LoginState,
+    ) -> StoreFuture<'a, ()> {
+        let key = format!("{STATE_PREFIX}{state}");
+        let record = record.clone();
+        Box::pin(self.run("put_login_state", move |conn| {
+            let write = |conn: &mut Connection| -> rusqlite::Result<()> {
+                let value = json_column(&match record.status {
+                    LoginStatus::Pending => StateValue::Pending,
+                    LoginStatus::Completed { sealed_token } => {
+                        StateValue::Completed { sealed_token }
+                    }
+                })?;
+                put_key(conn, &key, &value, record.expires_at)
+            };
+            write(conn).map_err(|e| sql_error("put_login_state", e))
+        }))
+    }
+
+    fn login_state<'a>(&'a self, state: &'a str) -> StoreFuture<'a, Option<LoginState>> {
+        let key = format!("{STATE_PREFIX}{state}");
+        Box::pin(self.run("login_state", move |conn| {
+            conn.prepare_cached("SELECT value, expires_at FROM keys WHERE key = ?1")
+                .and_then(|mut stmt| {
+                    stmt.query_row([&key], |row| {
+                        let status = match json_from_column(row, 0)? {
+                            StateValue::Pending => LoginStatus::Pending,
+                            StateValue::Completed { sealed_token } => {
+                                LoginStatus::Completed { sealed_token }
+                            }
+                        };
+                        Ok(LoginState {
+                            status,
+                            expires_at: seconds_from_column(row, 1)?,
+                        })
+                    })
+                    .optional()
+                })
+                .map_err(|e| sql_error("login_state", e))
+        }))
+    }
+
+    fn complete_login_state<'a>(
+        &'a self,
+        state: &'a str,
+        sealed_token: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, bool> {
+        let op = "complete_login_state";
+        let key = format!("{STATE_PREFIX}{state}");
+        let sealed_token = sealed_token.to_string();
+        Box::pin(self.run(op, move |conn| {
+            let complete = |conn: &mut Connection| -> rusqlite::Result<bool> {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let pending = tx
+                    .prepare_cached("SELECT value FROM keys WHERE key = ?1 AND expires_at > ?2")?
+                    .query_row(params![key, now_column(now)], |row| {
+                        json_from_column::<StateValue>(row, 0)
+                    })
+                    .optional()?;
+                if !matches!(pending, Some(StateValue::Pending)) {
+                    return Ok(false);
+                }
+                let value = json_column(&StateValue::Completed { sealed_token })?;
+                tx.prepare_cached("UPDATE keys SET value = ?2 WHERE key = ?1")?
+                    .execute([&key, &value])?;
+                tx.commit()?;
+                Ok(true)
+            };
+            complete(conn).map_err(|e| sql_error(op, e))
+        }))
+    }
 }
 
 #[cfg(test)]
@@ -456,6 +891,84 @@ mod tests {
             code: None,
             source: source.to_string(),
         }
+    }
+
+    fn temp_path(label: &str) -> std::path::PathBuf {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        std::env::temp_dir()
+            .join(format!("mirobody-{label}-{}-{nanos}", std::process::id()))
+            .join("db.sqlite3")
+    }
+
+    /// The schema as version 1 wrote it (readings and genotypes only).
+    const SCHEMA_V1: &str = "
+        CREATE TABLE readings (
+            user TEXT NOT NULL, indicator_key TEXT NOT NULL, time TEXT NOT NULL,
+            source TEXT NOT NULL, indicator TEXT NOT NULL, value_number REAL, value_text TEXT,
+            unit TEXT, code_system TEXT, code TEXT,
+            PRIMARY KEY (user, indicator_key, time, source),
+            CHECK ((value_number IS NULL) <> (value_text IS NULL))
+        ) WITHOUT ROWID;
+        CREATE TABLE genotypes (
+            user TEXT NOT NULL, rsid TEXT NOT NULL, chromosome TEXT NOT NULL,
+            position INTEGER NOT NULL, genotype TEXT NOT NULL, PRIMARY KEY (user, rsid)
+        ) WITHOUT ROWID;
+        CREATE INDEX genotypes_by_position ON genotypes (user, chromosome, position);
+        INSERT INTO readings (user, indicator_key, time, source, indicator, value_number)
+            VALUES ('u1', 'glucose', '2024-01-01T08:00:00', 'lab', 'Glucose', 90.0);
+        PRAGMA user_version = 1;
+    ";
+
+    /// A file written by version 1 opens: its data stays and the new tables work.
+    #[tokio::test]
+    async fn version_1_file_is_migrated() {
+        let path = temp_path("migrate");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(SCHEMA_V1)
+            .unwrap();
+
+        let store = EmbeddedStore::open(&path).unwrap();
+        let version: i64 = store
+            .conn
+            .lock()
+            .unwrap()
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let readings = store
+            .readings("u1", &ReadingQuery::default())
+            .await
+            .unwrap();
+        assert_eq!(readings.len(), 1, "version 1 data kept");
+        let account = Account {
+            user_id: "u1".into(),
+            email: "u1@example.com".into(),
+            password_hash: "hash".into(),
+            created_at: 1,
+        };
+        assert_eq!(
+            store.create_account(&account).await.unwrap(),
+            Created::Created
+        );
+        assert_eq!(store.account("u1").await.unwrap(), Some(account));
+        drop(store);
+        // Opening again (already current) changes nothing.
+        let again = EmbeddedStore::open(&path).unwrap();
+        assert!(again.account("u1").await.unwrap().is_some());
+        drop(again);
+
+        // A file from a newer build is refused rather than guessed at.
+        Connection::open(&path)
+            .unwrap()
+            .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        assert!(EmbeddedStore::open(&path).is_err());
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 
     /// Two handles on one file (as two processes hold it) writing and reading at once:

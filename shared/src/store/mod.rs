@@ -119,6 +119,61 @@ pub struct WriteReport {
     pub written: usize,
 }
 
+/// An account (data table `<user>/account`; keys table `email#<e-mail>` → user id).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Account {
+    pub user_id: String,
+    /// Lower-cased and trimmed by the caller.
+    pub email: String,
+    /// An Argon2id PHC string; never the password.
+    pub password_hash: String,
+    pub created_at: u64,
+}
+
+/// The outcome of creating an account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Created {
+    Created,
+    /// The e-mail already belongs to an account (nothing was written).
+    EmailTaken,
+}
+
+/// What a URL secret grants (keys table `url#<sha256 of the secret>`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UrlGrant {
+    pub user_id: String,
+    /// Temporary URLs (B3) carry a session id and an agent name.
+    pub session_id: Option<String>,
+    pub agent_name: Option<String>,
+    /// Epoch seconds (the TTL attribute).
+    pub expires_at: u64,
+}
+
+/// A user's personal URL (keys table `user-url#<user>`): the secret sealed for
+/// re-issue (B1), and the hash that keys its `url#` grant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersonalUrl {
+    pub sealed_secret: String,
+    pub secret_hash: String,
+    pub expires_at: u64,
+}
+
+/// A device-style login (keys table `state#<state>`), polled by `/oauth2/check_state`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoginState {
+    pub status: LoginStatus,
+    pub expires_at: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LoginStatus {
+    Pending,
+    /// The browser step finished; the token is sealed at rest.
+    Completed {
+        sealed_token: String,
+    },
+}
+
 pub trait Store: Send + Sync {
     /// Which kinds of data the user holds: at most one round trip (A5).
     fn data_presence<'a>(&'a self, user: &'a str) -> StoreFuture<'a, DataPresence>;
@@ -162,4 +217,77 @@ pub trait Store: Send + Sync {
 
     /// Deletes every health reading and genotype of the user (the account stays).
     fn delete_user_data<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()>;
+
+    // ----- Accounts (keys table `email#…`, data table `<user>/account`) -----
+
+    /// Creates the account and its e-mail lookup in one transaction; an e-mail that
+    /// is taken writes nothing. A user id that already has an account is an error
+    /// (nothing written; ids are generated, so it means a bug).
+    fn create_account<'a>(&'a self, account: &'a Account) -> StoreFuture<'a, Created>;
+
+    /// The account whose (lower-cased) e-mail is exactly `email`.
+    fn account_by_email<'a>(&'a self, email: &'a str) -> StoreFuture<'a, Option<Account>>;
+
+    fn account<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, Option<Account>>;
+
+    // ----- Shares between accounts (data table `<owner>/share#<grantee>`) -----
+
+    /// Grants (replaces) `grantee`'s permissions on `owner`'s data.
+    fn put_share<'a>(
+        &'a self,
+        owner: &'a str,
+        grantee: &'a str,
+        permissions: &'a [String],
+    ) -> StoreFuture<'a, ()>;
+
+    fn delete_share<'a>(&'a self, owner: &'a str, grantee: &'a str) -> StoreFuture<'a, ()>;
+
+    /// The permissions `owner` granted `grantee`, if any.
+    fn share<'a>(
+        &'a self,
+        owner: &'a str,
+        grantee: &'a str,
+    ) -> StoreFuture<'a, Option<Vec<String>>>;
+
+    // ----- URL secrets (keys table `url#<hash>`, `user-url#<user>`) -----
+
+    fn put_url_grant<'a>(
+        &'a self,
+        secret_hash: &'a str,
+        grant: &'a UrlGrant,
+    ) -> StoreFuture<'a, ()>;
+
+    /// The grant for a secret hash; `None` when absent or expired at `now`.
+    fn url_grant<'a>(&'a self, secret_hash: &'a str, now: u64)
+    -> StoreFuture<'a, Option<UrlGrant>>;
+
+    /// The user's live personal URL if there is one (unchanged); otherwise stores
+    /// `candidate` and its `url#` grant in one conditional transaction and returns it.
+    /// Two racing callers get the same URL.
+    fn claim_personal_url<'a>(
+        &'a self,
+        user_id: &'a str,
+        candidate: &'a PersonalUrl,
+        now: u64,
+    ) -> StoreFuture<'a, PersonalUrl>;
+
+    /// Deletes the personal URL and its grant; true if there was one (expired or not:
+    /// the store is not told the time here).
+    fn revoke_personal_url<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, bool>;
+
+    // ----- Device-login states (keys table `state#<state>`) -----
+
+    fn put_login_state<'a>(&'a self, state: &'a str, record: &'a LoginState)
+    -> StoreFuture<'a, ()>;
+
+    /// The state as stored, even when expired (the poll answers 410 for those).
+    fn login_state<'a>(&'a self, state: &'a str) -> StoreFuture<'a, Option<LoginState>>;
+
+    /// Pending and unexpired at `now` → completed with the sealed token; else false.
+    fn complete_login_state<'a>(
+        &'a self,
+        state: &'a str,
+        sealed_token: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, bool>;
 }

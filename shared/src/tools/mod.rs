@@ -1,5 +1,6 @@
 //! Tools: the registry every caller shares (E3), and the tool packs registered into it.
 
+mod agents;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
 mod genetics;
@@ -7,6 +8,7 @@ mod health;
 mod registry;
 pub mod request_state;
 
+pub use agents::AgentPolicy;
 pub use registry::{
     BoxFuture, CallContext, Caller, DataKind, Notifier, PAGE_SIZE, Registry, Tool, ToolCall,
     ToolOutput, ToolSpec, call_result,

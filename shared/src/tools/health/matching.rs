@@ -9,7 +9,9 @@ fn groups_of(keyword: &str) -> Vec<&'static LabIndicator> {
     let key = Reading::indicator_key(keyword);
     LAB_INDICATORS
         .iter()
-        .filter(|g| g.loinc == keyword.trim() || g.names.iter().any(|n| Reading::indicator_key(n) == key))
+        .filter(|g| {
+            g.loinc == keyword.trim() || g.names.iter().any(|n| Reading::indicator_key(n) == key)
+        })
         .collect()
 }
 

@@ -1,0 +1,74 @@
+//! The login prompt (A7 step 3, C4): what an anonymous call to a tool that needs a
+//! user gets instead of an error. Creates a ten-minute device-login state that
+//! `/oauth2/check_state/{state}` answers, and a `/mcplogin` link built from the
+//! public URL.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::secret::random_secret;
+use crate::store::{LoginState, LoginStatus, Store, StoreError};
+
+/// How long the browser step may take.
+pub const LOGIN_STATE_SECS: u64 = 600;
+/// How often the client should poll, and for how long (seconds).
+pub const POLL_INTERVAL: u64 = 10;
+pub const POLL_MAX_WAIT: u64 = 300;
+
+pub struct LoginPrompts {
+    pub store: Arc<dyn Store>,
+    /// The public origin (C4): no prefix, no trailing slash.
+    pub origin: String,
+}
+
+fn encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+impl LoginPrompts {
+    /// The prompt, shaped as the original's (REFERENCE section 2).
+    pub async fn prompt(&self, now: u64) -> Result<Value, StoreError> {
+        let state = random_secret(24);
+        let record = LoginState {
+            status: LoginStatus::Pending,
+            expires_at: now + LOGIN_STATE_SECS,
+        };
+        self.store.put_login_state(&state, &record).await?;
+        let oauth_params = format!(
+            "response_type=code&client_id=mcp-login&redirect_uri={}&scope={}&state={state}",
+            encode("urn:ietf:wg:oauth:2.0:oob"),
+            encode("openid profile mcp:tools"),
+        );
+        let url = format!(
+            "{}/mcplogin?oauth_params={}",
+            self.origin,
+            encode(&oauth_params)
+        );
+        Ok(json!({
+            "success": true,
+            "message": "Sign in to let this tool read your data. Open the link, sign in, then repeat the request.",
+            "authorization_url": url,
+            "auto_open_browser": true,
+            "client_instructions": [
+                "Open authorization_url in a browser and sign in.",
+                format!("Poll {}/oauth2/check_state/{state} every {POLL_INTERVAL} seconds until status is completed.", self.origin),
+                "Send the returned token as Authorization: Bearer <token> and repeat the tool call."
+            ],
+            "auto_polling": {
+                "enabled": true,
+                "state": state,
+                "check_interval": POLL_INTERVAL,
+                "max_wait_time": POLL_MAX_WAIT
+            }
+        }))
+    }
+}
