@@ -15,6 +15,8 @@ pub mod mcp;
 pub mod prompts;
 pub mod resources;
 pub mod store;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod tools;
 pub mod upload;
 

@@ -115,6 +115,14 @@ impl Keys {
             loader = loader.endpoint_url(endpoint);
         }
         let client = aws_sdk_secretsmanager::Client::new(&loader.load().await);
+        Keys::from_secrets_manager_client(&client, secret_id).await
+    }
+
+    /// Reads the keys secret with a ready client.
+    pub async fn from_secrets_manager_client(
+        client: &aws_sdk_secretsmanager::Client,
+        secret_id: &str,
+    ) -> Result<Keys, KeyError> {
         let output = client
             .get_secret_value()
             .secret_id(secret_id)

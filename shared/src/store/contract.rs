@@ -2,14 +2,14 @@
 //! both backends. The embedded run uses a fresh SQLite file; the DynamoDB run starts its
 //! own moto server on a free loopback port (never the network) and stops it afterwards.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::time::Instant;
 
 use super::{
     Account, Created, DataPresence, DynamoStore, DynamoTables, EmbeddedStore, Genotype, LoginState,
     LoginStatus, PersonalUrl, Reading, ReadingQuery, ReadingValue, Store, UrlGrant,
 };
+use crate::testing::Moto;
 
 // ---------------------------------------------------------------- fixtures
 
@@ -1149,93 +1149,6 @@ async fn embedded_store_meets_the_contract() {
 }
 
 /// A moto server on a free loopback port, killed when dropped.
-struct Moto {
-    child: Child,
-    endpoint: String,
-    log: PathBuf,
-}
-
-impl Moto {
-    fn start() -> Moto {
-        let binary = std::env::var_os("MOTO_SERVER")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .parent()
-                    .expect("workspace root")
-                    .join(".venv/bin/moto_server")
-            });
-        assert!(
-            binary.is_file(),
-            "moto_server not found at {}: run scripts/install-test-deps (it installs moto[server] into .venv), \
-             or set MOTO_SERVER to its path",
-            binary.display()
-        );
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let log = std::env::temp_dir().join(format!("{}.log", unique("mirobody-moto")));
-        let log_file = std::fs::File::create(&log).expect("moto log file");
-        let child = Command::new(&binary)
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone().expect("log handle"))
-            .stderr(log_file)
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "cannot start {}: {e}; run scripts/install-test-deps",
-                    binary.display()
-                )
-            });
-        let mut moto = Moto {
-            child,
-            endpoint: format!("http://127.0.0.1:{port}"),
-            log,
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return moto;
-            }
-            if let Ok(Some(status)) = moto.child.try_wait() {
-                panic!(
-                    "moto_server exited ({status}) before listening:\n{}",
-                    moto.log_tail()
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "moto_server did not listen within 30 s:\n{}",
-                moto.log_tail()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        text.lines()
-            .rev()
-            .take(20)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.log);
-    }
-}
-
 /// A client for the local moto server only: fixed test credentials and region, so the
 /// SDK never consults the environment, profiles or the instance metadata address.
 fn moto_client(endpoint: &str) -> aws_sdk_dynamodb::Client {

@@ -1,0 +1,96 @@
+//! Test support shared by the library's own tests and the end-to-end tests (feature
+//! `testing`): a local moto server. Never compiled into a deployed function.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A moto server (DynamoDB + Secrets Manager emulator) on a free loopback port,
+/// stopped on drop. Fails with the install hint when moto is missing.
+pub struct Moto {
+    child: Child,
+    pub endpoint: String,
+    log: PathBuf,
+}
+
+impl Moto {
+    pub fn start() -> Moto {
+        let binary = std::env::var_os("MOTO_SERVER")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .parent()
+                    .expect("workspace root")
+                    .join(".venv/bin/moto_server")
+            });
+        assert!(
+            binary.is_file(),
+            "moto_server not found at {}: run scripts/install-test-deps (it installs moto[server] into .venv), \
+             or set MOTO_SERVER to its path",
+            binary.display()
+        );
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let log =
+            std::env::temp_dir().join(format!("mirobody-moto-{}-{port}.log", std::process::id()));
+        let log_file = std::fs::File::create(&log).expect("moto log file");
+        let child = Command::new(&binary)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone().expect("log handle"))
+            .stderr(log_file)
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot start {}: {e}; run scripts/install-test-deps",
+                    binary.display()
+                )
+            });
+        let mut moto = Moto {
+            child,
+            endpoint: format!("http://127.0.0.1:{port}"),
+            log,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return moto;
+            }
+            if let Ok(Some(status)) = moto.child.try_wait() {
+                panic!(
+                    "moto_server exited ({status}) before listening:\n{}",
+                    moto.log_tail()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "moto_server did not listen within 30 s:\n{}",
+                moto.log_tail()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        text.lines()
+            .rev()
+            .take(20)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
