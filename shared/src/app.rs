@@ -12,6 +12,7 @@ use bytes::Bytes;
 use http::header::{ALLOW, AUTHORIZATION, HOST, WWW_AUTHENTICATE};
 use http::{HeaderValue, Request, Response, StatusCode};
 use serde_json::json;
+use sha2::{Digest, Sha256};
 
 use crate::account_api::{AccountApi, refused};
 use crate::clock::Clock;
@@ -20,6 +21,7 @@ use crate::data_api::DataApi;
 use crate::http::{self as web, OriginPolicy, Route, RouteGroup};
 use crate::identity::{Jwts, Keys, LoginPrompts, McpUrls, Sealer};
 use crate::mcp::{Declaration, Exchange, McpServer, Reply};
+use crate::oauth::OAuthApi;
 use crate::prompts::Prompts;
 use crate::resources::Resources;
 use crate::store::{LoginStatus, Store};
@@ -44,6 +46,7 @@ struct Signed {
     sealer: Arc<Sealer>,
     urls: Arc<McpUrls>,
     accounts: AccountApi,
+    oauth: OAuthApi,
 }
 
 pub struct App {
@@ -56,6 +59,8 @@ pub struct App {
     agents: AgentPolicy,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
+    /// Where `WWW-Authenticate` points clients (RFC 9728).
+    resource_metadata_url: String,
 }
 
 impl App {
@@ -71,8 +76,10 @@ impl App {
             Self::register_fixtures(&config, &mut registry, &mut resources, &mut prompts);
         let declaration = Declaration::new(&config.server_name, fixtures);
         let origin = config.public_origin();
+        let resource = format!("{origin}{}/mcp", config.uri_prefix);
         let signed = keys.map(|keys| {
-            let jwts = Arc::new(Jwts::new(&keys.jwt, TOKEN_ISSUER, TOKEN_AUDIENCE));
+            let jwts =
+                Arc::new(Jwts::new(&keys.jwt, TOKEN_ISSUER, TOKEN_AUDIENCE).accepting(&resource));
             let sealer = Arc::new(Sealer::new(&keys.seal));
             let urls = Arc::new(McpUrls {
                 store: store.clone(),
@@ -85,11 +92,23 @@ impl App {
                 urls: urls.clone(),
                 clock: clock.clone(),
             };
+            let form_key: [u8; 32] =
+                Sha256::digest([&keys.seal[..], b"mirobody form v1"].concat()).into();
+            let oauth = OAuthApi::new(
+                store.clone(),
+                jwts.clone(),
+                sealer.clone(),
+                clock.clone(),
+                origin.clone(),
+                resource.clone(),
+                form_key,
+            );
             Signed {
                 jwts,
                 sealer,
                 urls,
                 accounts,
+                oauth,
             }
         });
         Ok(App {
@@ -102,7 +121,7 @@ impl App {
                 store: store.clone(),
                 login: LoginPrompts {
                     store: store.clone(),
-                    origin,
+                    origin: origin.clone(),
                 },
                 clock: clock.clone(),
             },
@@ -114,6 +133,10 @@ impl App {
                 config.disallowed_tools.clone(),
             ),
             signed,
+            resource_metadata_url: format!(
+                "{origin}/.well-known/oauth-protected-resource{}/mcp",
+                config.uri_prefix
+            ),
             store,
             clock,
             config,
@@ -182,7 +205,18 @@ impl App {
 
     async fn dispatch(&self, route: Route<'_>, request: &Request<Bytes>) -> Response<Bytes> {
         let headers = request.headers();
-        if route != Route::NotFound && !self.origin.allows(headers) {
+        // Discovery and token endpoints are cross-origin by design (browser-based MCP
+        // clients); everything else is protected against DNS rebinding.
+        let open = matches!(
+            route,
+            Route::OAuthMetadata
+                | Route::ResourceMetadata
+                | Route::OAuthRegister
+                | Route::OAuthToken
+                | Route::OAuthIntrospect
+                | Route::OAuthPreflight
+        );
+        if route != Route::NotFound && !open && !self.origin.allows(headers) {
             return web::json(
                 StatusCode::FORBIDDEN,
                 &json!({"jsonrpc": "2.0", "error": {"code": -32600, "message": "Forbidden: Origin or Host not allowed"}}),
@@ -192,7 +226,7 @@ impl App {
         let body = request.body();
         let mut response = match route {
             Route::McpPost { secret } => self.mcp_post(request, secret).await,
-            Route::McpOptions => web::empty(StatusCode::OK),
+            Route::McpOptions | Route::PersonalOptions => web::empty(StatusCode::OK),
             Route::McpGet | Route::McpDelete => {
                 let mut response = web::json(
                     StatusCode::METHOD_NOT_ALLOWED,
@@ -212,6 +246,41 @@ impl App {
                 Some(signed) => signed.accounts.sign_in(body).await,
             },
             Route::CheckState { state } => self.check_state(state).await,
+            Route::OAuthMetadata
+            | Route::ResourceMetadata
+            | Route::OAuthRegister
+            | Route::AuthorizePage { .. }
+            | Route::AuthorizeSubmit { .. }
+            | Route::OAuthToken
+            | Route::OAuthIntrospect
+            | Route::McpLoginPage
+            | Route::McpLoginSubmit => {
+                let Some(signed) = &self.signed else {
+                    return no_keys();
+                };
+                let oauth = &signed.oauth;
+                let mut response = match route {
+                    Route::OAuthMetadata => oauth.server_metadata(),
+                    Route::ResourceMetadata => oauth.resource_metadata(),
+                    Route::OAuthRegister => oauth.register(body).await,
+                    Route::AuthorizePage { path } => oauth.authorize_page(request, path).await,
+                    Route::AuthorizeSubmit { path } => oauth.authorize_submit(request, path).await,
+                    Route::OAuthToken => oauth.token(request).await,
+                    Route::OAuthIntrospect => oauth.introspect(request),
+                    Route::McpLoginPage => oauth.login_page(request).await,
+                    _ => oauth.login_submit(request).await,
+                };
+                if open {
+                    web::add_cors(&mut response, Some("*"), "GET, POST, OPTIONS");
+                    return response;
+                }
+                response
+            }
+            Route::OAuthPreflight => {
+                let mut response = web::empty(StatusCode::OK);
+                web::add_cors(&mut response, Some("*"), "GET, POST, OPTIONS");
+                return response;
+            }
             Route::DataHealth
             | Route::DataGenotype
             | Route::DataSummary
@@ -222,7 +291,7 @@ impl App {
             | Route::ShareRevoke => {
                 let (caller, signed) = match (self.bearer(request), &self.signed) {
                     (Bearer::User(caller), Some(signed)) => (caller, signed),
-                    _ => return unauthorized(),
+                    _ => return self.unauthorized(),
                 };
                 match route {
                     Route::DataHealth => self.data.health(&caller, request).await,
@@ -280,7 +349,7 @@ impl App {
     ) -> Result<Option<Caller>, Response<Bytes>> {
         match self.bearer(request) {
             Bearer::User(caller) => return Ok(Some(caller)),
-            Bearer::Invalid => return Err(unauthorized()),
+            Bearer::Invalid => return Err(self.unauthorized()),
             Bearer::Absent => {}
         }
         let Some(secret) = secret else {
@@ -388,6 +457,22 @@ impl App {
         }
     }
 
+    /// 401 with `WWW-Authenticate` pointing at the protected resource metadata.
+    fn unauthorized(&self) -> Response<Bytes> {
+        let mut response = web::json(
+            StatusCode::UNAUTHORIZED,
+            &json!({ "code": 401, "msg": "a valid Bearer token is required (it is missing, expired or not ours)" }),
+        );
+        let challenge = format!(
+            "Bearer error=\"invalid_token\", resource_metadata=\"{}\"",
+            self.resource_metadata_url
+        );
+        if let Ok(value) = HeaderValue::from_str(&challenge) {
+            response.headers_mut().insert(WWW_AUTHENTICATE, value);
+        }
+        response
+    }
+
     /// The origin substituted into resources: the public URL, else the request's own host.
     fn server_url(&self, request: &Request<Bytes>) -> String {
         if let Some(url) = &self.config.public_url {
@@ -406,18 +491,6 @@ enum Bearer {
     User(Caller),
     /// A bearer token that does not verify: refused with 401, never treated as anonymous.
     Invalid,
-}
-
-fn unauthorized() -> Response<Bytes> {
-    let mut response = web::json(
-        StatusCode::UNAUTHORIZED,
-        &json!({ "code": 401, "msg": "a valid Bearer token is required (it is missing, expired or not ours)" }),
-    );
-    response.headers_mut().insert(
-        WWW_AUTHENTICATE,
-        HeaderValue::from_static("Bearer error=\"invalid_token\""),
-    );
-    response
 }
 
 fn unknown_url() -> Response<Bytes> {

@@ -12,7 +12,9 @@ pub mod demo;
 pub mod http;
 pub mod identity;
 pub mod mcp;
+pub mod oauth;
 pub mod prompts;
+pub mod remote;
 pub mod resources;
 pub mod store;
 #[cfg(any(test, feature = "testing"))]

@@ -15,18 +15,23 @@ pub struct Moto {
 
 impl Moto {
     pub fn start() -> Moto {
-        let binary = std::env::var_os("MOTO_SERVER")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .parent()
-                    .expect("workspace root")
-                    .join(".venv/bin/moto_server")
-            });
+        // The serialising wrapper (infra/moto-serial) under the venv's Python, unless
+        // MOTO_SERVER names another server executable.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("workspace root")
+            .to_path_buf();
+        let (binary, script) = match std::env::var_os("MOTO_SERVER") {
+            Some(server) => (PathBuf::from(server), None),
+            None => (
+                root.join(".venv/bin/python"),
+                Some(root.join("infra/moto-serial")),
+            ),
+        };
         assert!(
             binary.is_file(),
-            "moto_server not found at {}: run scripts/install-test-deps (it installs moto[server] into .venv), \
-             or set MOTO_SERVER to its path",
+            "{} not found: run scripts/install-test-deps (it installs moto[server] into .venv), \
+             or set MOTO_SERVER to a moto server executable",
             binary.display()
         );
         let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -37,6 +42,7 @@ impl Moto {
             std::env::temp_dir().join(format!("mirobody-moto-{}-{port}.log", std::process::id()));
         let log_file = std::fs::File::create(&log).expect("moto log file");
         let child = Command::new(&binary)
+            .args(script.iter().map(|s| s.as_os_str()))
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .env("AWS_EC2_METADATA_DISABLED", "true")
             .stdin(Stdio::null())

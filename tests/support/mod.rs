@@ -177,6 +177,7 @@ pub async fn send(
 ) -> Reply {
     let client = reqwest::Client::builder()
         .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("a client");
     let mut request = client.request(method.parse().expect("an HTTP method"), url);

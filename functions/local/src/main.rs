@@ -97,20 +97,23 @@ async fn main() {
         )),
         None => {}
     }
-    let store = open_store(&config).await.unwrap_or_else(|e| fail(e));
     let addr = (config.host, config.port);
-    let services = Services {
-        store,
-        keys: Some(keys),
-        clock: Arc::new(SystemClock),
-    };
-    let app = Arc::new(App::new(config, RouteGroup::All, services).unwrap_or_else(|e| fail(e)));
     let listener = TcpListener::bind(addr)
         .await
         .unwrap_or_else(|e| fail(format!("cannot listen on {}:{}: {e}", addr.0, addr.1)));
     let local = listener
         .local_addr()
         .expect("a bound listener has an address");
+    // With HTTP_PORT=0 the absolute URLs the server hands out must name the real port.
+    let mut config = config;
+    config.port = local.port();
+    let store = open_store(&config).await.unwrap_or_else(|e| fail(e));
+    let services = Services {
+        store,
+        keys: Some(keys),
+        clock: Arc::new(SystemClock),
+    };
+    let app = Arc::new(App::new(config, RouteGroup::All, services).unwrap_or_else(|e| fail(e)));
     // Tests read this line to learn the port when HTTP_PORT=0.
     println!("mirobody-local listening on http://{local}");
     tracing::info!(%local, "listening");

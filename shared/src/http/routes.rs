@@ -39,6 +39,8 @@ pub enum Route<'p> {
     PersonalUrl,
     /// `DELETE {prefix}/personal/mcp`: revoke it.
     PersonalUrlRevoke,
+    /// `OPTIONS {prefix}/personal/mcp`: browser preflight, served by the personal group.
+    PersonalOptions,
     /// `POST /auth/signup`, `POST /auth/signin`.
     SignUp,
     SignIn,
@@ -49,6 +51,25 @@ pub enum Route<'p> {
     CheckState {
         state: &'p str,
     },
+    /// The authorization server metadata (C1), at its three paths.
+    OAuthMetadata,
+    /// RFC 9728 protected resource metadata for `/mcp`.
+    ResourceMetadata,
+    OAuthRegister,
+    /// `GET /oauth/authorize` or `/oauth2/authorize` (the path is kept for the form action).
+    AuthorizePage {
+        path: &'static str,
+    },
+    AuthorizeSubmit {
+        path: &'static str,
+    },
+    OAuthToken,
+    OAuthIntrospect,
+    /// `GET`/`POST /mcplogin`: the page the login prompt opens.
+    McpLoginPage,
+    McpLoginSubmit,
+    /// CORS preflight for the OAuth endpoints browser-based clients call.
+    OAuthPreflight,
     /// A known path with a method it does not serve.
     MethodNotAllowed(&'static str),
     NotFound,
@@ -69,11 +90,22 @@ impl Route<'_> {
             Route::DataDelete => "DELETE /api/data",
             Route::PersonalUrl => "POST /personal/mcp",
             Route::PersonalUrlRevoke => "DELETE /personal/mcp",
+            Route::PersonalOptions => "OPTIONS /personal/mcp",
             Route::SignUp => "POST /auth/signup",
             Route::SignIn => "POST /auth/signin",
             Route::ShareGrant => "POST /api/shares",
             Route::ShareRevoke => "DELETE /api/shares",
             Route::CheckState { .. } => "GET /oauth2/check_state/{state}",
+            Route::OAuthMetadata => "GET /.well-known/oauth-authorization-server",
+            Route::ResourceMetadata => "GET /.well-known/oauth-protected-resource",
+            Route::OAuthRegister => "POST /oauth/register",
+            Route::AuthorizePage { .. } => "GET /oauth/authorize",
+            Route::AuthorizeSubmit { .. } => "POST /oauth/authorize",
+            Route::OAuthToken => "POST /oauth/token",
+            Route::OAuthIntrospect => "POST /oauth/introspect",
+            Route::McpLoginPage => "GET /mcplogin",
+            Route::McpLoginSubmit => "POST /mcplogin",
+            Route::OAuthPreflight => "OPTIONS /oauth/*",
             Route::MethodNotAllowed(_) => "method not allowed",
             Route::NotFound => "not found",
         }
@@ -87,12 +119,24 @@ impl Route<'_> {
             Route::DataHealth | Route::DataGenotype | Route::DataSummary | Route::DataDelete => {
                 Some(RouteGroup::Data)
             }
-            Route::PersonalUrl | Route::PersonalUrlRevoke => Some(RouteGroup::Personal),
+            Route::PersonalUrl | Route::PersonalUrlRevoke | Route::PersonalOptions => {
+                Some(RouteGroup::Personal)
+            }
             Route::SignUp
             | Route::SignIn
             | Route::ShareGrant
             | Route::ShareRevoke
-            | Route::CheckState { .. } => Some(RouteGroup::Oauth),
+            | Route::CheckState { .. }
+            | Route::OAuthMetadata
+            | Route::ResourceMetadata
+            | Route::OAuthRegister
+            | Route::AuthorizePage { .. }
+            | Route::AuthorizeSubmit { .. }
+            | Route::OAuthToken
+            | Route::OAuthIntrospect
+            | Route::McpLoginPage
+            | Route::McpLoginSubmit
+            | Route::OAuthPreflight => Some(RouteGroup::Oauth),
             Route::MethodNotAllowed(_) | Route::NotFound => None,
         }
     }
@@ -124,6 +168,38 @@ pub const ROUTE_TABLE: &[(&str, &str, RouteGroup)] = &[
     ("POST", "/api/shares", RouteGroup::Oauth),
     ("DELETE", "/api/shares", RouteGroup::Oauth),
     ("GET", "/oauth2/check_state/{state}", RouteGroup::Oauth),
+    (
+        "GET",
+        "/.well-known/oauth-authorization-server",
+        RouteGroup::Oauth,
+    ),
+    (
+        "GET",
+        "/.well-known/oauth-authorization-server/mcp",
+        RouteGroup::Oauth,
+    ),
+    ("GET", "/.well-known/mcp-configuration", RouteGroup::Oauth),
+    (
+        "GET",
+        "/.well-known/oauth-protected-resource",
+        RouteGroup::Oauth,
+    ),
+    (
+        "GET",
+        "/.well-known/oauth-protected-resource/mcp",
+        RouteGroup::Oauth,
+    ),
+    ("POST", "/oauth/register", RouteGroup::Oauth),
+    ("OPTIONS", "/oauth/register", RouteGroup::Oauth),
+    ("GET", "/oauth/authorize", RouteGroup::Oauth),
+    ("POST", "/oauth/authorize", RouteGroup::Oauth),
+    ("GET", "/oauth2/authorize", RouteGroup::Oauth),
+    ("POST", "/oauth2/authorize", RouteGroup::Oauth),
+    ("POST", "/oauth/token", RouteGroup::Oauth),
+    ("OPTIONS", "/oauth/token", RouteGroup::Oauth),
+    ("POST", "/oauth/introspect", RouteGroup::Oauth),
+    ("GET", "/mcplogin", RouteGroup::Oauth),
+    ("POST", "/mcplogin", RouteGroup::Oauth),
 ];
 
 pub fn route<'p>(method: &Method, path: &'p str, prefix: &str) -> Route<'p> {
@@ -147,6 +223,58 @@ pub fn route<'p>(method: &Method, path: &'p str, prefix: &str) -> Route<'p> {
         ("/api/shares", _) => return Route::MethodNotAllowed("POST, DELETE"),
         _ => {}
     }
+    match (trimmed, method) {
+        (
+            "/.well-known/oauth-authorization-server"
+            | "/.well-known/oauth-authorization-server/mcp"
+            | "/.well-known/mcp-configuration",
+            &Method::GET,
+        ) => return Route::OAuthMetadata,
+        ("/oauth/register", &Method::POST) => return Route::OAuthRegister,
+        ("/oauth/authorize", &Method::GET) => {
+            return Route::AuthorizePage {
+                path: "/oauth/authorize",
+            };
+        }
+        ("/oauth/authorize", &Method::POST) => {
+            return Route::AuthorizeSubmit {
+                path: "/oauth/authorize",
+            };
+        }
+        ("/oauth2/authorize", &Method::GET) => {
+            return Route::AuthorizePage {
+                path: "/oauth2/authorize",
+            };
+        }
+        ("/oauth2/authorize", &Method::POST) => {
+            return Route::AuthorizeSubmit {
+                path: "/oauth2/authorize",
+            };
+        }
+        ("/oauth/token", &Method::POST) => return Route::OAuthToken,
+        ("/oauth/introspect", &Method::POST) => return Route::OAuthIntrospect,
+        ("/mcplogin", &Method::GET) => return Route::McpLoginPage,
+        ("/mcplogin", &Method::POST) => return Route::McpLoginSubmit,
+        ("/oauth/register" | "/oauth/token" | "/oauth/introspect", &Method::OPTIONS) => {
+            return Route::OAuthPreflight;
+        }
+        ("/oauth/register" | "/oauth/token" | "/oauth/introspect", _) => {
+            return Route::MethodNotAllowed("POST, OPTIONS");
+        }
+        ("/oauth/authorize" | "/oauth2/authorize" | "/mcplogin", _) => {
+            return Route::MethodNotAllowed("GET, POST");
+        }
+        _ => {}
+    }
+    if let Some(rest) = trimmed.strip_prefix("/.well-known/oauth-protected-resource") {
+        if *method == Method::OPTIONS {
+            return Route::OAuthPreflight;
+        }
+        if *method == Method::GET && (rest.is_empty() || rest == format!("{prefix}/mcp")) {
+            return Route::ResourceMetadata;
+        }
+        return Route::NotFound;
+    }
     if let Some(state) = trimmed.strip_prefix("/oauth2/check_state/") {
         return match *method {
             Method::GET if !state.is_empty() && !state.contains('/') => Route::CheckState { state },
@@ -166,7 +294,7 @@ pub fn route<'p>(method: &Method, path: &'p str, prefix: &str) -> Route<'p> {
         "/personal/mcp" => match *method {
             Method::POST => Route::PersonalUrl,
             Method::DELETE => Route::PersonalUrlRevoke,
-            Method::OPTIONS => Route::McpOptions,
+            Method::OPTIONS => Route::PersonalOptions,
             _ => Route::MethodNotAllowed("POST, DELETE, OPTIONS"),
         },
         "/mcp" => match *method {
@@ -212,6 +340,21 @@ mod tests {
         );
         assert_eq!(route(&Method::GET, "/mcp/", ""), Route::McpGet);
         assert_eq!(route(&Method::POST, "/mcp/a/b", ""), Route::NotFound);
+    }
+
+    #[test]
+    fn every_route_table_entry_routes_to_its_own_group() {
+        for (method, path, group) in ROUTE_TABLE {
+            let method: Method = method.parse().unwrap();
+            let path = path
+                .replace("{secret}", "s3cr3t")
+                .replace("{state}", "st4te");
+            assert_eq!(
+                route(&method, &path, "").group(),
+                Some(*group),
+                "{method} {path}"
+            );
+        }
     }
 
     #[test]

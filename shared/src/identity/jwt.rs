@@ -14,6 +14,22 @@ pub struct Claims {
     pub exp: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// The OAuth client the token was issued to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jti: Option<String>,
+}
+
+/// An access token to issue.
+pub struct Grant<'a> {
+    pub subject: &'a str,
+    /// The audience: the protected resource (RFC 8707), or the default one.
+    pub audience: Option<&'a str>,
+    pub scope: Option<&'a str>,
+    pub client_id: Option<&'a str>,
+    pub lifetime_secs: u64,
+    pub now: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +48,7 @@ pub struct Jwts {
     validation: Validation,
     issuer: String,
     audience: String,
+    audiences: Vec<String>,
 }
 
 impl Jwts {
@@ -48,21 +65,44 @@ impl Jwts {
             validation,
             issuer: issuer.into(),
             audience: audience.into(),
+            audiences: vec![audience.into()],
         }
     }
 
-    pub fn mint(&self, user_id: &str, lifetime_secs: u64, now: u64) -> String {
+    /// Also accepts tokens whose audience is `audience` (the MCP resource URL that
+    /// OAuth clients name with `resource`).
+    pub fn accepting(mut self, audience: &str) -> Self {
+        self.audiences.push(audience.into());
+        self.validation.set_audience(&self.audiences);
+        self
+    }
+
+    /// Issues an access token for a grant.
+    pub fn issue(&self, grant: &Grant<'_>) -> String {
         let claims = Claims {
-            sub: user_id.into(),
+            sub: grant.subject.into(),
             iss: self.issuer.clone(),
-            aud: self.audience.clone(),
-            iat: now,
-            nbf: now,
-            exp: now + lifetime_secs,
-            scope: None,
+            aud: grant.audience.unwrap_or(&self.audience).into(),
+            iat: grant.now,
+            nbf: grant.now,
+            exp: grant.now + grant.lifetime_secs,
+            scope: grant.scope.map(String::from),
+            client_id: grant.client_id.map(String::from),
+            jti: Some(super::secret::random_secret(12)),
         };
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
             .expect("HS256 signing cannot fail")
+    }
+
+    pub fn mint(&self, user_id: &str, lifetime_secs: u64, now: u64) -> String {
+        self.issue(&Grant {
+            subject: user_id,
+            audience: None,
+            scope: None,
+            client_id: None,
+            lifetime_secs,
+            now,
+        })
     }
 
     pub fn verify(&self, token: &str) -> Result<Claims, JwtError> {

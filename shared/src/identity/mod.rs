@@ -12,7 +12,7 @@ mod seal;
 mod secret;
 mod urls;
 
-pub use jwt::{Claims, JwtError, Jwts};
+pub use jwt::{Claims, Grant, JwtError, Jwts};
 pub use keys::{KeyError, Keys};
 pub use login::{LOGIN_STATE_SECS, LoginPrompts};
 pub use password::{MIN_PASSWORD, hash_password, verify_password};

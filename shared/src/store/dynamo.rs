@@ -17,6 +17,15 @@
 //! - `user-url#<user>`: `sealed_secret`, `secret_hash`, `expires_at`.
 //! - `state#<state>`: `status` (`pending` / `completed`), `sealed_token` once completed,
 //!   `expires_at`.
+//! - `client#<client id>`: `client_id`, optional `secret_hash` / `client_name`,
+//!   `redirect_uris` and `grant_types` (lists of strings), `token_endpoint_auth_method`,
+//!   `created_at` (N); no expiry.
+//! - `code#<code hash>`: `client_id`, `user_id`, `scope`, `redirect_uri`,
+//!   `code_challenge`, optional `resource`, `expires_at`; deleted by its single use.
+//! - `refresh#<token hash>`: `user_id`, `client_id`, `scope`, optional `resource`,
+//!   `family_id`, `used` (BOOL), `expires_at`.
+//! - `family#<family id>`: `revoked` (BOOL), `expires_at`: the family's tokens read as
+//!   reused until then.
 //!
 //! Uniqueness and single use are conditional writes or TransactWriteItems, never
 //! read-then-write; a transaction cancelled by a conflicting one is retried with backoff.
@@ -37,15 +46,16 @@ use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, Delete, DeleteRequest, GlobalSecondaryIndex,
     IndexStatus, KeySchemaElement, KeyType, KeysAndAttributes, Projection, ProjectionType, Put,
-    PutRequest, ScalarAttributeType, TableStatus, TimeToLiveSpecification, TimeToLiveStatus,
-    TransactWriteItem, WriteRequest,
+    PutRequest, ReturnValue, ScalarAttributeType, TableStatus, TimeToLiveSpecification,
+    TimeToLiveStatus, TransactWriteItem, WriteRequest,
 };
 use serde::Deserialize;
 use tokio::task::JoinSet;
 
 use super::{
-    Account, Created, DataPresence, Genotype, LoginState, LoginStatus, PersonalUrl, Reading,
-    ReadingQuery, ReadingValue, Store, StoreError, StoreFuture, UrlGrant, WriteReport,
+    Account, AuthCode, Created, DataPresence, Genotype, LoginState, LoginStatus, OAuthClient,
+    PersonalUrl, Reading, ReadingQuery, ReadingValue, RefreshRecord, RefreshUse, Store, StoreError,
+    StoreFuture, UrlGrant, WriteReport,
 };
 
 type Item = HashMap<String, AttributeValue>;
@@ -68,6 +78,11 @@ const EMAIL_PREFIX: &str = "email#";
 const URL_PREFIX: &str = "url#";
 const USER_URL_PREFIX: &str = "user-url#";
 const STATE_PREFIX: &str = "state#";
+const CLIENT_PREFIX: &str = "client#";
+const CODE_PREFIX: &str = "code#";
+const REFRESH_PREFIX: &str = "refresh#";
+const FAMILY_PREFIX: &str = "family#";
+const USED: &str = "used";
 const PENDING: &str = "pending";
 const COMPLETED: &str = "completed";
 
@@ -566,9 +581,14 @@ fn login_state_from_item(op: &'static str, item: &Item) -> Result<LoginState, St
     })
 }
 
-/// Permissions as written (a list), or a string set written by hand.
-fn permissions_from_item(op: &'static str, item: &Item) -> Result<Vec<String>, StoreError> {
-    match item.get("permissions") {
+/// A list of strings (a list, not a string set: a set cannot be empty).
+fn string_list(values: &[String]) -> AttributeValue {
+    AttributeValue::L(values.iter().map(|v| s(v.as_str())).collect())
+}
+
+/// A list of strings as written, or a string set written by hand.
+fn get_strings(op: &'static str, item: &Item, name: &str) -> Result<Vec<String>, StoreError> {
+    match item.get(name) {
         Some(AttributeValue::L(list)) => list
             .iter()
             .map(|v| match v {
@@ -579,6 +599,123 @@ fn permissions_from_item(op: &'static str, item: &Item) -> Result<Vec<String>, S
         Some(AttributeValue::Ss(set)) => Ok(set.clone()),
         _ => Err(corrupt(op)),
     }
+}
+
+fn get_bool(op: &'static str, item: &Item, name: &str) -> Result<bool, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::Bool(v)) => Ok(*v),
+        _ => Err(corrupt(op)),
+    }
+}
+
+/// Adds the optional string attributes that are present.
+fn insert_optional(item: &mut Item, values: &[(&str, &Option<String>)]) {
+    for (name, value) in values {
+        if let Some(v) = value {
+            item.insert(name.to_string(), s(v.as_str()));
+        }
+    }
+}
+
+fn client_item(client: &OAuthClient) -> Item {
+    let mut item = HashMap::from([
+        (
+            KEY.to_string(),
+            s(format!("{CLIENT_PREFIX}{}", client.client_id)),
+        ),
+        ("client_id".to_string(), s(client.client_id.as_str())),
+        (
+            "redirect_uris".to_string(),
+            string_list(&client.redirect_uris),
+        ),
+        ("grant_types".to_string(), string_list(&client.grant_types)),
+        (
+            "token_endpoint_auth_method".to_string(),
+            s(client.token_endpoint_auth_method.as_str()),
+        ),
+        ("created_at".to_string(), n(client.created_at)),
+    ]);
+    insert_optional(
+        &mut item,
+        &[
+            ("secret_hash", &client.secret_hash),
+            ("client_name", &client.client_name),
+        ],
+    );
+    item
+}
+
+fn client_from_item(op: &'static str, item: &Item) -> Result<OAuthClient, StoreError> {
+    Ok(OAuthClient {
+        client_id: get_s(op, item, "client_id")?,
+        secret_hash: get_opt_s(op, item, "secret_hash")?,
+        redirect_uris: get_strings(op, item, "redirect_uris")?,
+        grant_types: get_strings(op, item, "grant_types")?,
+        token_endpoint_auth_method: get_s(op, item, "token_endpoint_auth_method")?,
+        client_name: get_opt_s(op, item, "client_name")?,
+        created_at: get_u64(op, item, "created_at")?,
+    })
+}
+
+fn code_item(code_hash: &str, code: &AuthCode) -> Item {
+    let mut item = HashMap::from([
+        (KEY.to_string(), s(format!("{CODE_PREFIX}{code_hash}"))),
+        ("client_id".to_string(), s(code.client_id.as_str())),
+        ("user_id".to_string(), s(code.user_id.as_str())),
+        ("scope".to_string(), s(code.scope.as_str())),
+        ("redirect_uri".to_string(), s(code.redirect_uri.as_str())),
+        (
+            "code_challenge".to_string(),
+            s(code.code_challenge.as_str()),
+        ),
+        (EXPIRES_AT.to_string(), n(code.expires_at)),
+    ]);
+    insert_optional(&mut item, &[("resource", &code.resource)]);
+    item
+}
+
+fn code_from_item(op: &'static str, item: &Item) -> Result<AuthCode, StoreError> {
+    Ok(AuthCode {
+        client_id: get_s(op, item, "client_id")?,
+        user_id: get_s(op, item, "user_id")?,
+        scope: get_s(op, item, "scope")?,
+        redirect_uri: get_s(op, item, "redirect_uri")?,
+        code_challenge: get_s(op, item, "code_challenge")?,
+        resource: get_opt_s(op, item, "resource")?,
+        expires_at: get_u64(op, item, EXPIRES_AT)?,
+    })
+}
+
+fn refresh_item(token_hash: &str, record: &RefreshRecord) -> Item {
+    let mut item = HashMap::from([
+        (KEY.to_string(), s(format!("{REFRESH_PREFIX}{token_hash}"))),
+        ("user_id".to_string(), s(record.user_id.as_str())),
+        ("client_id".to_string(), s(record.client_id.as_str())),
+        ("scope".to_string(), s(record.scope.as_str())),
+        ("family_id".to_string(), s(record.family_id.as_str())),
+        (USED.to_string(), AttributeValue::Bool(false)),
+        (EXPIRES_AT.to_string(), n(record.expires_at)),
+    ]);
+    insert_optional(&mut item, &[("resource", &record.resource)]);
+    item
+}
+
+/// A `refresh#` item: the record and its `used` flag.
+fn refresh_from_item(op: &'static str, item: &Item) -> Result<(RefreshRecord, bool), StoreError> {
+    let record = RefreshRecord {
+        user_id: get_s(op, item, "user_id")?,
+        client_id: get_s(op, item, "client_id")?,
+        scope: get_s(op, item, "scope")?,
+        resource: get_opt_s(op, item, "resource")?,
+        family_id: get_s(op, item, "family_id")?,
+        expires_at: get_u64(op, item, EXPIRES_AT)?,
+    };
+    Ok((record, get_bool(op, item, USED)?))
+}
+
+/// Permissions as written (a list), or a string set written by hand.
+fn permissions_from_item(op: &'static str, item: &Item) -> Result<Vec<String>, StoreError> {
+    get_strings(op, item, "permissions")
 }
 
 /// Maps an SDK failure to `Unavailable(<operation>)`; the log line carries the error
@@ -1229,14 +1366,12 @@ impl Store for DynamoStore {
     ) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let op = "put_share";
-            // A list, not a string set: a set cannot be empty.
-            let permissions = permissions.iter().map(|p| s(p.as_str())).collect();
             self.client
                 .put_item()
                 .table_name(&self.tables.data)
                 .item(PK, s(owner))
                 .item(SK, s(format!("{SHARE_PREFIX}{grantee}")))
-                .item("permissions", AttributeValue::L(permissions))
+                .item("permissions", string_list(permissions))
                 .send()
                 .await
                 .map_err(|e| sdk_error(op, e))?;
@@ -1477,6 +1612,190 @@ impl Store for DynamoStore {
                         .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
                 {
                     Ok(false)
+                }
+                Err(e) => Err(sdk_error(op, e)),
+            }
+        })
+    }
+
+    fn put_client<'a>(&'a self, client: &'a OAuthClient) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let op = "put_client";
+            let result = self
+                .client
+                .put_item()
+                .table_name(&self.tables.keys)
+                .set_item(Some(client_item(client)))
+                .condition_expression("attribute_not_exists(#k)")
+                .expression_attribute_names("#k", KEY)
+                .send()
+                .await;
+            match result {
+                Ok(_) => Ok(true),
+                Err(e)
+                    if e.as_service_error()
+                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+                {
+                    Ok(false)
+                }
+                Err(e) => Err(sdk_error(op, e)),
+            }
+        })
+    }
+
+    fn client<'a>(&'a self, client_id: &'a str) -> StoreFuture<'a, Option<OAuthClient>> {
+        Box::pin(async move {
+            let op = "client";
+            self.key_item(op, format!("{CLIENT_PREFIX}{client_id}"))
+                .await?
+                .map(|item| client_from_item(op, &item))
+                .transpose()
+        })
+    }
+
+    fn put_code<'a>(&'a self, code_hash: &'a str, code: &'a AuthCode) -> StoreFuture<'a, ()> {
+        Box::pin(self.put_key_item("put_code", code_item(code_hash, code)))
+    }
+
+    fn take_code<'a>(&'a self, code_hash: &'a str, now: u64) -> StoreFuture<'a, Option<AuthCode>> {
+        Box::pin(async move {
+            let op = "take_code";
+            // Conditional, so of two racing takes exactly one gets the item back. An
+            // expired code (TTL deletion lags) is deleted too, and refused below.
+            let result = self
+                .client
+                .delete_item()
+                .table_name(&self.tables.keys)
+                .key(KEY, s(format!("{CODE_PREFIX}{code_hash}")))
+                .condition_expression("attribute_exists(#k)")
+                .expression_attribute_names("#k", KEY)
+                .return_values(ReturnValue::AllOld)
+                .send()
+                .await;
+            match result {
+                Ok(out) => {
+                    let item = out.attributes.ok_or_else(|| corrupt(op))?;
+                    let code = code_from_item(op, &item)?;
+                    Ok((code.expires_at > now).then_some(code))
+                }
+                Err(e)
+                    if e.as_service_error()
+                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+                {
+                    Ok(None)
+                }
+                Err(e) => Err(sdk_error(op, e)),
+            }
+        })
+    }
+
+    fn put_refresh<'a>(
+        &'a self,
+        token_hash: &'a str,
+        record: &'a RefreshRecord,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(self.put_key_item("put_refresh", refresh_item(token_hash, record)))
+    }
+
+    fn use_refresh<'a>(&'a self, token_hash: &'a str, now: u64) -> StoreFuture<'a, RefreshUse> {
+        Box::pin(async move {
+            let op = "use_refresh";
+            let key = format!("{REFRESH_PREFIX}{token_hash}");
+            for attempt in 0..TRANSACTION_ATTEMPTS {
+                if attempt > 0 {
+                    tokio::time::sleep(backoff(attempt - 1)).await;
+                }
+                // Mark it used first: the record (and so its family id) comes back with
+                // it, and of two racing uses only one passes the condition. The
+                // condition also fails on an absent item, so this never creates one.
+                let result = self
+                    .client
+                    .update_item()
+                    .table_name(&self.tables.keys)
+                    .key(KEY, s(key.as_str()))
+                    .update_expression("SET #used = :true")
+                    .condition_expression("#used = :false AND #exp > :now")
+                    .expression_attribute_names("#used", USED)
+                    .expression_attribute_names("#exp", EXPIRES_AT)
+                    .expression_attribute_values(":true", AttributeValue::Bool(true))
+                    .expression_attribute_values(":false", AttributeValue::Bool(false))
+                    .expression_attribute_values(":now", n(now))
+                    .return_values(ReturnValue::AllNew)
+                    .send()
+                    .await;
+                match result {
+                    Ok(out) => {
+                        let item = out.attributes.ok_or_else(|| corrupt(op))?;
+                        let (record, _) = refresh_from_item(op, &item)?;
+                        // A token of a revoked family is a replay even on its first use
+                        // (and it stays used, so it is dead after the marker expires too).
+                        let revoked = match self
+                            .key_item(op, format!("{FAMILY_PREFIX}{}", record.family_id))
+                            .await?
+                        {
+                            Some(family) => {
+                                get_bool(op, &family, "revoked")?
+                                    && get_u64(op, &family, EXPIRES_AT)? > now
+                            }
+                            None => false,
+                        };
+                        return Ok(if revoked {
+                            RefreshUse::Reused(record)
+                        } else {
+                            RefreshUse::Fresh(record)
+                        });
+                    }
+                    Err(e)
+                        if e.as_service_error()
+                            .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
+                    Err(e) => return Err(sdk_error(op, e)),
+                }
+                // Absent, expired or used: a consistent read says which.
+                let Some(item) = self.key_item(op, key.clone()).await? else {
+                    return Ok(RefreshUse::Unknown);
+                };
+                let (record, used) = refresh_from_item(op, &item)?;
+                if record.expires_at <= now {
+                    return Ok(RefreshUse::Unknown);
+                }
+                if used {
+                    return Ok(RefreshUse::Reused(record));
+                }
+                // Live and unused: rewritten by a racing put since the update; try again.
+            }
+            Err(StoreError::Unavailable(format!("{op}: contended")))
+        })
+    }
+
+    fn revoke_refresh_family<'a>(
+        &'a self,
+        family_id: &'a str,
+        expires_at: u64,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let op = "revoke_refresh_family";
+            // A family already revoked until later stays revoked until then (the
+            // condition fails, and that is success).
+            let result = self
+                .client
+                .put_item()
+                .table_name(&self.tables.keys)
+                .item(KEY, s(format!("{FAMILY_PREFIX}{family_id}")))
+                .item("revoked", AttributeValue::Bool(true))
+                .item(EXPIRES_AT, n(expires_at))
+                .condition_expression("attribute_not_exists(#k) OR #exp < :exp")
+                .expression_attribute_names("#k", KEY)
+                .expression_attribute_names("#exp", EXPIRES_AT)
+                .expression_attribute_values(":exp", n(expires_at))
+                .send()
+                .await;
+            match result {
+                Ok(_) => Ok(()),
+                Err(e)
+                    if e.as_service_error()
+                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+                {
+                    Ok(())
                 }
                 Err(e) => Err(sdk_error(op, e)),
             }

@@ -174,6 +174,59 @@ pub enum LoginStatus {
     },
 }
 
+/// A registered OAuth client (keys table `client#<client id>`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OAuthClient {
+    pub client_id: String,
+    /// SHA-256 (hex) of the client secret; `None` for public clients.
+    pub secret_hash: Option<String>,
+    pub redirect_uris: Vec<String>,
+    pub grant_types: Vec<String>,
+    /// `none`, `client_secret_post` or `client_secret_basic`.
+    pub token_endpoint_auth_method: String,
+    pub client_name: Option<String>,
+    pub created_at: u64,
+}
+
+/// An authorization code's grant (keys table `code#<sha256 of the code>`): single
+/// use, ten minutes, bound to client, redirect URI, PKCE challenge and resource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthCode {
+    pub client_id: String,
+    pub user_id: String,
+    pub scope: String,
+    pub redirect_uri: String,
+    /// The S256 `code_challenge`.
+    pub code_challenge: String,
+    /// RFC 8707 `resource`, bound into the token audience.
+    pub resource: Option<String>,
+    pub expires_at: u64,
+}
+
+/// A refresh token's record (keys table `refresh#<sha256 of the token>`). Rotation:
+/// each use marks it used and issues a new one in the same family; presenting a used
+/// one again revokes the whole family (reuse detection).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefreshRecord {
+    pub user_id: String,
+    pub client_id: String,
+    pub scope: String,
+    pub resource: Option<String>,
+    pub family_id: String,
+    pub expires_at: u64,
+}
+
+/// What presenting a refresh token found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RefreshUse {
+    /// First use, unexpired, family not revoked: now marked used.
+    Fresh(RefreshRecord),
+    /// Already used (or its family revoked): a replay. The caller revokes the family.
+    Reused(RefreshRecord),
+    /// Unknown or expired.
+    Unknown,
+}
+
 pub trait Store: Send + Sync {
     /// Which kinds of data the user holds: at most one round trip (A5).
     fn data_presence<'a>(&'a self, user: &'a str) -> StoreFuture<'a, DataPresence>;
@@ -290,4 +343,36 @@ pub trait Store: Send + Sync {
         sealed_token: &'a str,
         now: u64,
     ) -> StoreFuture<'a, bool>;
+
+    // ----- OAuth (keys table `client#…`, `code#…`, `refresh#…`, `family#…`) -----
+
+    /// Stores a new client; false (nothing written) if the id exists.
+    fn put_client<'a>(&'a self, client: &'a OAuthClient) -> StoreFuture<'a, bool>;
+
+    fn client<'a>(&'a self, client_id: &'a str) -> StoreFuture<'a, Option<OAuthClient>>;
+
+    fn put_code<'a>(&'a self, code_hash: &'a str, code: &'a AuthCode) -> StoreFuture<'a, ()>;
+
+    /// Single use: deletes the code (conditionally) and returns it if it existed and
+    /// was unexpired at `now`. A second take of the same code returns `None`.
+    fn take_code<'a>(&'a self, code_hash: &'a str, now: u64) -> StoreFuture<'a, Option<AuthCode>>;
+
+    fn put_refresh<'a>(
+        &'a self,
+        token_hash: &'a str,
+        record: &'a RefreshRecord,
+    ) -> StoreFuture<'a, ()>;
+
+    /// Marks the token used (conditionally, so two concurrent uses cannot both be
+    /// `Fresh`) and reports what it found; a revoked family reads as `Reused`.
+    /// Expiry wins over use: a token past `expires_at` is `Unknown`, used or not.
+    fn use_refresh<'a>(&'a self, token_hash: &'a str, now: u64) -> StoreFuture<'a, RefreshUse>;
+
+    /// Revokes every token of the family until `expires_at` (reuse detection). A family
+    /// already revoked until later stays revoked until then.
+    fn revoke_refresh_family<'a>(
+        &'a self,
+        family_id: &'a str,
+        expires_at: u64,
+    ) -> StoreFuture<'a, ()>;
 }

@@ -1,0 +1,21 @@
+//! The outbound side (SPEC D): every connection this crate makes to a URL a user gave us.
+//!
+//! Owns every outbound connection. Nothing else in the crate builds an HTTP client:
+//! a connection starts with [`AddressGuard::check`], which parses the URL and checks
+//! every address it resolves to (D3), and goes out through [`pinned_client`], which
+//! connects only to those checked addresses, follows no redirects and uses no proxy
+//! (D9). [`GuardedHttp`] puts the two together for one request with a bounded
+//! response; the MCP client is built on it.
+//!
+//! Does not know about accounts, stored servers or MCP messages; those sit on top.
+
+mod client;
+mod guard;
+
+pub use client::{
+    CONNECT_TIMEOUT, DEFAULT_MAX_BYTES, GuardedHttp, HttpError, RemoteResponse, pinned_client,
+    read_limited,
+};
+pub use guard::{
+    AddressGuard, CheckedUrl, GuardError, GuardPolicy, INVALID_URL_CODE, Resolver, SystemResolver,
+};

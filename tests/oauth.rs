@@ -1,0 +1,562 @@
+//! The OAuth 2.1 authorization server end to end (C1-C4): register a client, sign in
+//! and consent through the real HTML form, exchange the code with PKCE, call `/mcp`
+//! with the access token, refresh with rotation and reuse detection, introspect; the
+//! login-prompt flow through `/mcplogin`; and the refusals, with RFC 6749 error codes.
+
+use base64::Engine;
+use e2e::{Reply, Server, modern, post_json, send};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+const VERIFIER: &str = "dBjftJeZ4CVP-mJ0kDqCBj8V9X7QlJuA_n4qNhtpHqZ-0123456789";
+const REDIRECT: &str = "http://127.0.0.1:9/callback";
+
+fn challenge(verifier: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
+}
+
+fn encode(pairs: &[(&str, &str)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| {
+            let escape = |s: &str| -> String {
+                s.bytes()
+                    .map(|b| match b {
+                        b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                            (b as char).to_string()
+                        }
+                        _ => format!("%{b:02X}"),
+                    })
+                    .collect()
+            };
+            format!("{}={}", escape(k), escape(v))
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+fn decode(s: &str) -> String {
+    let bytes = s.replace('+', " ").into_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            out.push(
+                u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap(), 16).unwrap(),
+            );
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+fn query_param(url: &str, name: &str) -> Option<String> {
+    url.split_once('?')?.1.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=')?;
+        (k == name).then(|| decode(v))
+    })
+}
+
+async fn form_post(
+    server: &Server,
+    path: &str,
+    pairs: &[(&str, &str)],
+    extra: &[(String, String)],
+) -> Reply {
+    let mut headers = vec![(
+        "content-type".to_string(),
+        "application/x-www-form-urlencoded".to_string(),
+    )];
+    headers.extend_from_slice(extra);
+    send("POST", &server.url(path), &headers, Some(encode(pairs))).await
+}
+
+async fn sign_up(server: &Server, email: &str) {
+    let body = json!({ "email": email, "password": "a long enough password" });
+    let reply = post_json(&server.url("/auth/signup"), &[], &body).await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+}
+
+async fn register(server: &Server, extra: Value) -> Value {
+    let mut body = json!({ "client_name": "E2E Client", "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none" });
+    for (k, v) in extra.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    let reply = post_json(&server.url("/oauth/register"), &[], &body).await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    reply.json()
+}
+
+/// The hidden inputs of the page's form, and its CSRF cookie.
+fn form_of(page: &Reply) -> (Vec<(String, String)>, String) {
+    let cookie = page
+        .header("set-cookie")
+        .expect("the form sets its CSRF cookie")
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let mut fields = Vec::new();
+    for input in page.body.split("<input type=\"hidden\" ").skip(1) {
+        let attr = |name: &str| {
+            let start = input.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+            let end = start + input[start..].find('"').unwrap();
+            input[start..end]
+                .replace("&quot;", "\"")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&#39;", "'")
+                .replace("&amp;", "&")
+        };
+        fields.push((attr("name"), attr("value")));
+    }
+    (fields, cookie)
+}
+
+/// Opens the authorize page and submits it; returns the redirect's Location.
+async fn authorize(
+    server: &Server,
+    client_id: &str,
+    params: &[(&str, &str)],
+    email: &str,
+    password: &str,
+) -> String {
+    let mut pairs = vec![
+        ("response_type", "code"),
+        ("client_id", client_id),
+        ("redirect_uri", REDIRECT),
+        ("state", "xyz-state"),
+    ];
+    pairs.extend_from_slice(params);
+    let page = send(
+        "GET",
+        &server.url(&format!("/oauth/authorize?{}", encode(&pairs))),
+        &[],
+        None,
+    )
+    .await;
+    if page.status == 302 {
+        return page.header("location").unwrap().to_string();
+    }
+    assert_eq!(page.status, 200, "{}", page.body);
+    let (fields, cookie) = form_of(&page);
+    let mut submit: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    submit.extend([
+        ("email", email),
+        ("password", password),
+        ("decision", "allow"),
+    ]);
+    let reply = form_post(
+        server,
+        "/oauth/authorize",
+        &submit,
+        &[("cookie".into(), cookie)],
+    )
+    .await;
+    assert_eq!(reply.status, 302, "{}", reply.body);
+    reply.header("location").unwrap().to_string()
+}
+
+fn pkce() -> Vec<(&'static str, String)> {
+    vec![
+        ("code_challenge", challenge(VERIFIER)),
+        ("code_challenge_method", "S256".into()),
+    ]
+}
+
+async fn token(server: &Server, pairs: &[(&str, &str)]) -> Reply {
+    form_post(server, "/oauth/token", pairs, &[]).await
+}
+
+async fn call_tool(server: &Server, token: Option<&str>) -> Value {
+    let (mut headers, body) = modern(
+        1,
+        "tools/call",
+        json!({ "name": "get_genetic_data", "arguments": { "rsid": "rs1" } }),
+    );
+    if let Some(token) = token {
+        headers.push(("authorization".into(), format!("Bearer {token}")));
+    }
+    let reply = post_json(&server.url("/mcp"), &headers, &body).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    reply.json()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c1_metadata_is_byte_identical_at_its_three_paths_and_absolute() {
+    let server = Server::start(&[
+        ("MCP_PUBLIC_URL", "https://mcp.example.test"),
+        ("HTTP_URI_PREFIX", "/api"),
+    ]);
+    let first = send(
+        "GET",
+        &server.url("/.well-known/oauth-authorization-server"),
+        &[],
+        None,
+    )
+    .await;
+    for path in [
+        "/.well-known/oauth-authorization-server/mcp",
+        "/.well-known/mcp-configuration",
+    ] {
+        assert_eq!(
+            send("GET", &server.url(path), &[], None).await.body,
+            first.body,
+            "{path}"
+        );
+    }
+    let doc = first.json();
+    assert_eq!(
+        doc["token_endpoint"],
+        "https://mcp.example.test/oauth/token"
+    );
+    assert_eq!(doc["code_challenge_methods_supported"], json!(["S256"]));
+    assert_eq!(
+        doc["grant_types_supported"],
+        json!(["authorization_code", "refresh_token", "client_credentials"])
+    );
+    let prm = send(
+        "GET",
+        &server.url("/.well-known/oauth-protected-resource/api/mcp"),
+        &[],
+        None,
+    )
+    .await
+    .json();
+    assert_eq!(prm["resource"], "https://mcp.example.test/api/mcp");
+    let (headers, body) = modern(1, "tools/list", json!({}));
+    let mut headers = headers;
+    headers.push(("authorization".into(), "Bearer expired-or-forged".into()));
+    let refused = post_json(&server.url("/api/mcp"), &headers, &body).await;
+    assert_eq!(refused.status, 401);
+    assert!(refused.header("www-authenticate").unwrap().contains("resource_metadata=\"https://mcp.example.test/.well-known/oauth-protected-resource/api/mcp\""));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c2_code_flow_with_pkce_then_mcp_refresh_rotation_and_introspection() {
+    let server = Server::start(&[]);
+    sign_up(&server, "oauth@example.com").await;
+    let client = register(&server, json!({})).await;
+    let client_id = client["client_id"].as_str().unwrap();
+    assert!(
+        client.get("client_secret").is_none(),
+        "public clients get no secret"
+    );
+    let extra = pkce();
+    let params: Vec<(&str, &str)> = extra.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let location = authorize(
+        &server,
+        client_id,
+        &params,
+        "oauth@example.com",
+        "a long enough password",
+    )
+    .await;
+    assert!(location.starts_with(REDIRECT), "{location}");
+    assert_eq!(
+        query_param(&location, "state").as_deref(),
+        Some("xyz-state")
+    );
+    assert_eq!(query_param(&location, "iss"), Some(server.base.clone()));
+    let code = query_param(&location, "code").expect("a code");
+
+    let exchange = [
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", REDIRECT),
+        ("client_id", client_id),
+        ("code_verifier", VERIFIER),
+    ];
+    let tokens = token(&server, &exchange).await;
+    assert_eq!(tokens.status, 200, "{}", tokens.body);
+    let tokens = tokens.json();
+    let access = tokens["access_token"].as_str().unwrap().to_string();
+    let refresh = tokens["refresh_token"].as_str().unwrap().to_string();
+
+    // The access token is a caller on /mcp (no login prompt).
+    let result = call_tool(&server, Some(&access)).await;
+    assert!(
+        result["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("No genotype data"),
+        "{result}"
+    );
+    // The code is single use.
+    let replay = token(&server, &exchange).await;
+    assert_eq!(
+        (replay.status, replay.json()["error"].clone()),
+        (400, json!("invalid_grant"))
+    );
+
+    // Refresh rotates; the old refresh token is then refused and revokes the family.
+    let rotated = token(
+        &server,
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &refresh),
+            ("client_id", client_id),
+        ],
+    )
+    .await;
+    assert_eq!(rotated.status, 200, "{}", rotated.body);
+    let new_refresh = rotated.json()["refresh_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(new_refresh, refresh);
+    let reused = token(
+        &server,
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &refresh),
+            ("client_id", client_id),
+        ],
+    )
+    .await;
+    assert_eq!(reused.json()["error"], "invalid_grant");
+    let after_reuse = token(
+        &server,
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &new_refresh),
+            ("client_id", client_id),
+        ],
+    )
+    .await;
+    assert_eq!(
+        after_reuse.json()["error"],
+        "invalid_grant",
+        "reuse revoked the whole family"
+    );
+
+    let active = form_post(&server, "/oauth/introspect", &[("token", &access)], &[])
+        .await
+        .json();
+    assert_eq!(
+        (active["active"].clone(), active["client_id"].clone()),
+        (json!(true), json!(client_id))
+    );
+    let inactive = form_post(&server, "/oauth/introspect", &[("token", "nope")], &[])
+        .await
+        .json();
+    assert_eq!(inactive, json!({ "active": false }));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c2_refusals_carry_rfc6749_error_codes() {
+    let server = Server::start(&[]);
+    sign_up(&server, "neg@example.com").await;
+    let client = register(&server, json!({})).await;
+    let other = register(&server, json!({})).await;
+    let client_id = client["client_id"].as_str().unwrap();
+    let login = |params: Vec<(&'static str, String)>| {
+        let server = &server;
+        async move {
+            let p: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            authorize(
+                server,
+                client_id,
+                &p,
+                "neg@example.com",
+                "a long enough password",
+            )
+            .await
+        }
+    };
+    // Plain and missing PKCE are refused at the authorize step (redirected with an error).
+    let plain = login(vec![
+        ("code_challenge", VERIFIER.into()),
+        ("code_challenge_method", "plain".into()),
+    ])
+    .await;
+    assert_eq!(
+        query_param(&plain, "error").as_deref(),
+        Some("invalid_request"),
+        "{plain}"
+    );
+    let missing = login(vec![]).await;
+    assert_eq!(
+        query_param(&missing, "error").as_deref(),
+        Some("invalid_request"),
+        "{missing}"
+    );
+    // An unregistered redirect URI is never redirected to.
+    let page = send(
+        "GET",
+        &server.url(&format!(
+            "/oauth/authorize?{}",
+            encode(&[
+                ("response_type", "code"),
+                ("client_id", client_id),
+                ("redirect_uri", "https://evil.example/cb"),
+                ("code_challenge", &challenge(VERIFIER)),
+                ("code_challenge_method", "S256")
+            ])
+        )),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(page.status, 400);
+    assert!(page.header("location").is_none());
+    let unregistered = post_json(
+        &server.url("/oauth/register"),
+        &[],
+        &json!({ "redirect_uris": ["http://evil.example/cb"] }),
+    )
+    .await;
+    assert_eq!(unregistered.json()["error"], "invalid_redirect_uri");
+
+    let code_for = || async { query_param(&login(pkce()).await, "code").unwrap() };
+    let exchange =
+        |code: String, verifier: &'static str, client: String, resource: Option<&'static str>| {
+            let server = &server;
+            async move {
+                let mut pairs = vec![
+                    ("grant_type", "authorization_code".to_string()),
+                    ("code", code),
+                    ("redirect_uri", REDIRECT.into()),
+                    ("client_id", client),
+                    ("code_verifier", verifier.into()),
+                ];
+                if let Some(resource) = resource {
+                    pairs.push(("resource", resource.into()));
+                }
+                let p: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                token(server, &p).await.json()["error"].clone()
+            }
+        };
+    let wrong_verifier = "wrongwrongwrongwrongwrongwrongwrongwrongwrong1";
+    assert_eq!(
+        exchange(code_for().await, wrong_verifier, client_id.into(), None).await,
+        "invalid_grant"
+    );
+    assert_eq!(
+        exchange(
+            code_for().await,
+            VERIFIER,
+            other["client_id"].as_str().unwrap().into(),
+            None
+        )
+        .await,
+        "invalid_grant",
+        "foreign client"
+    );
+    assert_eq!(
+        exchange(
+            code_for().await,
+            VERIFIER,
+            client_id.into(),
+            Some("https://other.example/mcp")
+        )
+        .await,
+        "invalid_target"
+    );
+    let no_client = token(
+        &server,
+        &[("grant_type", "authorization_code"), ("code", "x")],
+    )
+    .await;
+    assert_eq!(
+        (no_client.status, no_client.json()["error"].clone()),
+        (401, json!("invalid_client"))
+    );
+    let unknown_grant = token(
+        &server,
+        &[("grant_type", "password"), ("client_id", client_id)],
+    )
+    .await;
+    assert_eq!(unknown_grant.json()["error"], "unsupported_grant_type");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c2_client_credentials_for_confidential_clients() {
+    let server = Server::start(&[]);
+    let client = register(&server, json!({ "token_endpoint_auth_method": "client_secret_basic", "grant_types": ["client_credentials"] })).await;
+    let (id, secret) = (
+        client["client_id"].as_str().unwrap(),
+        client["client_secret"].as_str().unwrap(),
+    );
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"));
+    let ok = form_post(
+        &server,
+        "/oauth/token",
+        &[("grant_type", "client_credentials")],
+        &[("authorization".into(), format!("Basic {basic}"))],
+    )
+    .await;
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    assert!(ok.json()["access_token"].is_string());
+    let wrong = base64::engine::general_purpose::STANDARD.encode(format!("{id}:not-the-secret"));
+    let refused = form_post(
+        &server,
+        "/oauth/token",
+        &[("grant_type", "client_credentials")],
+        &[("authorization".into(), format!("Basic {wrong}"))],
+    )
+    .await;
+    assert_eq!(
+        (refused.status, refused.json()["error"].clone()),
+        (401, json!("invalid_client"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c3_login_prompt_flow_through_mcplogin_and_check_state() {
+    let server = Server::start(&[]);
+    sign_up(&server, "prompt@example.com").await;
+    let prompt_result = call_tool(&server, None).await;
+    let prompt: Value = serde_json::from_str(
+        prompt_result["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    let url = prompt["authorization_url"].as_str().unwrap();
+    let state = prompt["auto_polling"]["state"].as_str().unwrap();
+    let path = &url[url.find("/mcplogin").unwrap()..];
+    let page = send("GET", &server.url(path), &[], None).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let (fields, cookie) = form_of(&page);
+    let mut submit: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let without_cookie = form_post(&server, "/mcplogin", &submit, &[]).await;
+    assert_eq!(
+        without_cookie.status, 403,
+        "CSRF: a post without the page's cookie is refused"
+    );
+    submit.extend([
+        ("email", "prompt@example.com"),
+        ("password", "a long enough password"),
+        ("decision", "allow"),
+    ]);
+    let done = form_post(&server, "/mcplogin", &submit, &[("cookie".into(), cookie)]).await;
+    assert_eq!(done.status, 200, "{}", done.body);
+    let poll = send(
+        "GET",
+        &server.url(&format!("/oauth2/check_state/{state}")),
+        &[],
+        None,
+    )
+    .await
+    .json();
+    assert_eq!(poll["status"], "completed", "{poll}");
+    let token = poll["token"].as_str().unwrap();
+    let result = call_tool(&server, Some(token)).await;
+    assert!(
+        result["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("No genotype data"),
+        "the same call now succeeds: {result}"
+    );
+}
