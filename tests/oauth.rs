@@ -560,3 +560,205 @@ async fn c3_login_prompt_flow_through_mcplogin_and_check_state() {
         "the same call now succeeds: {result}"
     );
 }
+
+/// Serves the client's metadata document on a loopback port; the document names the
+/// URL it is served from, as CIMD requires. Returns that URL.
+async fn serve_client_document() -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/client.json", listener.local_addr().unwrap());
+    let body =
+        json!({ "client_id": url, "client_name": "CIMD Client", "redirect_uris": [REDIRECT] })
+            .to_string();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                return;
+            };
+            let body = body.clone();
+            tokio::spawn(async move {
+                let mut buffer = [0u8; 4096];
+                let _ = stream.read(&mut buffer).await;
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(reply.as_bytes()).await;
+            });
+        }
+    });
+    url
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c2_a_client_id_metadata_document_is_fetched_through_the_guard() {
+    let url = serve_client_document().await;
+    // Without the development setting the guard refuses loopback: no fetch, no sign-in page.
+    let strict = Server::start(&[]);
+    let query = encode(&[
+        ("response_type", "code"),
+        ("client_id", &url),
+        ("redirect_uri", REDIRECT),
+        ("code_challenge", &challenge(VERIFIER)),
+        ("code_challenge_method", "S256"),
+    ]);
+    let page = send(
+        "GET",
+        &strict.url(&format!("/oauth/authorize?{query}")),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(
+        page.status, 400,
+        "a loopback document is never fetched in production mode"
+    );
+
+    let server = Server::start(&[("MIROBODY_REMOTE_DEV_LOOPBACK", "true")]);
+    sign_up(&server, "cimd@example.com").await;
+    let params = pkce();
+    let p: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let location = authorize(
+        &server,
+        &url,
+        &p,
+        "cimd@example.com",
+        "a long enough password",
+    )
+    .await;
+    let code = query_param(&location, "code").unwrap_or_else(|| panic!("{location}"));
+    let exchange = [
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", REDIRECT),
+        ("client_id", url.as_str()),
+        ("code_verifier", VERIFIER),
+    ];
+    let tokens = token(&server, &exchange).await;
+    assert_eq!(tokens.status, 200, "{}", tokens.body);
+}
+
+/// An expired code, without sleeping: the app in-process with a fake clock.
+#[tokio::test]
+async fn c2_an_expired_code_is_invalid_grant() {
+    use std::sync::Arc;
+
+    use mirobody::clock::FakeClock;
+    use mirobody::identity::Keys;
+    use mirobody::store::EmbeddedStore;
+    use mirobody::{App, Config, RouteGroup, Runtime, Services};
+
+    let dir = e2e::TempDir::new("oauth-clock");
+    let clock = Arc::new(FakeClock::at(1_800_000_000));
+    let store = Arc::new(EmbeddedStore::open(dir.0.join("db.sqlite3")).unwrap());
+    let config = Config::from_vars(Runtime::Local, Vec::new()).unwrap();
+    let keys = Keys {
+        jwt: [5; 32],
+        seal: [6; 32],
+    };
+    let app = App::new(
+        config,
+        RouteGroup::All,
+        Services {
+            store,
+            keys: Some(keys),
+            clock: clock.clone(),
+        },
+    )
+    .unwrap();
+    let call =
+        |method: &str, path: &str, content_type: &str, cookie: Option<&str>, body: String| {
+            let mut request = http::Request::builder()
+                .method(method)
+                .uri(path)
+                .header("content-type", content_type);
+            if let Some(cookie) = cookie {
+                request = request.header("cookie", cookie);
+            }
+            let request = request.body(bytes::Bytes::from(body)).unwrap();
+            let app = &app;
+            async move {
+                let response = app.handle(request).await;
+                Reply {
+                    status: response.status().as_u16(),
+                    headers: response.headers().clone(),
+                    body: String::from_utf8(response.body().to_vec()).unwrap(),
+                }
+            }
+        };
+    let signed_up = call(
+        "POST",
+        "/auth/signup",
+        "application/json",
+        None,
+        json!({ "email": "clock@example.com", "password": "a long enough password" }).to_string(),
+    )
+    .await;
+    assert_eq!(signed_up.status, 201);
+    let client = call(
+        "POST",
+        "/oauth/register",
+        "application/json",
+        None,
+        json!({ "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none" }).to_string(),
+    )
+    .await
+    .json();
+    let client_id = client["client_id"].as_str().unwrap();
+    let c = challenge(VERIFIER);
+    let query = encode(&[
+        ("response_type", "code"),
+        ("client_id", client_id),
+        ("redirect_uri", REDIRECT),
+        ("code_challenge", &c),
+        ("code_challenge_method", "S256"),
+    ]);
+    let page = call(
+        "GET",
+        &format!("/oauth/authorize?{query}"),
+        "text/html",
+        None,
+        String::new(),
+    )
+    .await;
+    let (fields, cookie) = form_of(&page);
+    let mut submit: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    submit.extend([
+        ("email", "clock@example.com"),
+        ("password", "a long enough password"),
+        ("decision", "allow"),
+    ]);
+    let redirected = call(
+        "POST",
+        "/oauth/authorize",
+        "application/x-www-form-urlencoded",
+        Some(&cookie),
+        encode(&submit),
+    )
+    .await;
+    let code = query_param(redirected.header("location").unwrap(), "code").unwrap();
+    clock.advance(601);
+    let exchange = encode(&[
+        ("grant_type", "authorization_code"),
+        ("code", &code),
+        ("redirect_uri", REDIRECT),
+        ("client_id", client_id),
+        ("code_verifier", VERIFIER),
+    ]);
+    let expired = call(
+        "POST",
+        "/oauth/token",
+        "application/x-www-form-urlencoded",
+        None,
+        exchange,
+    )
+    .await;
+    assert_eq!(
+        (expired.status, expired.json()["error"].clone()),
+        (400, json!("invalid_grant")),
+        "codes live ten minutes"
+    );
+}

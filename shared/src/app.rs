@@ -21,8 +21,9 @@ use crate::data_api::DataApi;
 use crate::http::{self as web, OriginPolicy, Route, RouteGroup};
 use crate::identity::{Jwts, Keys, LoginPrompts, McpUrls, Sealer};
 use crate::mcp::{Declaration, Exchange, McpServer, Reply};
-use crate::oauth::OAuthApi;
+use crate::oauth::{OAuthApi, OAuthServices};
 use crate::prompts::Prompts;
+use crate::remote::{AddressGuard, GuardPolicy, GuardedHttp};
 use crate::resources::Resources;
 use crate::store::{LoginStatus, Store};
 use crate::tools::{self, AgentPolicy, Caller, Registry, ToolSpec};
@@ -77,6 +78,12 @@ impl App {
         let declaration = Declaration::new(&config.server_name, fixtures);
         let origin = config.public_origin();
         let resource = format!("{origin}{}/mcp", config.uri_prefix);
+        // The one outbound HTTP stack (CIMD fetches now; remote MCP servers later).
+        let policy = match config.remote_dev_loopback {
+            true => GuardPolicy::insecure_loopback(config.runtime).unwrap_or_default(),
+            false => GuardPolicy::strict(),
+        };
+        let http = Arc::new(GuardedHttp::new(AddressGuard::system(policy)));
         let signed = keys.map(|keys| {
             let jwts =
                 Arc::new(Jwts::new(&keys.jwt, TOKEN_ISSUER, TOKEN_AUDIENCE).accepting(&resource));
@@ -94,15 +101,15 @@ impl App {
             };
             let form_key: [u8; 32] =
                 Sha256::digest([&keys.seal[..], b"mirobody form v1"].concat()).into();
-            let oauth = OAuthApi::new(
-                store.clone(),
-                jwts.clone(),
-                sealer.clone(),
-                clock.clone(),
-                origin.clone(),
-                resource.clone(),
+            let services = OAuthServices {
+                store: store.clone(),
+                jwts: jwts.clone(),
+                sealer: sealer.clone(),
+                clock: clock.clone(),
+                http: http.clone(),
                 form_key,
-            );
+            };
+            let oauth = OAuthApi::new(services, origin.clone(), resource.clone());
             Signed {
                 jwts,
                 sealer,
@@ -380,6 +387,9 @@ impl App {
             Ok(caller) => caller,
             Err(response) => return response,
         };
+        if caller.is_none() && self.config.require_auth {
+            return self.authentication_required();
+        }
         let server_url = self.server_url(request);
         let agent = caller.as_ref().and_then(|c| c.agent.as_deref());
         let visible = |spec: &ToolSpec| self.agents.allows(agent, spec.name);
@@ -465,6 +475,24 @@ impl App {
         );
         let challenge = format!(
             "Bearer error=\"invalid_token\", resource_metadata=\"{}\"",
+            self.resource_metadata_url
+        );
+        if let Ok(value) = HeaderValue::from_str(&challenge) {
+            response.headers_mut().insert(WWW_AUTHENTICATE, value);
+        }
+        response
+    }
+
+    /// `MIROBODY_REQUIRE_AUTH`: 401 for a request without credentials. No `error` (RFC 6750
+    /// section 3.1: the request had no authentication information); the scope a client
+    /// should ask for, so it does not request every scope the metadata lists.
+    fn authentication_required(&self) -> Response<Bytes> {
+        let mut response = web::json(
+            StatusCode::UNAUTHORIZED,
+            &json!({ "code": 401, "msg": "this server requires sign-in: send a Bearer token (OAuth, see WWW-Authenticate)" }),
+        );
+        let challenge = format!(
+            "Bearer resource_metadata=\"{}\", scope=\"mcp:tools\"",
             self.resource_metadata_url
         );
         if let Ok(value) = HeaderValue::from_str(&challenge) {

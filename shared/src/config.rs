@@ -35,6 +35,10 @@ pub struct Config {
     pub disallowed_tools: HashMap<String, Vec<String>>,
     /// The conformance fixture pack (local server only; refused in Lambda).
     pub fixtures: bool,
+    /// `/mcp` answers 401 with `WWW-Authenticate` to a caller with neither a token nor a
+    /// URL secret, so OAuth clients that sign in only on a 401 do so up front (off by
+    /// default: anonymous callers list tools and get the login prompt, A7).
+    pub require_auth: bool,
     /// Where the local server keeps its embedded database and dev keys.
     pub data_dir: PathBuf,
     pub store: StoreKind,
@@ -45,6 +49,9 @@ pub struct Config {
     /// The Secrets Manager secret holding the keys (Lambda); `None` locally, where a
     /// dev key file under `data_dir` stands in.
     pub keys_secret: Option<String>,
+    /// Development only (refused in Lambda): outbound calls may use `http` and
+    /// loopback addresses, for tests against local servers.
+    pub remote_dev_loopback: bool,
     pub secretsmanager_endpoint: Option<String>,
 }
 
@@ -142,6 +149,11 @@ impl Config {
                 "the test fixture pack is never enabled in Lambda",
             ));
         }
+        let require_auth = match get("MIROBODY_REQUIRE_AUTH") {
+            None | Some("0" | "false") => false,
+            Some("1" | "true") => true,
+            Some(_) => return Err(bad("MIROBODY_REQUIRE_AUTH", "must be true or false")),
+        };
         let store = match (get("MIROBODY_STORE"), runtime) {
             (None, Runtime::Local) | (Some("embedded"), _) => StoreKind::Embedded,
             (None, Runtime::Lambda) | (Some("dynamodb"), _) => StoreKind::DynamoDb,
@@ -169,6 +181,19 @@ impl Config {
             keys_table: table("MIROBODY_KEYS_TABLE", "mirobody-keys")?,
             dynamodb_endpoint: get("AWS_ENDPOINT_URL_DYNAMODB").map(String::from),
             keys_secret: get("MIROBODY_KEYS_SECRET").map(String::from),
+            remote_dev_loopback: match (get("MIROBODY_REMOTE_DEV_LOOPBACK"), runtime) {
+                (None | Some("0" | "false"), _) => false,
+                (Some("1" | "true"), Runtime::Local) => true,
+                (Some("1" | "true"), Runtime::Lambda) => {
+                    return Err(bad(
+                        "MIROBODY_REMOTE_DEV_LOOPBACK",
+                        "loopback outbound calls are never allowed in Lambda",
+                    ));
+                }
+                (Some(_), _) => {
+                    return Err(bad("MIROBODY_REMOTE_DEV_LOOPBACK", "must be true or false"));
+                }
+            },
             secretsmanager_endpoint: get("AWS_ENDPOINT_URL_SECRETS_MANAGER").map(String::from),
             runtime,
             host,
@@ -180,6 +205,7 @@ impl Config {
             allowed_tools,
             disallowed_tools,
             fixtures,
+            require_auth,
         })
     }
 
@@ -256,6 +282,10 @@ mod tests {
         );
         assert_eq!(config.uri_prefix, "");
         assert_eq!(config.server_name, "mirobody");
+        assert!(
+            !config.require_auth,
+            "anonymous callers are served by default (A7)"
+        );
     }
 
     #[test]
@@ -268,6 +298,9 @@ mod tests {
         let err =
             Config::from_vars(Runtime::Lambda, vars(&[("MIROBODY_FIXTURES", "1")])).unwrap_err();
         assert_eq!(err.setting, "MIROBODY_FIXTURES");
+        let err = Config::from_vars(Runtime::Local, vars(&[("MIROBODY_REQUIRE_AUTH", "yes")]))
+            .unwrap_err();
+        assert_eq!(err.setting, "MIROBODY_REQUIRE_AUTH");
     }
 
     #[test]

@@ -8,13 +8,13 @@ use lambda_http::{Body, Error, Request, Response, service_fn};
 use mirobody::clock::SystemClock;
 use mirobody::identity::Keys;
 use mirobody::store::open_store;
-use mirobody::{App, Config, RouteGroup, Runtime, Services};
+use mirobody::{App, Config, ConfigError, RouteGroup, Runtime, Services};
 
 /// Builds the app once per cold start (settings from the environment), then serves
 /// events until the runtime stops the sandbox.
 pub async fn run(group: RouteGroup) -> Result<(), Error> {
     init_logging();
-    let config = Config::from_env(Runtime::Lambda)?;
+    let config = Config::from_vars(Runtime::Lambda, settings(std::env::vars())?)?;
     let store = open_store(&config).await?;
     // Read once per cold start. Without a configured secret every caller is anonymous.
     let keys = match &config.keys_secret {
@@ -37,6 +37,48 @@ pub async fn run(group: RouteGroup) -> Result<(), Error> {
         async move { Ok::<_, Error>(to_lambda(app.handle(from_lambda(event)).await)) }
     }))
     .await
+}
+
+/// The variable that carries agent tool lists (A8) in one value, because a SAM template
+/// cannot name environment variables after agents chosen at deploy time.
+const AGENT_TOOLS_VAR: &str = "MIROBODY_AGENT_TOOLS";
+
+/// The environment, plus the `ALLOWED_TOOLS_<AGENT>` / `DISALLOWED_TOOLS_<AGENT>` settings
+/// listed in `MIROBODY_AGENT_TOOLS` as space-separated `NAME=tool,tool` entries. A variable
+/// set directly wins over the same name in the list; any other name there is refused.
+fn settings(
+    vars: impl IntoIterator<Item = (String, String)>,
+) -> Result<Vec<(String, String)>, ConfigError> {
+    let mut vars: Vec<(String, String)> = vars.into_iter().collect();
+    let Some(list) = vars
+        .iter()
+        .find(|(name, _)| name == AGENT_TOOLS_VAR)
+        .map(|(_, value)| value.clone())
+    else {
+        return Ok(vars);
+    };
+    for entry in list.split_whitespace() {
+        let bad = |problem: &str| ConfigError {
+            setting: AGENT_TOOLS_VAR.into(),
+            problem: format!("{problem} (entries look like ALLOWED_TOOLS_CLAUDE=tool_a,tool_b)"),
+        };
+        let (name, value) = entry
+            .split_once('=')
+            .ok_or_else(|| bad("an entry has no '='"))?;
+        let agent = name
+            .strip_prefix("ALLOWED_TOOLS_")
+            .or_else(|| name.strip_prefix("DISALLOWED_TOOLS_"))
+            .ok_or_else(|| {
+                bad("only ALLOWED_TOOLS_<AGENT> and DISALLOWED_TOOLS_<AGENT> may be set")
+            })?;
+        if agent.is_empty() {
+            return Err(bad("an entry names no agent"));
+        }
+        if !vars.iter().any(|(set, _)| set == name) {
+            vars.push((name.to_string(), value.to_string()));
+        }
+    }
+    Ok(vars)
 }
 
 /// JSON log lines without ANSI colours, as CloudWatch wants them.
@@ -76,4 +118,44 @@ pub fn to_lambda(response: http::Response<Bytes>) -> Response<Body> {
         }
     };
     Response::from_parts(parts, body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn agent_tool_lists_expand_from_one_variable() {
+        let expanded = settings(vars(&[
+            (
+                AGENT_TOOLS_VAR,
+                " ALLOWED_TOOLS_CLAUDE=a,b  DISALLOWED_TOOLS_cursor=c ",
+            ),
+            ("DISALLOWED_TOOLS_cursor", "d"),
+        ]))
+        .unwrap();
+        let config = Config::from_vars(Runtime::Lambda, expanded).unwrap();
+        assert_eq!(config.allowed_tools["CLAUDE"], ["a", "b"]);
+        // The variable set directly wins.
+        assert_eq!(config.disallowed_tools["CURSOR"], ["d"]);
+    }
+
+    #[test]
+    fn other_settings_cannot_hide_in_the_list() {
+        for list in [
+            "HTTP_URI_PREFIX=/x",
+            "ALLOWED_TOOLS_CLAUDE",
+            "ALLOWED_TOOLS_=a",
+        ] {
+            let err = settings(vars(&[(AGENT_TOOLS_VAR, list)])).unwrap_err();
+            assert_eq!(err.setting, AGENT_TOOLS_VAR, "{list}");
+        }
+    }
 }

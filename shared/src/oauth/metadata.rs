@@ -35,7 +35,7 @@ pub fn authorization_server(origin: &str) -> Bytes {
         "claims_supported": ["sub", "iss", "aud", "iat", "nbf", "exp", "scope", "client_id", "jti"],
         "token_endpoint_auth_signing_alg_values_supported": ["HS256"],
         "authorization_response_iss_parameter_supported": true,
-        "client_id_metadata_document_supported": false
+        "client_id_metadata_document_supported": true
     });
     Bytes::from(serde_json::to_vec_pretty(&doc).expect("metadata serialises"))
 }

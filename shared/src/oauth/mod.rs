@@ -24,9 +24,14 @@ use sha2::{Digest, Sha256};
 use crate::clock::Clock;
 use crate::http as web;
 use crate::identity::{Grant, Jwts, Sealer, random_secret, secret_hash, verify_password};
+use crate::remote::GuardedHttp;
 use crate::store::{AuthCode, OAuthClient, RefreshRecord, RefreshUse, Store, StoreError};
 
 pub use metadata::SCOPES;
+
+/// Fetching a client's metadata document: time and size bounds.
+const CIMD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+const CIMD_MAX_BYTES: usize = 64 * 1024;
 
 /// Authorization codes live ten minutes and are single use.
 pub const CODE_SECS: u64 = 600;
@@ -50,6 +55,20 @@ pub struct OAuthApi {
     pub form_key: [u8; 32],
     server_metadata: Bytes,
     resource_metadata: Bytes,
+    /// Fetches Client ID Metadata Documents, through the address guard.
+    http: Arc<GuardedHttp>,
+}
+
+/// What the authorization server is built on (built once per process).
+pub struct OAuthServices {
+    pub store: Arc<dyn Store>,
+    pub jwts: Arc<Jwts>,
+    pub sealer: Arc<Sealer>,
+    pub clock: Arc<dyn Clock>,
+    /// Fetches Client ID Metadata Documents through the address guard.
+    pub http: Arc<GuardedHttp>,
+    /// Key for the sign-in forms' CSRF tokens.
+    pub form_key: [u8; 32],
 }
 
 type Form = Vec<(String, String)>;
@@ -107,6 +126,18 @@ fn html(status: StatusCode, page: String) -> Response<Bytes> {
         ),
     );
     response
+}
+
+/// The CSP source for where a consent form's answer may redirect: the registered
+/// redirect URI's origin (`http(s)://host:port`), or `scheme:` for a private-use scheme.
+/// Chromium applies `form-action` to the redirect after a form post, so `'self'` alone
+/// blocks every authorization response.
+fn form_target(redirect_uri: &str) -> Option<String> {
+    let url = url::Url::parse(redirect_uri).ok()?;
+    match url.scheme() {
+        "http" | "https" => Some(url.origin().ascii_serialization()),
+        scheme => Some(format!("{scheme}:")),
+    }
 }
 
 fn redirect(location: &str) -> Response<Bytes> {
@@ -177,6 +208,8 @@ struct SignInForm<'a> {
     fields: &'a [(&'a str, &'a str)],
     /// What the CSRF token is bound to.
     binding: &'a str,
+    /// Where the post's answer redirects (the client's redirect URI), if anywhere.
+    redirect_uri: Option<&'a str>,
 }
 
 /// The parameters of an authorization request, validated.
@@ -190,15 +223,16 @@ struct AuthorizeRequest {
 }
 
 impl OAuthApi {
-    pub fn new(
-        store: Arc<dyn Store>,
-        jwts: Arc<Jwts>,
-        sealer: Arc<Sealer>,
-        clock: Arc<dyn Clock>,
-        origin: String,
-        resource: String,
-        form_key: [u8; 32],
-    ) -> Self {
+    /// `origin` is the issuer; `resource` the MCP endpoint's URL.
+    pub fn new(services: OAuthServices, origin: String, resource: String) -> Self {
+        let OAuthServices {
+            store,
+            jwts,
+            sealer,
+            clock,
+            http,
+            form_key,
+        } = services;
         OAuthApi {
             server_metadata: metadata::authorization_server(&origin),
             resource_metadata: metadata::protected_resource(&origin, &resource),
@@ -209,7 +243,58 @@ impl OAuthApi {
             origin,
             resource,
             form_key,
+            http,
         }
+    }
+
+    /// A registered client, or (Client ID Metadata Documents) a client whose id is the
+    /// https URL of its metadata, fetched through the address guard like every outbound call.
+    async fn load_client(&self, client_id: &str) -> Result<Option<OAuthClient>, StoreError> {
+        let dev = self.http.guard().policy().allows_insecure_loopback();
+        if client_id.starts_with("https://") || (dev && client_id.starts_with("http://")) {
+            return Ok(self.client_metadata_document(client_id).await);
+        }
+        self.store.client(client_id).await
+    }
+
+    async fn client_metadata_document(&self, url: &str) -> Option<OAuthClient> {
+        let response = self
+            .http
+            .get(url, CIMD_TIMEOUT, CIMD_MAX_BYTES)
+            .await
+            .ok()?;
+        if !response.status.is_success() {
+            return None;
+        }
+        let doc: Value = serde_json::from_slice(&response.body).ok()?;
+        if doc.get("client_id")?.as_str()? != url {
+            return None;
+        }
+        let redirect_uris: Vec<String> = doc
+            .get("redirect_uris")?
+            .as_array()?
+            .iter()
+            .filter_map(Value::as_str)
+            .map(String::from)
+            .collect();
+        if redirect_uris.is_empty()
+            || redirect_uris.len() > 10
+            || !redirect_uris.iter().all(|u| acceptable_redirect(u))
+        {
+            return None;
+        }
+        Some(OAuthClient {
+            client_id: url.to_string(),
+            secret_hash: None,
+            redirect_uris,
+            grant_types: vec!["authorization_code".into(), "refresh_token".into()],
+            token_endpoint_auth_method: "none".into(),
+            client_name: doc
+                .get("client_name")
+                .and_then(Value::as_str)
+                .map(|n| n.chars().take(100).collect()),
+            created_at: self.clock.now(),
+        })
     }
 
     /// C1: the same bytes at every authorization-server metadata path.
@@ -339,7 +424,7 @@ impl OAuthApi {
         let Some(client_id) = field(params, "client_id") else {
             return Err(page_error("client_id is missing"));
         };
-        let client = match self.store.client(client_id).await {
+        let client = match self.load_client(client_id).await {
             Ok(Some(client)) => client,
             Ok(None) => return Err(page_error("this application is not registered")),
             Err(e) => return Err(unavailable(e)),
@@ -456,6 +541,7 @@ impl OAuthApi {
             scope,
             fields,
             binding,
+            redirect_uri,
         } = form;
         let nonce = cookie(request, CSRF_COOKIE)
             .filter(|n| n.len() >= 20)
@@ -472,6 +558,16 @@ impl OAuthApi {
             status,
             pages::sign_in(action, name, scope, &pages::hidden(&all), error),
         );
+        if let Some(target) = redirect_uri.and_then(form_target) {
+            let csp = format!(
+                "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' {target}"
+            );
+            if let Ok(value) = HeaderValue::from_str(&csp) {
+                response
+                    .headers_mut()
+                    .insert("content-security-policy", value);
+            }
+        }
         let secure = if self.origin.starts_with("https://") {
             "; Secure"
         } else {
@@ -529,6 +625,7 @@ impl OAuthApi {
                 scope: &auth.scope,
                 fields: &Self::carried(&params),
                 binding: &Self::binding(&auth),
+                redirect_uri: Some(&auth.redirect_uri),
             },
             None,
         )
@@ -579,6 +676,7 @@ impl OAuthApi {
                         scope: &auth.scope,
                         fields: &Self::carried(&params),
                         binding: &Self::binding(&auth),
+                        redirect_uri: Some(&auth.redirect_uri),
                     },
                     Some("Wrong e-mail or password."),
                 );
@@ -656,7 +754,7 @@ impl OAuthApi {
             ),
             (None, None) => return Err(invalid()),
         };
-        let client = match self.store.client(&client_id).await {
+        let client = match self.load_client(&client_id).await {
             Ok(Some(client)) => client,
             Ok(None) => return Err(invalid()),
             Err(e) => return Err(unavailable(e)),
@@ -927,6 +1025,7 @@ impl OAuthApi {
                 scope: "mcp:tools",
                 fields: &[("oauth_params", oauth_params)],
                 binding: &Self::login_binding(&state),
+                redirect_uri: None,
             },
             None,
         )
@@ -972,6 +1071,7 @@ impl OAuthApi {
                         scope: "mcp:tools",
                         fields: &[("oauth_params", oauth_params)],
                         binding: &Self::login_binding(&state),
+                        redirect_uri: None,
                     },
                     Some("Wrong e-mail or password."),
                 );

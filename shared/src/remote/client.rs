@@ -198,6 +198,31 @@ impl GuardedHttp {
     }
 }
 
+impl GuardedHttp {
+    /// A guarded GET (documents such as OAuth client metadata): same checks as `post_json`.
+    pub async fn get(
+        &self,
+        url: &str,
+        timeout: Duration,
+        max_bytes: usize,
+    ) -> Result<RemoteResponse, HttpError> {
+        let exchange = async {
+            let checked = self.guard.check(url).await?;
+            let client = pinned_client(&checked, timeout)?;
+            let response = client
+                .get(checked.url().clone())
+                .header(header::ACCEPT, "application/json")
+                .send()
+                .await
+                .map_err(HttpError::from_reqwest)?;
+            finish(&checked, response, max_bytes).await
+        };
+        tokio::time::timeout(timeout, exchange)
+            .await
+            .unwrap_or(Err(HttpError::Timeout))
+    }
+}
+
 /// Checks where the response came from and what it is, then reads it.
 async fn finish(
     checked: &CheckedUrl,

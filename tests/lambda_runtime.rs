@@ -1,0 +1,765 @@
+//! Each function binary (`target/debug/{mcp,personal,oauth,data}`) run the way Lambda
+//! runs it (F1, F2): a local Runtime API on loopback hands it the `events/` samples
+//! through `GET /2018-06-01/runtime/invocation/next` and takes its answers from
+//! `POST …/invocation/{id}/response`, with DynamoDB and Secrets Manager from a moto
+//! server this test starts on loopback. Nothing leaves the machine: dummy credentials,
+//! no instance metadata, every endpoint a loopback address.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use aws_sdk_dynamodb::config::Credentials;
+use bytes::Bytes;
+use e2e::{TempDir, binary, root};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use mirobody::store::{DynamoStore, DynamoTables};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::{Mutex as AsyncMutex, mpsc, oneshot};
+
+/// The origin the sample events' `Host` header names; the functions get it as
+/// `MCP_PUBLIC_URL`, as the template's default (the API's own URL) does.
+const PUBLIC_URL: &str = "https://abc123.execute-api.us-east-1.amazonaws.com";
+const FUNCTIONS: [&str; 4] = ["mcp", "personal", "oauth", "data"];
+/// Longest a single invocation may take here (the template gives 10-29 s).
+const INVOKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+// ---------------------------------------------------------------- the Runtime API
+
+/// What a function posted back for one invocation.
+#[derive(Debug)]
+enum Outcome {
+    Response(Bytes),
+    Error(Bytes),
+}
+
+struct Queued {
+    event: String,
+    reply: oneshot::Sender<Outcome>,
+}
+
+struct ApiState {
+    queue: AsyncMutex<mpsc::UnboundedReceiver<Queued>>,
+    in_flight: Mutex<HashMap<String, oneshot::Sender<Outcome>>>,
+    first_poll: Mutex<Option<Instant>>,
+    init_error: Mutex<Option<String>>,
+    ids: AtomicU64,
+}
+
+/// A Lambda Runtime API (2018-06-01) for one function process on a loopback port.
+struct RuntimeApi {
+    addr: SocketAddr,
+    state: Arc<ApiState>,
+    events: mpsc::UnboundedSender<Queued>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl RuntimeApi {
+    async fn start() -> RuntimeApi {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
+        let addr = listener.local_addr().expect("an address");
+        let (events, queue) = mpsc::unbounded_channel();
+        let state = Arc::new(ApiState {
+            queue: AsyncMutex::new(queue),
+            in_flight: Mutex::new(HashMap::new()),
+            first_poll: Mutex::new(None),
+            init_error: Mutex::new(None),
+            ids: AtomicU64::new(1),
+        });
+        let shared = state.clone();
+        let server = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let state = shared.clone();
+                tokio::spawn(async move {
+                    let service = service_fn(move |request| serve(state.clone(), request));
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        RuntimeApi {
+            addr,
+            state,
+            events,
+            server,
+        }
+    }
+}
+
+impl Drop for RuntimeApi {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+fn reply(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+    *response.status_mut() = status;
+    response
+}
+
+async fn serve(
+    state: Arc<ApiState>,
+    request: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let body = request
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let rest = path.strip_prefix("/2018-06-01/runtime/").unwrap_or("");
+    if method == Method::GET && rest == "invocation/next" {
+        state
+            .first_poll
+            .lock()
+            .unwrap()
+            .get_or_insert_with(Instant::now);
+        // One poller at a time, as in Lambda; this waits until the test queues an event.
+        let next = state.queue.lock().await.recv().await;
+        let Some(Queued { event, reply }) = next else {
+            return Ok(self::reply(StatusCode::GONE, "{}"));
+        };
+        let id = format!("req-{}", state.ids.fetch_add(1, Ordering::Relaxed));
+        state.in_flight.lock().unwrap().insert(id.clone(), reply);
+        let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap() + INVOKE_TIMEOUT;
+        let response = Response::builder()
+            .header("content-type", "application/json")
+            .header("lambda-runtime-aws-request-id", &id)
+            .header(
+                "lambda-runtime-deadline-ms",
+                deadline.as_millis().to_string(),
+            )
+            .header(
+                "lambda-runtime-invoked-function-arn",
+                "arn:aws:lambda:us-east-1:123456789012:function:test",
+            )
+            .header(
+                "lambda-runtime-trace-id",
+                "Root=1-00000000-000000000000000000000000;Sampled=0",
+            )
+            .body(Full::new(Bytes::from(event)))
+            .expect("a response");
+        return Ok(response);
+    }
+    if method == Method::POST && rest == "init/error" {
+        *state.init_error.lock().unwrap() = Some(String::from_utf8_lossy(&body).into_owned());
+        return Ok(reply(StatusCode::ACCEPTED, "{\"status\":\"OK\"}"));
+    }
+    if method == Method::POST
+        && let Some(rest) = rest.strip_prefix("invocation/")
+        && let Some((id, kind)) = rest.split_once('/')
+    {
+        let outcome = match kind {
+            "response" => Outcome::Response(body),
+            "error" => Outcome::Error(body),
+            _ => return Ok(reply(StatusCode::NOT_FOUND, "{}")),
+        };
+        return Ok(match state.in_flight.lock().unwrap().remove(id) {
+            Some(waiting) => {
+                let _ = waiting.send(outcome);
+                reply(StatusCode::ACCEPTED, "{\"status\":\"OK\"}")
+            }
+            None => reply(
+                StatusCode::BAD_REQUEST,
+                "{\"errorType\":\"InvalidRequestID\"}",
+            ),
+        });
+    }
+    Ok(reply(StatusCode::NOT_FOUND, "{}"))
+}
+
+// ---------------------------------------------------------------- a function process
+
+/// One function binary serving events from its own Runtime API; killed on drop.
+struct Function {
+    name: String,
+    child: Mutex<Child>,
+    api: RuntimeApi,
+    started: Instant,
+    log: PathBuf,
+    _dir: TempDir,
+}
+
+/// A function's answer, decoded from the API Gateway (payload 2.0) response JSON.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    headers: serde_json::Map<String, Value>,
+    body: String,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(Value::as_str)
+    }
+}
+
+impl Function {
+    async fn start(name: &str, settings: &[(String, String)]) -> Function {
+        let api = RuntimeApi::start().await;
+        let dir = TempDir::new(&format!("lambda-{name}"));
+        let log = dir.0.join("output.log");
+        let file = std::fs::File::create(&log).expect("a log file");
+        let mut command = Command::new(binary(name));
+        command
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            // What Lambda sets for a custom runtime (provided.al2023).
+            .env("AWS_LAMBDA_RUNTIME_API", api.addr.to_string())
+            .env("AWS_LAMBDA_FUNCTION_NAME", format!("mirobody-{name}"))
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+            .env(
+                "AWS_LAMBDA_LOG_GROUP_NAME",
+                format!("/aws/lambda/mirobody-{name}"),
+            )
+            .env("AWS_LAMBDA_LOG_STREAM_NAME", "local")
+            .env("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")
+            .env("LAMBDA_TASK_ROOT", &dir.0)
+            // Never AWS: dummy credentials, no instance metadata.
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_DEFAULT_REGION", "us-east-1")
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("RUST_LOG", "info")
+            .current_dir(&dir.0)
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().expect("a log handle"))
+            .stderr(file);
+        for (k, v) in settings {
+            command.env(k, v);
+        }
+        let started = Instant::now();
+        let child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("{name} starts: {e}"));
+        Function {
+            name: name.to_string(),
+            child: Mutex::new(child),
+            api,
+            started,
+            log,
+            _dir: dir,
+        }
+    }
+
+    fn output(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Fails the test with the function's output if it has exited.
+    fn check_alive(&self) {
+        if let Ok(Some(status)) = self.child.lock().unwrap().try_wait() {
+            panic!(
+                "{} exited ({status}); init error: {:?}; output:\n{}",
+                self.name,
+                self.api.state.init_error.lock().unwrap(),
+                self.output()
+            );
+        }
+    }
+
+    /// Waits until the function first asks for an event: its init time.
+    async fn ready(&self) -> Duration {
+        let deadline = Instant::now() + INVOKE_TIMEOUT;
+        loop {
+            if let Some(at) = *self.api.state.first_poll.lock().unwrap() {
+                return at - self.started;
+            }
+            self.check_alive();
+            assert!(
+                Instant::now() < deadline,
+                "{} did not poll for an event within {INVOKE_TIMEOUT:?}:\n{}",
+                self.name,
+                self.output()
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Runs one event (an API Gateway HTTP API request) and decodes the answer.
+    async fn invoke(&self, event: &str) -> Answer {
+        let (reply, mut answer) = oneshot::channel();
+        self.api
+            .events
+            .send(Queued {
+                event: event.to_string(),
+                reply,
+            })
+            .expect("the runtime API is running");
+        let deadline = Instant::now() + INVOKE_TIMEOUT;
+        let outcome = loop {
+            match tokio::time::timeout(Duration::from_millis(50), &mut answer).await {
+                Ok(Ok(outcome)) => break outcome,
+                Ok(Err(_)) => panic!("{}: the invocation was dropped", self.name),
+                Err(_) => {
+                    self.check_alive();
+                    assert!(
+                        Instant::now() < deadline,
+                        "{}: no answer within {INVOKE_TIMEOUT:?}:\n{}",
+                        self.name,
+                        self.output()
+                    );
+                }
+            }
+        };
+        let bytes = match outcome {
+            Outcome::Response(bytes) => bytes,
+            Outcome::Error(error) => panic!(
+                "{}: invocation error {}:\n{}",
+                self.name,
+                String::from_utf8_lossy(&error),
+                self.output()
+            ),
+        };
+        let response: Value = serde_json::from_slice(&bytes).expect("the response is JSON");
+        let body = response["body"].as_str().unwrap_or_default();
+        let body = if response["isBase64Encoded"] == true {
+            use base64::Engine;
+            let raw = base64::engine::general_purpose::STANDARD
+                .decode(body)
+                .expect("base64 body");
+            String::from_utf8(raw).expect("UTF-8 body")
+        } else {
+            body.to_string()
+        };
+        Answer {
+            status: response["statusCode"].as_u64().expect("statusCode") as u16,
+            headers: response["headers"].as_object().cloned().unwrap_or_default(),
+            body,
+        }
+    }
+}
+
+impl Drop for Function {
+    fn drop(&mut self) {
+        let mut child = self.child.lock().unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+// ---------------------------------------------------------------- moto
+
+/// A moto server (DynamoDB and Secrets Manager) on a free loopback port, killed on drop.
+struct Moto {
+    child: Child,
+    endpoint: String,
+    _dir: TempDir,
+}
+
+impl Moto {
+    fn start() -> Moto {
+        let binary = std::env::var_os("MOTO_SERVER")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root().join(".venv/bin/moto_server"));
+        assert!(
+            binary.is_file(),
+            "moto_server not found at {}: run scripts/install-test-deps, or set MOTO_SERVER",
+            binary.display()
+        );
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let dir = TempDir::new("moto");
+        let log = std::fs::File::create(dir.0.join("moto.log")).expect("a log file");
+        let child = Command::new(&binary)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("a log handle"))
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
+        let mut moto = Moto {
+            child,
+            endpoint: format!("http://127.0.0.1:{port}"),
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Ok(Some(status)) = moto.child.try_wait() {
+                panic!("moto_server exited ({status}) before listening");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "moto_server did not listen in 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        moto
+    }
+
+    async fn sdk_config(&self) -> aws_config::SdkConfig {
+        aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("test", "test", None, None, "tests"))
+            .endpoint_url(&self.endpoint)
+            .load()
+            .await
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Tables created from `infra/tables.json` and a keys secret shaped like the template's.
+async fn deployment(moto: &Moto) -> Vec<(String, String)> {
+    let config = moto.sdk_config().await;
+    let tables = DynamoTables {
+        keys: "lambda-runtime-keys".into(),
+        data: "lambda-runtime-data".into(),
+    };
+    DynamoStore::create_tables(&aws_sdk_dynamodb::Client::new(&config), &tables)
+        .await
+        .expect("tables created in moto");
+    let secret = aws_sdk_secretsmanager::Client::new(&config)
+        .create_secret()
+        .name("lambda-runtime-keys")
+        .secret_string(json!({ "master": "k".repeat(64) }).to_string())
+        .send()
+        .await
+        .expect("secret created in moto");
+    vec![
+        ("MIROBODY_STORE".into(), "dynamodb".into()),
+        ("MIROBODY_KEYS_TABLE".into(), tables.keys),
+        ("MIROBODY_DATA_TABLE".into(), tables.data),
+        (
+            "MIROBODY_KEYS_SECRET".into(),
+            secret.arn().expect("an ARN").to_string(),
+        ),
+        ("AWS_ENDPOINT_URL_DYNAMODB".into(), moto.endpoint.clone()),
+        (
+            "AWS_ENDPOINT_URL_SECRETS_MANAGER".into(),
+            moto.endpoint.clone(),
+        ),
+        ("MCP_PUBLIC_URL".into(), PUBLIC_URL.into()),
+        ("HTTP_SERVER_NAME".into(), "mirobody-lambda-test".into()),
+    ]
+}
+
+// ---------------------------------------------------------------- events
+
+/// Every sample event, by file stem, in name order.
+fn sample_events() -> Vec<(String, String)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("events"))
+        .expect("events/")
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|f| {
+            let name = f.file_stem().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read_to_string(&f).expect("an event"))
+        })
+        .collect()
+}
+
+fn event(name: &str) -> String {
+    std::fs::read_to_string(root().join("events").join(format!("{name}.json")))
+        .unwrap_or_else(|_| panic!("events/{name}.json"))
+}
+
+/// The function that serves an event: its file name's first word.
+fn function_of(name: &str) -> &str {
+    let group = name.split('-').next().unwrap_or_default();
+    assert!(
+        FUNCTIONS.contains(&group),
+        "events/{name}.json: no function {group}"
+    );
+    group
+}
+
+/// The status each sample gets as written, from a fresh deployment, in name order
+/// (`oauth-signin` runs before `oauth-signup`, so it finds no account yet).
+fn expected_as_written(name: &str) -> u16 {
+    match name {
+        "mcp-get" => 405,
+        // A URL secret nobody minted.
+        "mcp-secret-post-tools-list" => 404,
+        // SAMPLE_TOKEN is not a token of this deployment.
+        "personal-post" | "personal-delete" | "oauth-shares-post" | "oauth-shares-delete" => 401,
+        n if n.starts_with("data-") => 401,
+        "oauth-signin" => 401,
+        "oauth-signup" | "oauth-register" => 201,
+        "oauth-check-state" => 404,
+        // SAMPLE_CLIENT is not a registered client.
+        "oauth-authorize-get"
+        | "oauth-authorize-post"
+        | "oauth-oauth2-authorize-get"
+        | "oauth-oauth2-authorize-post" => 400,
+        "oauth-token" => 401,
+        // A sign-in form posted without the page's CSRF token.
+        "oauth-mcplogin-post" => 403,
+        _ => 200,
+    }
+}
+
+/// The modern `tools/call` of a tool that needs the caller, from the tools/list sample.
+fn anonymous_tool_call() -> String {
+    let mut e: Value = serde_json::from_str(&event("mcp-post-tools-list")).unwrap();
+    let mut body: Value = serde_json::from_str(e["body"].as_str().unwrap()).unwrap();
+    body["method"] = json!("tools/call");
+    body["params"]["name"] = json!("query_health_indicators");
+    body["params"]["arguments"] = json!({ "keywords": ["HbA1c"] });
+    e["body"] = json!(body.to_string());
+    e["headers"]["mcp-method"] = json!("tools/call");
+    e["headers"]["mcp-name"] = json!("query_health_indicators");
+    e.to_string()
+}
+
+fn tool_names(answer: &Answer) -> Vec<String> {
+    answer.json()["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools: {}", answer.body))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+// ---------------------------------------------------------------- tests
+
+#[tokio::test]
+async fn every_function_serves_its_sample_events_through_the_runtime_api() {
+    let moto = Moto::start();
+    let settings = deployment(&moto).await;
+    let mut functions = HashMap::new();
+    for name in FUNCTIONS {
+        functions.insert(name, Function::start(name, &settings).await);
+    }
+    for name in FUNCTIONS {
+        let init = functions[name].ready().await;
+        eprintln!(
+            "{name}: first poll for an event {} ms after start",
+            init.as_millis()
+        );
+    }
+
+    // Every sample as written.
+    let samples = sample_events();
+    for group in FUNCTIONS {
+        assert!(
+            samples.iter().any(|(n, _)| function_of(n) == group),
+            "events/ has no sample for the {group} function"
+        );
+    }
+    for (name, raw) in &samples {
+        let answer = functions[function_of(name)].invoke(raw).await;
+        assert_eq!(
+            answer.status,
+            expected_as_written(name),
+            "{name}: {}",
+            answer.body
+        );
+        if name.ends_with("options") {
+            // A preflight passes: the page's origin comes back (loopback pages are
+            // allowed), or `*` where no origin was sent and on the public OAuth endpoints.
+            let sent: Value = serde_json::from_str(raw).unwrap();
+            let origin = sent["headers"]["origin"].as_str().unwrap_or("*");
+            let allowed = answer.header("access-control-allow-origin");
+            assert!(
+                allowed == Some(origin) || (name.starts_with("oauth-") && allowed == Some("*")),
+                "{name}: preflight answered with {allowed:?}"
+            );
+        }
+        if name.starts_with("mcp-post") {
+            assert!(
+                answer.json()["result"].is_object(),
+                "{name}: {}",
+                answer.body
+            );
+        }
+    }
+
+    // The samples again, signed in: the deployment's routes end to end.
+    let signed_in = functions["oauth"].invoke(&event("oauth-signin")).await;
+    assert_eq!(signed_in.status, 200, "{}", signed_in.body);
+    let token = signed_in.json()["data"]["token"]
+        .as_str()
+        .expect("a token")
+        .to_string();
+    let with_token = |name: &str| event(name).replace("SAMPLE_TOKEN", &token);
+
+    let health = functions["data"]
+        .invoke(&with_token("data-post-health"))
+        .await;
+    assert_eq!(health.status, 200, "{}", health.body);
+    assert_eq!(health.json()["data"]["written"], 2);
+    let genotypes = functions["data"]
+        .invoke(&with_token("data-post-genotype"))
+        .await;
+    assert_eq!(genotypes.status, 200, "{}", genotypes.body);
+    assert_eq!(genotypes.json()["data"]["written"], 3);
+    let summary = functions["data"].invoke(&with_token("data-get")).await;
+    assert_eq!(
+        summary.json()["data"],
+        json!({"health": true, "genotype": true})
+    );
+
+    let personal = functions["personal"]
+        .invoke(&with_token("personal-post"))
+        .await;
+    assert_eq!(personal.status, 200, "{}", personal.body);
+    let url = personal.json()["data"]["url"]
+        .as_str()
+        .expect("a URL")
+        .to_string();
+    let secret = url
+        .strip_prefix(&format!("{PUBLIC_URL}/mcp/"))
+        .unwrap_or_else(|| panic!("a personal URL under MCP_PUBLIC_URL: {url}"))
+        .to_string();
+    let by_secret = event("mcp-secret-post-tools-list").replace("SAMPLE_SECRET", &secret);
+    let listed = functions["mcp"].invoke(&by_secret).await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    let names = tool_names(&listed);
+    assert!(
+        names.contains(&"query_health_indicators".to_string())
+            && names.contains(&"get_genetic_data".to_string()),
+        "gating sees the uploaded data through the personal URL: {names:?}"
+    );
+
+    // No account named by the grantee: the e-mail lookup ran, and said so.
+    let share = functions["oauth"]
+        .invoke(&with_token("oauth-shares-post"))
+        .await;
+    assert_eq!(share.status, 404, "{}", share.body);
+
+    // An anonymous call to a tool that needs the caller: the login prompt's state is
+    // written by the mcp function and polled through the oauth function.
+    let prompt = functions["mcp"].invoke(&anonymous_tool_call()).await;
+    assert_eq!(prompt.status, 200, "{}", prompt.body);
+    let text = prompt.json()["result"]["content"][0]["text"]
+        .as_str()
+        .expect("a text result")
+        .to_string();
+    let prompt: Value = serde_json::from_str(&text).expect("the prompt is JSON");
+    let state = prompt["auto_polling"]["state"].as_str().expect("a state");
+    assert!(
+        prompt["authorization_url"]
+            .as_str()
+            .is_some_and(|u| u.starts_with(&format!("{PUBLIC_URL}/mcplogin?"))),
+        "{prompt}"
+    );
+    let poll = functions["oauth"]
+        .invoke(&event("oauth-check-state").replace("SAMPLE_STATE", state))
+        .await;
+    assert_eq!(poll.status, 200, "{}", poll.body);
+    assert_eq!(poll.json()["status"], "pending");
+
+    // The OAuth server (C1-C4) on DynamoDB: one metadata document at three paths, a
+    // registered client's sign-in page, a code that was never issued, introspection.
+    let metadata: Vec<String> = [
+        "oauth-metadata",
+        "oauth-metadata-mcp",
+        "oauth-mcp-configuration",
+    ]
+    .iter()
+    .map(|name| event(name))
+    .collect();
+    let mut documents = Vec::new();
+    for raw in &metadata {
+        documents.push(functions["oauth"].invoke(raw).await.body);
+    }
+    assert!(
+        documents.iter().all(|d| d == &documents[0]),
+        "C1: byte-identical"
+    );
+    let resource = functions["oauth"]
+        .invoke(&event("oauth-resource-metadata-mcp"))
+        .await;
+    assert_eq!(resource.json()["resource"], format!("{PUBLIC_URL}/mcp"));
+    let registered = functions["oauth"].invoke(&event("oauth-register")).await;
+    let client_id = registered.json()["client_id"]
+        .as_str()
+        .expect("a client id")
+        .to_string();
+    let with_client = |name: &str| event(name).replace("SAMPLE_CLIENT", &client_id);
+    for page in ["oauth-authorize-get", "oauth-oauth2-authorize-get"] {
+        let answer = functions["oauth"].invoke(&with_client(page)).await;
+        assert_eq!(answer.status, 200, "{page}: {}", answer.body);
+        assert!(answer.body.contains("<form"), "{page}: a sign-in form");
+    }
+    let exchanged = functions["oauth"].invoke(&with_client("oauth-token")).await;
+    assert_eq!(exchanged.status, 400, "{}", exchanged.body);
+    assert_eq!(exchanged.json()["error"], "invalid_grant");
+    let introspected = functions["oauth"]
+        .invoke(&with_token("oauth-introspect"))
+        .await;
+    assert_eq!(introspected.json()["active"], true, "{}", introspected.body);
+    let login_page = functions["oauth"]
+        .invoke(&event("oauth-mcplogin-get").replace("SAMPLE_STATE", state))
+        .await;
+    assert_eq!(login_page.status, 200, "{}", login_page.body);
+
+    let revoked = functions["personal"]
+        .invoke(&with_token("personal-delete"))
+        .await;
+    assert_eq!(revoked.json()["data"]["revoked"], true, "{}", revoked.body);
+    assert_eq!(functions["mcp"].invoke(&by_secret).await.status, 404);
+    let deleted = functions["data"].invoke(&with_token("data-delete")).await;
+    assert_eq!(deleted.status, 200, "{}", deleted.body);
+
+    // Logs: one JSON line per request, never a token or a URL secret (B4).
+    for (name, function) in &functions {
+        let output = function.output();
+        assert!(
+            !output.contains(&token) && !output.contains(&secret),
+            "{name} logged a secret"
+        );
+        assert!(
+            output.contains("\"route\""),
+            "{name} logged no request line"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_bad_setting_stops_the_function_before_it_polls_and_names_the_setting() {
+    let settings = vec![("HTTP_URI_PREFIX".to_string(), "/a b".to_string())];
+    let function = Function::start("mcp", &settings).await;
+    let deadline = Instant::now() + INVOKE_TIMEOUT;
+    let status = loop {
+        if let Some(status) = function.child.lock().unwrap().try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the function kept running");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert!(!status.success());
+    assert!(
+        function.api.state.first_poll.lock().unwrap().is_none(),
+        "it asked for an event"
+    );
+    let output = function.output();
+    assert!(output.contains("HTTP_URI_PREFIX"), "{output}");
+}

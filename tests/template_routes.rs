@@ -1,0 +1,287 @@
+//! `template.yaml` (F1) against the code it deploys: every route of
+//! `mirobody::http::ROUTE_TABLE` is an API route and every API route is in the table,
+//! under `HTTP_URI_PREFIX` exactly where the router puts the prefix; each route reaches
+//! the function of its group; the tables are `infra/tables.json`'s definitions.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use e2e::root;
+use mirobody::RouteGroup;
+use mirobody::http::{ROUTE_TABLE, Route, route};
+use serde_json::{Value, json};
+
+/// The template as JSON, with YAML short-form intrinsics (`!Ref`, `!GetAtt`, `!Sub`…)
+/// turned into their long forms (`Ref`, `Fn::GetAtt` as a pair, `Fn::Sub`…).
+fn template() -> Value {
+    let text = std::fs::read_to_string(root().join("template.yaml")).expect("template.yaml");
+    let yaml: serde_norway::Value = serde_norway::from_str(&text).expect("template.yaml parses");
+    to_json(yaml)
+}
+
+fn to_json(value: serde_norway::Value) -> Value {
+    use serde_norway::Value as Y;
+    match value {
+        Y::Null => Value::Null,
+        Y::Bool(b) => Value::Bool(b),
+        Y::Number(n) => serde_json::to_value(&n).expect("a YAML number is a JSON number"),
+        Y::String(s) => Value::String(s),
+        Y::Sequence(items) => Value::Array(items.into_iter().map(to_json).collect()),
+        Y::Mapping(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Y::String(s) => s,
+                        other => panic!("a non-string key in template.yaml: {other:?}"),
+                    };
+                    (key, to_json(v))
+                })
+                .collect(),
+        ),
+        Y::Tagged(tagged) => {
+            let tag = tagged.tag.to_string();
+            let name = tag.trim_start_matches('!');
+            let inner = to_json(tagged.value);
+            match (name, inner) {
+                ("Ref", inner) => json!({ "Ref": inner }),
+                ("GetAtt", Value::String(dotted)) => {
+                    let (resource, attribute) =
+                        dotted.split_once('.').expect("!GetAtt Resource.Attribute");
+                    json!({ "Fn::GetAtt": [resource, attribute] })
+                }
+                (other, inner) => {
+                    let mut long = serde_json::Map::new();
+                    long.insert(format!("Fn::{other}"), inner);
+                    Value::Object(long)
+                }
+            }
+        }
+    }
+}
+
+fn resources(template: &Value) -> &serde_json::Map<String, Value> {
+    template["Resources"].as_object().expect("Resources")
+}
+
+fn of_type<'t>(template: &'t Value, kind: &str) -> Vec<(&'t String, &'t Value)> {
+    resources(template)
+        .iter()
+        .filter(|(_, r)| r["Type"] == kind)
+        .collect()
+}
+
+/// The resource a `Fn::Sub` string such as `integrations/${McpIntegration}` names.
+fn sub_target(value: &Value, prefix: &str) -> String {
+    let text = value["Fn::Sub"]
+        .as_str()
+        .unwrap_or_else(|| panic!("expected !Sub \"{prefix}${{…}}\", got {value}"));
+    text.strip_prefix(prefix)
+        .and_then(|rest| rest.strip_prefix("${"))
+        .and_then(|rest| rest.strip_suffix('}'))
+        .unwrap_or_else(|| panic!("expected !Sub \"{prefix}${{…}}\", got {text:?}"))
+        .to_string()
+}
+
+fn group_name(group: RouteGroup) -> String {
+    format!("{group:?}").to_lowercase()
+}
+
+/// The template's spelling of the `HttpUriPrefix` parameter inside a route key.
+const PREFIX: &str = "${HttpUriPrefix}";
+
+/// One API route: the method, and the path with `${HttpUriPrefix}` where the prefix goes.
+type RouteKey = (String, String);
+
+/// The routes the code serves, with the prefix placed where the router itself expects
+/// it: with a prefix configured, exactly one spelling of the path must reach the route's
+/// group, either the path as listed (the prefix does not apply) or the path with the
+/// prefix inserted at one segment boundary (usually the front: `/pre/mcp`; RFC 9728's
+/// resource metadata puts it after the well-known name).
+fn expected_routes() -> BTreeMap<RouteKey, String> {
+    ROUTE_TABLE
+        .iter()
+        .map(|(method, path, group)| {
+            let parsed: http::Method = method.parse().expect("an HTTP method");
+            let sample = |p: &str| p.replace("{secret}", "s3cr3t").replace("{state}", "st4te");
+            let serves = |candidate: &str| {
+                let sample = sample(candidate);
+                let found = route(&parsed, &sample, "/pre");
+                assert!(
+                    !matches!(found, Route::MethodNotAllowed(_)),
+                    "{method} {candidate}"
+                );
+                found.group() == Some(*group)
+            };
+            let mut spellings: Vec<String> = Vec::new();
+            if serves(path) {
+                spellings.push(path.to_string());
+            }
+            for (at, _) in path.match_indices('/') {
+                if serves(&format!("{}/pre{}", &path[..at], &path[at..])) {
+                    spellings.push(format!("{}{PREFIX}{}", &path[..at], &path[at..]));
+                }
+            }
+            assert_eq!(
+                spellings.len(),
+                1,
+                "{method} {path}: with a prefix the router serves {spellings:?}"
+            );
+            (
+                (method.to_string(), spellings.remove(0)),
+                group_name(*group),
+            )
+        })
+        .collect()
+}
+
+/// The template's routes, each with the build binary of the function it reaches.
+fn template_routes(template: &Value) -> BTreeMap<RouteKey, String> {
+    let resources = resources(template);
+    let mut out = BTreeMap::new();
+    for (name, resource) in of_type(template, "AWS::ApiGatewayV2::Route") {
+        let props = &resource["Properties"];
+        assert_eq!(props["ApiId"], json!({"Ref": "HttpApi"}), "{name}");
+        let key = match &props["RouteKey"] {
+            Value::String(key) => key.clone(),
+            other => {
+                let text = other["Fn::Sub"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{name}: RouteKey {other}"));
+                assert!(
+                    !text.replace(PREFIX, "").contains("${"),
+                    "{name}: only the prefix may be substituted: {text}"
+                );
+                text.to_string()
+            }
+        };
+        let (method, path) = key.split_once(' ').expect("METHOD PATH");
+        let integration = sub_target(&props["Target"], "integrations/");
+        let integration = &resources[&integration];
+        assert_eq!(integration["Type"], "AWS::ApiGatewayV2::Integration");
+        let ip = &integration["Properties"];
+        assert_eq!(ip["IntegrationType"], "AWS_PROXY", "{name}");
+        assert_eq!(ip["PayloadFormatVersion"], "2.0", "{name}");
+        let function = ip["IntegrationUri"]["Fn::GetAtt"][0]
+            .as_str()
+            .unwrap_or_else(|| panic!("{name}: IntegrationUri is not !GetAtt <Function>.Arn"));
+        assert_eq!(ip["IntegrationUri"]["Fn::GetAtt"][1], "Arn");
+        let binary = resources[function]["Metadata"]["BuildProperties"]["Binary"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{function}: Metadata.BuildProperties.Binary"))
+            .to_string();
+        let previous = out.insert((method.to_string(), path.to_string()), binary);
+        assert!(previous.is_none(), "{key} appears twice");
+    }
+    out
+}
+
+#[test]
+fn every_route_in_the_route_table_is_in_the_template_and_vice_versa() {
+    let expected = expected_routes();
+    let actual = template_routes(&template());
+    let missing: Vec<_> = expected
+        .keys()
+        .filter(|k| !actual.contains_key(*k))
+        .collect();
+    let extra: Vec<_> = actual
+        .keys()
+        .filter(|k| !expected.contains_key(*k))
+        .collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "template.yaml and ROUTE_TABLE disagree (method, path):\n  missing from the template: {missing:?}\n  not in ROUTE_TABLE: {extra:?}"
+    );
+}
+
+#[test]
+fn each_route_reaches_the_function_of_its_group() {
+    let expected = expected_routes();
+    for (key, binary) in template_routes(&template()) {
+        assert_eq!(Some(&binary), expected.get(&key), "{key:?}");
+    }
+}
+
+#[test]
+fn every_function_is_a_workspace_binary_built_by_cargo_lambda_and_invocable_by_the_api() {
+    let template = template();
+    let globals = &template["Globals"]["Function"];
+    assert_eq!(globals["Runtime"], "provided.al2023");
+    assert_eq!(globals["Handler"], "bootstrap");
+    assert_eq!(template["Parameters"]["Architecture"]["Default"], "arm64");
+    let env = &globals["Environment"]["Variables"];
+    assert_eq!(env["MIROBODY_STORE"], "dynamodb");
+    assert_eq!(env["MIROBODY_DATA_TABLE"], json!({"Ref": "DataTable"}));
+    assert_eq!(env["MIROBODY_KEYS_TABLE"], json!({"Ref": "KeysTable"}));
+    assert_eq!(env["MIROBODY_KEYS_SECRET"], json!({"Ref": "KeysSecret"}));
+    assert_eq!(env["HTTP_URI_PREFIX"], json!({"Ref": "HttpUriPrefix"}));
+
+    let functions = of_type(&template, "AWS::Serverless::Function");
+    let binaries: BTreeSet<String> = functions
+        .iter()
+        .map(|(name, f)| {
+            assert_eq!(f["Metadata"]["BuildMethod"], "rust-cargolambda", "{name}");
+            let binary = f["Metadata"]["BuildProperties"]["Binary"].as_str().unwrap();
+            let manifest = root().join("functions").join(binary).join("Cargo.toml");
+            let manifest = std::fs::read_to_string(&manifest)
+                .unwrap_or_else(|_| panic!("{name}: no crate at {}", manifest.display()));
+            assert!(
+                manifest.contains(&format!("name = \"{binary}\"")),
+                "{name}: functions/{binary} builds no binary {binary}"
+            );
+            // Each function logs to its own group and runs as its own role.
+            let log_group = f["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{name}: LoggingConfig.LogGroup"));
+            assert!(
+                resources(&template)[log_group]["Properties"]["RetentionInDays"].is_object(),
+                "{name}: its log group has no retention"
+            );
+            assert!(
+                f["Properties"]["Role"]["Fn::GetAtt"][0].is_string(),
+                "{name}"
+            );
+            // API Gateway may invoke it.
+            let permitted = of_type(&template, "AWS::Lambda::Permission")
+                .iter()
+                .any(|(_, p)| {
+                    p["Properties"]["FunctionName"] == json!({"Ref": name})
+                        && p["Properties"]["Principal"] == "apigateway.amazonaws.com"
+                });
+            assert!(permitted, "{name}: no invoke permission for API Gateway");
+            binary.to_string()
+        })
+        .collect();
+    let groups: BTreeSet<String> = ROUTE_TABLE.iter().map(|(_, _, g)| group_name(*g)).collect();
+    assert_eq!(binaries, groups, "one function per route group");
+}
+
+#[test]
+fn tables_are_the_definitions_in_infra_tables_json() {
+    let template = template();
+    let text = std::fs::read_to_string(root().join("infra/tables.json")).unwrap();
+    let defs: Value = serde_json::from_str(&text).unwrap();
+    for (role, resource) in [("keys", "KeysTable"), ("data", "DataTable")] {
+        let def = &defs["tables"][role];
+        let props = &resources(&template)[resource]["Properties"];
+        let mut create = def["CreateTable"].clone();
+        create.as_object_mut().unwrap().remove("TableName");
+        for (field, want) in create.as_object().unwrap() {
+            assert_eq!(&props[field], want, "{resource}.{field}");
+        }
+        assert_eq!(
+            props["TimeToLiveSpecification"],
+            def.get("TimeToLiveSpecification")
+                .cloned()
+                .unwrap_or(Value::Null),
+            "{resource}.TimeToLiveSpecification"
+        );
+        assert_eq!(
+            props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"], true,
+            "{resource}: point-in-time recovery"
+        );
+        assert_eq!(
+            resources(&template)[resource]["DeletionPolicy"],
+            "Retain",
+            "{resource}"
+        );
+    }
+}
