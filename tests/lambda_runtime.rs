@@ -24,6 +24,7 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use mirobody::store::{DynamoStore, DynamoTables};
+use mirobody::testing::Moto;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::{Mutex as AsyncMutex, mpsc, oneshot};
@@ -364,76 +365,19 @@ impl Drop for Function {
 
 // ---------------------------------------------------------------- moto
 
-/// A moto server (DynamoDB and Secrets Manager) on a free loopback port, killed on drop.
-struct Moto {
-    child: Child,
-    endpoint: String,
-    _dir: TempDir,
-}
-
-impl Moto {
-    fn start() -> Moto {
-        let binary = std::env::var_os("MOTO_SERVER")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| root().join(".venv/bin/moto_server"));
-        assert!(
-            binary.is_file(),
-            "moto_server not found at {}: run scripts/install-test-deps, or set MOTO_SERVER",
-            binary.display()
-        );
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let dir = TempDir::new("moto");
-        let log = std::fs::File::create(dir.0.join("moto.log")).expect("a log file");
-        let child = Command::new(&binary)
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("a log handle"))
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
-        let mut moto = Moto {
-            child,
-            endpoint: format!("http://127.0.0.1:{port}"),
-            _dir: dir,
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if let Ok(Some(status)) = moto.child.try_wait() {
-                panic!("moto_server exited ({status}) before listening");
-            }
-            assert!(
-                Instant::now() < deadline,
-                "moto_server did not listen in 30 s"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        moto
-    }
-
-    async fn sdk_config(&self) -> aws_config::SdkConfig {
-        aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .region(aws_config::Region::new("us-east-1"))
-            .credentials_provider(Credentials::new("test", "test", None, None, "tests"))
-            .endpoint_url(&self.endpoint)
-            .load()
-            .await
-    }
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// An SDK configuration for the test's own calls to moto (never AWS).
+async fn sdk_config(moto: &Moto) -> aws_config::SdkConfig {
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "tests"))
+        .endpoint_url(&moto.endpoint)
+        .load()
+        .await
 }
 
 /// Tables created from `infra/tables.json` and a keys secret shaped like the template's.
 async fn deployment(moto: &Moto) -> Vec<(String, String)> {
-    let config = moto.sdk_config().await;
+    let config = sdk_config(moto).await;
     let tables = DynamoTables {
         keys: "lambda-runtime-keys".into(),
         data: "lambda-runtime-data".into(),
