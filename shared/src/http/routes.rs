@@ -198,6 +198,32 @@ pub const ROUTE_TABLE: &[(&str, &str, RouteGroup)] = &[
     ("POST", "/oauth/token", RouteGroup::Oauth),
     ("OPTIONS", "/oauth/token", RouteGroup::Oauth),
     ("POST", "/oauth/introspect", RouteGroup::Oauth),
+    ("OPTIONS", "/oauth/introspect", RouteGroup::Oauth),
+    (
+        "OPTIONS",
+        "/.well-known/oauth-authorization-server",
+        RouteGroup::Oauth,
+    ),
+    (
+        "OPTIONS",
+        "/.well-known/oauth-authorization-server/mcp",
+        RouteGroup::Oauth,
+    ),
+    (
+        "OPTIONS",
+        "/.well-known/mcp-configuration",
+        RouteGroup::Oauth,
+    ),
+    (
+        "OPTIONS",
+        "/.well-known/oauth-protected-resource",
+        RouteGroup::Oauth,
+    ),
+    (
+        "OPTIONS",
+        "/.well-known/oauth-protected-resource/mcp",
+        RouteGroup::Oauth,
+    ),
     ("GET", "/mcplogin", RouteGroup::Oauth),
     ("POST", "/mcplogin", RouteGroup::Oauth),
 ];
@@ -230,6 +256,12 @@ pub fn route<'p>(method: &Method, path: &'p str, prefix: &str) -> Route<'p> {
             | "/.well-known/mcp-configuration",
             &Method::GET,
         ) => return Route::OAuthMetadata,
+        (
+            "/.well-known/oauth-authorization-server"
+            | "/.well-known/oauth-authorization-server/mcp"
+            | "/.well-known/mcp-configuration",
+            &Method::OPTIONS,
+        ) => return Route::OAuthPreflight,
         ("/oauth/register", &Method::POST) => return Route::OAuthRegister,
         ("/oauth/authorize", &Method::GET) => {
             return Route::AuthorizePage {
@@ -267,13 +299,13 @@ pub fn route<'p>(method: &Method, path: &'p str, prefix: &str) -> Route<'p> {
         _ => {}
     }
     if let Some(rest) = trimmed.strip_prefix("/.well-known/oauth-protected-resource") {
-        if *method == Method::OPTIONS {
-            return Route::OAuthPreflight;
-        }
-        if *method == Method::GET && (rest.is_empty() || rest == format!("{prefix}/mcp")) {
-            return Route::ResourceMetadata;
-        }
-        return Route::NotFound;
+        let known = rest.is_empty() || rest == format!("{prefix}/mcp");
+        return match *method {
+            Method::GET if known => Route::ResourceMetadata,
+            Method::OPTIONS if known => Route::OAuthPreflight,
+            _ if known => Route::MethodNotAllowed("GET, OPTIONS"),
+            _ => Route::NotFound,
+        };
     }
     if let Some(state) = trimmed.strip_prefix("/oauth2/check_state/") {
         return match *method {
