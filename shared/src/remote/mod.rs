@@ -11,6 +11,7 @@
 
 mod client;
 mod guard;
+mod mcp_client;
 
 pub use client::{
     CONNECT_TIMEOUT, DEFAULT_MAX_BYTES, GuardedHttp, HttpError, RemoteResponse, pinned_client,
@@ -18,4 +19,8 @@ pub use client::{
 };
 pub use guard::{
     AddressGuard, CheckedUrl, GuardError, GuardPolicy, INVALID_URL_CODE, Resolver, SystemResolver,
+};
+pub use mcp_client::{
+    MAX_TOOL_PAGES, MAX_TOOLS, McpConnection, PROTOCOL_VERSION, RemoteError, RemoteTool,
+    SUPPORTED_PROTOCOL_VERSIONS,
 };

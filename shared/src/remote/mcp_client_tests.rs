@@ -1,0 +1,260 @@
+//! Tests of the MCP client against real servers on 127.0.0.1 only.
+
+use super::*;
+use crate::config::Runtime;
+use crate::remote::guard::{AddressGuard, GuardPolicy, SystemResolver};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+const SECRET: &str = "s3cr3t-t0ken";
+
+/// The development policy (http to loopback); IP-literal URLs need no resolver.
+fn development() -> GuardedHttp {
+    let policy = GuardPolicy::insecure_loopback(Runtime::Local).unwrap();
+    GuardedHttp::new(AddressGuard::new(policy, Arc::new(SystemResolver)))
+}
+
+fn auth() -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        header::AUTHORIZATION,
+        HeaderValue::from_str(&format!("Bearer {SECRET}")).unwrap(),
+    );
+    headers
+}
+
+/// A TCP server on 127.0.0.1 that reads one request head (and body) per connection and
+/// writes `answer`; `None` never answers.
+async fn respond(answer: Option<Vec<u8>>) -> SocketAddr {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                return;
+            };
+            let answer = answer.clone();
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                loop {
+                    let text = String::from_utf8_lossy(&request).to_string();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let length = text
+                            .lines()
+                            .find_map(|line| {
+                                let (name, value) = line.split_once(':')?;
+                                name.eq_ignore_ascii_case("content-length")
+                                    .then(|| value.trim().parse::<usize>().ok())?
+                            })
+                            .unwrap_or(0);
+                        if request.len() >= end + 4 + length {
+                            break;
+                        }
+                    }
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                match answer {
+                    Some(answer) => {
+                        let _ = stream.write_all(&answer).await;
+                        let _ = stream.shutdown().await;
+                    }
+                    None => tokio::time::sleep(Duration::from_secs(60)).await,
+                }
+            });
+        }
+    });
+    addr
+}
+
+fn assert_no_secret(err: &RemoteError) {
+    let shown = format!("{err} {err:?}");
+    assert!(
+        !shown.contains(SECRET) && !shown.contains("p4th"),
+        "{shown}"
+    );
+}
+
+/// The Python SDK's server, killed on drop.
+struct PythonServer {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl Drop for PythonServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+const SERVER_SCRIPT: &str = r#"
+import sys
+from mcp.server.mcpserver import MCPServer
+
+mcp = MCPServer("adder")
+
+@mcp.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+mcp.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
+"#;
+
+fn start_python_server() -> (PythonServer, u16) {
+    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
+    assert!(
+        python.exists(),
+        "the Python MCP SDK is missing ({}): run scripts/install-test-deps",
+        python.display()
+    );
+    let port = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir =
+        std::env::temp_dir().join(format!("mirobody-mcp-client-{}-{port}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("server.py");
+    std::fs::write(&script, SERVER_SCRIPT).unwrap();
+    let child = Command::new(&python)
+        .arg(&script)
+        .arg(port.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the Python MCP server");
+    let server = PythonServer { child, dir };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the Python MCP server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (server, port)
+}
+
+#[tokio::test]
+async fn lists_and_calls_tools_on_the_python_sdk_server() {
+    let (_server, port) = start_python_server();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let connection = McpConnection::connect(&development(), &url, &auth(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(connection.server_name(), Some("adder"));
+    assert_eq!(connection.protocol_version(), PROTOCOL_VERSION);
+    assert!(connection.has_session(), "the SDK hands out a session id");
+    let shown = format!("{connection:?}");
+    assert!(
+        !shown.contains(SECRET) && !shown.contains("127.0.0.1"),
+        "{shown}"
+    );
+
+    let tools = connection.list_tools().await.unwrap();
+    let add = tools.iter().find(|tool| tool.name == "add").expect("add");
+    assert_eq!(add.description.as_deref(), Some("Add two integers."));
+    assert!(add.input_schema["properties"]["a"].is_object(), "{add:?}");
+
+    let mut arguments = Map::new();
+    arguments.insert("a".into(), json!(2));
+    arguments.insert("b".into(), json!(3));
+    let result = connection.call_tool("add", arguments).await.unwrap();
+    assert_ne!(result["isError"], json!(true), "{result}");
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains('5'), "{result}");
+}
+
+#[tokio::test]
+async fn a_redirecting_server_is_refused() {
+    let target = respond(None).await;
+    let answer = format!(
+        "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:{}/\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        target.port()
+    );
+    let addr = respond(Some(answer.into_bytes())).await;
+    let url = format!("http://127.0.0.1:{}/p4th", addr.port());
+    let err = McpConnection::connect(&development(), &url, &auth(), Duration::from_secs(2))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, RemoteError::Http(HttpError::Redirect { .. })),
+        "{err:?}"
+    );
+    assert!(err.to_string().starts_with("redirect refused"), "{err}");
+    assert_no_secret(&err);
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_times_out() {
+    let addr = respond(None).await;
+    let url = format!("http://127.0.0.1:{}/p4th", addr.port());
+    let started = Instant::now();
+    let err = McpConnection::connect(&development(), &url, &auth(), Duration::from_secs(1))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, RemoteError::Http(HttpError::Timeout)),
+        "{err:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert_no_secret(&err);
+}
+
+#[tokio::test]
+async fn a_json_rpc_error_becomes_a_remote_error() {
+    let body = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad version"}}"#;
+    let answer = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let addr = respond(Some(answer.into_bytes())).await;
+    let url = format!("http://127.0.0.1:{}/p4th", addr.port());
+    let err = McpConnection::connect(&development(), &url, &auth(), Duration::from_secs(2))
+        .await
+        .unwrap_err();
+    match &err {
+        RemoteError::Remote { code, message } => {
+            assert_eq!((*code, message.as_str()), (-32602, "bad version"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_no_secret(&err);
+}
+
+#[test]
+fn event_stream_bodies_yield_the_matching_response() {
+    let body = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n\
+                : comment\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\n\
+                data: \"id\":7,\"result\":{\"ok\":true}}\n\n";
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    let response = RemoteResponse {
+        status: StatusCode::OK,
+        headers,
+        body: body.as_bytes().to_vec().into(),
+    };
+    let message = find_response(&response, 7).unwrap();
+    assert_eq!(into_result(message).unwrap(), json!({"ok": true}));
+    assert!(matches!(
+        find_response(&response, 8),
+        Err(RemoteError::Protocol(_))
+    ));
+}
