@@ -2,7 +2,7 @@
 //! temporary MCP URLs, sharing, agent scoping, the login prompt, forged tokens, and
 //! a whole session's log output searched for secrets.
 
-use e2e::{Reply, Server, TempDir, modern, post_json, send};
+use e2e::{InProcess, Reply, Server, TempDir, in_process, modern, post_json, send};
 use mirobody::identity::{Jwts, Keys};
 use serde_json::{Value, json};
 
@@ -518,15 +518,9 @@ async fn b4_a_whole_session_logs_no_token_url_secret_or_password() {
 /// B3 without sleeping: the app runs in-process with a fake clock (no socket).
 #[tokio::test]
 async fn b3_a_temporary_url_expires_after_ten_minutes() {
-    use std::sync::Arc;
-
-    use mirobody::clock::FakeClock;
-    use mirobody::store::EmbeddedStore;
-    use mirobody::{App, Config, RouteGroup, Runtime, Services};
-
-    let dir = TempDir::new("clock");
-    let clock = Arc::new(FakeClock::at(1_800_000_000));
-    let store = Arc::new(EmbeddedStore::open(dir.0.join("db.sqlite3")).unwrap());
+    let InProcess {
+        app, clock, store, ..
+    } = in_process(&[("ALLOWED_TOOLS_HELPER", "get_genetic_data")]);
     let genotype = mirobody::store::Genotype {
         rsid: "rs1".into(),
         chromosome: "1".into(),
@@ -536,25 +530,6 @@ async fn b3_a_temporary_url_expires_after_ten_minutes() {
     mirobody::store::Store::put_genotypes(store.as_ref(), "u_temp", &[genotype])
         .await
         .unwrap();
-    let config = Config::from_vars(
-        Runtime::Local,
-        vec![("ALLOWED_TOOLS_HELPER".into(), "get_genetic_data".into())],
-    )
-    .unwrap();
-    let keys = Keys {
-        jwt: [1; 32],
-        seal: [2; 32],
-    };
-    let app = App::new(
-        config,
-        RouteGroup::All,
-        Services {
-            store,
-            keys: Some(keys),
-            clock: clock.clone(),
-        },
-    )
-    .unwrap();
     let url = app
         .temporary_url("u_temp", "session-9", "helper")
         .await

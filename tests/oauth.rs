@@ -641,31 +641,7 @@ async fn c2_a_client_id_metadata_document_is_fetched_through_the_guard() {
 /// An expired code, without sleeping: the app in-process with a fake clock.
 #[tokio::test]
 async fn c2_an_expired_code_is_invalid_grant() {
-    use std::sync::Arc;
-
-    use mirobody::clock::FakeClock;
-    use mirobody::identity::Keys;
-    use mirobody::store::EmbeddedStore;
-    use mirobody::{App, Config, RouteGroup, Runtime, Services};
-
-    let dir = e2e::TempDir::new("oauth-clock");
-    let clock = Arc::new(FakeClock::at(1_800_000_000));
-    let store = Arc::new(EmbeddedStore::open(dir.0.join("db.sqlite3")).unwrap());
-    let config = Config::from_vars(Runtime::Local, Vec::new()).unwrap();
-    let keys = Keys {
-        jwt: [5; 32],
-        seal: [6; 32],
-    };
-    let app = App::new(
-        config,
-        RouteGroup::All,
-        Services {
-            store,
-            keys: Some(keys),
-            clock: clock.clone(),
-        },
-    )
-    .unwrap();
+    let e2e::InProcess { app, clock, .. } = e2e::in_process(&[]);
     let call =
         |method: &str, path: &str, content_type: &str, cookie: Option<&str>, body: String| {
             let mut request = http::Request::builder()

@@ -406,6 +406,7 @@ impl App {
                 notifications,
                 response,
             } => web::event_stream(&notifications, &response),
+            Reply::Raw { status, body } => web::json_bytes(status, body),
             Reply::Accepted => web::empty(StatusCode::ACCEPTED),
         }
     }

@@ -7,6 +7,12 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
+use std::sync::Arc;
+
+use mirobody::clock::FakeClock;
+use mirobody::identity::Keys;
+use mirobody::store::EmbeddedStore;
+use mirobody::{App, Config, RouteGroup, Runtime, Services};
 use serde_json::{Value, json};
 
 pub const MODERN: &str = "2026-07-28";
@@ -251,5 +257,38 @@ pub fn contains(actual: &Value, expected: &Value) -> bool {
             a.len() == e.len() && a.iter().zip(e).all(|(av, ev)| contains(av, ev))
         }
         _ => actual == expected,
+    }
+}
+
+/// The app in-process (no socket), on a fresh embedded store, with a fake clock that
+/// tests advance instead of sleeping, and fixed test keys.
+pub struct InProcess {
+    pub app: App,
+    pub clock: Arc<FakeClock>,
+    pub store: Arc<EmbeddedStore>,
+    _dir: TempDir,
+}
+
+pub fn in_process(env: &[(&str, &str)]) -> InProcess {
+    let dir = TempDir::new("in-process");
+    let clock = Arc::new(FakeClock::at(1_800_000_000));
+    let store = Arc::new(EmbeddedStore::open(dir.0.join("db.sqlite3")).expect("an embedded store"));
+    let vars = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+    let config = Config::from_vars(Runtime::Local, vars).expect("valid test settings");
+    let keys = Keys {
+        jwt: [1; 32],
+        seal: [2; 32],
+    };
+    let services = Services {
+        store: store.clone(),
+        keys: Some(keys),
+        clock: clock.clone(),
+    };
+    let app = App::new(config, RouteGroup::All, services).expect("the app builds");
+    InProcess {
+        app,
+        clock,
+        store,
+        _dir: dir,
     }
 }

@@ -44,6 +44,17 @@ pub fn event_stream(notifications: &[Value], response: &Value) -> Response<Bytes
     out
 }
 
+/// A JSON body that is already serialised.
+pub fn json_bytes(status: StatusCode, body: Bytes) -> Response<Bytes> {
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
 pub fn empty(status: StatusCode) -> Response<Bytes> {
     let mut response = Response::new(Bytes::new());
     *response.status_mut() = status;

@@ -66,8 +66,31 @@ pub enum Reply {
         notifications: Vec<Value>,
         response: Value,
     },
+    /// A JSON-RPC response already serialised (the `tools/list` fast path).
+    Raw {
+        status: StatusCode,
+        body: bytes::Bytes,
+    },
     /// A notification was accepted: 202, no body.
     Accepted,
+}
+
+/// A result whose `tools` array is spliced in from pre-serialised listings.
+struct WithTools<'a> {
+    tools: &'a [&'a serde_json::value::RawValue],
+    rest: &'a Map<String, Value>,
+}
+
+impl serde::Serialize for WithTools<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.rest.len() + 1))?;
+        map.serialize_entry("tools", self.tools)?;
+        for (key, value) in self.rest {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
 }
 
 /// The request's own notification wishes, from `_meta` (modern: `progressToken`,
@@ -115,6 +138,11 @@ impl McpServer {
             }
             _ => RequestMeta::default(),
         };
+        if incoming.method == "tools/list" {
+            return self
+                .tools_list(&id, incoming.params.as_ref(), era, &exchange)
+                .await;
+        }
         let notifier = notifier_for(incoming.params.as_ref(), era);
         let reply = match self.run(&incoming, era, &meta, &notifier, &exchange).await {
             Ok(result) => Reply::Json {
@@ -159,20 +187,6 @@ impl McpServer {
             }
             "ping" | "logging/setLevel" if !modern => Ok(Map::new()),
             "server/discover" => Ok(self.declaration.discover_result()),
-            "tools/list" => {
-                let presence = self.presence(exchange.caller).await;
-                let visible = |spec: &ToolSpec| (exchange.visible)(spec) && gate(spec, presence);
-                let page = self.tools.page(cursor(params)?, &visible)?;
-                let mut result = Map::new();
-                result.insert(
-                    "tools".into(),
-                    serde_json::to_value(&page.tools).map_err(|_| McpError::Internal)?,
-                );
-                if let Some(next) = page.next_cursor {
-                    result.insert("nextCursor".into(), next.into());
-                }
-                Ok(result)
-            }
             "tools/call" => self.call_tool(params, meta, era, notifier, exchange).await,
             "resources/list" => {
                 cursor(params)?.map_or(Ok(()), |_| Err(McpError::InvalidCursor))?;
@@ -318,6 +332,45 @@ impl McpServer {
         } else {
             result
         })
+    }
+
+    /// `tools/list`, the hot path: each tool's listing was serialised once at
+    /// registration and is written into the response as it is, never re-parsed.
+    async fn tools_list(
+        &self,
+        id: &Value,
+        params: Option<&Value>,
+        era: Era,
+        exchange: &Exchange<'_>,
+    ) -> Reply {
+        let presence = self.presence(exchange.caller).await;
+        let visible = |spec: &ToolSpec| (exchange.visible)(spec) && gate(spec, presence);
+        let page = match cursor(params.and_then(Value::as_object))
+            .and_then(|c| self.tools.page(c, &visible))
+        {
+            Ok(page) => page,
+            Err(error) => return error_reply(id, &error, era),
+        };
+        let mut result = Map::new();
+        if let Some(next) = &page.next_cursor {
+            result.insert("nextCursor".into(), next.clone().into());
+        }
+        let result = self.shape(result, "tools/list", era);
+        let envelope = jsonrpc::Envelope {
+            jsonrpc: "2.0",
+            id,
+            result: WithTools {
+                tools: &page.tools,
+                rest: &result,
+            },
+        };
+        match serde_json::to_vec(&envelope) {
+            Ok(body) => Reply::Raw {
+                status: StatusCode::OK,
+                body: body.into(),
+            },
+            Err(_) => error_reply(id, &McpError::Internal, era),
+        }
     }
 
     /// What data the caller holds: one store round trip, and only for a resolved

@@ -84,6 +84,14 @@ fn reject(id: Value, why: &str) -> Rejected {
     }
 }
 
+/// A response envelope for results serialised straight to bytes.
+#[derive(serde::Serialize)]
+pub struct Envelope<'a, R: serde::Serialize> {
+    pub jsonrpc: &'static str,
+    pub id: &'a Value,
+    pub result: R,
+}
+
 pub fn result(id: &Value, result: Map<String, Value>) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "result": result })
 }

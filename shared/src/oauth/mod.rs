@@ -299,11 +299,11 @@ impl OAuthApi {
 
     /// C1: the same bytes at every authorization-server metadata path.
     pub fn server_metadata(&self) -> Response<Bytes> {
-        json_bytes(self.server_metadata.clone())
+        web::json_bytes(StatusCode::OK, self.server_metadata.clone())
     }
 
     pub fn resource_metadata(&self) -> Response<Bytes> {
-        json_bytes(self.resource_metadata.clone())
+        web::json_bytes(StatusCode::OK, self.resource_metadata.clone())
     }
 
     /// Open dynamic client registration (RFC 7591) with validated redirect URIs.
@@ -1116,14 +1116,6 @@ fn wrong_target() -> Response<Bytes> {
         "invalid_target",
         "resource must be this server's MCP endpoint",
     )
-}
-
-fn json_bytes(bytes: Bytes) -> Response<Bytes> {
-    let mut response = Response::new(bytes);
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
 }
 
 fn token_response(body: Value) -> Response<Bytes> {
