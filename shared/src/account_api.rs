@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::clock::Clock;
 use crate::http as web;
-use crate::identity::{Jwts, MIN_PASSWORD, McpUrls, hash_password, random_secret, verify_password};
+use crate::identity::{Jwts, MIN_PASSWORD, McpUrls, authenticate, hash_password, random_secret};
 use crate::store::{Account, Created, Store, StoreError};
 use crate::tools::Caller;
 
@@ -150,24 +150,10 @@ impl AccountApi {
         let Some(email) = normalise_email(&request.email) else {
             return wrong();
         };
-        let account = match self.store.account_by_email(&email).await {
-            Ok(account) => account,
-            Err(error) => return unavailable(error),
-        };
-        // Verify even when the account does not exist, so timing does not reveal which e-mails have accounts.
-        let hash = match &account {
-            Some(account) => account.password_hash.clone(),
-            None => DUMMY_HASH
-                .get_or_init(|| hash_password(&random_secret(16)))
-                .clone(),
-        };
-        let password = request.password;
-        let verified = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
-            .await
-            .unwrap_or(false);
-        match account {
-            Some(account) if verified => self.token_response(StatusCode::OK, &account.user_id),
-            _ => wrong(),
+        match authenticate(self.store.as_ref(), &email, &request.password).await {
+            Ok(Some(user_id)) => self.token_response(StatusCode::OK, &user_id),
+            Ok(None) => wrong(),
+            Err(error) => unavailable(error),
         }
     }
 
@@ -270,6 +256,3 @@ impl AccountApi {
         }
     }
 }
-
-/// An Argon2id hash of a random string, verified against when the e-mail is unknown.
-static DUMMY_HASH: std::sync::OnceLock<String> = std::sync::OnceLock::new();

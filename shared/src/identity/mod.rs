@@ -10,6 +10,7 @@ mod login;
 mod password;
 mod seal;
 mod secret;
+mod sign_in;
 mod urls;
 
 pub use jwt::{Claims, Grant, JwtError, Jwts};
@@ -18,4 +19,5 @@ pub use login::{LOGIN_STATE_SECS, LoginPrompts};
 pub use password::{MIN_PASSWORD, hash_password, verify_password};
 pub use seal::Sealer;
 pub use secret::{random_secret, secret_hash};
+pub use sign_in::authenticate;
 pub use urls::{McpUrls, PERSONAL_URL_SECS, TEMPORARY_URL_SECS};

@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 
 use crate::clock::Clock;
 use crate::http as web;
-use crate::identity::{Grant, Jwts, Sealer, random_secret, secret_hash, verify_password};
+use crate::identity::{Grant, Jwts, Sealer, authenticate, random_secret, secret_hash};
 use crate::remote::GuardedHttp;
 use crate::store::{AuthCode, OAuthClient, RefreshRecord, RefreshUse, Store, StoreError};
 
@@ -612,23 +612,32 @@ impl OAuthApi {
             Ok(auth) => auth,
             Err(response) => return response,
         };
+        self.consent_page(request, action, &params, &auth, None)
+    }
+
+    /// The sign-in and consent form for a validated authorization request.
+    fn consent_page(
+        &self,
+        request: &Request<Bytes>,
+        action: &str,
+        params: &Form,
+        auth: &AuthorizeRequest,
+        error: Option<&str>,
+    ) -> Response<Bytes> {
         let name = auth
             .client
             .client_name
-            .clone()
-            .unwrap_or_else(|| auth.client.client_id.clone());
-        self.form_page(
-            request,
-            SignInForm {
-                action,
-                name: Some(&name),
-                scope: &auth.scope,
-                fields: &Self::carried(&params),
-                binding: &Self::binding(&auth),
-                redirect_uri: Some(&auth.redirect_uri),
-            },
-            None,
-        )
+            .as_deref()
+            .unwrap_or(&auth.client.client_id);
+        let form = SignInForm {
+            action,
+            name: Some(name),
+            scope: &auth.scope,
+            fields: &Self::carried(params),
+            binding: &Self::binding(auth),
+            redirect_uri: Some(&auth.redirect_uri),
+        };
+        self.form_page(request, form, error)
     }
 
     /// `POST /oauth/authorize`: check the form, the credentials and the decision, then
@@ -663,21 +672,11 @@ impl OAuthApi {
         let user_id = match self.check_credentials(&params).await {
             Ok(Some(user_id)) => user_id,
             Ok(None) => {
-                let name = auth
-                    .client
-                    .client_name
-                    .clone()
-                    .unwrap_or_else(|| auth.client.client_id.clone());
-                return self.form_page(
+                return self.consent_page(
                     request,
-                    SignInForm {
-                        action,
-                        name: Some(&name),
-                        scope: &auth.scope,
-                        fields: &Self::carried(&params),
-                        binding: &Self::binding(&auth),
-                        redirect_uri: Some(&auth.redirect_uri),
-                    },
+                    action,
+                    &params,
+                    &auth,
                     Some("Wrong e-mail or password."),
                 );
             }
@@ -701,20 +700,12 @@ impl OAuthApi {
     }
 
     async fn check_credentials(&self, params: &Form) -> Result<Option<String>, StoreError> {
-        let (Some(email), Some(password)) = (field(params, "email"), field(params, "password"))
-        else {
-            return Ok(None);
-        };
-        let email = email.trim().to_lowercase();
-        let Some(account) = self.store.account_by_email(&email).await? else {
-            return Ok(None);
-        };
-        let password = password.to_string();
-        let hash = account.password_hash.clone();
-        let ok = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
-            .await
-            .unwrap_or(false);
-        Ok(ok.then_some(account.user_id))
+        match (field(params, "email"), field(params, "password")) {
+            (Some(email), Some(password)) => {
+                authenticate(self.store.as_ref(), email, password).await
+            }
+            _ => Ok(None),
+        }
     }
 
     /// The client making a token request: authenticated when confidential.

@@ -284,7 +284,7 @@ impl reqwest::dns::Resolve for NoResolution {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::config::Runtime;
     use crate::remote::guard::{GuardPolicy, Resolver};
@@ -330,14 +330,16 @@ mod tests {
     }
 
     /// A one-answer HTTP server on 127.0.0.1; it records each request head and body.
-    struct Server {
-        addr: SocketAddr,
+    pub(in crate::remote) struct Server {
+        pub(in crate::remote) addr: SocketAddr,
         connections: Arc<AtomicUsize>,
         requests: Arc<Mutex<Vec<String>>>,
     }
 
     /// `answer: None` accepts and then never answers.
-    async fn serve(answer: Option<Vec<u8>>) -> Server {
+    /// A TCP server on 127.0.0.1 that reads one request (head and body) per connection
+    /// and writes `answer`; `None` never answers. Shared with the MCP client's tests.
+    pub(in crate::remote) async fn serve(answer: Option<Vec<u8>>) -> Server {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let connections = Arc::new(AtomicUsize::new(0));

@@ -8,8 +8,6 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
 const SECRET: &str = "s3cr3t-t0ken";
 
@@ -28,51 +26,9 @@ fn auth() -> HeaderMap {
     headers
 }
 
-/// A TCP server on 127.0.0.1 that reads one request head (and body) per connection and
-/// writes `answer`; `None` never answers.
+/// The loopback responder of the guarded client's tests.
 async fn respond(answer: Option<Vec<u8>>) -> SocketAddr {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut stream, _)) = listener.accept().await else {
-                return;
-            };
-            let answer = answer.clone();
-            tokio::spawn(async move {
-                let mut request = Vec::new();
-                let mut buf = [0u8; 4096];
-                loop {
-                    let text = String::from_utf8_lossy(&request).to_string();
-                    if let Some(end) = text.find("\r\n\r\n") {
-                        let length = text
-                            .lines()
-                            .find_map(|line| {
-                                let (name, value) = line.split_once(':')?;
-                                name.eq_ignore_ascii_case("content-length")
-                                    .then(|| value.trim().parse::<usize>().ok())?
-                            })
-                            .unwrap_or(0);
-                        if request.len() >= end + 4 + length {
-                            break;
-                        }
-                    }
-                    match stream.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => request.extend_from_slice(&buf[..n]),
-                    }
-                }
-                match answer {
-                    Some(answer) => {
-                        let _ = stream.write_all(&answer).await;
-                        let _ = stream.shutdown().await;
-                    }
-                    None => tokio::time::sleep(Duration::from_secs(60)).await,
-                }
-            });
-        }
-    });
-    addr
+    crate::remote::client::tests::serve(answer).await.addr
 }
 
 fn assert_no_secret(err: &RemoteError) {
