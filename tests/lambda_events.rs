@@ -19,6 +19,7 @@ fn expected_status(name: &str) -> u16 {
         // Without keys no bearer token verifies, and accounts and OAuth are switched off
         // (browsers' preflights still pass).
         "personal-post" | "personal-delete" | "oauth-shares-post" | "oauth-shares-delete" => 401,
+        n if n.starts_with("personal-user-mcp") || n.starts_with("personal-mcp-server") => 401,
         n if n.starts_with("data-") => 401,
         "oauth-check-state" => 404,
         n if n.starts_with("oauth-") && n.ends_with("-options") => 200,

@@ -453,6 +453,7 @@ fn expected_as_written(name: &str) -> u16 {
         "mcp-secret-post-tools-list" => 404,
         // SAMPLE_TOKEN is not a token of this deployment.
         "personal-post" | "personal-delete" | "oauth-shares-post" | "oauth-shares-delete" => 401,
+        n if n.starts_with("personal-user-mcp") || n.starts_with("personal-mcp-server") => 401,
         n if n.starts_with("data-") => 401,
         "oauth-signin" => 401,
         "oauth-signup" | "oauth-register" => 201,

@@ -101,7 +101,11 @@ fn expected_routes() -> BTreeMap<RouteKey, String> {
         .iter()
         .map(|(method, path, group)| {
             let parsed: http::Method = method.parse().expect("an HTTP method");
-            let sample = |p: &str| p.replace("{secret}", "s3cr3t").replace("{state}", "st4te");
+            let sample = |p: &str| {
+                p.replace("{secret}", "s3cr3t")
+                    .replace("{state}", "st4te")
+                    .replace("{name}", "shop")
+            };
             let serves = |candidate: &str| {
                 let sample = sample(candidate);
                 let found = route(&parsed, &sample, "/pre");

@@ -18,6 +18,7 @@ use crate::account_api::{AccountApi, refused};
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
 use crate::data_api::DataApi;
+use crate::external::ExternalServers;
 use crate::http::{self as web, OriginPolicy, Route, RouteGroup};
 use crate::identity::{Jwts, Keys, LoginPrompts, McpUrls, Sealer};
 use crate::mcp::{Declaration, Exchange, McpServer, Reply};
@@ -26,7 +27,7 @@ use crate::prompts::Prompts;
 use crate::remote::{AddressGuard, GuardPolicy, GuardedHttp};
 use crate::resources::Resources;
 use crate::store::{LoginStatus, Store};
-use crate::tools::{self, AgentPolicy, Caller, Registry, ToolSpec};
+use crate::tools::{self, AgentPolicy, Caller, Registry};
 
 /// JWT issuer and audience until OAuth (issue 5) binds the audience to the resource.
 pub const TOKEN_ISSUER: &str = "mirobody";
@@ -48,6 +49,7 @@ struct Signed {
     urls: Arc<McpUrls>,
     accounts: AccountApi,
     oauth: OAuthApi,
+    external: Arc<ExternalServers>,
 }
 
 pub struct App {
@@ -110,12 +112,19 @@ impl App {
                 form_key,
             };
             let oauth = OAuthApi::new(services, origin.clone(), resource.clone());
+            let external = Arc::new(ExternalServers::new(
+                store.clone(),
+                sealer.clone(),
+                http.clone(),
+                clock.clone(),
+            ));
             Signed {
                 jwts,
                 sealer,
                 urls,
                 accounts,
                 oauth,
+                external,
             }
         });
         Ok(App {
@@ -131,6 +140,7 @@ impl App {
                     origin: origin.clone(),
                 },
                 clock: clock.clone(),
+                external: signed.as_ref().map(|s| s.external.clone()),
             },
             data: DataApi {
                 store: store.clone(),
@@ -295,7 +305,16 @@ impl App {
             | Route::PersonalUrl
             | Route::PersonalUrlRevoke
             | Route::ShareGrant
-            | Route::ShareRevoke => {
+            | Route::ShareRevoke
+            | Route::ExternalTable
+            | Route::ExternalSet
+            | Route::ExternalRemove
+            | Route::ExternalList
+            | Route::ExternalCreate
+            | Route::ExternalGet { .. }
+            | Route::ExternalPatch { .. }
+            | Route::ExternalDelete { .. }
+            | Route::ExternalProbe { .. } => {
                 let (caller, signed) = match (self.bearer(request), &self.signed) {
                     (Bearer::User(caller), Some(signed)) => (caller, signed),
                     _ => return self.unauthorized(),
@@ -308,7 +327,19 @@ impl App {
                     Route::PersonalUrl => signed.accounts.personal_url(&caller, body).await,
                     Route::PersonalUrlRevoke => signed.accounts.revoke_personal_url(&caller).await,
                     Route::ShareGrant => signed.accounts.share(&caller, body).await,
-                    _ => signed.accounts.unshare(&caller, body).await,
+                    Route::ShareRevoke => signed.accounts.unshare(&caller, body).await,
+                    Route::ExternalTable => signed.external.seed_table(&caller).await,
+                    Route::ExternalSet => signed.external.seed_set(&caller, body).await,
+                    Route::ExternalRemove => signed.external.seed_delete(&caller, body).await,
+                    Route::ExternalList => signed.external.list(&caller).await,
+                    Route::ExternalCreate => signed.external.create(&caller, body).await,
+                    Route::ExternalGet { name } => signed.external.get(&caller, name).await,
+                    Route::ExternalPatch { name } => {
+                        signed.external.patch(&caller, name, body).await
+                    }
+                    Route::ExternalDelete { name } => signed.external.delete(&caller, name).await,
+                    Route::ExternalProbe { name } => signed.external.reprobe(&caller, name).await,
+                    _ => unreachable!("the outer match admits only these routes"),
                 }
             }
             Route::MethodNotAllowed(allow) => {
@@ -392,7 +423,7 @@ impl App {
         }
         let server_url = self.server_url(request);
         let agent = caller.as_ref().and_then(|c| c.agent.as_deref());
-        let visible = |spec: &ToolSpec| self.agents.allows(agent, spec.name);
+        let visible = |name: &str| self.agents.allows(agent, name);
         let exchange = Exchange {
             headers: request.headers(),
             body: request.body(),

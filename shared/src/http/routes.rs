@@ -41,6 +41,30 @@ pub enum Route<'p> {
     PersonalUrlRevoke,
     /// `OPTIONS {prefix}/personal/mcp`: browser preflight, served by the personal group.
     PersonalOptions,
+    /// `GET`/`POST /api/user/mcp`: the caller's external MCP servers as the seed's table (D1).
+    ExternalTable,
+    /// `POST /api/user/mcp/set`: add or replace one entry.
+    ExternalSet,
+    /// `POST /api/user/mcp/delete`: remove one entry.
+    ExternalRemove,
+    /// `GET /api/user/mcp-servers`.
+    ExternalList,
+    /// `POST /api/user/mcp-servers`: register (probe first, D4).
+    ExternalCreate,
+    /// `GET`/`PATCH`/`DELETE /api/user/mcp-servers/{name}`.
+    ExternalGet {
+        name: &'p str,
+    },
+    ExternalPatch {
+        name: &'p str,
+    },
+    ExternalDelete {
+        name: &'p str,
+    },
+    /// `POST /api/user/mcp-servers/{name}/probe`: probe again.
+    ExternalProbe {
+        name: &'p str,
+    },
     /// `POST /auth/signup`, `POST /auth/signin`.
     SignUp,
     SignIn,
@@ -91,6 +115,15 @@ impl Route<'_> {
             Route::PersonalUrl => "POST /personal/mcp",
             Route::PersonalUrlRevoke => "DELETE /personal/mcp",
             Route::PersonalOptions => "OPTIONS /personal/mcp",
+            Route::ExternalTable => "GET|POST /api/user/mcp",
+            Route::ExternalSet => "POST /api/user/mcp/set",
+            Route::ExternalRemove => "POST /api/user/mcp/delete",
+            Route::ExternalList => "GET /api/user/mcp-servers",
+            Route::ExternalCreate => "POST /api/user/mcp-servers",
+            Route::ExternalGet { .. } => "GET /api/user/mcp-servers/{name}",
+            Route::ExternalPatch { .. } => "PATCH /api/user/mcp-servers/{name}",
+            Route::ExternalDelete { .. } => "DELETE /api/user/mcp-servers/{name}",
+            Route::ExternalProbe { .. } => "POST /api/user/mcp-servers/{name}/probe",
             Route::SignUp => "POST /auth/signup",
             Route::SignIn => "POST /auth/signin",
             Route::ShareGrant => "POST /api/shares",
@@ -119,9 +152,18 @@ impl Route<'_> {
             Route::DataHealth | Route::DataGenotype | Route::DataSummary | Route::DataDelete => {
                 Some(RouteGroup::Data)
             }
-            Route::PersonalUrl | Route::PersonalUrlRevoke | Route::PersonalOptions => {
-                Some(RouteGroup::Personal)
-            }
+            Route::PersonalUrl
+            | Route::PersonalUrlRevoke
+            | Route::PersonalOptions
+            | Route::ExternalTable
+            | Route::ExternalSet
+            | Route::ExternalRemove
+            | Route::ExternalList
+            | Route::ExternalCreate
+            | Route::ExternalGet { .. }
+            | Route::ExternalPatch { .. }
+            | Route::ExternalDelete { .. }
+            | Route::ExternalProbe { .. } => Some(RouteGroup::Personal),
             Route::SignUp
             | Route::SignIn
             | Route::ShareGrant
@@ -163,6 +205,28 @@ pub const ROUTE_TABLE: &[(&str, &str, RouteGroup)] = &[
     ("POST", "/personal/mcp", RouteGroup::Personal),
     ("DELETE", "/personal/mcp", RouteGroup::Personal),
     ("OPTIONS", "/personal/mcp", RouteGroup::Personal),
+    ("GET", "/api/user/mcp", RouteGroup::Personal),
+    ("POST", "/api/user/mcp", RouteGroup::Personal),
+    ("POST", "/api/user/mcp/set", RouteGroup::Personal),
+    ("POST", "/api/user/mcp/delete", RouteGroup::Personal),
+    ("GET", "/api/user/mcp-servers", RouteGroup::Personal),
+    ("POST", "/api/user/mcp-servers", RouteGroup::Personal),
+    ("GET", "/api/user/mcp-servers/{name}", RouteGroup::Personal),
+    (
+        "PATCH",
+        "/api/user/mcp-servers/{name}",
+        RouteGroup::Personal,
+    ),
+    (
+        "DELETE",
+        "/api/user/mcp-servers/{name}",
+        RouteGroup::Personal,
+    ),
+    (
+        "POST",
+        "/api/user/mcp-servers/{name}/probe",
+        RouteGroup::Personal,
+    ),
     ("POST", "/auth/signup", RouteGroup::Oauth),
     ("POST", "/auth/signin", RouteGroup::Oauth),
     ("POST", "/api/shares", RouteGroup::Oauth),
@@ -247,7 +311,36 @@ pub fn route<'p>(method: &Method, path: &'p str, prefix: &str) -> Route<'p> {
         ("/api/shares", &Method::POST) => return Route::ShareGrant,
         ("/api/shares", &Method::DELETE) => return Route::ShareRevoke,
         ("/api/shares", _) => return Route::MethodNotAllowed("POST, DELETE"),
+        ("/api/user/mcp", &Method::GET | &Method::POST) => return Route::ExternalTable,
+        ("/api/user/mcp", _) => return Route::MethodNotAllowed("GET, POST"),
+        ("/api/user/mcp/set", &Method::POST) => return Route::ExternalSet,
+        ("/api/user/mcp/delete", &Method::POST) => return Route::ExternalRemove,
+        ("/api/user/mcp/set" | "/api/user/mcp/delete", _) => {
+            return Route::MethodNotAllowed("POST");
+        }
+        ("/api/user/mcp-servers", &Method::GET) => return Route::ExternalList,
+        ("/api/user/mcp-servers", &Method::POST) => return Route::ExternalCreate,
+        ("/api/user/mcp-servers", _) => return Route::MethodNotAllowed("GET, POST"),
         _ => {}
+    }
+    if let Some(rest) = trimmed.strip_prefix("/api/user/mcp-servers/") {
+        let (name, probe) = match rest.strip_suffix("/probe") {
+            Some(name) => (name, true),
+            None => (rest, false),
+        };
+        if name.is_empty() || name.contains('/') {
+            return Route::NotFound;
+        }
+        return match (*method == Method::POST, probe) {
+            (true, true) => Route::ExternalProbe { name },
+            (false, true) => Route::MethodNotAllowed("POST"),
+            _ => match *method {
+                Method::GET => Route::ExternalGet { name },
+                Method::PATCH => Route::ExternalPatch { name },
+                Method::DELETE => Route::ExternalDelete { name },
+                _ => Route::MethodNotAllowed("GET, PATCH, DELETE"),
+            },
+        };
     }
     match (trimmed, method) {
         (
@@ -380,7 +473,8 @@ mod tests {
             let method: Method = method.parse().unwrap();
             let path = path
                 .replace("{secret}", "s3cr3t")
-                .replace("{state}", "st4te");
+                .replace("{state}", "st4te")
+                .replace("{name}", "shop");
             assert_eq!(
                 route(&method, &path, "").group(),
                 Some(*group),

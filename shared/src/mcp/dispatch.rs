@@ -15,6 +15,7 @@ use super::era::{self, Era, META_SERVER_INFO, RequestMeta};
 use super::error::McpError;
 use super::jsonrpc::{self, Incoming};
 use crate::clock::Clock;
+use crate::external::{ExternalServers, TOOL_PREFIX};
 use crate::identity::LoginPrompts;
 use crate::prompts::{PromptOutput, PromptRequest, Prompts};
 use crate::resources::{Resources, Substitutions};
@@ -22,6 +23,21 @@ use crate::store::{DataPresence, Store};
 use crate::tools::{
     CallContext, Caller, DataKind, Notifier, Registry, ToolOutput, ToolSpec, call_result,
 };
+
+/// Where a `tools/list` result notes the caller's external servers that did not answer.
+pub const META_UNAVAILABLE_SERVERS: &str = "io.mirobody/unavailableServers";
+
+/// The `name` of a pre-serialised tool listing.
+fn external_name(listing: &serde_json::value::RawValue) -> Option<&str> {
+    #[derive(serde::Deserialize)]
+    struct Named<'a> {
+        #[serde(borrow)]
+        name: &'a str,
+    }
+    serde_json::from_str::<Named>(listing.get())
+        .ok()
+        .map(|n| n.name)
+}
 
 /// How long clients may cache list and discovery results.
 pub const CACHE_TTL_MS: u64 = 300_000;
@@ -37,6 +53,8 @@ pub struct McpServer {
     /// What an anonymous call to a tool that needs a user gets (A7 step 3).
     pub login: LoginPrompts,
     pub clock: Arc<dyn Clock>,
+    /// The caller's own external MCP servers (D8); `None` without keys.
+    pub external: Option<Arc<ExternalServers>>,
 }
 
 /// One request as the transport hands it over.
@@ -45,8 +63,8 @@ pub struct Exchange<'a> {
     pub body: &'a [u8],
     /// The resolved caller, when there is one.
     pub caller: Option<&'a Caller>,
-    /// Which tools this request may see and call (agent scoping, data gating).
-    pub visible: &'a (dyn Fn(&ToolSpec) -> bool + Sync),
+    /// Which tools, by name, this request may see and call (agent scoping).
+    pub visible: &'a (dyn Fn(&str) -> bool + Sync),
     /// The public origin for resource substitution (A9).
     pub server_url: &'a str,
 }
@@ -278,11 +296,20 @@ impl McpServer {
         let params =
             params.ok_or_else(|| McpError::InvalidParams("tools/call needs params".into()))?;
         let name = required_str(Some(params), "name")?;
+        if let (Some(external), Some(caller)) = (&self.external, exchange.caller)
+            && name.starts_with(TOOL_PREFIX)
+        {
+            if !(exchange.visible)(name) {
+                return Err(McpError::UnknownTool(name.into()));
+            }
+            let arguments = object_param(Some(params), "arguments")?;
+            return external.call(caller, name, arguments).await;
+        }
         let spec = self
             .tools
             .spec(name)
             .ok_or_else(|| McpError::UnknownTool(name.into()))?;
-        if !(exchange.visible)(spec) {
+        if !(exchange.visible)(spec.name) {
             // A tool hidden from this caller is not callable by it either.
             return Err(McpError::UnknownTool(name.into()));
         }
@@ -344,7 +371,7 @@ impl McpServer {
         exchange: &Exchange<'_>,
     ) -> Reply {
         let presence = self.presence(exchange.caller).await;
-        let visible = |spec: &ToolSpec| (exchange.visible)(spec) && gate(spec, presence);
+        let visible = |spec: &ToolSpec| (exchange.visible)(spec.name) && gate(spec, presence);
         let page = match cursor(params.and_then(Value::as_object))
             .and_then(|c| self.tools.page(c, &visible))
         {
@@ -355,12 +382,37 @@ impl McpServer {
         if let Some(next) = &page.next_cursor {
             result.insert("nextCursor".into(), next.clone().into());
         }
+        // The caller's external tools (D8) follow the built-in ones, on the last page.
+        let external = match (&self.external, exchange.caller, &page.next_cursor) {
+            (Some(external), Some(caller), None) => external.listing(caller).await,
+            _ => Default::default(),
+        };
+        if !external.unavailable.is_empty() {
+            result.insert(
+                "_meta".into(),
+                json!({ META_UNAVAILABLE_SERVERS: external.unavailable }),
+            );
+        }
+        let tools: Vec<&serde_json::value::RawValue> = page
+            .tools
+            .iter()
+            .copied()
+            .chain(
+                external
+                    .tools
+                    .iter()
+                    .map(|listing| &**listing)
+                    .filter(|listing| {
+                        external_name(listing).is_some_and(|n| (exchange.visible)(n))
+                    }),
+            )
+            .collect();
         let result = self.shape(result, "tools/list", era);
         let envelope = jsonrpc::Envelope {
             jsonrpc: "2.0",
             id,
             result: WithTools {
-                tools: &page.tools,
+                tools: &tools,
                 rest: &result,
             },
         };

@@ -99,12 +99,22 @@ pub fn pinned_client(
     checked: &CheckedUrl,
     timeout: Duration,
 ) -> Result<reqwest::Client, HttpError> {
+    build_pinned(checked, timeout, 0)
+}
+
+/// The pinned client; `idle` connections are kept for reuse by this client only, which
+/// never talks to anything but `checked`'s addresses.
+fn build_pinned(
+    checked: &CheckedUrl,
+    timeout: Duration,
+    idle: usize,
+) -> Result<reqwest::Client, HttpError> {
     let mut builder = reqwest::Client::builder()
         .tls_backend_preconfigured(tls_config()?)
         .https_only(checked.url().scheme() == "https")
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
-        .pool_max_idle_per_host(0)
+        .pool_max_idle_per_host(idle)
         .dns_resolver(Arc::new(NoResolution))
         .connect_timeout(timeout.min(CONNECT_TIMEOUT))
         .timeout(timeout)
@@ -176,23 +186,77 @@ impl GuardedHttp {
         max_bytes: usize,
     ) -> Result<RemoteResponse, HttpError> {
         let exchange = async {
-            let checked = self.guard.check(url).await?;
-            let client = pinned_client(&checked, timeout)?;
+            let endpoint = self.endpoint(url, timeout).await?;
+            endpoint.post_json(headers, body, max_bytes).await
+        };
+        tokio::time::timeout(timeout, exchange)
+            .await
+            .unwrap_or(Err(HttpError::Timeout))
+    }
+}
+
+/// One checked URL and a client pinned to its addresses, for a short exchange of
+/// several requests (one MCP connection): the guard ran once, when it was made (D9:
+/// each connection re-validates), and the kept-alive connection goes nowhere else.
+#[derive(Clone)]
+pub struct PinnedEndpoint {
+    checked: CheckedUrl,
+    client: reqwest::Client,
+    timeout: Duration,
+}
+
+impl fmt::Debug for PinnedEndpoint {
+    // The URL may carry a secret in its path or query.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PinnedEndpoint").finish_non_exhaustive()
+    }
+}
+
+impl GuardedHttp {
+    /// Checks `url` and builds a client pinned to it; `timeout` bounds the check and
+    /// then each request on the endpoint.
+    pub async fn endpoint(
+        &self,
+        url: &str,
+        timeout: Duration,
+    ) -> Result<PinnedEndpoint, HttpError> {
+        let checked = tokio::time::timeout(timeout, self.guard.check(url))
+            .await
+            .map_err(|_| HttpError::Timeout)??;
+        let client = build_pinned(&checked, timeout, 1)?;
+        Ok(PinnedEndpoint {
+            checked,
+            client,
+            timeout,
+        })
+    }
+}
+
+impl PinnedEndpoint {
+    /// POSTs `body` as JSON, like [`GuardedHttp::post_json`], to the checked URL.
+    pub async fn post_json(
+        &self,
+        headers: &HeaderMap,
+        body: &serde_json::Value,
+        max_bytes: usize,
+    ) -> Result<RemoteResponse, HttpError> {
+        let exchange = async {
             let mut headers = headers.clone();
             headers
                 .entry(header::CONTENT_TYPE)
                 .or_insert(HeaderValue::from_static("application/json"));
             let body = serde_json::to_vec(body).map_err(|err| HttpError::Setup(err.to_string()))?;
-            let response = client
-                .post(checked.url().clone())
+            let response = self
+                .client
+                .post(self.checked.url().clone())
                 .headers(headers)
                 .body(body)
                 .send()
                 .await
                 .map_err(HttpError::from_reqwest)?;
-            finish(&checked, response, max_bytes).await
+            finish(&self.checked, response, max_bytes).await
         };
-        tokio::time::timeout(timeout, exchange)
+        tokio::time::timeout(self.timeout, exchange)
             .await
             .unwrap_or(Err(HttpError::Timeout))
     }

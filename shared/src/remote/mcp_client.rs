@@ -1,10 +1,18 @@
-//! A minimal MCP client (Streamable HTTP, legacy handshake) on top of [`GuardedHttp`].
+//! A minimal MCP client (Streamable HTTP) on top of the guarded, pinned HTTP client.
 //!
-//! Owns the JSON-RPC exchange with one remote MCP server: `initialize` plus
-//! `notifications/initialized`, the session id the server hands out, answers sent as a
-//! plain JSON body or as a `text/event-stream` body, `tools/list` with pagination and
-//! `tools/call`. Every request goes through [`GuardedHttp::post_json`], so the address
-//! guard, pinning, the no-redirect rule, the timeout and the size bound all apply.
+//! Owns the JSON-RPC exchange with one remote MCP server in either dialect:
+//! - 2026-07-28 ([`Dialect::Stateless`]): every request stands alone, with its version,
+//!   client info and capabilities in `_meta` and the `MCP-Protocol-Version`, `Mcp-Method`,
+//!   `Mcp-Name` and `Mcp-Param-*` (`x-mcp-header`) headers; `server/discover` tells the
+//!   era apart (the spec's backward-compatibility probe);
+//! - 2025-03-26 to 2025-11-25 ([`Dialect::Handshake`]): `initialize` plus
+//!   `notifications/initialized` and the session id the server hands out.
+//!
+//! Answers may be a plain JSON body or a `text/event-stream` body. `tools/list` follows
+//! cursors; `tools/call` returns the remote's result. One connection checks the URL once
+//! ([`GuardedHttp::endpoint`]) and sends every request through that pinned endpoint, so
+//! the address guard, pinning, the no-redirect rule, the timeout and the size bound all
+//! apply.
 //!
 //! Does not know about accounts, stored servers or tool name mangling (D8); those sit on
 //! top. Error messages never contain the URL, the auth headers or any credential.
@@ -13,15 +21,19 @@ use std::fmt;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
+use base64::Engine;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use serde_json::{Map, Value, json};
 
-use super::client::{DEFAULT_MAX_BYTES, GuardedHttp, HttpError, RemoteResponse};
+use super::client::{DEFAULT_MAX_BYTES, GuardedHttp, HttpError, PinnedEndpoint, RemoteResponse};
 
-/// The protocol version this client asks for.
+/// The version this client asks for on the handshake.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
 
-/// The versions this client accepts from a server (all share the legacy handshake).
+/// The stateless version this client speaks.
+pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
+
+/// The handshake versions this client accepts from a server.
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &["2025-03-26", "2025-06-18", "2025-11-25"];
 
 /// At most this many `tools/list` pages are read.
@@ -30,9 +42,23 @@ pub const MAX_TOOL_PAGES: usize = 10;
 /// At most this many tools are kept (D6).
 pub const MAX_TOOLS: usize = 256;
 
+/// The JSON-RPC code of `UnsupportedProtocolVersionError` (2026-07-28).
+const UNSUPPORTED_VERSION: i64 = -32022;
+
 const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
+const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
+const NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
 const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
+
+/// Which generation of Streamable HTTP a server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// 2026-07-28: no handshake, no session; every request carries its version.
+    Stateless,
+    /// 2025-03-26 to 2025-11-25: `initialize` first, then the session id, if any.
+    Handshake,
+}
 
 /// Why talking to a remote MCP server failed. Messages never contain the URL, a header
 /// or a credential.
@@ -78,12 +104,11 @@ pub struct RemoteTool {
     pub input_schema: Value,
 }
 
-/// An initialized connection to one remote MCP server.
+/// An open connection to one remote MCP server.
 pub struct McpConnection {
-    http: GuardedHttp,
-    url: String,
+    endpoint: PinnedEndpoint,
     auth: HeaderMap,
-    timeout: Duration,
+    dialect: Dialect,
     session_id: Option<HeaderValue>,
     protocol_version: String,
     server_name: Option<String>,
@@ -94,6 +119,7 @@ impl fmt::Debug for McpConnection {
     // No URL, auth headers or session id: any of them may be a credential.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("McpConnection")
+            .field("dialect", &self.dialect)
             .field("protocol_version", &self.protocol_version)
             .field("server_name", &self.server_name)
             .field("has_session", &self.session_id.is_some())
@@ -101,31 +127,144 @@ impl fmt::Debug for McpConnection {
     }
 }
 
+/// How one attempt at a dialect ended when it did not connect.
+enum Attempt {
+    /// The server does not speak this dialect: try the other one.
+    OtherDialect(RemoteError),
+    /// Trying the other dialect cannot help (unreachable, refused, timed out…).
+    Failed(RemoteError),
+}
+
+impl From<RemoteError> for Attempt {
+    fn from(err: RemoteError) -> Self {
+        match err {
+            RemoteError::Http(_) => Attempt::Failed(err),
+            other => Attempt::OtherDialect(other),
+        }
+    }
+}
+
 impl McpConnection {
-    /// Connects to `url`: `initialize`, then `notifications/initialized`. `auth` is sent
+    /// Connects to `url`: the URL is checked once, then `prefer`'s dialect is tried
+    /// first (2026-07-28 when `None`, as the spec's compatibility probe does) and the
+    /// other one only when the server plainly does not speak the first. `auth` is sent
     /// on every request; `timeout` bounds each request.
     pub async fn connect(
         http: &GuardedHttp,
         url: &str,
         auth: &HeaderMap,
         timeout: Duration,
+        prefer: Option<Dialect>,
     ) -> Result<McpConnection, RemoteError> {
-        let mut connection = McpConnection {
-            http: http.clone(),
-            url: url.to_string(),
+        let endpoint = http.endpoint(url, timeout).await?;
+        let connection = McpConnection {
+            endpoint,
             auth: auth.clone(),
-            timeout,
+            dialect: prefer.unwrap_or(Dialect::Stateless),
             session_id: None,
-            protocol_version: PROTOCOL_VERSION.to_string(),
+            protocol_version: MODERN_PROTOCOL_VERSION.to_string(),
             server_name: None,
             next_id: AtomicI64::new(1),
         };
+        let first = connection.dialect;
+        let second = match first {
+            Dialect::Stateless => Dialect::Handshake,
+            Dialect::Handshake => Dialect::Stateless,
+        };
+        let connection = match connection.open(first).await {
+            Ok(connection) => return Ok(connection),
+            Err((_, Attempt::Failed(err))) => return Err(err),
+            Err((connection, Attempt::OtherDialect(_))) => connection,
+        };
+        connection
+            .open(second)
+            .await
+            .map_err(|(_, attempt)| match attempt {
+                Attempt::Failed(err) | Attempt::OtherDialect(err) => err,
+            })
+    }
+
+    async fn open(mut self, dialect: Dialect) -> Result<McpConnection, (McpConnection, Attempt)> {
+        self.dialect = dialect;
+        self.session_id = None;
+        self.next_id = AtomicI64::new(1);
+        let outcome = match dialect {
+            Dialect::Stateless => self.discover().await,
+            Dialect::Handshake => self.handshake().await,
+        };
+        match outcome {
+            Ok(()) => Ok(self),
+            Err(attempt) => Err((self, attempt)),
+        }
+    }
+
+    /// 2026-07-28: `server/discover`. A modern refusal of our version ends here; any
+    /// other refusal means a server of the handshake era.
+    async fn discover(&mut self) -> Result<(), Attempt> {
+        self.protocol_version = MODERN_PROTOCOL_VERSION.to_string();
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = self.request_body(id, "server/discover", json!({}));
+        let response = self.post(&body, "server/discover", None).await?;
+        if matches!(
+            response.status,
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
+        ) {
+            return Err(Attempt::Failed(status_error(
+                "server/discover",
+                response.status,
+            )));
+        }
+        let message = find_response(&response, id).map_err(Attempt::OtherDialect)?;
+        if let Some(error) = message.get("error")
+            && error.get("code").and_then(Value::as_i64) == Some(UNSUPPORTED_VERSION)
+        {
+            let supported = error
+                .get("data")
+                .and_then(|data| data.get("supported"))
+                .map(|list| truncate(&list.to_string(), 120))
+                .unwrap_or_else(|| "(not said)".into());
+            return Err(Attempt::Failed(protocol(format!(
+                "the server does not speak MCP {MODERN_PROTOCOL_VERSION} (it supports {supported})"
+            ))));
+        }
+        if response.status != StatusCode::OK {
+            return Err(Attempt::OtherDialect(status_error(
+                "server/discover",
+                response.status,
+            )));
+        }
+        let result = into_result(message)?;
+        let speaks_modern = result
+            .get("supportedVersions")
+            .and_then(Value::as_array)
+            .is_some_and(|versions| {
+                versions
+                    .iter()
+                    .any(|v| v.as_str() == Some(MODERN_PROTOCOL_VERSION))
+            });
+        if !speaks_modern {
+            return Err(Attempt::OtherDialect(protocol(
+                "server/discover did not list 2026-07-28",
+            )));
+        }
+        self.server_name = result
+            .get("_meta")
+            .and_then(|meta| meta.get("io.modelcontextprotocol/serverInfo"))
+            .or_else(|| result.get("serverInfo"))
+            .and_then(|info| info.get("name"))
+            .and_then(Value::as_str)
+            .map(|name| truncate(name, 128));
+        Ok(())
+    }
+
+    /// 2025-era: `initialize`, then `notifications/initialized`.
+    async fn handshake(&mut self) -> Result<(), Attempt> {
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
             "capabilities": {},
-            "clientInfo": {"name": "mirobody", "version": env!("CARGO_PKG_VERSION")},
+            "clientInfo": client_info(),
         });
-        let (result, headers) = connection.exchange("initialize", params, false).await?;
+        let (result, headers) = self.exchange("initialize", params, None).await?;
         let result = result
             .as_object()
             .ok_or_else(|| protocol("initialize result is not an object"))?;
@@ -134,13 +273,13 @@ impl McpConnection {
             .and_then(Value::as_str)
             .ok_or_else(|| protocol("initialize result has no protocolVersion"))?;
         if !SUPPORTED_PROTOCOL_VERSIONS.contains(&version) {
-            return Err(protocol(format!(
+            return Err(Attempt::Failed(protocol(format!(
                 "unsupported protocol version {:?}",
                 truncate(version, 40)
-            )));
+            ))));
         }
-        connection.protocol_version = version.to_string();
-        connection.server_name = result
+        self.protocol_version = version.to_string();
+        self.server_name = result
             .get("serverInfo")
             .and_then(|info| info.get("name"))
             .and_then(Value::as_str)
@@ -152,12 +291,14 @@ impl McpConnection {
                 .iter()
                 .all(|byte| (0x21..=0x7e).contains(byte));
             if !valid || session.is_empty() {
-                return Err(protocol("invalid Mcp-Session-Id header"));
+                return Err(Attempt::Failed(protocol("invalid Mcp-Session-Id header")));
             }
-            connection.session_id = Some(session.clone());
+            self.session_id = Some(session.clone());
         }
-        connection.notify("notifications/initialized").await?;
-        Ok(connection)
+        self.notify("notifications/initialized")
+            .await
+            .map_err(Attempt::Failed)?;
+        Ok(())
     }
 
     /// The server's self-reported name (`serverInfo.name`), if it gave one.
@@ -165,9 +306,14 @@ impl McpConnection {
         self.server_name.as_deref()
     }
 
-    /// The negotiated protocol version.
+    /// The protocol version in use.
     pub fn protocol_version(&self) -> &str {
         &self.protocol_version
+    }
+
+    /// The dialect the server speaks.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
     }
 
     /// Whether the server handed out a session id.
@@ -176,7 +322,8 @@ impl McpConnection {
     }
 
     /// Every tool, following `nextCursor` for at most [`MAX_TOOL_PAGES`] pages and
-    /// keeping at most [`MAX_TOOLS`] tools.
+    /// keeping at most [`MAX_TOOLS`] tools. On 2026-07-28 a tool whose `x-mcp-header`
+    /// annotations are invalid is left out, as the transport spec requires.
     pub async fn list_tools(&self) -> Result<Vec<RemoteTool>, RemoteError> {
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
@@ -185,7 +332,7 @@ impl McpConnection {
                 Some(cursor) => json!({ "cursor": cursor }),
                 None => json!({}),
             };
-            let (result, _) = self.exchange("tools/list", params, true).await?;
+            let (result, _) = self.exchange("tools/list", params, None).await?;
             let page = result
                 .get("tools")
                 .and_then(Value::as_array)
@@ -194,7 +341,17 @@ impl McpConnection {
                 if tools.len() >= MAX_TOOLS {
                     return Ok(tools);
                 }
-                tools.push(parse_tool(tool)?);
+                let tool = parse_tool(tool)?;
+                if self.dialect == Dialect::Stateless
+                    && param_annotations(&tool.input_schema).is_err()
+                {
+                    tracing::warn!(
+                        tool = truncate(&tool.name, 64),
+                        "remote tool left out: invalid x-mcp-header annotation"
+                    );
+                    continue;
+                }
+                tools.push(tool);
             }
             cursor = match result.get("nextCursor") {
                 None | Some(Value::Null) => return Ok(tools),
@@ -208,45 +365,91 @@ impl McpConnection {
         Ok(tools)
     }
 
-    /// Calls `name` with `arguments`; returns the `CallToolResult` object as sent. A
+    /// Calls `tool` with `arguments`; returns the `CallToolResult` object as sent. A
     /// JSON-RPC error becomes [`RemoteError::Remote`]; a tool error (`isError: true`)
-    /// is a normal result.
+    /// is a normal result. A 2026-07-28 tool that asks for more input
+    /// (`input_required`) cannot be answered on the user's behalf: a protocol error.
     pub async fn call_tool(
         &self,
-        name: &str,
+        tool: &RemoteTool,
         arguments: Map<String, Value>,
     ) -> Result<Value, RemoteError> {
-        let params = json!({ "name": name, "arguments": arguments });
-        let (result, _) = self.exchange("tools/call", params, true).await?;
+        let mut extra = HeaderMap::new();
+        if self.dialect == Dialect::Stateless {
+            extra.insert(NAME_HEADER, header_value(&tool.name));
+            let annotations = param_annotations(&tool.input_schema).map_err(protocol)?;
+            for (path, name) in annotations {
+                if let Some(value) = lookup(&arguments, &path).and_then(param_text)
+                    && let Ok(name) = HeaderName::try_from(format!("mcp-param-{name}"))
+                {
+                    extra.insert(name, header_value(&value));
+                }
+            }
+        }
+        let params = json!({ "name": tool.name, "arguments": arguments });
+        let (result, _) = self.exchange("tools/call", params, Some(extra)).await?;
         if !result.is_object() {
             return Err(protocol("tools/call result is not an object"));
+        }
+        if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
+            return Err(protocol(
+                "the tool asked for more input, which a forwarded call cannot give",
+            ));
         }
         Ok(result)
     }
 
-    fn headers(&self, initialized: bool) -> HeaderMap {
+    fn headers(&self, method: &str, extra: Option<HeaderMap>) -> HeaderMap {
         let mut headers = self.auth.clone();
         headers.insert(header::ACCEPT, ACCEPT_BOTH);
         headers.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        if initialized {
-            if let Ok(version) = HeaderValue::from_str(&self.protocol_version) {
-                headers.insert(VERSION_HEADER, version);
-            }
-            if let Some(session) = &self.session_id {
-                headers.insert(SESSION_HEADER, session.clone());
-            }
+        let versioned = self.dialect == Dialect::Stateless || method != "initialize";
+        if versioned && let Ok(version) = HeaderValue::from_str(&self.protocol_version) {
+            headers.insert(VERSION_HEADER, version);
+        }
+        if self.dialect == Dialect::Stateless {
+            headers.insert(METHOD_HEADER, header_value(method));
+        }
+        if let Some(session) = &self.session_id {
+            headers.insert(SESSION_HEADER, session.clone());
+        }
+        if let Some(extra) = extra {
+            headers.extend(extra);
         }
         headers
     }
 
-    async fn post(&self, body: &Value, initialized: bool) -> Result<RemoteResponse, RemoteError> {
-        let headers = self.headers(initialized);
+    /// A JSON-RPC request; 2026-07-28 requests carry the version, client info and
+    /// capabilities in `params._meta`.
+    fn request_body(&self, id: i64, method: &str, mut params: Value) -> Value {
+        if self.dialect == Dialect::Stateless
+            && let Some(object) = params.as_object_mut()
+        {
+            object.insert(
+                "_meta".into(),
+                json!({
+                    "io.modelcontextprotocol/protocolVersion": MODERN_PROTOCOL_VERSION,
+                    "io.modelcontextprotocol/clientInfo": client_info(),
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                }),
+            );
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+    }
+
+    async fn post(
+        &self,
+        body: &Value,
+        method: &str,
+        extra: Option<HeaderMap>,
+    ) -> Result<RemoteResponse, RemoteError> {
+        let headers = self.headers(method, extra);
         Ok(self
-            .http
-            .post_json(&self.url, &headers, body, self.timeout, DEFAULT_MAX_BYTES)
+            .endpoint
+            .post_json(&headers, body, DEFAULT_MAX_BYTES)
             .await?)
     }
 
@@ -255,11 +458,11 @@ impl McpConnection {
         &self,
         method: &str,
         params: Value,
-        initialized: bool,
+        extra: Option<HeaderMap>,
     ) -> Result<(Value, HeaderMap), RemoteError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let response = self.post(&body, initialized).await?;
+        let body = self.request_body(id, method, params);
+        let response = self.post(&body, method, extra).await?;
         if response.status != StatusCode::OK {
             return Err(status_error(method, response.status));
         }
@@ -270,11 +473,109 @@ impl McpConnection {
 
     async fn notify(&self, method: &str) -> Result<(), RemoteError> {
         let body = json!({"jsonrpc": "2.0", "method": method});
-        let response = self.post(&body, true).await?;
+        let response = self.post(&body, method, None).await?;
         match response.status {
             StatusCode::ACCEPTED | StatusCode::OK | StatusCode::NO_CONTENT => Ok(()),
             status => Err(status_error(method, status)),
         }
+    }
+}
+
+fn client_info() -> Value {
+    json!({"name": "mirobody", "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// A header value: as it is when it is plain visible ASCII (spaces inside allowed),
+/// else the spec's `=?base64?…?=` sentinel.
+fn header_value(text: &str) -> HeaderValue {
+    let printable = !text.is_empty() && text.bytes().all(|b| (0x20..=0x7e).contains(&b));
+    let padded = text.starts_with(' ') || text.ends_with(' ');
+    let looks_encoded = text.starts_with("=?") && text.ends_with("?=");
+    let plain = printable && !padded && !looks_encoded;
+    let value = if plain {
+        text.to_string()
+    } else {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(text)
+        )
+    };
+    HeaderValue::from_str(&value).unwrap_or(HeaderValue::from_static(""))
+}
+
+/// The `x-mcp-header` annotations of a 2026-07-28 tool: (property path, header name).
+/// An annotation that breaks the spec's constraints (not a token, duplicated, on a
+/// non-primitive, or anywhere but a chain of `properties`) makes the tool invalid.
+fn param_annotations(schema: &Value) -> Result<Vec<(Vec<String>, String)>, String> {
+    fn walk(
+        schema: &Value,
+        path: &mut Vec<String>,
+        found: &mut Vec<(Vec<String>, String)>,
+    ) -> Result<(), String> {
+        let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+            return Ok(());
+        };
+        for (key, property) in properties {
+            path.push(key.clone());
+            if let Some(annotation) = property.get("x-mcp-header") {
+                let name = annotation
+                    .as_str()
+                    .filter(|name| !name.is_empty() && name.bytes().all(is_tchar))
+                    .ok_or("an x-mcp-header value is not a header token")?;
+                let primitive = matches!(
+                    property.get("type").and_then(Value::as_str),
+                    Some("string" | "integer" | "boolean")
+                );
+                if !primitive {
+                    return Err("x-mcp-header on a non-primitive parameter".into());
+                }
+                if found
+                    .iter()
+                    .any(|(_, other)| other.eq_ignore_ascii_case(name))
+                {
+                    return Err("duplicate x-mcp-header".into());
+                }
+                found.push((path.clone(), name.to_string()));
+            }
+            walk(property, path, found)?;
+            path.pop();
+        }
+        Ok(())
+    }
+    fn count(value: &Value) -> usize {
+        match value {
+            Value::Object(map) => map
+                .iter()
+                .map(|(key, inner)| usize::from(key == "x-mcp-header") + count(inner))
+                .sum(),
+            Value::Array(items) => items.iter().map(count).sum(),
+            _ => 0,
+        }
+    }
+    let mut found = Vec::new();
+    walk(schema, &mut Vec::new(), &mut found)?;
+    if count(schema) != found.len() {
+        return Err("x-mcp-header outside a chain of properties".into());
+    }
+    Ok(found)
+}
+
+fn is_tchar(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
+}
+
+fn lookup<'v>(arguments: &'v Map<String, Value>, path: &[String]) -> Option<&'v Value> {
+    let (first, rest) = path.split_first()?;
+    rest.iter()
+        .try_fold(arguments.get(first)?, |value, key| value.get(key))
+}
+
+fn param_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(text) => Some(text.clone()),
+        Value::Bool(flag) => Some(flag.to_string()),
+        Value::Number(number) if number.is_i64() || number.is_u64() => Some(number.to_string()),
+        _ => None,
     }
 }
 

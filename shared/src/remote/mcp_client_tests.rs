@@ -105,22 +105,8 @@ fn start_python_server() -> (PythonServer, u16) {
     (server, port)
 }
 
-#[tokio::test]
-async fn lists_and_calls_tools_on_the_python_sdk_server() {
-    let (_server, port) = start_python_server();
-    let url = format!("http://127.0.0.1:{port}/mcp");
-    let connection = McpConnection::connect(&development(), &url, &auth(), Duration::from_secs(5))
-        .await
-        .unwrap();
-    assert_eq!(connection.server_name(), Some("adder"));
-    assert_eq!(connection.protocol_version(), PROTOCOL_VERSION);
-    assert!(connection.has_session(), "the SDK hands out a session id");
-    let shown = format!("{connection:?}");
-    assert!(
-        !shown.contains(SECRET) && !shown.contains("127.0.0.1"),
-        "{shown}"
-    );
-
+/// Lists and calls `add` over an open connection.
+async fn list_and_add(connection: &McpConnection) {
     let tools = connection.list_tools().await.unwrap();
     let add = tools.iter().find(|tool| tool.name == "add").expect("add");
     assert_eq!(add.description.as_deref(), Some("Add two integers."));
@@ -129,10 +115,48 @@ async fn lists_and_calls_tools_on_the_python_sdk_server() {
     let mut arguments = Map::new();
     arguments.insert("a".into(), json!(2));
     arguments.insert("b".into(), json!(3));
-    let result = connection.call_tool("add", arguments).await.unwrap();
+    let result = connection.call_tool(add, arguments).await.unwrap();
     assert_ne!(result["isError"], json!(true), "{result}");
     let text = result["content"][0]["text"].as_str().unwrap_or_default();
     assert!(text.contains('5'), "{result}");
+}
+
+#[tokio::test]
+async fn speaks_both_dialects_with_the_python_sdk_server() {
+    let (_server, port) = start_python_server();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let timeout = Duration::from_secs(5);
+
+    // No preference: the 2026-07-28 probe (server/discover) finds a modern server.
+    let modern = McpConnection::connect(&development(), &url, &auth(), timeout, None)
+        .await
+        .unwrap();
+    assert_eq!(modern.dialect(), Dialect::Stateless);
+    assert_eq!(modern.protocol_version(), MODERN_PROTOCOL_VERSION);
+    assert_eq!(modern.server_name(), Some("adder"));
+    assert!(!modern.has_session());
+    let shown = format!("{modern:?}");
+    assert!(
+        !shown.contains(SECRET) && !shown.contains("127.0.0.1"),
+        "{shown}"
+    );
+    list_and_add(&modern).await;
+
+    // The handshake era, as with a server remembered as legacy.
+    let legacy = McpConnection::connect(
+        &development(),
+        &url,
+        &auth(),
+        timeout,
+        Some(Dialect::Handshake),
+    )
+    .await
+    .unwrap();
+    assert_eq!(legacy.dialect(), Dialect::Handshake);
+    assert_eq!(legacy.protocol_version(), PROTOCOL_VERSION);
+    assert_eq!(legacy.server_name(), Some("adder"));
+    assert!(legacy.has_session(), "the SDK hands out a session id");
+    list_and_add(&legacy).await;
 }
 
 #[tokio::test]
@@ -144,7 +168,7 @@ async fn a_redirecting_server_is_refused() {
     );
     let addr = respond(Some(answer.into_bytes())).await;
     let url = format!("http://127.0.0.1:{}/p4th", addr.port());
-    let err = McpConnection::connect(&development(), &url, &auth(), Duration::from_secs(2))
+    let err = McpConnection::connect(&development(), &url, &auth(), Duration::from_secs(2), None)
         .await
         .unwrap_err();
     assert!(
@@ -160,7 +184,7 @@ async fn a_server_that_never_answers_times_out() {
     let addr = respond(None).await;
     let url = format!("http://127.0.0.1:{}/p4th", addr.port());
     let started = Instant::now();
-    let err = McpConnection::connect(&development(), &url, &auth(), Duration::from_secs(1))
+    let err = McpConnection::connect(&development(), &url, &auth(), Duration::from_secs(1), None)
         .await
         .unwrap_err();
     assert!(
@@ -180,7 +204,7 @@ async fn a_json_rpc_error_becomes_a_remote_error() {
     );
     let addr = respond(Some(answer.into_bytes())).await;
     let url = format!("http://127.0.0.1:{}/p4th", addr.port());
-    let err = McpConnection::connect(&development(), &url, &auth(), Duration::from_secs(2))
+    let err = McpConnection::connect(&development(), &url, &auth(), Duration::from_secs(2), None)
         .await
         .unwrap_err();
     match &err {
@@ -213,4 +237,40 @@ fn event_stream_bodies_yield_the_matching_response() {
         find_response(&response, 8),
         Err(RemoteError::Protocol(_))
     ));
+}
+
+#[test]
+fn x_mcp_header_annotations_are_found_checked_and_encoded() {
+    let schema = json!({"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "options": {"type": "object", "properties": {
+            "dry": {"type": "boolean", "x-mcp-header": "Dry-Run"}
+        }},
+        "query": {"type": "string"}
+    }});
+    let mut found = param_annotations(&schema).unwrap();
+    found.sort();
+    assert_eq!(
+        found,
+        vec![
+            (
+                vec!["options".to_string(), "dry".to_string()],
+                "Dry-Run".to_string()
+            ),
+            (vec!["region".to_string()], "Region".to_string()),
+        ]
+    );
+    let bad = [
+        json!({"properties": {"n": {"type": "number", "x-mcp-header": "N"}}}),
+        json!({"properties": {"a": {"type": "string", "x-mcp-header": "X"},
+                              "b": {"type": "string", "x-mcp-header": "x"}}}),
+        json!({"properties": {"a": {"type": "string", "x-mcp-header": "has space"}}}),
+        json!({"properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "I"}}}}),
+    ];
+    for schema in bad {
+        assert!(param_annotations(&schema).is_err(), "{schema}");
+    }
+    assert_eq!(header_value("us-west1"), "us-west1");
+    assert_eq!(header_value(" padded"), "=?base64?IHBhZGRlZA==?=");
+    assert_eq!(header_value("日本"), "=?base64?5pel5pys?=");
 }

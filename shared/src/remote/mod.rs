@@ -14,13 +14,13 @@ mod guard;
 mod mcp_client;
 
 pub use client::{
-    CONNECT_TIMEOUT, DEFAULT_MAX_BYTES, GuardedHttp, HttpError, RemoteResponse, pinned_client,
-    read_limited,
+    CONNECT_TIMEOUT, DEFAULT_MAX_BYTES, GuardedHttp, HttpError, PinnedEndpoint, RemoteResponse,
+    pinned_client, read_limited,
 };
 pub use guard::{
     AddressGuard, CheckedUrl, GuardError, GuardPolicy, INVALID_URL_CODE, Resolver, SystemResolver,
 };
 pub use mcp_client::{
-    MAX_TOOL_PAGES, MAX_TOOLS, McpConnection, PROTOCOL_VERSION, RemoteError, RemoteTool,
-    SUPPORTED_PROTOCOL_VERSIONS,
+    Dialect, MAX_TOOL_PAGES, MAX_TOOLS, MODERN_PROTOCOL_VERSION, McpConnection, PROTOCOL_VERSION,
+    RemoteError, RemoteTool, SUPPORTED_PROTOCOL_VERSIONS,
 };

@@ -9,6 +9,15 @@
 //!   with it, so availability gating (A5) is one GetItem.
 //! - `account`: `email`, `password_hash`, `created_at` (N).
 //! - `share#<grantee>`: `permissions`, a list of strings (a string set is read too).
+//! - `mcp#<name>`: an external MCP server: `url`, `record` (the other fields as JSON,
+//!   credential sealed), and the connection fields as attributes of their own so that
+//!   recording a connection is one UpdateItem: optional `last_connected_at` (N) and
+//!   `last_connect_error`.
+//! - `mcpurl#<hex sha256 of the url>`: `name`, the server holding that url. Written and
+//!   deleted with its `mcp#` item in one transaction, so a url is registered once per user.
+//!
+//! Only `h#`, `g#` and `presence` are user data (`delete_user_data`); every query reads
+//! one prefix, so no kind ever shows up in another's results.
 //!
 //! Keys table items (partition key `key`; `expires_at`, epoch seconds, is the TTL
 //! attribute, and every read checks it itself because DynamoDB deletes late):
@@ -41,21 +50,24 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, Delete, DeleteRequest, GlobalSecondaryIndex,
     IndexStatus, KeySchemaElement, KeyType, KeysAndAttributes, Projection, ProjectionType, Put,
-    PutRequest, ReturnValue, ScalarAttributeType, TableStatus, TimeToLiveSpecification,
-    TimeToLiveStatus, TransactWriteItem, WriteRequest,
+    PutRequest, ReturnValue, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TableStatus,
+    TimeToLiveSpecification, TimeToLiveStatus, TransactWriteItem, WriteRequest,
 };
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use tokio::task::JoinSet;
 
 use super::{
-    Account, AuthCode, Created, DataPresence, Genotype, LoginState, LoginStatus, OAuthClient,
-    PersonalUrl, Reading, ReadingQuery, ReadingValue, RefreshRecord, RefreshUse, Store, StoreError,
-    StoreFuture, UrlGrant, WriteReport,
+    Account, AuthCode, Created, DataPresence, Genotype, LoginState, LoginStatus, McpAuth,
+    McpServerRecord, McpServerWrite, McpToolSnapshot, OAuthClient, PersonalUrl, Reading,
+    ReadingQuery, ReadingValue, RefreshRecord, RefreshUse, Store, StoreError, StoreFuture,
+    UrlGrant, WriteReport,
 };
 
 type Item = HashMap<String, AttributeValue>;
@@ -70,6 +82,12 @@ const GPK: &str = "gpk";
 const GPOS: &str = "gpos";
 const ACCOUNT_SK: &str = "account";
 const SHARE_PREFIX: &str = "share#";
+const MCP_PREFIX: &str = "mcp#";
+const MCP_URL_PREFIX: &str = "mcpurl#";
+const MCP_URL: &str = "url";
+const MCP_RECORD: &str = "record";
+const LAST_CONNECTED_AT: &str = "last_connected_at";
+const LAST_CONNECT_ERROR: &str = "last_connect_error";
 
 /// The keys table's partition key and TTL attribute.
 const KEY: &str = "key";
@@ -998,6 +1016,110 @@ fn genotype_from_item(
     })
 }
 
+/// An `mcp#` item's `record` attribute: the record without its key (`name`), its `url`
+/// and the connection fields, which are attributes of their own.
+#[derive(Serialize, Deserialize)]
+struct McpBody {
+    auth: McpAuth,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sealed_credential: Option<String>,
+    enabled: bool,
+    order: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    allowed_tools: Option<Vec<String>>,
+    tools: Vec<McpToolSnapshot>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    server_name: Option<String>,
+    created_at: u64,
+    updated_at: u64,
+}
+
+fn mcp_sk(name: &str) -> String {
+    format!("{MCP_PREFIX}{name}")
+}
+
+/// The sort key of a url's claim: urls can be longer than a sort key may be.
+fn mcp_url_sk(url: &str) -> String {
+    let hash: String = Sha256::digest(url.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{MCP_URL_PREFIX}{hash}")
+}
+
+fn data_key(user: &str, sk: String) -> Item {
+    HashMap::from([(PK.to_string(), s(user)), (SK.to_string(), s(sk))])
+}
+
+fn mcp_item(op: &'static str, user: &str, record: &McpServerRecord) -> Result<Item, StoreError> {
+    // Destructured in full, so a new field cannot be forgotten here.
+    let McpServerRecord {
+        name,
+        url,
+        auth,
+        sealed_credential,
+        enabled,
+        order,
+        allowed_tools,
+        tools,
+        server_name,
+        created_at,
+        updated_at,
+        last_connected_at,
+        last_connect_error,
+    } = record.clone();
+    let body = McpBody {
+        auth,
+        sealed_credential,
+        enabled,
+        order,
+        allowed_tools,
+        tools,
+        server_name,
+        created_at,
+        updated_at,
+    };
+    let body = serde_json::to_string(&body)
+        .map_err(|_| StoreError::Unavailable(format!("{op}: cannot encode the record")))?;
+    let mut item = HashMap::from([
+        (PK.to_string(), s(user)),
+        (SK.to_string(), s(mcp_sk(&name))),
+        (MCP_URL.to_string(), s(url)),
+        (MCP_RECORD.to_string(), s(body)),
+    ]);
+    if let Some(at) = last_connected_at {
+        item.insert(LAST_CONNECTED_AT.to_string(), n(at));
+    }
+    insert_optional(&mut item, &[(LAST_CONNECT_ERROR, &last_connect_error)]);
+    Ok(item)
+}
+
+fn mcp_from_item(op: &'static str, item: &Item) -> Result<McpServerRecord, StoreError> {
+    let sk = get_s(op, item, SK)?;
+    let name = sk.strip_prefix(MCP_PREFIX).ok_or_else(|| corrupt(op))?;
+    let body: McpBody =
+        serde_json::from_str(&get_s(op, item, MCP_RECORD)?).map_err(|_| corrupt(op))?;
+    let last_connected_at = match item.get(LAST_CONNECTED_AT) {
+        None | Some(AttributeValue::Null(_)) => None,
+        Some(_) => Some(get_u64(op, item, LAST_CONNECTED_AT)?),
+    };
+    Ok(McpServerRecord {
+        name: name.to_string(),
+        url: get_s(op, item, MCP_URL)?,
+        auth: body.auth,
+        sealed_credential: body.sealed_credential,
+        enabled: body.enabled,
+        order: body.order,
+        allowed_tools: body.allowed_tools,
+        tools: body.tools,
+        server_name: body.server_name,
+        created_at: body.created_at,
+        updated_at: body.updated_at,
+        last_connected_at,
+        last_connect_error: get_opt_s(op, item, LAST_CONNECT_ERROR)?,
+    })
+}
+
 fn put_request(op: &'static str, item: Item) -> Result<WriteRequest, StoreError> {
     let put = PutRequest::builder()
         .set_item(Some(item))
@@ -1799,6 +1921,199 @@ impl Store for DynamoStore {
                 }
                 Err(e) => Err(sdk_error(op, e)),
             }
+        })
+    }
+
+    fn mcp_servers<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Vec<McpServerRecord>> {
+        Box::pin(async move {
+            let op = "mcp_servers";
+            let q = self
+                .user_query(user)
+                .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+                .expression_attribute_names("#sk", SK)
+                .expression_attribute_values(":prefix", s(MCP_PREFIX));
+            // Sort key order (UTF-8 bytes) is name order.
+            query_all(op, q, self.page_limit)
+                .await?
+                .iter()
+                .map(|item| mcp_from_item(op, item))
+                .collect()
+        })
+    }
+
+    fn mcp_server<'a>(
+        &'a self,
+        user: &'a str,
+        name: &'a str,
+    ) -> StoreFuture<'a, Option<McpServerRecord>> {
+        Box::pin(async move {
+            let op = "mcp_server";
+            self.data_item(op, user, mcp_sk(name))
+                .await?
+                .map(|item| mcp_from_item(op, &item))
+                .transpose()
+        })
+    }
+
+    fn create_mcp_server<'a>(
+        &'a self,
+        user: &'a str,
+        record: &'a McpServerRecord,
+    ) -> StoreFuture<'a, McpServerWrite> {
+        Box::pin(async move {
+            let op = "create_mcp_server";
+            let record_item = mcp_item(op, user, record)?;
+            let mut url_item = data_key(user, mcp_url_sk(&record.url));
+            url_item.insert("name".to_string(), s(record.name.as_str()));
+            for attempt in 0..TRANSACTION_ATTEMPTS {
+                if attempt > 0 {
+                    tokio::time::sleep(backoff(attempt - 1)).await;
+                }
+                let absent = || condition("attribute_not_exists(#pk)", &[("#pk", PK)], vec![]);
+                let items = vec![
+                    tx_put(op, &self.tables.data, record_item.clone(), absent())?,
+                    tx_put(op, &self.tables.data, url_item.clone(), absent())?,
+                ];
+                let outcome = self.transact(op, items).await?;
+                if matches!(outcome, Committed::Yes) {
+                    return Ok(McpServerWrite::Written);
+                }
+                // Both taken (the same server again) reads as the name.
+                if outcome.condition_failed(0) {
+                    return Ok(McpServerWrite::NameTaken);
+                }
+                if outcome.condition_failed(1) {
+                    return Ok(McpServerWrite::UrlTaken);
+                }
+                if !outcome.transient() {
+                    return Err(outcome.unexpected(op));
+                }
+            }
+            Err(StoreError::Unavailable(format!("{op}: contended")))
+        })
+    }
+
+    fn replace_mcp_server<'a>(
+        &'a self,
+        user: &'a str,
+        record: &'a McpServerRecord,
+    ) -> StoreFuture<'a, McpServerWrite> {
+        Box::pin(async move {
+            let op = "replace_mcp_server";
+            // A failed condition returns the stored item, if any: absent is `Missing`,
+            // present means its url differs. One request, no read-then-write race.
+            let result = self
+                .client
+                .put_item()
+                .table_name(&self.tables.data)
+                .set_item(Some(mcp_item(op, user, record)?))
+                .condition_expression("attribute_exists(#pk) AND #url = :url")
+                .expression_attribute_names("#pk", PK)
+                .expression_attribute_names("#url", MCP_URL)
+                .expression_attribute_values(":url", s(record.url.as_str()))
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .send()
+                .await;
+            match result {
+                Ok(_) => Ok(McpServerWrite::Written),
+                Err(e) => match e.as_service_error() {
+                    Some(PutItemError::ConditionalCheckFailedException(failed)) => {
+                        Ok(if failed.item().is_some_and(|item| !item.is_empty()) {
+                            McpServerWrite::UrlChanged
+                        } else {
+                            McpServerWrite::Missing
+                        })
+                    }
+                    _ => Err(sdk_error(op, e)),
+                },
+            }
+        })
+    }
+
+    fn record_mcp_connection<'a>(
+        &'a self,
+        user: &'a str,
+        name: &'a str,
+        at: u64,
+        error: Option<&'a str>,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let op = "record_mcp_connection";
+            // The condition also fails on an absent item, so this never creates one.
+            let update = self
+                .client
+                .update_item()
+                .table_name(&self.tables.data)
+                .key(PK, s(user))
+                .key(SK, s(mcp_sk(name)))
+                .condition_expression("attribute_exists(#pk)")
+                .expression_attribute_names("#pk", PK)
+                .expression_attribute_names("#err", LAST_CONNECT_ERROR);
+            let update = match error {
+                None => update
+                    .update_expression("SET #at = :at REMOVE #err")
+                    .expression_attribute_names("#at", LAST_CONNECTED_AT)
+                    .expression_attribute_values(":at", n(at)),
+                Some(error) => update
+                    .update_expression("SET #err = :err")
+                    .expression_attribute_values(":err", s(error)),
+            };
+            match update.send().await {
+                Ok(_) => Ok(()),
+                Err(e)
+                    if e.as_service_error()
+                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+                {
+                    Ok(())
+                }
+                Err(e) => Err(sdk_error(op, e)),
+            }
+        })
+    }
+
+    fn delete_mcp_server<'a>(&'a self, user: &'a str, name: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let op = "delete_mcp_server";
+            let sk = mcp_sk(name);
+            for attempt in 0..TRANSACTION_ATTEMPTS {
+                let Some(item) = self.data_item(op, user, sk.clone()).await? else {
+                    return Ok(false);
+                };
+                let url = get_s(op, &item, MCP_URL)?;
+                // Conditional on the record still holding the url read (a racing delete
+                // and re-create may have changed it; then its claim is the one to delete).
+                let items = vec![
+                    tx_delete(
+                        op,
+                        &self.tables.data,
+                        data_key(user, sk.clone()),
+                        condition(
+                            "attribute_exists(#pk) AND #url = :url",
+                            &[("#pk", PK), ("#url", MCP_URL)],
+                            vec![(":url", s(url.as_str()))],
+                        ),
+                    )?,
+                    tx_delete(
+                        op,
+                        &self.tables.data,
+                        data_key(user, mcp_url_sk(&url)),
+                        None,
+                    )?,
+                ];
+                let outcome = self.transact(op, items).await?;
+                if matches!(outcome, Committed::Yes) {
+                    return Ok(true);
+                }
+                if outcome.transient() {
+                    tokio::time::sleep(backoff(attempt)).await;
+                } else if !outcome.condition_failed(0) {
+                    return Err(outcome.unexpected(op));
+                }
+                // Deleted or replaced since the read: read again.
+            }
+            Err(StoreError::Unavailable(format!("{op}: contended")))
         })
     }
 }

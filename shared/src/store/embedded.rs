@@ -13,9 +13,12 @@
 //!   `family#<id>`), the attributes as a JSON object and `expires_at` as a column (NULL
 //!   for clients, which do not expire). Nothing deletes expired rows by itself (as with
 //!   DynamoDB's late TTL), so every read checks `expires_at`.
+//! - `mcp_servers`: identity (user, name), the url unique per user (the `mcpurl#` claim
+//!   of the DynamoDB store), the record's other fields as JSON, and the connection
+//!   fields as columns of their own.
 //!
-//! Check-then-write sequences (a taken e-mail, a live personal URL, a pending login, a
-//! code's single use, a refresh token's rotation) run inside one `BEGIN IMMEDIATE`
+//! Check-then-write sequences (a taken e-mail or server name or url, a live personal
+//! URL, a pending login, a code's single use, a refresh token's rotation) run inside one `BEGIN IMMEDIATE`
 //! transaction, which holds the file's write lock from the start, so they are atomic
 //! across processes too; a conditional insert (a new client) is one statement.
 //!
@@ -33,17 +36,18 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehav
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Account, AuthCode, Created, DataPresence, Genotype, LoginState, LoginStatus, OAuthClient,
-    PersonalUrl, Reading, ReadingQuery, ReadingValue, RefreshRecord, RefreshUse, Store, StoreError,
-    StoreFuture, UrlGrant, WriteReport,
+    Account, AuthCode, Created, DataPresence, Genotype, LoginState, LoginStatus, McpAuth,
+    McpServerRecord, McpServerWrite, McpToolSnapshot, OAuthClient, PersonalUrl, Reading,
+    ReadingQuery, ReadingValue, RefreshRecord, RefreshUse, Store, StoreError, StoreFuture,
+    UrlGrant, WriteReport,
 };
 
 /// How long a statement waits for another process's write lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The schema version this code reads and writes (`PRAGMA user_version`).
-/// 1: readings, genotypes. 2: adds accounts, shares, keys.
-const SCHEMA_VERSION: i64 = 2;
+/// 1: readings, genotypes. 2: adds accounts, shares, keys. 3: adds mcp_servers.
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS readings (
@@ -85,6 +89,16 @@ CREATE TABLE IF NOT EXISTS keys (
     key        TEXT NOT NULL PRIMARY KEY,
     value      TEXT NOT NULL,
     expires_at INTEGER
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS mcp_servers (
+    user               TEXT NOT NULL,
+    name               TEXT NOT NULL,
+    url                TEXT NOT NULL,
+    record             TEXT NOT NULL,
+    last_connected_at  INTEGER,
+    last_connect_error TEXT,
+    PRIMARY KEY (user, name),
+    UNIQUE (user, url)
 ) WITHOUT ROWID;
 ";
 
@@ -150,6 +164,98 @@ struct RefreshValue {
 #[derive(Serialize, Deserialize)]
 struct FamilyValue {
     revoked: bool,
+}
+
+/// An `mcp_servers` row's `record`: the record without the columns of its own (`name`,
+/// `url` and the connection fields), as the DynamoDB store's `record` attribute.
+#[derive(Serialize, Deserialize)]
+struct McpBody {
+    auth: McpAuth,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sealed_credential: Option<String>,
+    enabled: bool,
+    order: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    allowed_tools: Option<Vec<String>>,
+    tools: Vec<McpToolSnapshot>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    server_name: Option<String>,
+    created_at: u64,
+    updated_at: u64,
+}
+
+/// An `mcp_servers` row's columns after `user`: name, url, record, last_connected_at,
+/// last_connect_error.
+struct McpRow {
+    name: String,
+    url: String,
+    record: String,
+    last_connected_at: Option<i64>,
+    last_connect_error: Option<String>,
+}
+
+impl McpRow {
+    fn of(record: McpServerRecord) -> rusqlite::Result<McpRow> {
+        // Destructured in full, so a new field cannot be forgotten here.
+        let McpServerRecord {
+            name,
+            url,
+            auth,
+            sealed_credential,
+            enabled,
+            order,
+            allowed_tools,
+            tools,
+            server_name,
+            created_at,
+            updated_at,
+            last_connected_at,
+            last_connect_error,
+        } = record;
+        let body = McpBody {
+            auth,
+            sealed_credential,
+            enabled,
+            order,
+            allowed_tools,
+            tools,
+            server_name,
+            created_at,
+            updated_at,
+        };
+        Ok(McpRow {
+            name,
+            url,
+            record: json_column(&body)?,
+            last_connected_at: last_connected_at.map(seconds_column).transpose()?,
+            last_connect_error,
+        })
+    }
+}
+
+const MCP_COLUMNS: &str = "name, url, record, last_connected_at, last_connect_error";
+
+fn mcp_from_row(row: &Row<'_>) -> rusqlite::Result<McpServerRecord> {
+    let body: McpBody = json_from_column(row, 2)?;
+    let last_connected_at = match row.get_ref(3)? {
+        rusqlite::types::ValueRef::Null => None,
+        _ => Some(seconds_from_column(row, 3)?),
+    };
+    Ok(McpServerRecord {
+        name: row.get(0)?,
+        url: row.get(1)?,
+        auth: body.auth,
+        sealed_credential: body.sealed_credential,
+        enabled: body.enabled,
+        order: body.order,
+        allowed_tools: body.allowed_tools,
+        tools: body.tools,
+        server_name: body.server_name,
+        created_at: body.created_at,
+        updated_at: body.updated_at,
+        last_connected_at,
+        last_connect_error: row.get(4)?,
+    })
 }
 
 /// The upper end of every time range: above any text a time can hold.
@@ -224,7 +330,7 @@ fn prepare(conn: &mut Connection) -> rusqlite::Result<()> {
         return Err(rusqlite::Error::InvalidQuery);
     }
     // Every statement is `IF NOT EXISTS`: on a fresh file it creates everything, on an
-    // older one (version 1) it adds the tables that version lacks.
+    // older one (version 1 or 2) it adds the tables that version lacks.
     tx.execute_batch(SCHEMA)?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()
@@ -1115,6 +1221,173 @@ impl Store for EmbeddedStore {
             write(conn).map_err(|e| sql_error(op, e))
         }))
     }
+
+    fn mcp_servers<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Vec<McpServerRecord>> {
+        let op = "mcp_servers";
+        let user = user.to_string();
+        Box::pin(self.run(op, move |conn| {
+            let read = |conn: &mut Connection| -> rusqlite::Result<Vec<McpServerRecord>> {
+                // BINARY collation: UTF-8 byte order, as DynamoDB orders sort keys.
+                let mut stmt = conn.prepare_cached(&format!(
+                    "SELECT {MCP_COLUMNS} FROM mcp_servers WHERE user = ?1 ORDER BY name"
+                ))?;
+                let rows = stmt.query_map([&user], mcp_from_row)?;
+                rows.collect()
+            };
+            read(conn).map_err(|e| sql_error(op, e))
+        }))
+    }
+
+    fn mcp_server<'a>(
+        &'a self,
+        user: &'a str,
+        name: &'a str,
+    ) -> StoreFuture<'a, Option<McpServerRecord>> {
+        let op = "mcp_server";
+        let user = user.to_string();
+        let name = name.to_string();
+        Box::pin(self.run(op, move |conn| {
+            conn.prepare_cached(&format!(
+                "SELECT {MCP_COLUMNS} FROM mcp_servers WHERE user = ?1 AND name = ?2"
+            ))
+            .and_then(|mut stmt| stmt.query_row([&user, &name], mcp_from_row).optional())
+            .map_err(|e| sql_error(op, e))
+        }))
+    }
+
+    fn create_mcp_server<'a>(
+        &'a self,
+        user: &'a str,
+        record: &'a McpServerRecord,
+    ) -> StoreFuture<'a, McpServerWrite> {
+        let op = "create_mcp_server";
+        let user = user.to_string();
+        let record = record.clone();
+        Box::pin(self.run(op, move |conn| {
+            let create = |conn: &mut Connection| -> rusqlite::Result<McpServerWrite> {
+                let row = McpRow::of(record)?;
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let (name_taken, url_taken): (bool, bool) = tx.query_row(
+                    "SELECT EXISTS (SELECT 1 FROM mcp_servers WHERE user = ?1 AND name = ?2), \
+                            EXISTS (SELECT 1 FROM mcp_servers WHERE user = ?1 AND url = ?3)",
+                    params![user, row.name, row.url],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )?;
+                // Both taken (the same server again) reads as the name, as in DynamoDB.
+                if name_taken {
+                    return Ok(McpServerWrite::NameTaken);
+                }
+                if url_taken {
+                    return Ok(McpServerWrite::UrlTaken);
+                }
+                tx.execute(
+                    &format!(
+                        "INSERT INTO mcp_servers (user, {MCP_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+                    ),
+                    params![
+                        user,
+                        row.name,
+                        row.url,
+                        row.record,
+                        row.last_connected_at,
+                        row.last_connect_error
+                    ],
+                )?;
+                tx.commit()?;
+                Ok(McpServerWrite::Written)
+            };
+            create(conn).map_err(|e| sql_error(op, e))
+        }))
+    }
+
+    fn replace_mcp_server<'a>(
+        &'a self,
+        user: &'a str,
+        record: &'a McpServerRecord,
+    ) -> StoreFuture<'a, McpServerWrite> {
+        let op = "replace_mcp_server";
+        let user = user.to_string();
+        let record = record.clone();
+        Box::pin(self.run(op, move |conn| {
+            let replace = |conn: &mut Connection| -> rusqlite::Result<McpServerWrite> {
+                let row = McpRow::of(record)?;
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let stored: Option<String> = tx
+                    .query_row(
+                        "SELECT url FROM mcp_servers WHERE user = ?1 AND name = ?2",
+                        [&user, &row.name],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                match stored {
+                    None => return Ok(McpServerWrite::Missing),
+                    Some(url) if url != row.url => return Ok(McpServerWrite::UrlChanged),
+                    Some(_) => {}
+                }
+                tx.execute(
+                    "UPDATE mcp_servers SET record = ?3, last_connected_at = ?4, \
+                       last_connect_error = ?5 WHERE user = ?1 AND name = ?2",
+                    params![
+                        user,
+                        row.name,
+                        row.record,
+                        row.last_connected_at,
+                        row.last_connect_error
+                    ],
+                )?;
+                tx.commit()?;
+                Ok(McpServerWrite::Written)
+            };
+            replace(conn).map_err(|e| sql_error(op, e))
+        }))
+    }
+
+    fn record_mcp_connection<'a>(
+        &'a self,
+        user: &'a str,
+        name: &'a str,
+        at: u64,
+        error: Option<&'a str>,
+    ) -> StoreFuture<'a, ()> {
+        let op = "record_mcp_connection";
+        let user = user.to_string();
+        let name = name.to_string();
+        let error = error.map(str::to_string);
+        Box::pin(self.run(op, move |conn| {
+            // One UPDATE: it touches only these columns, and an absent row stays absent.
+            let record = |conn: &mut Connection| -> rusqlite::Result<()> {
+                match error {
+                    None => conn
+                        .prepare_cached(
+                            "UPDATE mcp_servers SET last_connected_at = ?3, \
+                               last_connect_error = NULL WHERE user = ?1 AND name = ?2",
+                        )?
+                        .execute(params![user, name, seconds_column(at)?])?,
+                    Some(error) => conn
+                        .prepare_cached(
+                            "UPDATE mcp_servers SET last_connect_error = ?3 \
+                             WHERE user = ?1 AND name = ?2",
+                        )?
+                        .execute(params![user, name, error])?,
+                };
+                Ok(())
+            };
+            record(conn).map_err(|e| sql_error(op, e))
+        }))
+    }
+
+    fn delete_mcp_server<'a>(&'a self, user: &'a str, name: &'a str) -> StoreFuture<'a, bool> {
+        let op = "delete_mcp_server";
+        let user = user.to_string();
+        let name = name.to_string();
+        Box::pin(self.run(op, move |conn| {
+            // The url's uniqueness is the row's own: deleting the row frees it.
+            conn.prepare_cached("DELETE FROM mcp_servers WHERE user = ?1 AND name = ?2")
+                .and_then(|mut stmt| stmt.execute([&user, &name]))
+                .map(|deleted| deleted == 1)
+                .map_err(|e| sql_error(op, e))
+        }))
+    }
 }
 
 #[cfg(test)]
@@ -1208,6 +1481,81 @@ mod tests {
             .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
             .unwrap();
         assert!(EmbeddedStore::open(&path).is_err());
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    /// What version 2 added to version 1's schema (accounts, shares, keys), with a row.
+    const SCHEMA_V2_ADDED: &str = "
+        CREATE TABLE accounts (
+            user_id TEXT NOT NULL PRIMARY KEY, email TEXT NOT NULL UNIQUE,
+            password_hash TEXT NOT NULL, created_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE shares (
+            owner TEXT NOT NULL, grantee TEXT NOT NULL, permissions TEXT NOT NULL,
+            PRIMARY KEY (owner, grantee)
+        ) WITHOUT ROWID;
+        CREATE TABLE keys (
+            key TEXT NOT NULL PRIMARY KEY, value TEXT NOT NULL, expires_at INTEGER
+        ) WITHOUT ROWID;
+        INSERT INTO accounts (user_id, email, password_hash, created_at)
+            VALUES ('u1', 'u1@example.com', 'hash', 1);
+        PRAGMA user_version = 2;
+    ";
+
+    /// A file written by version 2 opens: its data stays and external servers work.
+    #[tokio::test]
+    async fn version_2_file_is_migrated() {
+        let path = temp_path("migrate-v2");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(SCHEMA_V1).unwrap();
+        old.execute_batch(SCHEMA_V2_ADDED).unwrap();
+        drop(old);
+
+        let store = EmbeddedStore::open(&path).unwrap();
+        let version: i64 = store
+            .conn
+            .lock()
+            .unwrap()
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        assert_eq!(
+            store
+                .readings("u1", &ReadingQuery::default())
+                .await
+                .unwrap()
+                .len(),
+            1,
+            "version 1 data kept"
+        );
+        assert!(
+            store.account("u1").await.unwrap().is_some(),
+            "version 2 data kept"
+        );
+        let server = McpServerRecord {
+            name: "weather".into(),
+            url: "https://weather.example/mcp".into(),
+            auth: McpAuth::None,
+            sealed_credential: None,
+            enabled: true,
+            order: 0,
+            allowed_tools: None,
+            tools: Vec::new(),
+            server_name: None,
+            created_at: 1,
+            updated_at: 1,
+            last_connected_at: None,
+            last_connect_error: None,
+        };
+        assert_eq!(
+            store.create_mcp_server("u1", &server).await.unwrap(),
+            McpServerWrite::Written
+        );
+        drop(store);
+        let again = EmbeddedStore::open(&path).unwrap();
+        assert_eq!(again.mcp_servers("u1").await.unwrap(), vec![server]);
+        drop(again);
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 

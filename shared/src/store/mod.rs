@@ -227,6 +227,67 @@ pub enum RefreshUse {
     Unknown,
 }
 
+/// How a user's external MCP server is authenticated (D5). Only the kind and the
+/// header name are stored in the clear; the token or header value is sealed
+/// separately ([`McpServerRecord::sealed_credential`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "UPPERCASE")]
+pub enum McpAuth {
+    None,
+    Bearer,
+    Header { name: String },
+}
+
+/// One tool as the registration probe saw it (D6: description cut to 500 characters).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpToolSnapshot {
+    pub name: String,
+    pub description: Option<String>,
+}
+
+/// A user's external MCP server (data table `<user>/mcp#<name>`, plus
+/// `<user>/mcpurl#<sha256 of the url>` so a url is registered once per account).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpServerRecord {
+    /// The registry key and tool namespace; unique per account.
+    pub name: String,
+    /// The normalised https URL; unique per account and never changed (D6).
+    pub url: String,
+    pub auth: McpAuth,
+    /// The bearer token or header value, AES-256-GCM sealed and bound to the account
+    /// and the url; `None` for [`McpAuth::None`].
+    pub sealed_credential: Option<String>,
+    pub enabled: bool,
+    /// Listing order among the user's servers (the seed's `order`).
+    pub order: i64,
+    /// `None`: every tool, including ones the server adds later (D7).
+    pub allowed_tools: Option<Vec<String>>,
+    /// The tools the last probe saw (at most 256).
+    pub tools: Vec<McpToolSnapshot>,
+    /// The server's self-reported `serverInfo.name`.
+    pub server_name: Option<String>,
+    pub created_at: u64,
+    pub updated_at: u64,
+    /// Epoch seconds of the last successful connection (D8).
+    pub last_connected_at: Option<u64>,
+    /// Why the last connection failed; cleared by a successful one.
+    pub last_connect_error: Option<String>,
+}
+
+/// The outcome of writing an external server's record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpServerWrite {
+    Written,
+    /// Create: the account already has a server of that name (nothing written).
+    NameTaken,
+    /// Create: the account already registered that url (nothing written).
+    UrlTaken,
+    /// Replace: there is no server of that name (nothing written).
+    Missing,
+    /// Replace: the stored url differs from the record's (nothing written; D6).
+    UrlChanged,
+}
+
 pub trait Store: Send + Sync {
     /// Which kinds of data the user holds: at most one round trip (A5).
     fn data_presence<'a>(&'a self, user: &'a str) -> StoreFuture<'a, DataPresence>;
@@ -375,4 +436,46 @@ pub trait Store: Send + Sync {
         family_id: &'a str,
         expires_at: u64,
     ) -> StoreFuture<'a, ()>;
+
+    // ----- External MCP servers (data table `<user>/mcp#<name>`, `<user>/mcpurl#<hash>`) -----
+
+    /// Every server of the user, ordered by name.
+    fn mcp_servers<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Vec<McpServerRecord>>;
+
+    fn mcp_server<'a>(
+        &'a self,
+        user: &'a str,
+        name: &'a str,
+    ) -> StoreFuture<'a, Option<McpServerRecord>>;
+
+    /// Creates the record and claims its url in one transaction: `Written`,
+    /// `NameTaken` or `UrlTaken` (then nothing was written).
+    fn create_mcp_server<'a>(
+        &'a self,
+        user: &'a str,
+        record: &'a McpServerRecord,
+    ) -> StoreFuture<'a, McpServerWrite>;
+
+    /// Replaces the record of `record.name`, conditionally on it existing with the
+    /// same url: `Written`, `Missing` or `UrlChanged`.
+    fn replace_mcp_server<'a>(
+        &'a self,
+        user: &'a str,
+        record: &'a McpServerRecord,
+    ) -> StoreFuture<'a, McpServerWrite>;
+
+    /// Records one connection (D8): success (`error` is `None`) sets
+    /// `last_connected_at = at` and clears `last_connect_error`; failure sets
+    /// `last_connect_error` and keeps `last_connected_at`. Touches nothing else, and
+    /// writes nothing when the server no longer exists.
+    fn record_mcp_connection<'a>(
+        &'a self,
+        user: &'a str,
+        name: &'a str,
+        at: u64,
+        error: Option<&'a str>,
+    ) -> StoreFuture<'a, ()>;
+
+    /// Deletes the record and its url claim in one transaction; true if it existed.
+    fn delete_mcp_server<'a>(&'a self, user: &'a str, name: &'a str) -> StoreFuture<'a, bool>;
 }

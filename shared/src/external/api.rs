@@ -1,0 +1,624 @@
+//! The registry API (D1, D4-D7): the seed's table form and the richer REST form.
+//!
+//! - `GET`/`POST /api/user/mcp`: the whole table `{name: entry}`;
+//!   `POST /api/user/mcp/set`: add or replace one entry; `POST /api/user/mcp/delete`:
+//!   remove one. Envelope `{success, code, msg, data}`.
+//! - `POST`/`GET /api/user/mcp-servers`, `GET`/`PATCH`/`DELETE
+//!   /api/user/mcp-servers/{name}`, `POST /api/user/mcp-servers/{name}/probe`.
+//!
+//! Owns request parsing and validation and the order of a write: check the url with
+//! the guard, seal the credential, probe, then one conditional store write. A view
+//! shows the auth type and header name only, never a credential.
+
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use serde::{Deserialize, Deserializer};
+use serde_json::{Map, Value, json};
+
+use super::credentials::{self, AuthInput};
+use super::naming::namespace;
+use super::probe::{self, Probe};
+use super::{ExternalServers, RegistryError};
+use crate::http as web;
+use crate::store::{McpAuth, McpServerRecord, McpServerWrite};
+use crate::tools::Caller;
+
+/// Longest server name: the namespace must leave room for tool names within 64.
+pub const MAX_SERVER_NAME: usize = 32;
+
+/// At most this many `allowed_tools` names (the tool bound, D6).
+const MAX_ALLOWED: usize = 256;
+
+/// At most this many servers per account.
+pub const MAX_SERVERS: usize = 20;
+
+/// `Some(None)` for an explicit `null`, `None` when the field is absent.
+fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Ok(Some(Option::deserialize(deserializer)?))
+}
+
+/// `POST /api/user/mcp-servers`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateRequest {
+    name: String,
+    url: String,
+    #[serde(default)]
+    auth: Option<AuthInput>,
+    #[serde(default)]
+    allowed_tools: Option<Vec<String>>,
+    #[serde(default)]
+    enabled: Option<bool>,
+    #[serde(default)]
+    order: Option<i64>,
+}
+
+/// `PATCH /api/user/mcp-servers/{name}`. `name` and `url` may be sent unchanged.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct UpdateRequest {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    auth: Option<AuthInput>,
+    #[serde(default, deserialize_with = "nullable")]
+    allowed_tools: Option<Option<Vec<String>>>,
+    #[serde(default)]
+    enabled: Option<bool>,
+    #[serde(default)]
+    order: Option<i64>,
+}
+
+/// One entry of the seed's table (`token` is the optional bearer; the richer fields
+/// are accepted too). An absent `token` keeps the stored credential on a replace;
+/// `null` or `""` removes it.
+#[derive(Deserialize, Default)]
+struct SeedEntry {
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    token: Option<Option<String>>,
+    #[serde(default)]
+    auth: Option<AuthInput>,
+    #[serde(default, deserialize_with = "nullable")]
+    allowed_tools: Option<Option<Vec<String>>>,
+    #[serde(default)]
+    enabled: Option<bool>,
+    #[serde(default)]
+    order: Option<i64>,
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, RegistryError> {
+    serde_json::from_slice(body).map_err(|err| {
+        RegistryError::bad_request(format!(
+            "the body is not a valid request: {}",
+            unquoted(&err.to_string())
+        ))
+    })
+}
+
+/// serde's message with every quoted value blanked: it names fields (in backticks) and
+/// positions, but `invalid type: string "…"` would echo what was sent, maybe a secret.
+fn unquoted(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut inside = false;
+    for c in message.chars() {
+        if c == '"' {
+            if inside {
+                out.push_str("…\"");
+            } else {
+                out.push('"');
+            }
+            inside = !inside;
+        } else if !inside {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn check_name(name: &str) -> Result<(), RegistryError> {
+    let valid = !name.is_empty()
+        && name.len() <= MAX_SERVER_NAME
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if valid {
+        Ok(())
+    } else {
+        Err(RegistryError::bad_request(format!(
+            "name must be 1 to {MAX_SERVER_NAME} letters, digits, '-' or '_'"
+        )))
+    }
+}
+
+fn check_allowed_shape(allowed: Option<&Vec<String>>) -> Result<(), RegistryError> {
+    let Some(allowed) = allowed else {
+        return Ok(());
+    };
+    if allowed.len() > MAX_ALLOWED
+        || allowed
+            .iter()
+            .any(|name| name.is_empty() || name.chars().count() > probe::MAX_TOOL_NAME)
+    {
+        return Err(RegistryError::bad_request(format!(
+            "allowed_tools must be null or at most {MAX_ALLOWED} tool names of 1 to {} characters",
+            probe::MAX_TOOL_NAME
+        )));
+    }
+    Ok(())
+}
+
+fn rfc3339(secs: Option<u64>) -> Value {
+    secs.and_then(|s| chrono::DateTime::from_timestamp(s as i64, 0))
+        .map(|t| Value::String(t.to_rfc3339()))
+        .unwrap_or(Value::Null)
+}
+
+/// A record as clients see it: the auth type and header name, never the credential.
+fn view(record: &McpServerRecord) -> Map<String, Value> {
+    let auth = match &record.auth {
+        McpAuth::None => json!({"type": "NONE"}),
+        McpAuth::Bearer => json!({"type": "BEARER"}),
+        McpAuth::Header { name } => json!({"type": "HEADER", "name": name}),
+    };
+    let tools: Vec<Value> = record
+        .tools
+        .iter()
+        .map(|tool| json!({"name": tool.name, "description": tool.description}))
+        .collect();
+    let mut view = Map::new();
+    view.insert("name".into(), record.name.clone().into());
+    view.insert("url".into(), record.url.clone().into());
+    view.insert("auth".into(), auth);
+    view.insert("allowed_tools".into(), json!(record.allowed_tools));
+    view.insert("enabled".into(), record.enabled.into());
+    view.insert("order".into(), record.order.into());
+    view.insert("server_name".into(), json!(record.server_name));
+    view.insert("tools".into(), tools.into());
+    view.insert("created_at".into(), rfc3339(Some(record.created_at)));
+    view.insert("updated_at".into(), rfc3339(Some(record.updated_at)));
+    view.insert(
+        "last_connected_at".into(),
+        rfc3339(record.last_connected_at),
+    );
+    view.insert(
+        "last_connect_error".into(),
+        json!(record.last_connect_error),
+    );
+    view
+}
+
+/// The seed's table: `{name: entry}` (the entry without its `name`).
+fn table(records: &[McpServerRecord]) -> Value {
+    let mut table = Map::new();
+    for record in records {
+        let mut entry = view(record);
+        entry.remove("name");
+        table.insert(record.name.clone(), Value::Object(entry));
+    }
+    Value::Object(table)
+}
+
+fn seed_ok(data: Value) -> Response<Bytes> {
+    web::json(
+        StatusCode::OK,
+        &json!({"success": true, "code": 0, "msg": "ok", "data": data}),
+    )
+}
+
+/// What a registration asks for, whichever form it came in.
+struct Registration {
+    name: String,
+    url: String,
+    auth: AuthInput,
+    allowed_tools: Option<Vec<String>>,
+    enabled: bool,
+    order: i64,
+}
+
+/// What an update asks for.
+#[derive(Default)]
+struct Changes {
+    url: Option<String>,
+    name: Option<String>,
+    auth: Option<AuthInput>,
+    allowed_tools: Option<Option<Vec<String>>>,
+    enabled: Option<bool>,
+    order: Option<i64>,
+}
+
+impl ExternalServers {
+    // ----- the seed's table form -----
+
+    /// `GET`/`POST /api/user/mcp`.
+    pub async fn seed_table(&self, caller: &Caller) -> Response<Bytes> {
+        match self.store.mcp_servers(&caller.user_id).await {
+            Ok(records) => seed_ok(table(&records)),
+            Err(error) => RegistryError::unavailable(error).seed_response(),
+        }
+    }
+
+    /// `POST /api/user/mcp/set`: `{"name": …, "url": …, …}` or `{"<name>": {…}}`.
+    pub async fn seed_set(&self, caller: &Caller, body: &[u8]) -> Response<Bytes> {
+        let outcome = async {
+            let (name, entry) = seed_entry(body)?;
+            check_name(&name)?;
+            let auth = entry.auth.or_else(|| match &entry.token {
+                Some(Some(token)) if !token.is_empty() => Some(AuthInput::Bearer {
+                    token: token.clone(),
+                }),
+                Some(_) => Some(AuthInput::None),
+                None => None,
+            });
+            let existing = self
+                .store
+                .mcp_server(&caller.user_id, &name)
+                .await
+                .map_err(RegistryError::unavailable)?;
+            if existing.is_some() {
+                let changes = Changes {
+                    url: entry.url,
+                    name: None,
+                    auth,
+                    allowed_tools: entry.allowed_tools,
+                    enabled: entry.enabled,
+                    order: entry.order,
+                };
+                self.update(caller, &name, changes).await?;
+            } else {
+                let url = entry
+                    .url
+                    .filter(|url| !url.trim().is_empty())
+                    .ok_or_else(|| RegistryError::bad_request("url is required"))?;
+                let registration = Registration {
+                    name,
+                    url,
+                    auth: auth.unwrap_or(AuthInput::None),
+                    allowed_tools: entry.allowed_tools.flatten(),
+                    enabled: entry.enabled.unwrap_or(true),
+                    order: entry.order.unwrap_or(0),
+                };
+                self.register(caller, registration).await?;
+            }
+            self.store
+                .mcp_servers(&caller.user_id)
+                .await
+                .map_err(RegistryError::unavailable)
+        };
+        match outcome.await {
+            Ok(records) => seed_ok(table(&records)),
+            Err(error) => error.seed_response(),
+        }
+    }
+
+    /// `POST /api/user/mcp/delete`: `{"name": …}`.
+    pub async fn seed_delete(&self, caller: &Caller, body: &[u8]) -> Response<Bytes> {
+        #[derive(Deserialize)]
+        struct Named {
+            name: String,
+        }
+        let outcome = async {
+            let Named { name } = parse(body)?;
+            self.remove(caller, &name).await?;
+            self.store
+                .mcp_servers(&caller.user_id)
+                .await
+                .map_err(RegistryError::unavailable)
+        };
+        match outcome.await {
+            Ok(records) => seed_ok(table(&records)),
+            Err(error) => error.seed_response(),
+        }
+    }
+
+    // ----- the REST form -----
+
+    /// `GET /api/user/mcp-servers`: `{"servers": [...]}` in listing order.
+    pub async fn list(&self, caller: &Caller) -> Response<Bytes> {
+        match self.store.mcp_servers(&caller.user_id).await {
+            Ok(mut records) => {
+                records.sort_by(|a, b| (a.order, &a.name).cmp(&(b.order, &b.name)));
+                let servers: Vec<Value> = records.iter().map(|r| Value::Object(view(r))).collect();
+                web::json(StatusCode::OK, &json!({ "servers": servers }))
+            }
+            Err(error) => RegistryError::unavailable(error).rest_response(),
+        }
+    }
+
+    /// `POST /api/user/mcp-servers`: 201 with the server, its tools and its self-reported name.
+    pub async fn create(&self, caller: &Caller, body: &[u8]) -> Response<Bytes> {
+        let outcome = async {
+            let request: CreateRequest = parse(body)?;
+            check_name(&request.name)?;
+            let registration = Registration {
+                name: request.name,
+                url: request.url,
+                auth: request.auth.unwrap_or(AuthInput::None),
+                allowed_tools: request.allowed_tools,
+                enabled: request.enabled.unwrap_or(true),
+                order: request.order.unwrap_or(0),
+            };
+            self.register(caller, registration).await
+        };
+        match outcome.await {
+            Ok(record) => web::json(StatusCode::CREATED, &Value::Object(view(&record))),
+            Err(error) => error.rest_response(),
+        }
+    }
+
+    /// `GET /api/user/mcp-servers/{name}`.
+    pub async fn get(&self, caller: &Caller, name: &str) -> Response<Bytes> {
+        match self.load(caller, name).await {
+            Ok(record) => web::json(StatusCode::OK, &Value::Object(view(&record))),
+            Err(error) => error.rest_response(),
+        }
+    }
+
+    /// `PATCH /api/user/mcp-servers/{name}`.
+    pub async fn patch(&self, caller: &Caller, name: &str, body: &[u8]) -> Response<Bytes> {
+        let outcome = async {
+            let request: UpdateRequest = parse(body)?;
+            let changes = Changes {
+                url: request.url,
+                name: request.name,
+                auth: request.auth,
+                allowed_tools: request.allowed_tools,
+                enabled: request.enabled,
+                order: request.order,
+            };
+            self.update(caller, name, changes).await
+        };
+        match outcome.await {
+            Ok(record) => web::json(StatusCode::OK, &Value::Object(view(&record))),
+            Err(error) => error.rest_response(),
+        }
+    }
+
+    /// `POST /api/user/mcp-servers/{name}/probe`: probe again with the stored
+    /// credential and keep the fresh tool snapshot.
+    pub async fn reprobe(&self, caller: &Caller, name: &str) -> Response<Bytes> {
+        let outcome = async {
+            let mut record = self.load(caller, name).await?;
+            let auth = credentials::headers(&self.sealer, &caller.user_id, &record)
+                .map_err(|why| RegistryError::probe_failed(&why))?;
+            let now = self.clock.now();
+            let seen = match probe::probe(&self.http, &record.url, &auth, self.probe_budget).await {
+                Ok(seen) => seen,
+                Err(error) => {
+                    self.record_failure(caller, name, &error.message).await;
+                    return Err(error);
+                }
+            };
+            self.apply_probe(&mut record, &seen, now);
+            self.replace(caller, &record).await?;
+            Ok(record)
+        };
+        match outcome.await {
+            Ok(record) => web::json(StatusCode::OK, &Value::Object(view(&record))),
+            Err(error) => error.rest_response(),
+        }
+    }
+
+    /// `DELETE /api/user/mcp-servers/{name}`.
+    pub async fn delete(&self, caller: &Caller, name: &str) -> Response<Bytes> {
+        match self.remove(caller, name).await {
+            Ok(()) => web::json(StatusCode::OK, &json!({"deleted": name})),
+            Err(error) => error.rest_response(),
+        }
+    }
+
+    // ----- the operations both forms share -----
+
+    async fn load(&self, caller: &Caller, name: &str) -> Result<McpServerRecord, RegistryError> {
+        self.store
+            .mcp_server(&caller.user_id, name)
+            .await
+            .map_err(RegistryError::unavailable)?
+            .ok_or_else(|| RegistryError::not_found(name))
+    }
+
+    async fn remove(&self, caller: &Caller, name: &str) -> Result<(), RegistryError> {
+        let deleted = self
+            .store
+            .delete_mcp_server(&caller.user_id, name)
+            .await
+            .map_err(RegistryError::unavailable)?;
+        if !deleted {
+            return Err(RegistryError::not_found(name));
+        }
+        self.cache.forget(&caller.user_id, name);
+        Ok(())
+    }
+
+    /// D4: check the url, seal, probe, then create (name and url unique per account).
+    async fn register(
+        &self,
+        caller: &Caller,
+        registration: Registration,
+    ) -> Result<McpServerRecord, RegistryError> {
+        let user = &caller.user_id;
+        check_allowed_shape(registration.allowed_tools.as_ref())?;
+        let existing = self
+            .store
+            .mcp_servers(user)
+            .await
+            .map_err(RegistryError::unavailable)?;
+        if existing.len() >= MAX_SERVERS {
+            return Err(RegistryError::bad_request(format!(
+                "an account may register at most {MAX_SERVERS} MCP servers"
+            )));
+        }
+        let wanted = namespace(&registration.name);
+        if existing.iter().any(|r| namespace(&r.name) == wanted) {
+            return Err(RegistryError::name_taken(&registration.name));
+        }
+        let checked = self
+            .http
+            .guard()
+            .check(&registration.url)
+            .await
+            .map_err(|refusal| RegistryError::invalid_url(refusal.to_string()))?;
+        let url = checked.url().to_string();
+        if existing.iter().any(|r| r.url == url) {
+            return Err(RegistryError::url_taken());
+        }
+        let (auth, sealed_credential) =
+            credentials::seal(&self.sealer, user, &url, &registration.auth)
+                .map_err(RegistryError::bad_request)?;
+        let now = self.clock.now();
+        let mut record = McpServerRecord {
+            name: registration.name,
+            url,
+            auth,
+            sealed_credential,
+            enabled: registration.enabled,
+            order: registration.order,
+            allowed_tools: registration.allowed_tools,
+            tools: Vec::new(),
+            server_name: None,
+            created_at: now,
+            updated_at: now,
+            last_connected_at: None,
+            last_connect_error: None,
+        };
+        let headers = credentials::headers(&self.sealer, user, &record)
+            .map_err(RegistryError::bad_request)?;
+        let seen = probe::probe(&self.http, &record.url, &headers, self.probe_budget).await?;
+        self.apply_probe(&mut record, &seen, now);
+        probe::check_allowed(record.allowed_tools.as_deref(), &record.tools)?;
+        match self
+            .store
+            .create_mcp_server(user, &record)
+            .await
+            .map_err(RegistryError::unavailable)?
+        {
+            McpServerWrite::Written => Ok(record),
+            McpServerWrite::UrlTaken => Err(RegistryError::url_taken()),
+            _ => Err(RegistryError::name_taken(&record.name)),
+        }
+    }
+
+    /// D7: update what may change; probe again when the credential changes, when the
+    /// server is switched on, or when `allowed_tools` names a tool the snapshot lacks.
+    async fn update(
+        &self,
+        caller: &Caller,
+        name: &str,
+        changes: Changes,
+    ) -> Result<McpServerRecord, RegistryError> {
+        let user = &caller.user_id;
+        let mut record = self.load(caller, name).await?;
+        if changes.name.as_deref().is_some_and(|n| n != record.name) {
+            return Err(RegistryError::immutable("name"));
+        }
+        if let Some(url) = &changes.url {
+            let same = url::Url::parse(url.trim()).is_ok_and(|u| u.as_str() == record.url);
+            if !same {
+                return Err(RegistryError::immutable("url"));
+            }
+        }
+        let mut reprobe = false;
+        if let Some(input) = &changes.auth {
+            let (auth, sealed) = credentials::seal(&self.sealer, user, &record.url, input)
+                .map_err(RegistryError::bad_request)?;
+            record.auth = auth;
+            record.sealed_credential = sealed;
+            reprobe = true;
+        }
+        if let Some(allowed) = changes.allowed_tools {
+            check_allowed_shape(allowed.as_ref())?;
+            reprobe |= probe::check_allowed(allowed.as_deref(), &record.tools).is_err();
+            record.allowed_tools = allowed;
+        }
+        if let Some(enabled) = changes.enabled {
+            reprobe |= enabled && !record.enabled;
+            record.enabled = enabled;
+        }
+        if let Some(order) = changes.order {
+            record.order = order;
+        }
+        let now = self.clock.now();
+        if reprobe {
+            let headers = credentials::headers(&self.sealer, user, &record)
+                .map_err(RegistryError::bad_request)?;
+            let seen = probe::probe(&self.http, &record.url, &headers, self.probe_budget).await?;
+            self.apply_probe(&mut record, &seen, now);
+        }
+        probe::check_allowed(record.allowed_tools.as_deref(), &record.tools)?;
+        record.updated_at = now;
+        self.replace(caller, &record).await?;
+        Ok(record)
+    }
+
+    fn apply_probe(&self, record: &mut McpServerRecord, seen: &Probe, now: u64) {
+        record.tools = probe::snapshot(&seen.tools);
+        record.server_name = seen.server_name.clone();
+        record.last_connected_at = Some(now);
+        record.last_connect_error = None;
+        record.updated_at = now;
+    }
+
+    async fn replace(
+        &self,
+        caller: &Caller,
+        record: &McpServerRecord,
+    ) -> Result<(), RegistryError> {
+        let written = self
+            .store
+            .replace_mcp_server(&caller.user_id, record)
+            .await
+            .map_err(RegistryError::unavailable)?;
+        self.cache.forget(&caller.user_id, &record.name);
+        match written {
+            McpServerWrite::Written => Ok(()),
+            McpServerWrite::UrlChanged => Err(RegistryError::immutable("url")),
+            _ => Err(RegistryError::not_found(&record.name)),
+        }
+    }
+
+    async fn record_failure(&self, caller: &Caller, name: &str, why: &str) {
+        let at = self.clock.now();
+        if let Err(error) = self
+            .store
+            .record_mcp_connection(&caller.user_id, name, at, Some(why))
+            .await
+        {
+            tracing::warn!(%error, "could not record an MCP connection failure");
+        }
+    }
+}
+
+/// The seed's set body: `{"name": …, …}` or `{"<name>": {…}}`.
+fn seed_entry(body: &[u8]) -> Result<(String, SeedEntry), RegistryError> {
+    let value: Value = parse(body)?;
+    let Value::Object(mut object) = value else {
+        return Err(RegistryError::bad_request("the body must be a JSON object"));
+    };
+    let entry_of = |value: Value| {
+        serde_json::from_value::<SeedEntry>(value).map_err(|err| {
+            RegistryError::bad_request(format!(
+                "the entry is not valid: {}",
+                unquoted(&err.to_string())
+            ))
+        })
+    };
+    match object.remove("name") {
+        Some(Value::String(name)) => Ok((name, entry_of(Value::Object(object))?)),
+        Some(_) => Err(RegistryError::bad_request("name must be a string")),
+        None if object.len() == 1 => {
+            let (name, entry) = object.into_iter().next().expect("one entry");
+            if !entry.is_object() {
+                return Err(RegistryError::bad_request("the entry must be an object"));
+            }
+            Ok((name, entry_of(entry)?))
+        }
+        None => Err(RegistryError::bad_request(
+            "send {\"name\": …, \"url\": …} or {\"<name>\": {\"url\": …}}",
+        )),
+    }
+}

@@ -1,0 +1,182 @@
+//! The user's external MCP servers (SPEC D): the registry API and their tools on `/mcp`.
+//!
+//! Owns the per-account registry (the seed's `/api/user/mcp*` table form and the
+//! richer `/api/user/mcp-servers` form, both over the same stored records), the
+//! registration probe, sealed credentials, tool namespacing, and listing and forwarding
+//! calls for `/mcp`. Every connection goes through `remote` (the address guard, pinned
+//! and redirect-free); only `store` keeps the records.
+//!
+//! Must not: return or log a credential (responses show the auth type and header name
+//! only), log a tool's arguments or results (health data may pass through), or let one
+//! failing server affect another.
+
+mod api;
+mod credentials;
+mod naming;
+mod probe;
+mod toolbox;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use serde_json::json;
+
+use crate::clock::Clock;
+use crate::http as web;
+use crate::identity::Sealer;
+use crate::remote::{GuardedHttp, INVALID_URL_CODE};
+use crate::store::{Store, StoreError};
+
+pub use naming::{PREFIX as TOOL_PREFIX, namespaced};
+pub use probe::PROBE_BUDGET;
+pub use toolbox::{CONNECT_BUDGET, ExternalListing, SNAPSHOT_TTL};
+
+/// The external-server side of the app, built once per process.
+pub struct ExternalServers {
+    store: Arc<dyn Store>,
+    sealer: Arc<Sealer>,
+    http: Arc<GuardedHttp>,
+    clock: Arc<dyn Clock>,
+    cache: toolbox::SnapshotCache,
+    probe_budget: Duration,
+    connect_budget: Duration,
+}
+
+impl ExternalServers {
+    pub fn new(
+        store: Arc<dyn Store>,
+        sealer: Arc<Sealer>,
+        http: Arc<GuardedHttp>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        ExternalServers {
+            store,
+            sealer,
+            http,
+            clock,
+            cache: toolbox::SnapshotCache::default(),
+            probe_budget: PROBE_BUDGET,
+            connect_budget: CONNECT_BUDGET,
+        }
+    }
+
+    /// Shorter budgets (tests of slow servers).
+    pub fn with_budgets(mut self, probe: Duration, connect: Duration) -> Self {
+        self.probe_budget = probe;
+        self.connect_budget = connect;
+        self
+    }
+}
+
+/// A refusal of the registry API: one status, one stable code, one message. Rendered
+/// in the seed's envelope or the REST form by the two renderers below, nowhere else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistryError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl RegistryError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        RegistryError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+    }
+
+    pub fn invalid_url(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, INVALID_URL_CODE, message)
+    }
+
+    pub fn probe_failed(why: &str) -> Self {
+        let why: String = why.chars().take(300).collect();
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "mcp_probe_failed",
+            format!("the MCP server could not be probed: {why}; nothing was saved"),
+        )
+    }
+
+    pub fn unknown_tool(names: &[&str]) -> Self {
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unknown_mcp_tool",
+            format!(
+                "allowed_tools names tools the server does not list: {}",
+                names.join(", ")
+            ),
+        )
+    }
+
+    pub fn immutable(field: &str) -> Self {
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "immutable_field",
+            format!("{field} cannot be changed; delete the server and register it again"),
+        )
+    }
+
+    pub fn name_taken(name: &str) -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "mcp_server_name_taken",
+            format!(
+                "a server named {name:?} (or one with the same tool namespace) is already registered"
+            ),
+        )
+    }
+
+    pub fn url_taken() -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "mcp_server_url_taken",
+            "this url is already registered under another name",
+        )
+    }
+
+    pub fn not_found(name: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no MCP server named {name:?}"),
+        )
+    }
+
+    pub fn unavailable(error: StoreError) -> Self {
+        tracing::warn!(%error, "external server registry store failure");
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "storage is unavailable; try again shortly",
+        )
+    }
+
+    /// The seed's envelope: `{success: false, code, msg}` plus the stable `error` code.
+    pub fn seed_response(&self) -> Response<Bytes> {
+        web::json(
+            self.status,
+            &json!({
+                "success": false,
+                "code": self.status.as_u16(),
+                "msg": self.message,
+                "error": self.code,
+            }),
+        )
+    }
+
+    /// The REST form: `{error: {code, message}}`.
+    pub fn rest_response(&self) -> Response<Bytes> {
+        web::json(
+            self.status,
+            &json!({ "error": { "code": self.code, "message": self.message } }),
+        )
+    }
+}

@@ -1,0 +1,97 @@
+//! D4 and D6: the registration probe and what is kept of its answer.
+//!
+//! Owns the probe's time budget and the refusal codes it produces. A probe connects
+//! with the credential being registered, lists the tools and returns them; nothing is
+//! saved here. Behind API Gateway (30 s per request, not raisable) the seed's 60 s is
+//! not available, so the whole probe, address checks included, must finish within
+//! [`PROBE_BUDGET`]: registration stays synchronous and the client always gets an
+//! answer (saved, or a 422 saying why) before the gateway would cut it off.
+
+use std::time::Duration;
+
+use http::HeaderMap;
+
+use super::RegistryError;
+use crate::remote::{GuardedHttp, HttpError, McpConnection, RemoteError, RemoteTool};
+use crate::store::McpToolSnapshot;
+
+/// The whole probe: connection, handshake and every `tools/list` page. 25 s leaves the
+/// 29 s function time (and API Gateway's 30 s) room for the store writes around it.
+pub const PROBE_BUDGET: Duration = Duration::from_secs(25);
+
+/// Tool names longer than this are not kept (D6).
+pub const MAX_TOOL_NAME: usize = 128;
+
+/// Stored descriptions are cut to this many characters (D6).
+pub const MAX_STORED_DESCRIPTION: usize = 500;
+
+/// What a successful probe saw.
+pub struct Probe {
+    pub server_name: Option<String>,
+    /// At most 256 tools (the client's bound), names of at most 128 characters.
+    pub tools: Vec<RemoteTool>,
+}
+
+/// Connects to `url` with `auth`, lists its tools, all within `budget`.
+pub async fn probe(
+    http: &GuardedHttp,
+    url: &str,
+    auth: &HeaderMap,
+    budget: Duration,
+) -> Result<Probe, RegistryError> {
+    let run = async {
+        let connection = McpConnection::connect(http, url, auth, budget, None).await?;
+        let tools = connection.list_tools().await?;
+        Ok::<_, RemoteError>(Probe {
+            server_name: connection.server_name().map(str::to_string),
+            tools: tools
+                .into_iter()
+                .filter(|tool| tool.name.chars().count() <= MAX_TOOL_NAME)
+                .collect(),
+        })
+    };
+    match tokio::time::timeout(budget, run).await {
+        Ok(Ok(probe)) => Ok(probe),
+        Ok(Err(RemoteError::Http(HttpError::Guard(refusal)))) => {
+            Err(RegistryError::invalid_url(refusal.to_string()))
+        }
+        Ok(Err(error)) => Err(RegistryError::probe_failed(&error.to_string())),
+        Err(_) => Err(RegistryError::probe_failed(&format!(
+            "no answer within {} s",
+            budget.as_secs()
+        ))),
+    }
+}
+
+/// What is stored of the tools (D6): names, descriptions cut to 500 characters.
+pub fn snapshot(tools: &[RemoteTool]) -> Vec<McpToolSnapshot> {
+    tools
+        .iter()
+        .map(|tool| McpToolSnapshot {
+            name: tool.name.clone(),
+            description: tool
+                .description
+                .as_ref()
+                .map(|text| text.chars().take(MAX_STORED_DESCRIPTION).collect()),
+        })
+        .collect()
+}
+
+/// D7: every name in `allowed` must be one of the probed tools.
+pub fn check_allowed(
+    allowed: Option<&[String]>,
+    tools: &[McpToolSnapshot],
+) -> Result<(), RegistryError> {
+    let Some(allowed) = allowed else {
+        return Ok(());
+    };
+    let unknown: Vec<&str> = allowed
+        .iter()
+        .filter(|name| !tools.iter().any(|tool| &tool.name == *name))
+        .map(String::as_str)
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(RegistryError::unknown_tool(&unknown))
+}

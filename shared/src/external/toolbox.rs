@@ -1,0 +1,373 @@
+//! D8 on `/mcp`: the caller's enabled servers, contacted in parallel, their allowed
+//! tools listed under `mcp__<server>__<tool>`, and calls forwarded.
+//!
+//! Owns the per-process snapshot cache: a server's tool list is reused for
+//! [`SNAPSHOT_TTL`] after a successful connection (a failure for [`FAILURE_TTL`]), so
+//! `tools/list` does not open every server on every request; a listing can therefore be
+//! up to a minute behind a server's own list. Any change through the registry API
+//! drops the entry at once (in this process; another warm Lambda instance keeps its
+//! own until it expires). A call always opens a fresh connection.
+//!
+//! A server that fails is left out with a note and recorded (`last_connect_error`); the
+//! others are unaffected. Never logs arguments, results or credentials.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use super::ExternalServers;
+use super::credentials;
+use super::naming::{PREFIX, namespace, namespaced_tools};
+use crate::mcp::McpError;
+use crate::remote::{Dialect, McpConnection, RemoteError, RemoteTool};
+use crate::store::McpServerRecord;
+use crate::tools::Caller;
+
+/// Each server gets this long to connect and list (D8), all of them in parallel.
+pub const CONNECT_BUDGET: Duration = Duration::from_secs(20);
+
+/// How long a server's tool list is reused before it is fetched again.
+pub const SNAPSHOT_TTL: Duration = Duration::from_secs(60);
+
+/// How long a failed server is left out before it is tried again.
+pub const FAILURE_TTL: Duration = Duration::from_secs(15);
+
+/// Entries kept at most (oldest dropped first).
+const CACHE_CAPACITY: usize = 4096;
+
+/// A server's tools as last seen, with their exposed names.
+struct Snapshot {
+    dialect: Dialect,
+    tools: Vec<RemoteTool>,
+    /// `names[i]` is the exposed name of `tools[i]`.
+    names: Vec<String>,
+}
+
+struct Entry {
+    /// The record version the entry was made for (a changed record misses).
+    url: String,
+    updated_at: u64,
+    at: Instant,
+    outcome: Result<Arc<Snapshot>, String>,
+}
+
+#[derive(Default)]
+pub struct SnapshotCache {
+    entries: Mutex<HashMap<(String, String), Entry>>,
+}
+
+impl SnapshotCache {
+    fn get(&self, user: &str, record: &McpServerRecord) -> Option<Result<Arc<Snapshot>, String>> {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = entries.get(&(user.to_string(), record.name.clone()))?;
+        let ttl = match entry.outcome {
+            Ok(_) => SNAPSHOT_TTL,
+            Err(_) => FAILURE_TTL,
+        };
+        let fresh = entry.url == record.url
+            && entry.updated_at == record.updated_at
+            && entry.at.elapsed() < ttl;
+        fresh.then(|| entry.outcome.clone())
+    }
+
+    fn put(&self, user: &str, record: &McpServerRecord, outcome: Result<Arc<Snapshot>, String>) {
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        if entries.len() >= CACHE_CAPACITY {
+            let oldest = entries
+                .iter()
+                .min_by_key(|(_, entry)| entry.at)
+                .map(|(key, _)| key.clone());
+            if let Some(oldest) = oldest {
+                entries.remove(&oldest);
+            }
+        }
+        entries.insert(
+            (user.to_string(), record.name.clone()),
+            Entry {
+                url: record.url.clone(),
+                updated_at: record.updated_at,
+                at: Instant::now(),
+                outcome,
+            },
+        );
+    }
+
+    pub fn forget(&self, user: &str, name: &str) {
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        entries.remove(&(user.to_string(), name.to_string()));
+    }
+}
+
+/// The caller's external tools for `tools/list`.
+#[derive(Default)]
+pub struct ExternalListing {
+    /// Each tool's listing, serialised once.
+    pub tools: Vec<Box<RawValue>>,
+    /// One note per server left out: `{"server", "error"}`.
+    pub unavailable: Vec<Value>,
+}
+
+fn allowed(record: &McpServerRecord, tool: &str) -> bool {
+    record
+        .allowed_tools
+        .as_ref()
+        .is_none_or(|list| list.iter().any(|name| name == tool))
+}
+
+fn listing(record: &McpServerRecord, tool: &RemoteTool, name: &str) -> Option<Box<RawValue>> {
+    let mut entry = Map::new();
+    entry.insert("name".into(), name.into());
+    if let Some(description) = &tool.description {
+        entry.insert("description".into(), description.clone().into());
+    }
+    entry.insert("inputSchema".into(), tool.input_schema.clone());
+    entry.insert(
+        "_meta".into(),
+        json!({"io.mirobody/server": record.name, "io.mirobody/tool": tool.name}),
+    );
+    serde_json::value::to_raw_value(&entry).ok()
+}
+
+/// The remote's `CallToolResult`, keeping only what a result may carry.
+fn forwarded(mut result: Value) -> Map<String, Value> {
+    let mut out = Map::new();
+    let content = match result.get_mut("content").map(Value::take) {
+        Some(Value::Array(items)) => items,
+        _ => Vec::new(),
+    };
+    out.insert("content".into(), content.into());
+    if let Some(structured @ Value::Object(_)) =
+        result.get_mut("structuredContent").map(Value::take)
+    {
+        out.insert("structuredContent".into(), structured);
+    }
+    if result.get("isError") == Some(&Value::Bool(true)) {
+        out.insert("isError".into(), true.into());
+    }
+    out
+}
+
+fn tool_error(text: String) -> Map<String, Value> {
+    let mut out = Map::new();
+    out.insert("content".into(), json!([{"type": "text", "text": text}]));
+    out.insert("isError".into(), true.into());
+    out
+}
+
+impl ExternalServers {
+    /// The caller's enabled servers (D2: an empty url is skipped), in listing order.
+    async fn enabled(&self, user: &str) -> Result<Vec<McpServerRecord>, String> {
+        let mut records = self.store.mcp_servers(user).await.map_err(|error| {
+            tracing::warn!(%error, "could not read the caller's MCP servers");
+            "the list of your MCP servers could not be read".to_string()
+        })?;
+        records.retain(|r| r.enabled && !r.url.is_empty());
+        records.sort_by(|a, b| (a.order, &a.name).cmp(&(b.order, &b.name)));
+        Ok(records)
+    }
+
+    /// Connects to one server (the cached dialect first) within the connect budget.
+    async fn connect(
+        &self,
+        user: &str,
+        record: &McpServerRecord,
+        prefer: Option<Dialect>,
+    ) -> Result<McpConnection, String> {
+        let auth = credentials::headers(&self.sealer, user, record)?;
+        let budget = self.connect_budget;
+        tokio::time::timeout(
+            budget,
+            McpConnection::connect(&self.http, &record.url, &auth, budget, prefer),
+        )
+        .await
+        .map_err(|_| format!("no answer within {} s", budget.as_secs()))?
+        .map_err(|error| error.to_string())
+    }
+
+    /// Connects and lists: the fresh snapshot and the open connection.
+    async fn fetch(
+        &self,
+        user: &str,
+        record: &McpServerRecord,
+    ) -> Result<(Arc<Snapshot>, McpConnection), String> {
+        let budget = self.connect_budget;
+        let started = Instant::now();
+        let connection = self.connect(user, record, None).await?;
+        let left = budget.saturating_sub(started.elapsed());
+        let tools = tokio::time::timeout(left, connection.list_tools())
+            .await
+            .map_err(|_| format!("no answer within {} s", budget.as_secs()))?
+            .map_err(|error| error.to_string())?;
+        let names = namespaced_tools(&record.name, tools.iter().map(|t| t.name.as_str()));
+        let snapshot = Snapshot {
+            dialect: connection.dialect(),
+            tools,
+            names,
+        };
+        Ok((Arc::new(snapshot), connection))
+    }
+
+    /// The server's snapshot, from the cache or a fresh connection (then also the
+    /// connection, for a call to reuse). Every real connection is recorded (D8).
+    async fn snapshot(
+        &self,
+        user: &str,
+        record: &McpServerRecord,
+    ) -> (Result<Arc<Snapshot>, String>, Option<McpConnection>) {
+        if let Some(cached) = self.cache.get(user, record) {
+            return (cached, None);
+        }
+        let fetched = self.fetch(user, record).await;
+        let (outcome, connection) = match fetched {
+            Ok((snapshot, connection)) => (Ok(snapshot), Some(connection)),
+            Err(why) => (Err(why), None),
+        };
+        self.cache.put(user, record, outcome.clone());
+        let error = outcome.as_ref().err().map(String::as_str);
+        if let Err(failure) = self
+            .store
+            .record_mcp_connection(user, &record.name, self.clock.now(), error)
+            .await
+        {
+            tracing::warn!(error = %failure, "could not record an MCP connection");
+        }
+        if error.is_some() {
+            tracing::info!("an external MCP server was unreachable; left out of this request");
+        }
+        (outcome, connection)
+    }
+
+    /// `tools/list`: every enabled server in parallel; the allowed tools of those that
+    /// answered, a note for each that did not.
+    pub async fn listing(&self, caller: &Caller) -> ExternalListing {
+        let user = caller.user_id.as_str();
+        let records = match self.enabled(user).await {
+            Ok(records) => records,
+            Err(why) => {
+                return ExternalListing {
+                    tools: Vec::new(),
+                    unavailable: vec![json!({"server": "*", "error": why})],
+                };
+            }
+        };
+        let snapshots = futures_util::future::join_all(
+            records.iter().map(|record| self.snapshot(user, record)),
+        )
+        .await;
+        let mut out = ExternalListing::default();
+        for (record, (outcome, _)) in records.iter().zip(snapshots) {
+            match outcome {
+                Ok(snapshot) => {
+                    for (tool, name) in snapshot.tools.iter().zip(&snapshot.names) {
+                        if allowed(record, &tool.name)
+                            && let Some(entry) = listing(record, tool, name)
+                        {
+                            out.tools.push(entry);
+                        }
+                    }
+                }
+                Err(why) => out.unavailable.push(json!({
+                    "server": record.name,
+                    "error": format!("{why}; its tools are not available in this request, do not call them"),
+                })),
+            }
+        }
+        out
+    }
+
+    /// `tools/call` for an `mcp__…` name: forwarded to its server. A remote failure is a
+    /// tool error (`isError: true`); a name that is not one of the caller's allowed
+    /// external tools is an unknown tool.
+    pub async fn call(
+        &self,
+        caller: &Caller,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Map<String, Value>, McpError> {
+        let user = caller.user_id.as_str();
+        let unknown = || McpError::UnknownTool(name.to_string());
+        let records = self.enabled(user).await.map_err(|_| McpError::Internal)?;
+        for record in records
+            .iter()
+            .filter(|r| name.starts_with(&format!("{PREFIX}{}__", namespace(&r.name))))
+        {
+            let (outcome, connection) = self.snapshot(user, record).await;
+            let snapshot = match outcome {
+                Ok(snapshot) => snapshot,
+                Err(why) => {
+                    return Ok(tool_error(format!(
+                        "the MCP server {:?} is unavailable right now ({why}); its tools cannot be used in this request",
+                        record.name
+                    )));
+                }
+            };
+            let Some(index) = snapshot.names.iter().position(|n| n == name) else {
+                continue;
+            };
+            let tool = &snapshot.tools[index];
+            if !allowed(record, &tool.name) {
+                return Err(unknown());
+            }
+            let connection = match connection {
+                Some(connection) => connection,
+                None => match self.connect(user, record, Some(snapshot.dialect)).await {
+                    Ok(connection) => connection,
+                    Err(why) => {
+                        self.cache.forget(user, &record.name);
+                        return Ok(tool_error(format!(
+                            "the MCP server {:?} is unavailable right now ({why})",
+                            record.name
+                        )));
+                    }
+                },
+            };
+            let call =
+                tokio::time::timeout(self.connect_budget, connection.call_tool(tool, arguments));
+            return Ok(match call.await {
+                Ok(Ok(result)) => forwarded(result),
+                Ok(Err(RemoteError::Remote { message, .. })) => tool_error(format!(
+                    "the MCP server {:?} returned an error: {message}",
+                    record.name
+                )),
+                Ok(Err(error)) => tool_error(format!(
+                    "the call to the MCP server {:?} failed: {error}",
+                    record.name
+                )),
+                Err(_) => tool_error(format!(
+                    "the MCP server {:?} did not answer within {} s",
+                    record.name,
+                    self.connect_budget.as_secs()
+                )),
+            });
+        }
+        Err(unknown())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forwarded_results_keep_content_structure_and_error_flag_only() {
+        let result = json!({
+            "content": [{"type": "text", "text": "ok"}],
+            "structuredContent": {"n": 1},
+            "isError": true,
+            "_meta": {"x": 1},
+            "resultType": "complete"
+        });
+        let out = forwarded(result);
+        assert_eq!(
+            Value::Object(out),
+            json!({"content": [{"type": "text", "text": "ok"}], "structuredContent": {"n": 1}, "isError": true})
+        );
+        assert_eq!(
+            Value::Object(forwarded(json!({"isError": "yes"}))),
+            json!({"content": []})
+        );
+    }
+}
