@@ -18,7 +18,7 @@ use crate::account_api::{AccountApi, refused};
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
 use crate::data_api::DataApi;
-use crate::external::ExternalServers;
+use crate::external::{CONNECT_BUDGET, ExternalServers, PROBE_BUDGET};
 use crate::http::{self as web, OriginPolicy, Route, RouteGroup};
 use crate::identity::{Jwts, Keys, LoginPrompts, McpUrls, Sealer};
 use crate::mcp::{Declaration, Exchange, McpServer, Reply};
@@ -112,12 +112,14 @@ impl App {
                 form_key,
             };
             let oauth = OAuthApi::new(services, origin.clone(), resource.clone());
-            let external = Arc::new(ExternalServers::new(
-                store.clone(),
-                sealer.clone(),
-                http.clone(),
-                clock.clone(),
-            ));
+            let mut external =
+                ExternalServers::new(store.clone(), sealer.clone(), http.clone(), clock.clone());
+            if let Some(secs) = config.remote_timeout_secs {
+                let limit = std::time::Duration::from_secs(secs);
+                external =
+                    external.with_budgets(PROBE_BUDGET.min(limit), CONNECT_BUDGET.min(limit));
+            }
+            let external = Arc::new(external);
             Signed {
                 jwts,
                 sealer,

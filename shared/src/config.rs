@@ -52,6 +52,10 @@ pub struct Config {
     /// Development only (refused in Lambda): outbound calls may use `http` and
     /// loopback addresses, for tests against local servers.
     pub remote_dev_loopback: bool,
+    /// `MIROBODY_REMOTE_TIMEOUT_SECS` (1 to 25): a tighter bound on talking to a user's
+    /// MCP server than the defaults (20 s per server on `/mcp`, 25 s for a registration
+    /// probe). `None` keeps the defaults.
+    pub remote_timeout_secs: Option<u64>,
     pub secretsmanager_endpoint: Option<String>,
 }
 
@@ -193,6 +197,18 @@ impl Config {
                 (Some(_), _) => {
                     return Err(bad("MIROBODY_REMOTE_DEV_LOOPBACK", "must be true or false"));
                 }
+            },
+            remote_timeout_secs: match get("MIROBODY_REMOTE_TIMEOUT_SECS") {
+                None => None,
+                Some(raw) => match raw.parse::<u64>() {
+                    Ok(secs @ 1..=25) => Some(secs),
+                    _ => {
+                        return Err(bad(
+                            "MIROBODY_REMOTE_TIMEOUT_SECS",
+                            "must be a whole number of seconds from 1 to 25",
+                        ));
+                    }
+                },
             },
             secretsmanager_endpoint: get("AWS_ENDPOINT_URL_SECRETS_MANAGER").map(String::from),
             runtime,

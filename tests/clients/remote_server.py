@@ -8,8 +8,7 @@ The Python SDK's MCPServer (mcp==2.3.0, both eras: 2026-07-28 and the 2025 hands
 behind uvicorn on 127.0.0.1. With --token, requests need `Authorization: Bearer T`;
 with --header, they need that header; otherwise 401. While --hang-file exists, every
 request hangs (a server that stopped answering). Tools: lookup_order, create_ticket,
-always_fails (raises, so the result is isError), echo_region (declares x-mcp-header
-and reports the Mcp-Param-Region header it received).
+always_fails (raises, so the result is isError).
 """
 
 from __future__ import annotations
