@@ -86,8 +86,12 @@ impl Remote {
     /// `server-everything streamableHttp` on 127.0.0.1.
     fn everything() -> Remote {
         let clients = root().join("tests/clients");
-        let entry = clients.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-        assert!(entry.exists(), "no server-everything: run scripts/install-test-deps");
+        let entry =
+            clients.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        assert!(
+            entry.exists(),
+            "no server-everything: run scripts/install-test-deps"
+        );
         let port = free_port();
         let mut child = Command::new("node")
             .arg("--import")
@@ -143,7 +147,13 @@ fn bearer(token: &str) -> Vec<(String, String)> {
 async fn api(server: &Server, method: &str, path: &str, token: &str, body: Option<Value>) -> Reply {
     let mut headers = bearer(token);
     headers.push(("content-type".into(), "application/json".into()));
-    send(method, &server.url(path), &headers, body.map(|b| b.to_string())).await
+    send(
+        method,
+        &server.url(path),
+        &headers,
+        body.map(|b| b.to_string()),
+    )
+    .await
 }
 
 /// A modern MCP request to our `/mcp` with the caller's token.
@@ -232,7 +242,11 @@ async fn a_registered_server_is_listed_and_called_through_our_mcp() {
 
     // Built-in tools first, then the namespaced ones; anonymous callers see none of them.
     let names = tool_names(&server, &token).await;
-    for expected in ["mcp__shop__lookup_order", "mcp__shop__create_ticket", "mcp__shop__always_fails"] {
+    for expected in [
+        "mcp__shop__lookup_order",
+        "mcp__shop__create_ticket",
+        "mcp__shop__always_fails",
+    ] {
         assert!(names.contains(&expected.to_string()), "{names:?}");
     }
     let anonymous = {
@@ -260,10 +274,22 @@ async fn a_registered_server_is_listed_and_called_through_our_mcp() {
     );
 
     // A tool of ours that is not the caller's is an unknown tool, not a forwarded call.
-    let unknown = mcp(&server, &token, "tools/call", json!({"name": "mcp__shop__nope", "arguments": {}})).await;
+    let unknown = mcp(
+        &server,
+        &token,
+        "tools/call",
+        json!({"name": "mcp__shop__nope", "arguments": {}}),
+    )
+    .await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
     let bob = server.token("bob");
-    let foreign = mcp(&server, &bob, "tools/call", json!({"name": "mcp__shop__lookup_order", "arguments": {"order_number": "1"}})).await;
+    let foreign = mcp(
+        &server,
+        &bob,
+        "tools/call",
+        json!({"name": "mcp__shop__lookup_order", "arguments": {"order_number": "1"}}),
+    )
+    .await;
     assert_eq!(foreign["error"]["code"], -32602, "{foreign}");
 
     // Both API forms show the connection and never the credential.
@@ -272,16 +298,28 @@ async fn a_registered_server_is_listed_and_called_through_our_mcp() {
     assert!(entry["last_connected_at"].is_string(), "{entry}");
     assert_eq!(entry["last_connect_error"], Value::Null);
     let table = api(&server, "GET", "/api/user/mcp", &token, None).await;
-    assert_eq!(table.json()["data"]["shop"]["auth"], json!({"type": "BEARER"}));
+    assert_eq!(
+        table.json()["data"]["shop"]["auth"],
+        json!({"type": "BEARER"})
+    );
     for reply in [&created, &listed, &table] {
         assert!(!reply.body.contains(REMOTE_TOKEN), "{}", reply.body);
     }
     drop(server);
     let log = std::fs::read_to_string(&log_path).unwrap();
-    assert!(log.contains("POST /api/user/mcp-servers"), "the log was captured");
-    assert!(!log.contains(REMOTE_TOKEN), "the remote credential reached the log");
+    assert!(
+        log.contains("POST /api/user/mcp-servers"),
+        "the log was captured"
+    );
+    assert!(
+        !log.contains(REMOTE_TOKEN),
+        "the remote credential reached the log"
+    );
     assert!(!log.contains(&token), "the caller's JWT reached the log");
-    assert!(!log.contains("order A1001"), "a tool result reached the log");
+    assert!(
+        !log.contains("order A1001"),
+        "a tool result reached the log"
+    );
 }
 
 /// D3, D4, D6: refusals answer 422 (or 409, 400) with their code and save nothing.
@@ -301,9 +339,12 @@ async fn refused_registrations_say_why_and_save_nothing() {
     let reply = register(json!({"name": "dead", "url": dead})).await;
     assert_refused(&reply, 422, "mcp_probe_failed");
 
+    // Refused addresses that stay on this machine even if the guard were wrong (every
+    // class and bypass, with an injected resolver, is in the guard's own corpus).
     for url in [
-        "http://10.0.0.1/mcp".to_string(),
-        "http://169.254.169.254/latest/meta-data".to_string(),
+        format!("http://0.0.0.0:{}/mcp", remote.port),
+        format!("http://[::]:{}/mcp", remote.port),
+        format!("http://[fe80::1%25lo]:{}/mcp", remote.port),
         "ftp://127.0.0.1/mcp".to_string(),
         format!("http://user:pw@127.0.0.1:{}/mcp", remote.port),
         "not a url".to_string(),
@@ -313,9 +354,14 @@ async fn refused_registrations_say_why_and_save_nothing() {
         assert!(!reply.body.contains("pw@"), "{}", reply.body);
     }
 
-    let wrong = register(json!({"name": "keyed", "url": remote.url(), "auth": header("wrong-key")})).await;
+    let wrong =
+        register(json!({"name": "keyed", "url": remote.url(), "auth": header("wrong-key")})).await;
     assert_refused(&wrong, 422, "mcp_probe_failed");
-    assert!(wrong.body.contains("401"), "the message says why: {}", wrong.body);
+    assert!(
+        wrong.body.contains("401"),
+        "the message says why: {}",
+        wrong.body
+    );
     assert!(!wrong.body.contains("wrong-key"), "{}", wrong.body);
 
     let unknown = register(json!({
@@ -324,11 +370,16 @@ async fn refused_registrations_say_why_and_save_nothing() {
     }))
     .await;
     assert_refused(&unknown, 422, "unknown_mcp_tool");
-    assert!(unknown.body.contains("refund_everything"), "{}", unknown.body);
+    assert!(
+        unknown.body.contains("refund_everything"),
+        "{}",
+        unknown.body
+    );
 
     let target = remote.url();
     let redirect = redirecting_to(&target).await;
-    let reply = register(json!({"name": "moved", "url": format!("http://127.0.0.1:{redirect}/mcp")})).await;
+    let reply =
+        register(json!({"name": "moved", "url": format!("http://127.0.0.1:{redirect}/mcp")})).await;
     assert_refused(&reply, 422, "mcp_probe_failed");
     assert!(reply.body.contains("redirect refused"), "{}", reply.body);
 
@@ -351,13 +402,17 @@ async fn refused_registrations_say_why_and_save_nothing() {
     }))
     .await;
     assert_eq!(created.status, 201, "{}", created.body);
-    assert_eq!(created.json()["auth"], json!({"type": "HEADER", "name": "X-Api-Key"}));
+    assert_eq!(
+        created.json()["auth"],
+        json!({"type": "HEADER", "name": "X-Api-Key"})
+    );
     assert!(!created.body.contains(HEADER_VALUE));
 
     // Unique name (also by tool namespace) and url per account; another account may reuse both.
     let again = register(json!({"name": "keyed", "url": format!("{}/other", remote.url())})).await;
     assert_refused(&again, 409, "mcp_server_name_taken");
-    let alias = register(json!({"name": "alias", "url": remote.url(), "auth": header(HEADER_VALUE)})).await;
+    let alias =
+        register(json!({"name": "alias", "url": remote.url(), "auth": header(HEADER_VALUE)})).await;
     assert_refused(&alias, 409, "mcp_server_url_taken");
     let other = server.token("dave");
     let theirs = api(
@@ -399,7 +454,10 @@ async fn the_seed_form_registers_a_legacy_server_whose_tools_are_forwarded() {
 
     // D8: hyphens become underscores.
     let names = tool_names(&server, &token).await;
-    assert!(names.contains(&"mcp__every_thing__echo".to_string()), "{names:?}");
+    assert!(
+        names.contains(&"mcp__every_thing__echo".to_string()),
+        "{names:?}"
+    );
     let called = mcp(
         &server,
         &token,
@@ -410,7 +468,10 @@ async fn the_seed_form_registers_a_legacy_server_whose_tools_are_forwarded() {
     let result = &called["result"];
     assert_ne!(result["isError"], true, "{called}");
     assert!(
-        result["content"][0]["text"].as_str().unwrap().contains("hello over the handshake"),
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("hello over the handshake"),
         "{called}"
     );
 
@@ -423,8 +484,18 @@ async fn the_seed_form_registers_a_legacy_server_whose_tools_are_forwarded() {
         Some(json!({"every-thing": {"url": remote.url(), "enabled": false}})),
     )
     .await;
-    assert_eq!(off.json()["data"]["every-thing"]["enabled"], false, "{}", off.body);
-    assert!(!tool_names(&server, &token).await.iter().any(|n| n.starts_with("mcp__")));
+    assert_eq!(
+        off.json()["data"]["every-thing"]["enabled"],
+        false,
+        "{}",
+        off.body
+    );
+    assert!(
+        !tool_names(&server, &token)
+            .await
+            .iter()
+            .any(|n| n.starts_with("mcp__"))
+    );
     let moved = api(
         &server,
         "POST",
@@ -436,7 +507,14 @@ async fn the_seed_form_registers_a_legacy_server_whose_tools_are_forwarded() {
     assert_eq!(moved.status, 422, "{}", moved.body);
     assert_eq!(moved.json()["error"], "immutable_field");
     assert_eq!(moved.json()["success"], false);
-    let deleted = api(&server, "POST", "/api/user/mcp/delete", &token, Some(json!({"name": "every-thing"}))).await;
+    let deleted = api(
+        &server,
+        "POST",
+        "/api/user/mcp/delete",
+        &token,
+        Some(json!({"name": "every-thing"})),
+    )
+    .await;
     assert_eq!(deleted.json()["data"], json!({}), "{}", deleted.body);
     let table = api(&server, "POST", "/api/user/mcp", &token, None).await;
     assert_eq!(table.json()["data"], json!({}));
@@ -479,10 +557,16 @@ async fn a_hanging_server_is_left_out_and_the_others_still_answer() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert!(names.contains(&"mcp__steady__lookup_order"), "{names:?}");
-    assert!(!names.iter().any(|n| n.starts_with("mcp__stalling__")), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.starts_with("mcp__stalling__")),
+        "{names:?}"
+    );
     let notes = &listed["result"]["_meta"]["io.mirobody/unavailableServers"];
     assert_eq!(notes[0]["server"], "stalling", "{listed}");
-    assert!(notes[0]["error"].as_str().unwrap().contains("do not call"), "{notes}");
+    assert!(
+        notes[0]["error"].as_str().unwrap().contains("do not call"),
+        "{notes}"
+    );
 
     let called = mcp(
         &server,
@@ -491,7 +575,10 @@ async fn a_hanging_server_is_left_out_and_the_others_still_answer() {
         json!({"name": "mcp__steady__lookup_order", "arguments": {"order_number": "B7"}}),
     )
     .await;
-    assert_eq!(called["result"]["content"][0]["text"], "order B7: shipped", "{called}");
+    assert_eq!(
+        called["result"]["content"][0]["text"], "order B7: shipped",
+        "{called}"
+    );
     let stalled = mcp(
         &server,
         &token,
@@ -501,11 +588,30 @@ async fn a_hanging_server_is_left_out_and_the_others_still_answer() {
     .await;
     assert_eq!(stalled["result"]["isError"], true, "{stalled}");
 
-    let view = api(&server, "GET", "/api/user/mcp-servers/stalling", &token, None).await;
-    let error = view.json()["last_connect_error"].as_str().unwrap_or_default().to_string();
-    assert!(error.contains("no answer") || error.contains("timed out"), "{}", view.body);
+    let view = api(
+        &server,
+        "GET",
+        "/api/user/mcp-servers/stalling",
+        &token,
+        None,
+    )
+    .await;
+    let error = view.json()["last_connect_error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        error.contains("no answer") || error.contains("timed out"),
+        "{}",
+        view.body
+    );
     let fine = api(&server, "GET", "/api/user/mcp-servers/steady", &token, None).await;
-    assert_eq!(fine.json()["last_connect_error"], Value::Null, "{}", fine.body);
+    assert_eq!(
+        fine.json()["last_connect_error"],
+        Value::Null,
+        "{}",
+        fine.body
+    );
 }
 
 /// D7: allowed tools, updates (url immutable), re-probe and delete.
@@ -528,9 +634,15 @@ async fn allowed_tools_updates_reprobe_and_delete() {
     .await;
     assert_eq!(created.status, 201, "{}", created.body);
     let external = |names: Vec<String>| -> Vec<String> {
-        names.into_iter().filter(|n| n.starts_with("mcp__")).collect()
+        names
+            .into_iter()
+            .filter(|n| n.starts_with("mcp__"))
+            .collect()
     };
-    assert_eq!(external(tool_names(&server, &token).await), ["mcp__shop__lookup_order"]);
+    assert_eq!(
+        external(tool_names(&server, &token).await),
+        ["mcp__shop__lookup_order"]
+    );
     let hidden = mcp(
         &server,
         &token,
@@ -541,18 +653,43 @@ async fn allowed_tools_updates_reprobe_and_delete() {
     assert_eq!(hidden["error"]["code"], -32602, "{hidden}");
 
     let path = "/api/user/mcp-servers/shop";
-    let all = api(&server, "PATCH", path, &token, Some(json!({"allowed_tools": null}))).await;
+    let all = api(
+        &server,
+        "PATCH",
+        path,
+        &token,
+        Some(json!({"allowed_tools": null})),
+    )
+    .await;
     assert_eq!(all.status, 200, "{}", all.body);
     let mut names = external(tool_names(&server, &token).await);
     names.sort();
     assert_eq!(
         names,
-        ["mcp__shop__always_fails", "mcp__shop__create_ticket", "mcp__shop__lookup_order"]
+        [
+            "mcp__shop__always_fails",
+            "mcp__shop__create_ticket",
+            "mcp__shop__lookup_order"
+        ]
     );
 
-    let moved = api(&server, "PATCH", path, &token, Some(json!({"url": "http://127.0.0.1:1/mcp"}))).await;
+    let moved = api(
+        &server,
+        "PATCH",
+        path,
+        &token,
+        Some(json!({"url": "http://127.0.0.1:1/mcp"})),
+    )
+    .await;
     assert_refused(&moved, 422, "immutable_field");
-    let renamed = api(&server, "PATCH", path, &token, Some(json!({"name": "store"}))).await;
+    let renamed = api(
+        &server,
+        "PATCH",
+        path,
+        &token,
+        Some(json!({"name": "store"})),
+    )
+    .await;
     assert_refused(&renamed, 422, "immutable_field");
     let bad_auth = api(
         &server,
@@ -563,7 +700,14 @@ async fn allowed_tools_updates_reprobe_and_delete() {
     )
     .await;
     assert_refused(&bad_auth, 422, "mcp_probe_failed");
-    let unknown = api(&server, "PATCH", path, &token, Some(json!({"allowed_tools": ["nope"]}))).await;
+    let unknown = api(
+        &server,
+        "PATCH",
+        path,
+        &token,
+        Some(json!({"allowed_tools": ["nope"]})),
+    )
+    .await;
     assert_refused(&unknown, 422, "unknown_mcp_tool");
 
     // The refused updates changed nothing: the stored credential still works.
@@ -577,11 +721,70 @@ async fn allowed_tools_updates_reprobe_and_delete() {
         json!({"name": "mcp__shop__create_ticket", "arguments": {"title": "printer"}}),
     )
     .await;
-    assert_eq!(called["result"]["content"][0]["text"], "ticket opened: printer", "{called}");
+    assert_eq!(
+        called["result"]["content"][0]["text"], "ticket opened: printer",
+        "{called}"
+    );
 
     let deleted = api(&server, "DELETE", path, &token, None).await;
     assert_eq!(deleted.status, 200, "{}", deleted.body);
     assert!(external(tool_names(&server, &token).await).is_empty());
-    assert_refused(&api(&server, "GET", path, &token, None).await, 404, "not_found");
-    assert_refused(&api(&server, "DELETE", path, &token, None).await, 404, "not_found");
+    assert_refused(
+        &api(&server, "GET", path, &token, None).await,
+        404,
+        "not_found",
+    );
+    assert_refused(
+        &api(&server, "DELETE", path, &token, None).await,
+        404,
+        "not_found",
+    );
+}
+
+/// D3 under the production policy (no development setting): plain http, loopback by
+/// literal or by name, and every other internal class are refused before any
+/// connection. Only loopback targets here, so a wrong answer could not leave the machine.
+#[tokio::test]
+async fn the_strict_policy_refuses_internal_and_plain_http_servers() {
+    let e2e::InProcess { app, .. } = e2e::in_process(&[]);
+    let jwts =
+        mirobody::identity::Jwts::new(&[1; 32], mirobody::TOKEN_ISSUER, mirobody::TOKEN_AUDIENCE);
+    // Signature checks use the real time (the app's fake clock is ahead of it).
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let token = jwts.mint("henry", 3600, now);
+    let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    for url in [
+        format!("https://127.0.0.1:{port}/mcp"),
+        format!("https://localhost:{port}/mcp"),
+        format!("https://[::1]:{port}/mcp"),
+        format!("https://[::ffff:127.0.0.1]:{port}/mcp"),
+        format!("https://0x7f.1:{port}/mcp"),
+        format!("http://127.0.0.1:{port}/mcp"),
+    ] {
+        let request = http::Request::builder()
+            .method("POST")
+            .uri("/api/user/mcp-servers")
+            .header("authorization", format!("Bearer {token}"))
+            .header("content-type", "application/json")
+            .body(bytes::Bytes::from(
+                json!({"name": "local", "url": url}).to_string(),
+            ))
+            .unwrap();
+        let response = app.handle(request).await;
+        let body: Value = serde_json::from_slice(response.body()).unwrap();
+        assert_eq!(response.status(), 422, "{url}: {body}");
+        assert_eq!(
+            body["error"]["code"], "invalid_mcp_server_url",
+            "{url}: {body}"
+        );
+    }
+    listener.set_nonblocking(true).unwrap();
+    assert!(
+        listener.accept().is_err(),
+        "nothing connected to the loopback listener"
+    );
 }
