@@ -165,6 +165,21 @@ async fn mcp(server: &Server, token: &str, method: &str, params: Value) -> Value
     reply.json()
 }
 
+/// A modern `tools/call` to our `/mcp`.
+async fn call(server: &Server, token: &str, name: &str, arguments: Value) -> Value {
+    mcp(
+        server,
+        token,
+        "tools/call",
+        json!({"name": name, "arguments": arguments}),
+    )
+    .await
+}
+
+async fn patch(server: &Server, token: &str, path: &str, body: Value) -> Reply {
+    api(server, "PATCH", path, token, Some(body)).await
+}
+
 async fn tool_names(server: &Server, token: &str) -> Vec<String> {
     let listed = mcp(server, token, "tools/list", json!({})).await;
     listed["result"]["tools"]
@@ -274,20 +289,14 @@ async fn a_registered_server_is_listed_and_called_through_our_mcp() {
     );
 
     // A tool of ours that is not the caller's is an unknown tool, not a forwarded call.
-    let unknown = mcp(
-        &server,
-        &token,
-        "tools/call",
-        json!({"name": "mcp__shop__nope", "arguments": {}}),
-    )
-    .await;
+    let unknown = call(&server, &token, "mcp__shop__nope", json!({})).await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
     let bob = server.token("bob");
-    let foreign = mcp(
+    let foreign = call(
         &server,
         &bob,
-        "tools/call",
-        json!({"name": "mcp__shop__lookup_order", "arguments": {"order_number": "1"}}),
+        "mcp__shop__lookup_order",
+        json!({"order_number": "1"}),
     )
     .await;
     assert_eq!(foreign["error"]["code"], -32602, "{foreign}");
@@ -458,11 +467,11 @@ async fn the_seed_form_registers_a_legacy_server_whose_tools_are_forwarded() {
         names.contains(&"mcp__every_thing__echo".to_string()),
         "{names:?}"
     );
-    let called = mcp(
+    let called = call(
         &server,
         &token,
-        "tools/call",
-        json!({"name": "mcp__every_thing__echo", "arguments": {"message": "hello over the handshake"}}),
+        "mcp__every_thing__echo",
+        json!({"message": "hello over the handshake"}),
     )
     .await;
     let result = &called["result"];
@@ -568,22 +577,22 @@ async fn a_hanging_server_is_left_out_and_the_others_still_answer() {
         "{notes}"
     );
 
-    let called = mcp(
+    let called = call(
         &server,
         &token,
-        "tools/call",
-        json!({"name": "mcp__steady__lookup_order", "arguments": {"order_number": "B7"}}),
+        "mcp__steady__lookup_order",
+        json!({"order_number": "B7"}),
     )
     .await;
     assert_eq!(
         called["result"]["content"][0]["text"], "order B7: shipped",
         "{called}"
     );
-    let stalled = mcp(
+    let stalled = call(
         &server,
         &token,
-        "tools/call",
-        json!({"name": "mcp__stalling__lookup_order", "arguments": {"order_number": "B7"}}),
+        "mcp__stalling__lookup_order",
+        json!({"order_number": "B7"}),
     )
     .await;
     assert_eq!(stalled["result"]["isError"], true, "{stalled}");
@@ -643,24 +652,17 @@ async fn allowed_tools_updates_reprobe_and_delete() {
         external(tool_names(&server, &token).await),
         ["mcp__shop__lookup_order"]
     );
-    let hidden = mcp(
+    let hidden = call(
         &server,
         &token,
-        "tools/call",
-        json!({"name": "mcp__shop__create_ticket", "arguments": {"title": "x"}}),
+        "mcp__shop__create_ticket",
+        json!({"title": "x"}),
     )
     .await;
     assert_eq!(hidden["error"]["code"], -32602, "{hidden}");
 
     let path = "/api/user/mcp-servers/shop";
-    let all = api(
-        &server,
-        "PATCH",
-        path,
-        &token,
-        Some(json!({"allowed_tools": null})),
-    )
-    .await;
+    let all = patch(&server, &token, path, json!({"allowed_tools": null})).await;
     assert_eq!(all.status, 200, "{}", all.body);
     let mut names = external(tool_names(&server, &token).await);
     names.sort();
@@ -673,52 +675,36 @@ async fn allowed_tools_updates_reprobe_and_delete() {
         ]
     );
 
-    let moved = api(
+    let moved = patch(
         &server,
-        "PATCH",
-        path,
         &token,
-        Some(json!({"url": "http://127.0.0.1:1/mcp"})),
+        path,
+        json!({"url": "http://127.0.0.1:1/mcp"}),
     )
     .await;
     assert_refused(&moved, 422, "immutable_field");
-    let renamed = api(
-        &server,
-        "PATCH",
-        path,
-        &token,
-        Some(json!({"name": "store"})),
-    )
-    .await;
+    let renamed = patch(&server, &token, path, json!({"name": "store"})).await;
     assert_refused(&renamed, 422, "immutable_field");
-    let bad_auth = api(
+    let bad_auth = patch(
         &server,
-        "PATCH",
-        path,
         &token,
-        Some(json!({"auth": {"type": "BEARER", "token": "not-the-token"}})),
+        path,
+        json!({"auth": {"type": "BEARER", "token": "not-the-token"}}),
     )
     .await;
     assert_refused(&bad_auth, 422, "mcp_probe_failed");
-    let unknown = api(
-        &server,
-        "PATCH",
-        path,
-        &token,
-        Some(json!({"allowed_tools": ["nope"]})),
-    )
-    .await;
+    let unknown = patch(&server, &token, path, json!({"allowed_tools": ["nope"]})).await;
     assert_refused(&unknown, 422, "unknown_mcp_tool");
 
     // The refused updates changed nothing: the stored credential still works.
     let reprobed = api(&server, "POST", &format!("{path}/probe"), &token, None).await;
     assert_eq!(reprobed.status, 200, "{}", reprobed.body);
     assert_eq!(reprobed.json()["allowed_tools"], Value::Null);
-    let called = mcp(
+    let called = call(
         &server,
         &token,
-        "tools/call",
-        json!({"name": "mcp__shop__create_ticket", "arguments": {"title": "printer"}}),
+        "mcp__shop__create_ticket",
+        json!({"title": "printer"}),
     )
     .await;
     assert_eq!(

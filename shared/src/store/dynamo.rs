@@ -59,13 +59,13 @@ use aws_sdk_dynamodb::types::{
     PutRequest, ReturnValue, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TableStatus,
     TimeToLiveSpecification, TimeToLiveStatus, TransactWriteItem, WriteRequest,
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tokio::task::JoinSet;
 
 use super::{
-    Account, AuthCode, Created, DataPresence, Genotype, LoginState, LoginStatus, McpAuth,
-    McpServerRecord, McpServerWrite, McpToolSnapshot, OAuthClient, PersonalUrl, Reading,
+    Account, AuthCode, Created, DataPresence, Genotype, LoginState, LoginStatus, McpServerBody,
+    McpServerParts, McpServerRecord, McpServerWrite, OAuthClient, PersonalUrl, Reading,
     ReadingQuery, ReadingValue, RefreshRecord, RefreshUse, Store, StoreError, StoreFuture,
     UrlGrant, WriteReport,
 };
@@ -1016,24 +1016,6 @@ fn genotype_from_item(
     })
 }
 
-/// An `mcp#` item's `record` attribute: the record without its key (`name`), its `url`
-/// and the connection fields, which are attributes of their own.
-#[derive(Serialize, Deserialize)]
-struct McpBody {
-    auth: McpAuth,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    sealed_credential: Option<String>,
-    enabled: bool,
-    order: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    allowed_tools: Option<Vec<String>>,
-    tools: Vec<McpToolSnapshot>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    server_name: Option<String>,
-    created_at: u64,
-    updated_at: u64,
-}
-
 fn mcp_sk(name: &str) -> String {
     format!("{MCP_PREFIX}{name}")
 }
@@ -1052,33 +1034,13 @@ fn data_key(user: &str, sk: String) -> Item {
 }
 
 fn mcp_item(op: &'static str, user: &str, record: &McpServerRecord) -> Result<Item, StoreError> {
-    // Destructured in full, so a new field cannot be forgotten here.
-    let McpServerRecord {
+    let McpServerParts {
         name,
         url,
-        auth,
-        sealed_credential,
-        enabled,
-        order,
-        allowed_tools,
-        tools,
-        server_name,
-        created_at,
-        updated_at,
+        body,
         last_connected_at,
         last_connect_error,
-    } = record.clone();
-    let body = McpBody {
-        auth,
-        sealed_credential,
-        enabled,
-        order,
-        allowed_tools,
-        tools,
-        server_name,
-        created_at,
-        updated_at,
-    };
+    } = record.clone().into_parts();
     let body = serde_json::to_string(&body)
         .map_err(|_| StoreError::Unavailable(format!("{op}: cannot encode the record")))?;
     let mut item = HashMap::from([
@@ -1097,27 +1059,19 @@ fn mcp_item(op: &'static str, user: &str, record: &McpServerRecord) -> Result<It
 fn mcp_from_item(op: &'static str, item: &Item) -> Result<McpServerRecord, StoreError> {
     let sk = get_s(op, item, SK)?;
     let name = sk.strip_prefix(MCP_PREFIX).ok_or_else(|| corrupt(op))?;
-    let body: McpBody =
+    let body: McpServerBody =
         serde_json::from_str(&get_s(op, item, MCP_RECORD)?).map_err(|_| corrupt(op))?;
     let last_connected_at = match item.get(LAST_CONNECTED_AT) {
         None | Some(AttributeValue::Null(_)) => None,
         Some(_) => Some(get_u64(op, item, LAST_CONNECTED_AT)?),
     };
-    Ok(McpServerRecord {
+    Ok(McpServerRecord::from_parts(McpServerParts {
         name: name.to_string(),
         url: get_s(op, item, MCP_URL)?,
-        auth: body.auth,
-        sealed_credential: body.sealed_credential,
-        enabled: body.enabled,
-        order: body.order,
-        allowed_tools: body.allowed_tools,
-        tools: body.tools,
-        server_name: body.server_name,
-        created_at: body.created_at,
-        updated_at: body.updated_at,
+        body,
         last_connected_at,
         last_connect_error: get_opt_s(op, item, LAST_CONNECT_ERROR)?,
-    })
+    }))
 }
 
 fn put_request(op: &'static str, item: Item) -> Result<WriteRequest, StoreError> {

@@ -36,8 +36,8 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehav
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Account, AuthCode, Created, DataPresence, Genotype, LoginState, LoginStatus, McpAuth,
-    McpServerRecord, McpServerWrite, McpToolSnapshot, OAuthClient, PersonalUrl, Reading,
+    Account, AuthCode, Created, DataPresence, Genotype, LoginState, LoginStatus, McpServerBody,
+    McpServerParts, McpServerRecord, McpServerWrite, OAuthClient, PersonalUrl, Reading,
     ReadingQuery, ReadingValue, RefreshRecord, RefreshUse, Store, StoreError, StoreFuture,
     UrlGrant, WriteReport,
 };
@@ -166,24 +166,6 @@ struct FamilyValue {
     revoked: bool,
 }
 
-/// An `mcp_servers` row's `record`: the record without the columns of its own (`name`,
-/// `url` and the connection fields), as the DynamoDB store's `record` attribute.
-#[derive(Serialize, Deserialize)]
-struct McpBody {
-    auth: McpAuth,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    sealed_credential: Option<String>,
-    enabled: bool,
-    order: i64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    allowed_tools: Option<Vec<String>>,
-    tools: Vec<McpToolSnapshot>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    server_name: Option<String>,
-    created_at: u64,
-    updated_at: u64,
-}
-
 /// An `mcp_servers` row's columns after `user`: name, url, record, last_connected_at,
 /// last_connect_error.
 struct McpRow {
@@ -196,33 +178,13 @@ struct McpRow {
 
 impl McpRow {
     fn of(record: McpServerRecord) -> rusqlite::Result<McpRow> {
-        // Destructured in full, so a new field cannot be forgotten here.
-        let McpServerRecord {
+        let McpServerParts {
             name,
             url,
-            auth,
-            sealed_credential,
-            enabled,
-            order,
-            allowed_tools,
-            tools,
-            server_name,
-            created_at,
-            updated_at,
+            body,
             last_connected_at,
             last_connect_error,
-        } = record;
-        let body = McpBody {
-            auth,
-            sealed_credential,
-            enabled,
-            order,
-            allowed_tools,
-            tools,
-            server_name,
-            created_at,
-            updated_at,
-        };
+        } = record.into_parts();
         Ok(McpRow {
             name,
             url,
@@ -236,26 +198,18 @@ impl McpRow {
 const MCP_COLUMNS: &str = "name, url, record, last_connected_at, last_connect_error";
 
 fn mcp_from_row(row: &Row<'_>) -> rusqlite::Result<McpServerRecord> {
-    let body: McpBody = json_from_column(row, 2)?;
+    let body: McpServerBody = json_from_column(row, 2)?;
     let last_connected_at = match row.get_ref(3)? {
         rusqlite::types::ValueRef::Null => None,
         _ => Some(seconds_from_column(row, 3)?),
     };
-    Ok(McpServerRecord {
+    Ok(McpServerRecord::from_parts(McpServerParts {
         name: row.get(0)?,
         url: row.get(1)?,
-        auth: body.auth,
-        sealed_credential: body.sealed_credential,
-        enabled: body.enabled,
-        order: body.order,
-        allowed_tools: body.allowed_tools,
-        tools: body.tools,
-        server_name: body.server_name,
-        created_at: body.created_at,
-        updated_at: body.updated_at,
+        body,
         last_connected_at,
         last_connect_error: row.get(4)?,
-    })
+    }))
 }
 
 /// The upper end of every time range: above any text a time can hold.
@@ -1536,7 +1490,7 @@ mod tests {
         let server = McpServerRecord {
             name: "weather".into(),
             url: "https://weather.example/mcp".into(),
-            auth: McpAuth::None,
+            auth: crate::store::McpAuth::None,
             sealed_credential: None,
             enabled: true,
             order: 0,

@@ -274,6 +274,81 @@ pub struct McpServerRecord {
     pub last_connect_error: Option<String>,
 }
 
+/// How both backends keep a server record: the key (`name`), the `url` and the
+/// connection fields are columns (attributes) of their own, so that uniqueness and
+/// `record_mcp_connection` touch them alone; the rest is this JSON body.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct McpServerBody {
+    auth: McpAuth,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sealed_credential: Option<String>,
+    enabled: bool,
+    order: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    allowed_tools: Option<Vec<String>>,
+    tools: Vec<McpToolSnapshot>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    server_name: Option<String>,
+    created_at: u64,
+    updated_at: u64,
+}
+
+/// A record split the way the backends store it.
+pub(crate) struct McpServerParts {
+    pub name: String,
+    pub url: String,
+    pub body: McpServerBody,
+    pub last_connected_at: Option<u64>,
+    pub last_connect_error: Option<String>,
+}
+
+impl McpServerRecord {
+    pub(crate) fn into_parts(self) -> McpServerParts {
+        McpServerParts {
+            name: self.name,
+            url: self.url,
+            body: McpServerBody {
+                auth: self.auth,
+                sealed_credential: self.sealed_credential,
+                enabled: self.enabled,
+                order: self.order,
+                allowed_tools: self.allowed_tools,
+                tools: self.tools,
+                server_name: self.server_name,
+                created_at: self.created_at,
+                updated_at: self.updated_at,
+            },
+            last_connected_at: self.last_connected_at,
+            last_connect_error: self.last_connect_error,
+        }
+    }
+
+    pub(crate) fn from_parts(parts: McpServerParts) -> Self {
+        let McpServerParts {
+            name,
+            url,
+            body,
+            last_connected_at,
+            last_connect_error,
+        } = parts;
+        McpServerRecord {
+            name,
+            url,
+            auth: body.auth,
+            sealed_credential: body.sealed_credential,
+            enabled: body.enabled,
+            order: body.order,
+            allowed_tools: body.allowed_tools,
+            tools: body.tools,
+            server_name: body.server_name,
+            created_at: body.created_at,
+            updated_at: body.updated_at,
+            last_connected_at,
+            last_connect_error,
+        }
+    }
+}
+
 /// The outcome of writing an external server's record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum McpServerWrite {
