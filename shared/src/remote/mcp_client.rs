@@ -147,7 +147,9 @@ impl From<RemoteError> for Attempt {
 impl McpConnection {
     /// Connects to `url`: the URL is checked once, then `prefer`'s dialect is tried
     /// first (2026-07-28 when `None`, as the spec's compatibility probe does) and the
-    /// other one only when the server plainly does not speak the first. `auth` is sent
+    /// other one only when the server plainly does not speak the first. A server already
+    /// known to speak 2026-07-28 (`Some(Stateless)`) is adopted without a probe: stateless
+    /// requests need no handshake, so its first request is the real one. `auth` is sent
     /// on every request; `timeout` bounds each request.
     pub async fn connect(
         http: &GuardedHttp,
@@ -166,6 +168,9 @@ impl McpConnection {
             server_name: None,
             next_id: AtomicI64::new(1),
         };
+        if prefer == Some(Dialect::Stateless) {
+            return Ok(connection);
+        }
         let first = connection.dialect;
         let second = match first {
             Dialect::Stateless => Dialect::Handshake,

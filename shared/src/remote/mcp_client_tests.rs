@@ -142,6 +142,19 @@ async fn speaks_both_dialects_with_the_python_sdk_server() {
     );
     list_and_add(&modern).await;
 
+    // Known to be modern: adopted without server/discover, the call is the first request.
+    let adopted = McpConnection::connect(
+        &development(),
+        &url,
+        &auth(),
+        timeout,
+        Some(Dialect::Stateless),
+    )
+    .await
+    .unwrap();
+    assert_eq!(adopted.server_name(), None, "no discover was sent");
+    list_and_add(&adopted).await;
+
     // The handshake era, as with a server remembered as legacy.
     let legacy = McpConnection::connect(
         &development(),
