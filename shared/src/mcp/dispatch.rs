@@ -370,7 +370,15 @@ impl McpServer {
         era: Era,
         exchange: &Exchange<'_>,
     ) -> Reply {
-        let presence = self.presence(exchange.caller).await;
+        // The caller's external tools (D8) are fetched alongside the availability probe,
+        // so a signed-in caller waits for the slower of the two, not their sum.
+        let external = async {
+            match (&self.external, exchange.caller) {
+                (Some(external), Some(caller)) => external.listing(caller).await,
+                _ => Default::default(),
+            }
+        };
+        let (presence, external) = tokio::join!(self.presence(exchange.caller), external);
         let visible = |spec: &ToolSpec| (exchange.visible)(spec.name) && gate(spec, presence);
         let page = match cursor(params.and_then(Value::as_object))
             .and_then(|c| self.tools.page(c, &visible))
@@ -382,10 +390,11 @@ impl McpServer {
         if let Some(next) = &page.next_cursor {
             result.insert("nextCursor".into(), next.clone().into());
         }
-        // The caller's external tools (D8) follow the built-in ones, on the last page.
-        let external = match (&self.external, exchange.caller, &page.next_cursor) {
-            (Some(external), Some(caller), None) => external.listing(caller).await,
-            _ => Default::default(),
+        // External tools follow the built-in ones, on the last page (with at most
+        // `PAGE_SIZE` built-in tools, always the first).
+        let external: crate::external::ExternalListing = match page.next_cursor {
+            None => external,
+            Some(_) => Default::default(),
         };
         if !external.unavailable.is_empty() {
             result.insert(
