@@ -121,17 +121,25 @@ fn unquoted(message: &str) -> String {
     out
 }
 
+/// A name whose namespace cannot be confused with another's: `mcp__<ns>__<tool>` is
+/// read back unambiguously only when `<ns>` has no `__` and neither starts nor ends
+/// with `_` (else `a` with tool `b__x` and `a__b` with tool `x` would meet).
 fn check_name(name: &str) -> Result<(), RegistryError> {
+    let ns = namespace(name);
     let valid = !name.is_empty()
         && name.len() <= MAX_SERVER_NAME
         && name
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        && !ns.contains("__")
+        && !ns.starts_with('_')
+        && !ns.ends_with('_');
     if valid {
         Ok(())
     } else {
         Err(RegistryError::bad_request(format!(
-            "name must be 1 to {MAX_SERVER_NAME} letters, digits, '-' or '_'"
+            "name must be 1 to {MAX_SERVER_NAME} letters, digits, '-' or '_', not starting or \
+             ending with '-' or '_' and without two of them in a row"
         )))
     }
 }
@@ -620,5 +628,49 @@ fn seed_entry(body: &[u8]) -> Result<(String, SeedEntry), RegistryError> {
         None => Err(RegistryError::bad_request(
             "send {\"name\": …, \"url\": …} or {\"<name>\": {\"url\": …}}",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_keep_tool_namespaces_unambiguous() {
+        for good in [
+            "shop",
+            "my-shop",
+            "my_shop2",
+            "a-b_c",
+            &"x".repeat(MAX_SERVER_NAME),
+        ] {
+            assert!(check_name(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "a__b",
+            "a-_b",
+            "a--b",
+            "_a",
+            "a_",
+            "-a",
+            "a-",
+            "a b",
+            "a.b",
+            "é",
+            &"x".repeat(MAX_SERVER_NAME + 1),
+        ] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn parse_errors_never_echo_values() {
+        let err =
+            parse::<CreateRequest>(br#"{"name": "shop", "url": "https://x", "enabled": "s3cr3t"}"#)
+                .err()
+                .unwrap();
+        assert!(!err.message.contains("s3cr3t"), "{}", err.message);
+        assert!(err.message.contains("invalid type"), "{}", err.message);
     }
 }

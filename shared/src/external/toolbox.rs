@@ -226,10 +226,18 @@ impl ExternalServers {
             Err(why) => (Err(why), None),
         };
         self.cache.put(user, record, outcome.clone());
-        let error = outcome.as_ref().err().map(String::as_str);
+        self.record(user, record, outcome.as_ref().err()).await;
+        (outcome, connection)
+    }
+
+    /// D8: every connection's outcome on the record (`last_connected_at` or
+    /// `last_connect_error`). The log line says only that a server failed.
+    async fn record(&self, user: &str, record: &McpServerRecord, error: Option<&String>) {
+        let at = self.clock.now();
+        let error = error.map(String::as_str);
         if let Err(failure) = self
             .store
-            .record_mcp_connection(user, &record.name, self.clock.now(), error)
+            .record_mcp_connection(user, &record.name, at, error)
             .await
         {
             tracing::warn!(error = %failure, "could not record an MCP connection");
@@ -237,7 +245,6 @@ impl ExternalServers {
         if error.is_some() {
             tracing::info!("an external MCP server was unreachable; left out of this request");
         }
-        (outcome, connection)
     }
 
     /// `tools/list`: every enabled server in parallel; the allowed tools of those that
@@ -313,16 +320,20 @@ impl ExternalServers {
             }
             let connection = match connection {
                 Some(connection) => connection,
-                None => match self.connect(user, record, Some(snapshot.dialect)).await {
-                    Ok(connection) => connection,
-                    Err(why) => {
-                        self.cache.forget(user, &record.name);
-                        return Ok(tool_error(format!(
-                            "the MCP server {:?} is unavailable right now ({why})",
-                            record.name
-                        )));
+                None => {
+                    let connected = self.connect(user, record, Some(snapshot.dialect)).await;
+                    self.record(user, record, connected.as_ref().err()).await;
+                    match connected {
+                        Ok(connection) => connection,
+                        Err(why) => {
+                            self.cache.forget(user, &record.name);
+                            return Ok(tool_error(format!(
+                                "the MCP server {:?} is unavailable right now ({why})",
+                                record.name
+                            )));
+                        }
                     }
-                },
+                }
             };
             let call =
                 tokio::time::timeout(self.connect_budget, connection.call_tool(tool, arguments));
