@@ -400,10 +400,18 @@ pub(super) mod tests {
         requests: Arc<Mutex<Vec<String>>>,
     }
 
-    /// `answer: None` accepts and then never answers.
+    /// How a test server answers one request (its head and body as text); `None`
+    /// never answers.
+    pub(in crate::remote) type Responder = Arc<dyn Fn(&str) -> Option<Vec<u8>> + Send + Sync>;
+
     /// A TCP server on 127.0.0.1 that reads one request (head and body) per connection
     /// and writes `answer`; `None` never answers. Shared with the MCP client's tests.
     pub(in crate::remote) async fn serve(answer: Option<Vec<u8>>) -> Server {
+        serve_with(Arc::new(move |_| answer.clone())).await
+    }
+
+    /// [`serve`] with an answer that depends on the request.
+    pub(in crate::remote) async fn serve_with(respond: Responder) -> Server {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let connections = Arc::new(AtomicUsize::new(0));
@@ -415,7 +423,7 @@ pub(super) mod tests {
                     return;
                 };
                 count.fetch_add(1, Ordering::SeqCst);
-                let answer = answer.clone();
+                let respond = respond.clone();
                 let seen = seen.clone();
                 tokio::spawn(async move {
                     let mut request = Vec::new();
@@ -440,9 +448,9 @@ pub(super) mod tests {
                             Ok(n) => request.extend_from_slice(&buf[..n]),
                         }
                     }
-                    seen.lock()
-                        .unwrap()
-                        .push(String::from_utf8_lossy(&request).to_string());
+                    let text = String::from_utf8_lossy(&request).to_string();
+                    let answer = respond(&text);
+                    seen.lock().unwrap().push(text);
                     match answer {
                         Some(answer) => {
                             let _ = stream.write_all(&answer).await;

@@ -287,3 +287,124 @@ fn x_mcp_header_annotations_are_found_checked_and_encoded() {
     assert_eq!(header_value(" padded"), "=?base64?IHBhZGRlZA==?=");
     assert_eq!(header_value("日本"), "=?base64?5pel5pys?=");
 }
+
+/// A scripted MCP server: `answer(method, params)` gives the JSON-RPC `result` (or a
+/// whole response object with `error`), sent as JSON with `Connection: close`.
+async fn scripted(answer: fn(&str, &Value) -> Value) -> SocketAddr {
+    let respond = move |request: &str| {
+        let body = request.split("\r\n\r\n").nth(1).unwrap_or_default();
+        let message: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+        let method = message["method"].as_str().unwrap_or_default().to_string();
+        let outcome = answer(&method, &message["params"]);
+        let reply = match outcome.get("error") {
+            Some(_) => json!({"jsonrpc": "2.0", "id": message["id"], "error": outcome["error"]}),
+            None => json!({"jsonrpc": "2.0", "id": message["id"], "result": outcome}),
+        }
+        .to_string();
+        let status = if outcome.get("error").is_some() {
+            "400 Bad Request"
+        } else {
+            "200 OK"
+        };
+        Some(
+            format!(
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
+                reply.len()
+            )
+            .into_bytes(),
+        )
+    };
+    crate::remote::client::tests::serve_with(Arc::new(respond))
+        .await
+        .addr
+}
+
+fn discover_result() -> Value {
+    json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+           "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "paged", "version": "1"}}})
+}
+
+fn tools(from: usize, count: usize) -> Vec<Value> {
+    (from..from + count)
+        .map(|i| json!({"name": format!("t{i:03}"), "inputSchema": {"type": "object"}}))
+        .collect()
+}
+
+#[tokio::test]
+async fn tool_lists_follow_cursors_up_to_the_bounds() {
+    // Three pages of 100 (cursor "1", then "2"): 256 kept, in order.
+    let addr = scripted(|method, params| match method {
+        "server/discover" => discover_result(),
+        "tools/list" => {
+            let page: usize = params["cursor"].as_str().map_or(0, |c| c.parse().unwrap());
+            let mut result = json!({"tools": tools(page * 100, 100)});
+            if page < 2 {
+                result["nextCursor"] = json!((page + 1).to_string());
+            }
+            result
+        }
+        _ => json!({}),
+    })
+    .await;
+    let url = format!("http://127.0.0.1:{}/mcp", addr.port());
+    let connection =
+        McpConnection::connect(&development(), &url, &auth(), Duration::from_secs(2), None)
+            .await
+            .unwrap();
+    assert_eq!(connection.server_name(), Some("paged"));
+    let listed = connection.list_tools().await.unwrap();
+    assert_eq!(listed.len(), MAX_TOOLS);
+    assert_eq!(listed[0].name, "t000");
+    assert_eq!(listed[255].name, "t255");
+
+    // A server whose cursor never ends is read for MAX_TOOL_PAGES pages only.
+    let endless = scripted(|method, _| match method {
+        "server/discover" => discover_result(),
+        _ => json!({"tools": tools(0, 1), "nextCursor": "again"}),
+    })
+    .await;
+    let url = format!("http://127.0.0.1:{}/mcp", endless.port());
+    let connection =
+        McpConnection::connect(&development(), &url, &auth(), Duration::from_secs(2), None)
+            .await
+            .unwrap();
+    assert_eq!(connection.list_tools().await.unwrap().len(), MAX_TOOL_PAGES);
+}
+
+#[tokio::test]
+async fn a_modern_server_without_our_version_is_not_retried_as_legacy() {
+    let addr = scripted(|method, _| match method {
+        "server/discover" => json!({"error": {"code": -32022, "message": "unsupported",
+                                              "data": {"supported": ["2027-01-01"], "requested": "2026-07-28"}}}),
+        // Would succeed if the client wrongly fell back to the handshake.
+        _ => json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "x"}}),
+    })
+    .await;
+    let url = format!("http://127.0.0.1:{}/mcp", addr.port());
+    let err = McpConnection::connect(&development(), &url, &auth(), Duration::from_secs(2), None)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("2027-01-01"), "{err}");
+}
+
+#[tokio::test]
+async fn a_tool_asking_for_input_is_a_protocol_error() {
+    let addr = scripted(|method, _| match method {
+        "server/discover" => discover_result(),
+        "tools/call" => json!({"resultType": "input_required", "inputRequests": {}}),
+        _ => json!({}),
+    })
+    .await;
+    let url = format!("http://127.0.0.1:{}/mcp", addr.port());
+    let connection =
+        McpConnection::connect(&development(), &url, &auth(), Duration::from_secs(2), None)
+            .await
+            .unwrap();
+    let tool = RemoteTool {
+        name: "ask".into(),
+        description: None,
+        input_schema: json!({"type": "object"}),
+    };
+    let err = connection.call_tool(&tool, Map::new()).await.unwrap_err();
+    assert!(matches!(err, RemoteError::Protocol(_)), "{err:?}");
+}
