@@ -19,6 +19,9 @@ use crate::store::McpToolSnapshot;
 /// 29 s function time (and API Gateway's 30 s) room for the store writes around it.
 pub const PROBE_BUDGET: Duration = Duration::from_secs(25);
 
+/// How long ending a legacy session may take (best effort).
+pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Tool names longer than this are not kept (D6).
 pub const MAX_TOOL_NAME: usize = 128;
 
@@ -42,8 +45,10 @@ pub async fn probe(
     let run = async {
         let connection = McpConnection::connect(http, url, auth, budget, None).await?;
         let tools = connection.list_tools().await?;
+        let server_name = connection.server_name().map(str::to_string);
+        connection.close(CLOSE_TIMEOUT).await;
         Ok::<_, RemoteError>(Probe {
-            server_name: connection.server_name().map(str::to_string),
+            server_name,
             tools: tools
                 .into_iter()
                 .filter(|tool| tool.name.chars().count() <= MAX_TOOL_NAME)

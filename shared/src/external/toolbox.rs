@@ -21,6 +21,7 @@ use serde_json::{Map, Value, json};
 use super::ExternalServers;
 use super::credentials;
 use super::naming::{PREFIX, namespace, namespaced_tools};
+use super::probe::CLOSE_TIMEOUT;
 use crate::mcp::McpError;
 use crate::remote::{Dialect, McpConnection, RemoteError, RemoteTool};
 use crate::store::McpServerRecord;
@@ -265,7 +266,9 @@ impl ExternalServers {
         )
         .await;
         let mut out = ExternalListing::default();
-        for (record, (outcome, _)) in records.iter().zip(snapshots) {
+        let mut open = Vec::new();
+        for (record, (outcome, connection)) in records.iter().zip(snapshots) {
+            open.extend(connection);
             match outcome {
                 Ok(snapshot) => {
                     for (tool, name) in snapshot.tools.iter().zip(&snapshot.names) {
@@ -282,6 +285,7 @@ impl ExternalServers {
                 })),
             }
         }
+        futures_util::future::join_all(open.into_iter().map(|c| c.close(CLOSE_TIMEOUT))).await;
         out
     }
 
@@ -337,7 +341,9 @@ impl ExternalServers {
             };
             let call =
                 tokio::time::timeout(self.connect_budget, connection.call_tool(tool, arguments));
-            return Ok(match call.await {
+            let outcome = call.await;
+            connection.close(CLOSE_TIMEOUT).await;
+            return Ok(match outcome {
                 Ok(Ok(result)) => forwarded(result),
                 Ok(Err(RemoteError::Remote { message, .. })) => tool_error(format!(
                     "the MCP server {:?} returned an error: {message}",

@@ -233,6 +233,23 @@ impl GuardedHttp {
 }
 
 impl PinnedEndpoint {
+    /// A DELETE with `headers` (ending a legacy MCP session): the status, or the failure.
+    pub async fn delete(&self, headers: &HeaderMap) -> Result<StatusCode, HttpError> {
+        let exchange = async {
+            let response = self
+                .client
+                .delete(self.checked.url().clone())
+                .headers(headers.clone())
+                .send()
+                .await
+                .map_err(HttpError::from_reqwest)?;
+            Ok(finish(&self.checked, response, 64 * 1024).await?.status)
+        };
+        tokio::time::timeout(self.timeout, exchange)
+            .await
+            .unwrap_or(Err(HttpError::Timeout))
+    }
+
     /// POSTs `body` as JSON, like [`GuardedHttp::post_json`], to the checked URL.
     pub async fn post_json(
         &self,
@@ -398,6 +415,13 @@ pub(super) mod tests {
         pub(in crate::remote) addr: SocketAddr,
         connections: Arc<AtomicUsize>,
         requests: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl Server {
+        /// Every request so far, head and body as text.
+        pub(in crate::remote) fn requests(&self) -> Vec<String> {
+            self.requests.lock().unwrap().clone()
+        }
     }
 
     /// How a test server answers one request (its head and body as text); `None`

@@ -404,6 +404,21 @@ impl McpConnection {
         Ok(result)
     }
 
+    /// Ends the session a 2025-era server handed out (HTTP DELETE, as that revision asks
+    /// of a client that is done), within `timeout`; failures are ignored. Nothing to do
+    /// on 2026-07-28, which has no sessions.
+    pub async fn close(self, timeout: Duration) {
+        let Some(session) = &self.session_id else {
+            return;
+        };
+        let mut headers = self.auth.clone();
+        headers.insert(SESSION_HEADER, session.clone());
+        if let Ok(version) = HeaderValue::from_str(&self.protocol_version) {
+            headers.insert(VERSION_HEADER, version);
+        }
+        let _ = tokio::time::timeout(timeout, self.endpoint.delete(&headers)).await;
+    }
+
     fn headers(&self, method: &str, extra: Option<HeaderMap>) -> HeaderMap {
         let mut headers = self.auth.clone();
         headers.insert(header::ACCEPT, ACCEPT_BOTH);

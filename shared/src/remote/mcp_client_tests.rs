@@ -289,8 +289,15 @@ fn x_mcp_header_annotations_are_found_checked_and_encoded() {
 }
 
 /// A scripted MCP server: `answer(method, params)` gives the JSON-RPC `result` (or a
-/// whole response object with `error`), sent as JSON with `Connection: close`.
+/// whole response object with `error`, sent with 400), as JSON with `Connection: close`
+/// and a session id (which 2026-07-28 clients ignore).
 async fn scripted(answer: fn(&str, &Value) -> Value) -> SocketAddr {
+    scripted_server(answer).await.addr
+}
+
+async fn scripted_server(
+    answer: fn(&str, &Value) -> Value,
+) -> crate::remote::client::tests::Server {
     let respond = move |request: &str| {
         let body = request.split("\r\n\r\n").nth(1).unwrap_or_default();
         let message: Value = serde_json::from_str(body).unwrap_or(Value::Null);
@@ -308,15 +315,13 @@ async fn scripted(answer: fn(&str, &Value) -> Value) -> SocketAddr {
         };
         Some(
             format!(
-                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
+                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nMcp-Session-Id: s-1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
                 reply.len()
             )
             .into_bytes(),
         )
     };
-    crate::remote::client::tests::serve_with(Arc::new(respond))
-        .await
-        .addr
+    crate::remote::client::tests::serve_with(Arc::new(respond)).await
 }
 
 fn discover_result() -> Value {
@@ -407,4 +412,28 @@ async fn a_tool_asking_for_input_is_a_protocol_error() {
     };
     let err = connection.call_tool(&tool, Map::new()).await.unwrap_err();
     assert!(matches!(err, RemoteError::Protocol(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_legacy_session_is_ended_on_close() {
+    let server = scripted_server(|method, _| match method {
+        "server/discover" => json!({"error": {"code": -32000, "message": "Bad Request: no session"}}),
+        "initialize" => json!({"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "old"}}),
+        _ => json!({}),
+    })
+    .await;
+    let url = format!("http://127.0.0.1:{}/mcp", server.addr.port());
+    let connection =
+        McpConnection::connect(&development(), &url, &auth(), Duration::from_secs(2), None)
+            .await
+            .unwrap();
+    assert_eq!(connection.dialect(), Dialect::Handshake);
+    assert_eq!(connection.protocol_version(), "2025-06-18");
+    assert!(connection.has_session());
+    connection.close(Duration::from_secs(2)).await;
+    let requests = server.requests();
+    let last = requests.last().unwrap().to_ascii_lowercase();
+    assert!(last.starts_with("delete /mcp"), "{last}");
+    assert!(last.contains("mcp-session-id: s-1"), "{last}");
+    assert!(last.contains(&format!("bearer {SECRET}")), "{last}");
 }
