@@ -774,3 +774,21 @@ async fn the_strict_policy_refuses_internal_and_plain_http_servers() {
         "nothing connected to the loopback listener"
     );
 }
+
+/// When the caller's server list cannot be read, `/mcp` still answers: the built-in
+/// tools with a note, and a forwarded call is a tool error, not a failed request.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreadable_server_list_degrades_to_a_note() {
+    let mut settings = env();
+    settings.push(("MIROBODY_STORE", "dynamodb"));
+    settings.push(("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:9"));
+    let server = Server::start(&settings);
+    let token = server.token("ivy");
+    let listed = mcp(&server, &token, "tools/list", json!({})).await;
+    let names = listed["result"]["tools"].to_string();
+    assert!(names.contains("query_health_indicators"), "{listed}");
+    let notes = &listed["result"]["_meta"]["io.mirobody/unavailableServers"];
+    assert_eq!(notes[0]["server"], "*", "{listed}");
+    let called = call(&server, &token, "mcp__shop__lookup_order", json!({})).await;
+    assert_eq!(called["result"]["isError"], true, "{called}");
+}

@@ -300,7 +300,10 @@ impl ExternalServers {
     ) -> Result<Map<String, Value>, McpError> {
         let user = caller.user_id.as_str();
         let unknown = || McpError::UnknownTool(name.to_string());
-        let records = self.enabled(user).await.map_err(|_| McpError::Internal)?;
+        let records = match self.enabled(user).await {
+            Ok(records) => records,
+            Err(why) => return Ok(tool_error(format!("{why}; try again shortly"))),
+        };
         for record in records
             .iter()
             .filter(|r| name.starts_with(&format!("{PREFIX}{}__", namespace(&r.name))))
