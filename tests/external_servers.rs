@@ -252,7 +252,10 @@ async fn a_registered_server_is_listed_and_called_through_our_mcp() {
     assert_eq!(view["allowed_tools"], Value::Null);
     let mut tools = tool_names_of(&view);
     tools.sort();
-    assert_eq!(tools, ["always_fails", "create_ticket", "lookup_order"]);
+    assert_eq!(
+        tools,
+        ["always_fails", "create_ticket", "lookup_order", "stall"]
+    );
     assert!(view["last_connected_at"].is_string(), "{view}");
 
     // Built-in tools first, then the namespaced ones; anonymous callers see none of them.
@@ -597,6 +600,20 @@ async fn a_hanging_server_is_left_out_and_the_others_still_answer() {
     .await;
     assert_eq!(stalled["result"]["isError"], true, "{stalled}");
 
+    // A tool that never finishes: the call ends within the budget as a tool error.
+    let started = Instant::now();
+    let stuck = call(&server, &token, "mcp__steady__stall", json!({})).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(TIMEOUT_SECS + 3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(stuck["result"]["isError"], true, "{stuck}");
+    assert!(
+        stuck.to_string().contains("did not answer in time"),
+        "{stuck}"
+    );
+
     let view = api(
         &server,
         "GET",
@@ -671,7 +688,8 @@ async fn allowed_tools_updates_reprobe_and_delete() {
         [
             "mcp__shop__always_fails",
             "mcp__shop__create_ticket",
-            "mcp__shop__lookup_order"
+            "mcp__shop__lookup_order",
+            "mcp__shop__stall"
         ]
     );
 

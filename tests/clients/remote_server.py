@@ -8,7 +8,7 @@ The Python SDK's MCPServer (mcp==2.3.0, both eras: 2026-07-28 and the 2025 hands
 behind uvicorn on 127.0.0.1. With --token, requests need `Authorization: Bearer T`;
 with --header, they need that header; otherwise 401. While --hang-file exists, every
 request hangs (a server that stopped answering). Tools: lookup_order, create_ticket,
-always_fails (raises, so the result is isError).
+always_fails (raises, so the result is isError), stall (never finishes).
 """
 
 from __future__ import annotations
@@ -36,6 +36,11 @@ def build(name: str) -> MCPServer:
     @server.tool(description="Always fails.")
     def always_fails() -> str:
         raise ValueError("the warehouse is closed")
+
+    @server.tool(description="Never finishes (a tool that hangs).")
+    async def stall() -> str:
+        await asyncio.sleep(3600)
+        return "too late"
 
     return server
 
