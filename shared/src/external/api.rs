@@ -465,11 +465,10 @@ impl ExternalServers {
         if existing.iter().any(|r| namespace(&r.name) == wanted) {
             return Err(RegistryError::name_taken(&registration.name));
         }
-        let checked = self
-            .http
-            .guard()
-            .check(&registration.url)
+        let check = self.http.guard().check(&registration.url);
+        let checked = tokio::time::timeout(self.probe_budget, check)
             .await
+            .map_err(|_| RegistryError::invalid_url("the host name did not resolve in time"))?
             .map_err(|refusal| RegistryError::invalid_url(refusal.to_string()))?;
         let url = checked.url().to_string();
         if existing.iter().any(|r| r.url == url) {
