@@ -2,12 +2,8 @@
 //! see the tools appear in `tools/list`, query every aggregate mode and a synonym,
 //! read genotypes with nearby variants, delete, and gating that fails open.
 
-use e2e::{Reply, Server, modern, post_json, send};
+use e2e::{Reply, Server, bearer, listed_tools, rpc, send};
 use serde_json::{Value, json};
-
-fn bearer(token: &str) -> Vec<(String, String)> {
-    vec![("authorization".into(), format!("Bearer {token}"))]
-}
 
 async fn upload(server: &Server, token: &str, path: &str, content_type: &str, body: &str) -> Reply {
     let mut headers = bearer(token);
@@ -16,23 +12,13 @@ async fn upload(server: &Server, token: &str, path: &str, content_type: &str, bo
 }
 
 async fn mcp(server: &Server, token: Option<&str>, method: &str, params: Value) -> Value {
-    let (mut headers, body) = modern(1, method, params);
-    if let Some(token) = token {
-        headers.extend(bearer(token));
-    }
-    let reply = post_json(&server.url("/mcp"), &headers, &body).await;
+    let reply = rpc(&server.url("/mcp"), token, method, params).await;
     assert_eq!(reply.status, 200, "{method}: {}", reply.body);
     reply.json()
 }
 
 async fn tool_names(server: &Server, token: Option<&str>) -> Vec<String> {
-    let listed = mcp(server, token, "tools/list", json!({})).await;
-    listed["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_string())
-        .collect()
+    listed_tools(&mcp(server, token, "tools/list", json!({})).await)
 }
 
 async fn call(server: &Server, token: &str, tool: &str, arguments: Value) -> Value {
@@ -137,15 +123,11 @@ async fn a5_e1_e2_e4_upload_gate_query_delete() {
     );
 
     // E1: the catalogue, then a synonym, each aggregate mode.
-    let catalogue = call(&server, &token, "query_health_indicators", json!({})).await;
+    let query_health =
+        |arguments: Value| call(&server, &token, "query_health_indicators", arguments);
+    let catalogue = query_health(json!({})).await;
     assert_eq!(catalogue["indicator_count"], 3, "{catalogue}");
-    let by_synonym = call(
-        &server,
-        &token,
-        "query_health_indicators",
-        json!({ "keywords": ["glycated haemoglobin"] }),
-    )
-    .await;
+    let by_synonym = query_health(json!({ "keywords": ["glycated haemoglobin"] })).await;
     let hba1c = &by_synonym["indicators"][0];
     assert_eq!(hba1c["name"], "HbA1c", "{by_synonym}");
     assert_eq!(
@@ -154,13 +136,7 @@ async fn a5_e1_e2_e4_upload_gate_query_delete() {
         "no duplicates after the re-upload: {hba1c}"
     );
     assert_eq!(hba1c["unit"], "%");
-    let limited = call(
-        &server,
-        &token,
-        "query_health_indicators",
-        json!({ "keywords": ["Hemoglobin A1c"], "limit": 2 }),
-    )
-    .await;
+    let limited = query_health(json!({ "keywords": ["Hemoglobin A1c"], "limit": 2 })).await;
     assert_eq!(limited["indicators"][0]["truncated"], 1, "{limited}");
     assert!(
         limited["indicators"][0]["rows"][0]
@@ -169,13 +145,7 @@ async fn a5_e1_e2_e4_upload_gate_query_delete() {
             .starts_with("2026-03-12T09:30:00|5.7"),
         "newest first: {limited}"
     );
-    let stats = call(
-        &server,
-        &token,
-        "query_health_indicators",
-        json!({ "keywords": ["HbA1c"], "aggregate": "stats" }),
-    )
-    .await;
+    let stats = query_health(json!({ "keywords": ["HbA1c"], "aggregate": "stats" })).await;
     let s = &stats["indicators"][0];
     assert_eq!(
         (s["count"].clone(), s["min"].clone(), s["max"].clone()),
@@ -187,30 +157,19 @@ async fn a5_e1_e2_e4_upload_gate_query_delete() {
         s["change"].as_f64().unwrap() + 0.4 < 1e-9,
         "change is a number: {stats}"
     );
-    let monthly = call(
-        &server,
-        &token,
-        "query_health_indicators",
-        json!({ "indicators": ["Glucose, fasting"], "aggregate": "month" }),
-    )
-    .await;
+    let monthly =
+        query_health(json!({ "indicators": ["Glucose, fasting"], "aggregate": "month" })).await;
     assert_eq!(
         monthly["indicators"][0]["rows"],
         json!(["2026-01|101|101|101|1", "2026-03|96|96|96|1"]),
         "{monthly}"
     );
-    let weekly = call(
-        &server,
-        &token,
-        "query_health_indicators",
-        json!({ "keywords": ["ldl"], "aggregate": "week" }),
-    )
-    .await;
+    let weekly = query_health(json!({ "keywords": ["ldl"], "aggregate": "week" })).await;
     assert_eq!(
         weekly["indicators"][0]["rows"][0], "2026-W02|128|128|128|1",
         "{weekly}"
     );
-    let daily = call(&server, &token, "query_health_indicators", json!({ "keywords": ["HbA1c"], "aggregate": "day", "start_time": "2026-02-12", "end_time": "2026-03-11" })).await;
+    let daily = query_health(json!({ "keywords": ["HbA1c"], "aggregate": "day", "start_time": "2026-02-12", "end_time": "2026-03-11" })).await;
     assert_eq!(
         daily["indicators"][0]["rows"],
         json!(["2026-02-11|5.9|5.9|5.9|1", "2026-03-12|5.7|5.7|5.7|1"]),
@@ -321,9 +280,9 @@ async fn e4_the_data_api_needs_a_valid_token() {
 }
 
 async fn mcp_status(server: &Server, token: &str) -> u16 {
-    let (mut headers, body) = modern(1, "tools/list", json!({}));
-    headers.extend(bearer(token));
-    post_json(&server.url("/mcp"), &headers, &body).await.status
+    rpc(&server.url("/mcp"), Some(token), "tools/list", json!({}))
+        .await
+        .status
 }
 
 #[tokio::test]

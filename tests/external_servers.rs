@@ -17,7 +17,7 @@ use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use e2e::{Reply, Server, TempDir, modern, post_json, root, send};
+use e2e::{Reply, Server, TempDir, bearer, get, listed_tools, python, root, rpc, run_client, send};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -67,10 +67,8 @@ impl Drop for Remote {
 impl Remote {
     /// `tests/clients/remote_server.py` with these options.
     fn python(args: &[&str]) -> Remote {
-        let python = root().join(".venv/bin/python");
-        assert!(python.exists(), "no .venv: run scripts/install-test-deps");
         let port = free_port();
-        let mut child = Command::new(python)
+        let mut child = Command::new(python())
             .arg(root().join("tests/clients/remote_server.py"))
             .arg(port.to_string())
             .args(args)
@@ -140,10 +138,6 @@ fn env() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-fn bearer(token: &str) -> Vec<(String, String)> {
-    vec![("authorization".to_string(), format!("Bearer {token}"))]
-}
-
 async fn api(server: &Server, method: &str, path: &str, token: &str, body: Option<Value>) -> Reply {
     let mut headers = bearer(token);
     headers.push(("content-type".into(), "application/json".into()));
@@ -156,11 +150,14 @@ async fn api(server: &Server, method: &str, path: &str, token: &str, body: Optio
     .await
 }
 
+/// `POST /api/user/mcp-servers`: registers a server for the caller.
+async fn register_server(server: &Server, token: &str, body: Value) -> Reply {
+    api(server, "POST", "/api/user/mcp-servers", token, Some(body)).await
+}
+
 /// A modern MCP request to our `/mcp` with the caller's token.
 async fn mcp(server: &Server, token: &str, method: &str, params: Value) -> Value {
-    let (mut headers, body) = modern(1, method, params);
-    headers.extend(bearer(token));
-    let reply = post_json(&server.url("/mcp"), &headers, &body).await;
+    let reply = rpc(&server.url("/mcp"), Some(token), method, params).await;
     assert_eq!(reply.status, 200, "{method}: {}", reply.body);
     reply.json()
 }
@@ -181,13 +178,7 @@ async fn patch(server: &Server, token: &str, path: &str, body: Value) -> Reply {
 }
 
 async fn tool_names(server: &Server, token: &str) -> Vec<String> {
-    let listed = mcp(server, token, "tools/list", json!({})).await;
-    listed["result"]["tools"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{listed}"))
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_string())
-        .collect()
+    listed_tools(&mcp(server, token, "tools/list", json!({})).await)
 }
 
 fn tool_names_of(view: &Value) -> Vec<&str> {
@@ -204,20 +195,22 @@ fn assert_refused(reply: &Reply, status: u16, code: &str) {
     assert_eq!(reply.json()["error"]["code"], code, "{}", reply.body);
 }
 
+/// `python_client.py` calling `tool` on `url`: its report.
 fn python_client(url: &str, mode: &str, tool: &str, args: Value) -> Value {
-    let output = Command::new(root().join(".venv/bin/python"))
-        .arg(root().join("tests/clients/python_client.py"))
-        .args([url, mode, "--tool", tool, "--args", &args.to_string()])
-        .output()
-        .expect("the Python client runs");
-    assert!(
-        output.status.success(),
-        "python_client: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let line = stdout.lines().rev().find(|l| l.starts_with('{')).unwrap();
-    serde_json::from_str(line).unwrap()
+    let script = root().join("tests/clients/python_client.py");
+    let args = args.to_string();
+    run_client(
+        &python(),
+        &[
+            script.to_str().unwrap(),
+            url,
+            mode,
+            "--tool",
+            tool,
+            "--args",
+            &args,
+        ],
+    )
 }
 
 /// D1, D4-D6, D8 and D5's "never returned, never logged": a Python SDK server with a
@@ -233,16 +226,14 @@ async fn a_registered_server_is_listed_and_called_through_our_mcp() {
     let server = Server::start_logging(&settings, std::fs::File::create(&log_path).unwrap());
     let token = server.token("alice");
 
-    let created = api(
+    let created = register_server(
         &server,
-        "POST",
-        "/api/user/mcp-servers",
         &token,
-        Some(json!({
+        json!({
             "name": "shop",
             "url": remote.url(),
             "auth": {"type": "BEARER", "token": REMOTE_TOKEN},
-        })),
+        }),
     )
     .await;
     assert_eq!(created.status, 201, "{}", created.body);
@@ -267,10 +258,9 @@ async fn a_registered_server_is_listed_and_called_through_our_mcp() {
     ] {
         assert!(names.contains(&expected.to_string()), "{names:?}");
     }
-    let anonymous = {
-        let (headers, body) = modern(1, "tools/list", json!({}));
-        post_json(&server.url("/mcp"), &headers, &body).await.json()
-    };
+    let anonymous = rpc(&server.url("/mcp"), None, "tools/list", json!({}))
+        .await
+        .json();
     assert!(!anonymous.to_string().contains("mcp__shop"), "{anonymous}");
 
     // The Python SDK client on the caller's personal URL, 2026-07-28 and auto mode.
@@ -340,11 +330,7 @@ async fn refused_registrations_say_why_and_save_nothing() {
     let remote = Remote::python(&["--header", &format!("X-Api-Key: {HEADER_VALUE}")]);
     let server = Server::start(&env());
     let token = server.token("carol");
-    let register = |body: Value| {
-        let server = &server;
-        let token = token.clone();
-        async move { api(server, "POST", "/api/user/mcp-servers", &token, Some(body)).await }
-    };
+    let register = |body: Value| register_server(&server, &token, body);
     let header = |value: &str| json!({"type": "HEADER", "name": "X-Api-Key", "value": value});
 
     let dead = format!("http://127.0.0.1:{}/mcp", free_port());
@@ -402,7 +388,7 @@ async fn refused_registrations_say_why_and_save_nothing() {
     ] {
         assert_refused(&register(body).await, 400, "invalid_request");
     }
-    let anonymous = send("GET", &server.url("/api/user/mcp-servers"), &[], None).await;
+    let anonymous = get(&server.url("/api/user/mcp-servers")).await;
     assert_eq!(anonymous.status, 401);
 
     let listed = api(&server, "GET", "/api/user/mcp-servers", &token, None).await;
@@ -427,12 +413,10 @@ async fn refused_registrations_say_why_and_save_nothing() {
         register(json!({"name": "alias", "url": remote.url(), "auth": header(HEADER_VALUE)})).await;
     assert_refused(&alias, 409, "mcp_server_url_taken");
     let other = server.token("dave");
-    let theirs = api(
+    let theirs = register_server(
         &server,
-        "POST",
-        "/api/user/mcp-servers",
         &other,
-        Some(json!({"name": "keyed", "url": remote.url(), "auth": header(HEADER_VALUE)})),
+        json!({"name": "keyed", "url": remote.url(), "auth": header(HEADER_VALUE)}),
     )
     .await;
     assert_eq!(theirs.status, 201, "{}", theirs.body);
@@ -543,14 +527,8 @@ async fn a_hanging_server_is_left_out_and_the_others_still_answer() {
     let server = Server::start(&env());
     let token = server.token("frank");
     for (name, remote) in [("steady", &steady), ("stalling", &stalling)] {
-        let reply = api(
-            &server,
-            "POST",
-            "/api/user/mcp-servers",
-            &token,
-            Some(json!({"name": name, "url": remote.url()})),
-        )
-        .await;
+        let reply =
+            register_server(&server, &token, json!({"name": name, "url": remote.url()})).await;
         assert_eq!(reply.status, 201, "{}", reply.body);
     }
     std::fs::write(&hang, b"").unwrap();
@@ -562,13 +540,11 @@ async fn a_hanging_server_is_left_out_and_the_others_still_answer() {
         took < Duration::from_secs(TIMEOUT_SECS + 3),
         "tools/list took {took:?}"
     );
-    let names: Vec<&str> = listed["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    assert!(names.contains(&"mcp__steady__lookup_order"), "{names:?}");
+    let names = listed_tools(&listed);
+    assert!(
+        names.contains(&"mcp__steady__lookup_order".to_string()),
+        "{names:?}"
+    );
     assert!(
         !names.iter().any(|n| n.starts_with("mcp__stalling__")),
         "{names:?}"
@@ -646,16 +622,14 @@ async fn allowed_tools_updates_reprobe_and_delete() {
     let remote = Remote::python(&["--token", REMOTE_TOKEN]);
     let server = Server::start(&env());
     let token = server.token("grace");
-    let created = api(
+    let created = register_server(
         &server,
-        "POST",
-        "/api/user/mcp-servers",
         &token,
-        Some(json!({
+        json!({
             "name": "shop", "url": remote.url(),
             "auth": {"type": "BEARER", "token": REMOTE_TOKEN},
             "allowed_tools": ["lookup_order"],
-        })),
+        }),
     )
     .await;
     assert_eq!(created.status, 201, "{}", created.body);
@@ -750,7 +724,7 @@ async fn allowed_tools_updates_reprobe_and_delete() {
 /// connection. Only loopback targets here, so a wrong answer could not leave the machine.
 #[tokio::test]
 async fn the_strict_policy_refuses_internal_and_plain_http_servers() {
-    let e2e::InProcess { app, .. } = e2e::in_process(&[]);
+    let process = e2e::in_process(&[]);
     let jwts =
         mirobody::identity::Jwts::new(&[1; 32], mirobody::TOKEN_ISSUER, mirobody::TOKEN_AUDIENCE);
     // Signature checks use the real time (the app's fake clock is ahead of it).
@@ -769,18 +743,18 @@ async fn the_strict_policy_refuses_internal_and_plain_http_servers() {
         format!("https://0x7f.1:{port}/mcp"),
         format!("http://127.0.0.1:{port}/mcp"),
     ] {
-        let request = http::Request::builder()
-            .method("POST")
-            .uri("/api/user/mcp-servers")
-            .header("authorization", format!("Bearer {token}"))
-            .header("content-type", "application/json")
-            .body(bytes::Bytes::from(
+        let mut headers = bearer(&token);
+        headers.push(("content-type".into(), "application/json".into()));
+        let reply = process
+            .send(
+                "POST",
+                "/api/user/mcp-servers",
+                &headers,
                 json!({"name": "local", "url": url}).to_string(),
-            ))
-            .unwrap();
-        let response = app.handle(request).await;
-        let body: Value = serde_json::from_slice(response.body()).unwrap();
-        assert_eq!(response.status(), 422, "{url}: {body}");
+            )
+            .await;
+        let body = reply.json();
+        assert_eq!(reply.status, 422, "{url}: {body}");
         assert_eq!(
             body["error"]["code"], "invalid_mcp_server_url",
             "{url}: {body}"

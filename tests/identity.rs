@@ -2,14 +2,14 @@
 //! temporary MCP URLs, sharing, agent scoping, the login prompt, forged tokens, and
 //! a whole session's log output searched for secrets.
 
-use e2e::{InProcess, Reply, Server, TempDir, in_process, modern, post_json, send};
+use e2e::{Reply, Server, TempDir, bearer, get, in_process, listed_tools, modern, rpc, send};
 use mirobody::identity::{Jwts, Keys};
 use serde_json::{Value, json};
 
 fn json_headers(token: Option<&str>) -> Vec<(String, String)> {
     let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
     if let Some(token) = token {
-        headers.push(("authorization".into(), format!("Bearer {token}")));
+        headers.extend(bearer(token));
     }
     headers
 }
@@ -40,24 +40,16 @@ async fn sign_up(server: &Server, email: &str, password: &str) -> (String, Strin
     )
 }
 
-/// An MCP request to `url` (a full URL: `/mcp` or a personal URL).
-async fn rpc(url: &str, token: Option<&str>, method: &str, params: Value) -> Reply {
-    let (mut headers, body) = modern(1, method, params);
-    if let Some(token) = token {
-        headers.push(("authorization".into(), format!("Bearer {token}")));
-    }
-    post_json(url, &headers, &body).await
+async fn sign_in(server: &Server, email: &str, password: &str) -> Reply {
+    let body = json!({ "email": email, "password": password });
+    post(server, "/auth/signin", None, body).await
 }
 
+/// The tools `url` (`/mcp` or a personal URL) lists.
 async fn names(url: &str, token: Option<&str>) -> Vec<String> {
     let reply = rpc(url, token, "tools/list", json!({})).await;
     assert_eq!(reply.status, 200, "{}", reply.body);
-    reply.json()["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().into())
-        .collect()
+    listed_tools(&reply.json())
 }
 
 /// A personal URL's path on this server (the public origin is the listening address).
@@ -78,21 +70,9 @@ async fn a7_b1_sign_up_sign_in_and_a_personal_url_through_its_life() {
     )
     .await;
     assert_eq!(again.status, 409, "one account per e-mail: {}", again.body);
-    let wrong = post(
-        &server,
-        "/auth/signin",
-        None,
-        json!({ "email": "alice@example.com", "password": "wrong password!" }),
-    )
-    .await;
+    let wrong = sign_in(&server, "alice@example.com", "wrong password!").await;
     assert_eq!(wrong.status, 401);
-    let signed_in = post(
-        &server,
-        "/auth/signin",
-        None,
-        json!({ "email": "ALICE@example.com ", "password": "correct horse battery" }),
-    )
-    .await;
+    let signed_in = sign_in(&server, "ALICE@example.com ", "correct horse battery").await;
     assert_eq!(signed_in.status, 200, "{}", signed_in.body);
     let token = signed_in.json()["data"]["token"]
         .as_str()
@@ -353,18 +333,12 @@ async fn a7_an_anonymous_call_gets_the_login_prompt_and_a_pollable_state() {
             .unwrap()
             .contains(state)
     );
-    let poll = send(
-        "GET",
-        &server.url(&format!("/oauth2/check_state/{state}")),
-        &[],
-        None,
-    )
-    .await;
+    let poll = get(&server.url(&format!("/oauth2/check_state/{state}"))).await;
     assert_eq!(
         (poll.status, poll.json()["status"].clone()),
         (200, json!("pending"))
     );
-    let unknown = send("GET", &server.url("/oauth2/check_state/nope"), &[], None).await;
+    let unknown = get(&server.url("/oauth2/check_state/nope")).await;
     assert_eq!(
         (unknown.status, unknown.json()["status"].clone()),
         (404, json!("not_found"))
@@ -451,20 +425,8 @@ async fn b4_a_whole_session_logs_no_token_url_secret_or_password() {
     let server = Server::start_logging(&[("RUST_LOG", "trace")], log);
     let password = "very secret password 42";
     let (_, token) = sign_up(&server, "logs@example.com", password).await;
-    post(
-        &server,
-        "/auth/signin",
-        None,
-        json!({ "email": "logs@example.com", "password": password }),
-    )
-    .await;
-    post(
-        &server,
-        "/auth/signin",
-        None,
-        json!({ "email": "logs@example.com", "password": "wrong but secret pw" }),
-    )
-    .await;
+    sign_in(&server, "logs@example.com", password).await;
+    sign_in(&server, "logs@example.com", "wrong but secret pw").await;
     let url = post(&server, "/personal/mcp", Some(&token), json!({}))
         .await
         .json()["data"]["url"]
@@ -518,60 +480,38 @@ async fn b4_a_whole_session_logs_no_token_url_secret_or_password() {
 /// B3 without sleeping: the app runs in-process with a fake clock (no socket).
 #[tokio::test]
 async fn b3_a_temporary_url_expires_after_ten_minutes() {
-    let InProcess {
-        app, clock, store, ..
-    } = in_process(&[("ALLOWED_TOOLS_HELPER", "get_genetic_data")]);
+    let process = in_process(&[("ALLOWED_TOOLS_HELPER", "get_genetic_data")]);
     let genotype = mirobody::store::Genotype {
         rsid: "rs1".into(),
         chromosome: "1".into(),
         position: 5,
         genotype: "AA".into(),
     };
-    mirobody::store::Store::put_genotypes(store.as_ref(), "u_temp", &[genotype])
+    mirobody::store::Store::put_genotypes(process.store.as_ref(), "u_temp", &[genotype])
         .await
         .unwrap();
-    let url = app
+    let url = process
+        .app
         .temporary_url("u_temp", "session-9", "helper")
         .await
         .unwrap();
     let path = url[url.find("/mcp/").unwrap()..].to_string();
     let list = || {
-        let (headers, body) = modern(1, "tools/list", json!({}));
-        let mut request = http::Request::builder()
-            .method("POST")
-            .uri(path.as_str())
-            .header("content-type", "application/json");
-        for (k, v) in headers {
-            request = request.header(k, v);
-        }
-        request.body(bytes::Bytes::from(body.to_string())).unwrap()
+        let (mut headers, body) = modern(1, "tools/list", json!({}));
+        headers.push(("content-type".into(), "application/json".into()));
+        let process = &process;
+        let path = path.as_str();
+        async move { process.send("POST", path, &headers, body.to_string()).await }
     };
-    let tools = |response: http::Response<bytes::Bytes>| -> Vec<String> {
-        let body: Value = serde_json::from_slice(response.body()).unwrap();
-        body["result"]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().into())
-            .collect()
-    };
-    let fresh = app.handle(list()).await;
-    assert_eq!(fresh.status(), 200);
+    let fresh = list().await;
+    assert_eq!(fresh.status, 200);
     assert_eq!(
-        tools(fresh),
+        listed_tools(&fresh.json()),
         vec!["get_genetic_data"],
         "anonymous-looking URL, yet scoped to its agent"
     );
-    clock.advance(599);
-    assert_eq!(
-        app.handle(list()).await.status(),
-        200,
-        "still valid at 9:59"
-    );
-    clock.advance(2);
-    assert_eq!(
-        app.handle(list()).await.status(),
-        404,
-        "expired after ten minutes"
-    );
+    process.clock.advance(599);
+    assert_eq!(list().await.status, 200, "still valid at 9:59");
+    process.clock.advance(2);
+    assert_eq!(list().await.status, 404, "expired after ten minutes");
 }

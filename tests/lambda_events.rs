@@ -7,7 +7,7 @@
 use bytes::Bytes;
 use std::sync::Arc;
 
-use e2e::{TempDir, root};
+use e2e::{TempDir, sample_events};
 use mirobody::store::EmbeddedStore;
 use mirobody::{App, Config, RouteGroup, Runtime, Services};
 
@@ -62,23 +62,17 @@ async fn every_sample_event_is_served_by_its_function() {
     .into_iter()
     .map(|g| (g, app(g)))
     .collect();
-    let mut files: Vec<_> = std::fs::read_dir(root().join("events"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    assert!(files.len() >= 5, "sample events went missing");
-    for file in &files {
-        let name = file.file_stem().unwrap().to_string_lossy().to_string();
-        let group = group_of(&name);
+    let samples = sample_events();
+    assert!(samples.len() >= 5, "sample events went missing");
+    for (name, raw) in &samples {
+        let group = group_of(name);
         let app = &apps.iter().find(|(g, _)| *g == group).unwrap().1;
-        let raw = std::fs::read_to_string(file).unwrap();
-        let event = lambda_http::request::from_str(&raw)
+        let event = lambda_http::request::from_str(raw)
             .unwrap_or_else(|e| panic!("{name}: lambda_http cannot read it: {e}"));
         let request: http::Request<Bytes> = lambda_glue::from_lambda(event);
         let response = lambda_glue::to_lambda(app.handle(request).await);
-        assert_eq!(response.status().as_u16(), expected_status(&name), "{name}");
-        if name.starts_with("mcp-post") && expected_status(&name) == 200 {
+        assert_eq!(response.status().as_u16(), expected_status(name), "{name}");
+        if name.starts_with("mcp-post") && expected_status(name) == 200 {
             let lambda_http::Body::Text(text) = response.body() else {
                 panic!("{name}: no text body");
             };

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::config::Credentials;
 use bytes::Bytes;
-use e2e::{TempDir, binary, root};
+use e2e::{TempDir, binary, listed_tools, root, sample_events};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -412,23 +412,6 @@ async fn deployment(moto: &Moto) -> Vec<(String, String)> {
 
 // ---------------------------------------------------------------- events
 
-/// Every sample event, by file stem, in name order.
-fn sample_events() -> Vec<(String, String)> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("events"))
-        .expect("events/")
-        .map(|e| e.expect("an entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    files
-        .into_iter()
-        .map(|f| {
-            let name = f.file_stem().unwrap().to_string_lossy().into_owned();
-            (name, std::fs::read_to_string(&f).expect("an event"))
-        })
-        .collect()
-}
-
 fn event(name: &str) -> String {
     std::fs::read_to_string(root().join("events").join(format!("{name}.json")))
         .unwrap_or_else(|_| panic!("events/{name}.json"))
@@ -481,15 +464,6 @@ fn anonymous_tool_call() -> String {
     e["headers"]["mcp-method"] = json!("tools/call");
     e["headers"]["mcp-name"] = json!("query_health_indicators");
     e.to_string()
-}
-
-fn tool_names(answer: &Answer) -> Vec<String> {
-    answer.json()["result"]["tools"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no tools: {}", answer.body))
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_string())
-        .collect()
 }
 
 // ---------------------------------------------------------------- tests
@@ -586,7 +560,7 @@ async fn every_function_serves_its_sample_events_through_the_runtime_api() {
     let by_secret = event("mcp-secret-post-tools-list").replace("SAMPLE_SECRET", &secret);
     let listed = functions["mcp"].invoke(&by_secret).await;
     assert_eq!(listed.status, 200, "{}", listed.body);
-    let names = tool_names(&listed);
+    let names = listed_tools(&listed.json());
     assert!(
         names.contains(&"query_health_indicators".to_string())
             && names.contains(&"get_genetic_data".to_string()),

@@ -4,40 +4,9 @@
 //! one. Their dependencies come from `scripts/install-test-deps`.
 
 use std::path::PathBuf;
-use std::process::Command;
 
-use e2e::{Server, root};
+use e2e::{Server, python, root, run_client};
 use serde_json::Value;
-
-fn python() -> PathBuf {
-    let venv = root().join(".venv/bin/python");
-    assert!(
-        venv.exists(),
-        "no .venv: run scripts/install-test-deps (scripts/test does)"
-    );
-    venv
-}
-
-fn run(program: PathBuf, args: &[&str]) -> Value {
-    let output = Command::new(&program)
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("the client runs");
-    assert!(
-        output.status.success(),
-        "{} {args:?} failed:\n{}",
-        program.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let line = stdout
-        .lines()
-        .rev()
-        .find(|l| l.starts_with('{'))
-        .expect("the client prints one JSON line");
-    serde_json::from_str(line).expect("valid JSON from the client")
-}
 
 fn assert_listed_and_called(report: &Value, client: &str) {
     let tools: Vec<&str> = report["tools"]
@@ -60,26 +29,25 @@ fn assert_listed_and_called(report: &Value, client: &str) {
     assert_ne!(report["is_error"], Value::Bool(true), "{client}");
 }
 
-#[test]
-fn python_sdk_in_2026_07_28_mode_lists_and_calls() {
+/// `python_client.py` in `mode`: lists tools and calls one.
+fn python_sdk_lists_and_calls(mode: &str) {
     let server = Server::start(&[]);
     let script = root().join("tests/clients/python_client.py");
-    let report = run(
-        python(),
-        &[script.to_str().unwrap(), &server.url("/mcp"), "2026-07-28"],
+    let report = run_client(
+        &python(),
+        &[script.to_str().unwrap(), &server.url("/mcp"), mode],
     );
-    assert_listed_and_called(&report, "python 2026-07-28");
+    assert_listed_and_called(&report, &format!("python {mode}"));
+}
+
+#[test]
+fn python_sdk_in_2026_07_28_mode_lists_and_calls() {
+    python_sdk_lists_and_calls("2026-07-28");
 }
 
 #[test]
 fn python_sdk_in_auto_mode_lists_and_calls() {
-    let server = Server::start(&[]);
-    let script = root().join("tests/clients/python_client.py");
-    let report = run(
-        python(),
-        &[script.to_str().unwrap(), &server.url("/mcp"), "auto"],
-    );
-    assert_listed_and_called(&report, "python auto");
+    python_sdk_lists_and_calls("auto");
 }
 
 #[test]
@@ -92,8 +60,8 @@ fn typescript_sdk_on_the_legacy_path_lists_and_calls() {
             .exists(),
         "no TypeScript SDK: run scripts/install-test-deps (scripts/test does)"
     );
-    let report = run(
-        PathBuf::from("node"),
+    let report = run_client(
+        &PathBuf::from("node"),
         &[script.to_str().unwrap(), &server.url("/mcp")],
     );
     assert_listed_and_called(&report, "typescript");

@@ -4,7 +4,7 @@
 //! login-prompt flow through `/mcplogin`; and the refusals, with RFC 6749 error codes.
 
 use base64::Engine;
-use e2e::{Reply, Server, modern, post_json, send};
+use e2e::{Reply, Server, get, post_json, rpc, send};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -51,6 +51,14 @@ fn decode(s: &str) -> String {
         }
     }
     String::from_utf8(out).unwrap()
+}
+
+/// Borrowed pairs, as `encode`, `form_post` and `authorize` take them.
+fn as_pairs<K: AsRef<str>>(pairs: &[(K, String)]) -> Vec<(&str, &str)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.as_ref(), v.as_str()))
+        .collect()
 }
 
 fn query_param(url: &str, name: &str) -> Option<String> {
@@ -131,22 +139,13 @@ async fn authorize(
         ("state", "xyz-state"),
     ];
     pairs.extend_from_slice(params);
-    let page = send(
-        "GET",
-        &server.url(&format!("/oauth/authorize?{}", encode(&pairs))),
-        &[],
-        None,
-    )
-    .await;
+    let page = get(&server.url(&format!("/oauth/authorize?{}", encode(&pairs)))).await;
     if page.status == 302 {
         return page.header("location").unwrap().to_string();
     }
     assert_eq!(page.status, 200, "{}", page.body);
     let (fields, cookie) = form_of(&page);
-    let mut submit: Vec<(&str, &str)> = fields
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
+    let mut submit = as_pairs(&fields);
     submit.extend([
         ("email", email),
         ("password", password),
@@ -174,16 +173,24 @@ async fn token(server: &Server, pairs: &[(&str, &str)]) -> Reply {
     form_post(server, "/oauth/token", pairs, &[]).await
 }
 
+/// A refresh-token grant for a public client.
+async fn refresh_grant(server: &Server, refresh_token: &str, client_id: &str) -> Reply {
+    let pairs = [
+        ("grant_type", "refresh_token"),
+        ("refresh_token", refresh_token),
+        ("client_id", client_id),
+    ];
+    token(server, &pairs).await
+}
+
 async fn call_tool(server: &Server, token: Option<&str>) -> Value {
-    let (mut headers, body) = modern(
-        1,
+    let reply = rpc(
+        &server.url("/mcp"),
+        token,
         "tools/call",
         json!({ "name": "get_genetic_data", "arguments": { "rsid": "rs1" } }),
-    );
-    if let Some(token) = token {
-        headers.push(("authorization".into(), format!("Bearer {token}")));
-    }
-    let reply = post_json(&server.url("/mcp"), &headers, &body).await;
+    )
+    .await;
     assert_eq!(reply.status, 200, "{}", reply.body);
     reply.json()
 }
@@ -194,22 +201,12 @@ async fn c1_metadata_is_byte_identical_at_its_three_paths_and_absolute() {
         ("MCP_PUBLIC_URL", "https://mcp.example.test"),
         ("HTTP_URI_PREFIX", "/api"),
     ]);
-    let first = send(
-        "GET",
-        &server.url("/.well-known/oauth-authorization-server"),
-        &[],
-        None,
-    )
-    .await;
+    let first = get(&server.url("/.well-known/oauth-authorization-server")).await;
     for path in [
         "/.well-known/oauth-authorization-server/mcp",
         "/.well-known/mcp-configuration",
     ] {
-        assert_eq!(
-            send("GET", &server.url(path), &[], None).await.body,
-            first.body,
-            "{path}"
-        );
+        assert_eq!(get(&server.url(path)).await.body, first.body, "{path}");
     }
     let doc = first.json();
     assert_eq!(
@@ -221,19 +218,17 @@ async fn c1_metadata_is_byte_identical_at_its_three_paths_and_absolute() {
         doc["grant_types_supported"],
         json!(["authorization_code", "refresh_token", "client_credentials"])
     );
-    let prm = send(
-        "GET",
-        &server.url("/.well-known/oauth-protected-resource/api/mcp"),
-        &[],
-        None,
-    )
-    .await
-    .json();
+    let prm = get(&server.url("/.well-known/oauth-protected-resource/api/mcp"))
+        .await
+        .json();
     assert_eq!(prm["resource"], "https://mcp.example.test/api/mcp");
-    let (headers, body) = modern(1, "tools/list", json!({}));
-    let mut headers = headers;
-    headers.push(("authorization".into(), "Bearer expired-or-forged".into()));
-    let refused = post_json(&server.url("/api/mcp"), &headers, &body).await;
+    let refused = rpc(
+        &server.url("/api/mcp"),
+        Some("expired-or-forged"),
+        "tools/list",
+        json!({}),
+    )
+    .await;
     assert_eq!(refused.status, 401);
     assert!(refused.header("www-authenticate").unwrap().contains("resource_metadata=\"https://mcp.example.test/.well-known/oauth-protected-resource/api/mcp\""));
 }
@@ -249,11 +244,10 @@ async fn c2_code_flow_with_pkce_then_mcp_refresh_rotation_and_introspection() {
         "public clients get no secret"
     );
     let extra = pkce();
-    let params: Vec<(&str, &str)> = extra.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let location = authorize(
         &server,
         client_id,
-        &params,
+        &as_pairs(&extra),
         "oauth@example.com",
         "a long enough password",
     )
@@ -296,40 +290,16 @@ async fn c2_code_flow_with_pkce_then_mcp_refresh_rotation_and_introspection() {
     );
 
     // Refresh rotates; the old refresh token is then refused and revokes the family.
-    let rotated = token(
-        &server,
-        &[
-            ("grant_type", "refresh_token"),
-            ("refresh_token", &refresh),
-            ("client_id", client_id),
-        ],
-    )
-    .await;
+    let rotated = refresh_grant(&server, &refresh, client_id).await;
     assert_eq!(rotated.status, 200, "{}", rotated.body);
     let new_refresh = rotated.json()["refresh_token"]
         .as_str()
         .unwrap()
         .to_string();
     assert_ne!(new_refresh, refresh);
-    let reused = token(
-        &server,
-        &[
-            ("grant_type", "refresh_token"),
-            ("refresh_token", &refresh),
-            ("client_id", client_id),
-        ],
-    )
-    .await;
+    let reused = refresh_grant(&server, &refresh, client_id).await;
     assert_eq!(reused.json()["error"], "invalid_grant");
-    let after_reuse = token(
-        &server,
-        &[
-            ("grant_type", "refresh_token"),
-            ("refresh_token", &new_refresh),
-            ("client_id", client_id),
-        ],
-    )
-    .await;
+    let after_reuse = refresh_grant(&server, &new_refresh, client_id).await;
     assert_eq!(
         after_reuse.json()["error"],
         "invalid_grant",
@@ -359,11 +329,10 @@ async fn c2_refusals_carry_rfc6749_error_codes() {
     let login = |params: Vec<(&'static str, String)>| {
         let server = &server;
         async move {
-            let p: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
             authorize(
                 server,
                 client_id,
-                &p,
+                &as_pairs(&params),
                 "neg@example.com",
                 "a long enough password",
             )
@@ -388,21 +357,16 @@ async fn c2_refusals_carry_rfc6749_error_codes() {
         "{missing}"
     );
     // An unregistered redirect URI is never redirected to.
-    let page = send(
-        "GET",
-        &server.url(&format!(
-            "/oauth/authorize?{}",
-            encode(&[
-                ("response_type", "code"),
-                ("client_id", client_id),
-                ("redirect_uri", "https://evil.example/cb"),
-                ("code_challenge", &challenge(VERIFIER)),
-                ("code_challenge_method", "S256")
-            ])
-        )),
-        &[],
-        None,
-    )
+    let page = get(&server.url(&format!(
+        "/oauth/authorize?{}",
+        encode(&[
+            ("response_type", "code"),
+            ("client_id", client_id),
+            ("redirect_uri", "https://evil.example/cb"),
+            ("code_challenge", &challenge(VERIFIER)),
+            ("code_challenge_method", "S256")
+        ])
+    )))
     .await;
     assert_eq!(page.status, 400);
     assert!(page.header("location").is_none());
@@ -429,8 +393,7 @@ async fn c2_refusals_carry_rfc6749_error_codes() {
                 if let Some(resource) = resource {
                     pairs.push(("resource", resource.into()));
                 }
-                let p: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
-                token(server, &p).await.json()["error"].clone()
+                token(server, &as_pairs(&pairs)).await.json()["error"].clone()
             }
         };
     let wrong_verifier = "wrongwrongwrongwrongwrongwrongwrongwrongwrong1";
@@ -522,13 +485,10 @@ async fn c3_login_prompt_flow_through_mcplogin_and_check_state() {
     let url = prompt["authorization_url"].as_str().unwrap();
     let state = prompt["auto_polling"]["state"].as_str().unwrap();
     let path = &url[url.find("/mcplogin").unwrap()..];
-    let page = send("GET", &server.url(path), &[], None).await;
+    let page = get(&server.url(path)).await;
     assert_eq!(page.status, 200, "{}", page.body);
     let (fields, cookie) = form_of(&page);
-    let mut submit: Vec<(&str, &str)> = fields
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
+    let mut submit = as_pairs(&fields);
     let without_cookie = form_post(&server, "/mcplogin", &submit, &[]).await;
     assert_eq!(
         without_cookie.status, 403,
@@ -541,14 +501,9 @@ async fn c3_login_prompt_flow_through_mcplogin_and_check_state() {
     ]);
     let done = form_post(&server, "/mcplogin", &submit, &[("cookie".into(), cookie)]).await;
     assert_eq!(done.status, 200, "{}", done.body);
-    let poll = send(
-        "GET",
-        &server.url(&format!("/oauth2/check_state/{state}")),
-        &[],
-        None,
-    )
-    .await
-    .json();
+    let poll = get(&server.url(&format!("/oauth2/check_state/{state}")))
+        .await
+        .json();
     assert_eq!(poll["status"], "completed", "{poll}");
     let token = poll["token"].as_str().unwrap();
     let result = call_tool(&server, Some(token)).await;
@@ -602,13 +557,7 @@ async fn c2_a_client_id_metadata_document_is_fetched_through_the_guard() {
         ("code_challenge", &challenge(VERIFIER)),
         ("code_challenge_method", "S256"),
     ]);
-    let page = send(
-        "GET",
-        &strict.url(&format!("/oauth/authorize?{query}")),
-        &[],
-        None,
-    )
-    .await;
+    let page = get(&strict.url(&format!("/oauth/authorize?{query}"))).await;
     assert_eq!(
         page.status, 400,
         "a loopback document is never fetched in production mode"
@@ -617,11 +566,10 @@ async fn c2_a_client_id_metadata_document_is_fetched_through_the_guard() {
     let server = Server::start(&[("MIROBODY_REMOTE_DEV_LOOPBACK", "true")]);
     sign_up(&server, "cimd@example.com").await;
     let params = pkce();
-    let p: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let location = authorize(
         &server,
         &url,
-        &p,
+        &as_pairs(&params),
         "cimd@example.com",
         "a long enough password",
     )
@@ -641,26 +589,16 @@ async fn c2_a_client_id_metadata_document_is_fetched_through_the_guard() {
 /// An expired code, without sleeping: the app in-process with a fake clock.
 #[tokio::test]
 async fn c2_an_expired_code_is_invalid_grant() {
-    let e2e::InProcess { app, clock, .. } = e2e::in_process(&[]);
+    let process = e2e::in_process(&[]);
     let call =
         |method: &str, path: &str, content_type: &str, cookie: Option<&str>, body: String| {
-            let mut request = http::Request::builder()
-                .method(method)
-                .uri(path)
-                .header("content-type", content_type);
+            let mut headers = vec![("content-type".to_string(), content_type.to_string())];
             if let Some(cookie) = cookie {
-                request = request.header("cookie", cookie);
+                headers.push(("cookie".to_string(), cookie.to_string()));
             }
-            let request = request.body(bytes::Bytes::from(body)).unwrap();
-            let app = &app;
-            async move {
-                let response = app.handle(request).await;
-                Reply {
-                    status: response.status().as_u16(),
-                    headers: response.headers().clone(),
-                    body: String::from_utf8(response.body().to_vec()).unwrap(),
-                }
-            }
+            let (method, path) = (method.to_string(), path.to_string());
+            let process = &process;
+            async move { process.send(&method, &path, &headers, body).await }
         };
     let signed_up = call(
         "POST",
@@ -698,10 +636,7 @@ async fn c2_an_expired_code_is_invalid_grant() {
     )
     .await;
     let (fields, cookie) = form_of(&page);
-    let mut submit: Vec<(&str, &str)> = fields
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
+    let mut submit = as_pairs(&fields);
     submit.extend([
         ("email", "clock@example.com"),
         ("password", "a long enough password"),
@@ -716,7 +651,7 @@ async fn c2_an_expired_code_is_invalid_grant() {
     )
     .await;
     let code = query_param(redirected.header("location").unwrap(), "code").unwrap();
-    clock.advance(601);
+    process.clock.advance(601);
     let exchange = encode(&[
         ("grant_type", "authorization_code"),
         ("code", &code),

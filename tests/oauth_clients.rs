@@ -8,21 +8,11 @@
 //! with `MIROBODY_REQUIRE_AUTH=true`; by default anonymous callers are served (A7).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use e2e::{Server, modern, post_json, root};
+use e2e::{Server, bearer, modern, post_json, python, root, run_client};
 use serde_json::{Value, json};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
-
-fn python() -> PathBuf {
-    let venv = root().join(".venv/bin/python");
-    assert!(
-        venv.exists(),
-        "no .venv with the Python SDK: run scripts/install-test-deps (scripts/test does)"
-    );
-    venv
-}
 
 /// `node`, with Chromium and playwright-core in place.
 fn node_with_browser() -> PathBuf {
@@ -41,34 +31,6 @@ fn node_with_browser() -> PathBuf {
     PathBuf::from("node")
 }
 
-/// Runs a client script; its last stdout line that is a JSON object is its report.
-fn run(program: &Path, args: &[&str]) -> Value {
-    let output = Command::new(program)
-        .args(args)
-        .current_dir(root())
-        .output()
-        .unwrap_or_else(|e| panic!("{} does not run ({e})", program.display()));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "{} {args:?} failed ({}):\nstderr:\n{stderr}\nstdout:\n{stdout}",
-        program.display(),
-        output.status
-    );
-    let line = stdout
-        .lines()
-        .rev()
-        .find(|l| l.starts_with('{'))
-        .unwrap_or_else(|| {
-            panic!(
-                "no JSON line from {}:\n{stdout}\n{stderr}",
-                program.display()
-            )
-        });
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
-}
-
 fn strings(value: &Value) -> Vec<&str> {
     value
         .as_array()
@@ -83,7 +45,7 @@ fn chromium_completes_the_code_flow_and_the_login_prompt_through_the_pages() {
     let node = node_with_browser();
     let server = Server::start(&[]);
     let script = root().join("tests/clients/oauth_browser.mjs");
-    let report = run(&node, &[script.to_str().unwrap(), &server.base]);
+    let report = run_client(&node, &[script.to_str().unwrap(), &server.base]);
     assert_eq!(report["ok"], true, "{report}");
     assert_eq!(report["off_loopback_requests"], json!([]), "{report}");
 
@@ -121,7 +83,7 @@ fn python_sdk_signs_in_and_lists_tools(mode: &str) {
     let python = python();
     let server = Server::start(&[("MIROBODY_REQUIRE_AUTH", "true")]);
     let script = root().join("tests/clients/python_oauth.py");
-    let report = run(
+    let report = run_client(
         &python,
         &[script.to_str().unwrap(), &server.base, "--mode", mode],
     );
@@ -187,7 +149,7 @@ fn python_sdk_stays_anonymous_while_the_server_serves_anonymous_callers() {
     let python = python();
     let server = Server::start(&[]);
     let script = root().join("tests/clients/python_oauth.py");
-    let report = run(
+    let report = run_client(
         &python,
         &[
             script.to_str().unwrap(),
@@ -230,12 +192,7 @@ async fn require_auth_still_serves_personal_urls() {
         .as_str()
         .expect("a token")
         .to_string();
-    let minted = post_json(
-        &server.url("/personal/mcp"),
-        &[("authorization".into(), format!("Bearer {token}"))],
-        &json!({}),
-    )
-    .await;
+    let minted = post_json(&server.url("/personal/mcp"), &bearer(&token), &json!({})).await;
     assert_eq!(minted.status, 200, "{}", minted.body);
     let url = minted.json()["data"]["url"]
         .as_str()

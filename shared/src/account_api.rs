@@ -31,10 +31,12 @@ pub struct AccountApi {
     pub clock: Arc<dyn Clock>,
 }
 
-fn ok(status: StatusCode, data: Value) -> Response<Bytes> {
+/// The success envelope, shared with the data API.
+pub(crate) fn ok(status: StatusCode, data: Value) -> Response<Bytes> {
     web::json(status, &json!({ "code": 0, "msg": "ok", "data": data }))
 }
 
+/// The failure envelope: the HTTP status repeated as `code`.
 pub fn refused(status: StatusCode, msg: &str) -> Response<Bytes> {
     web::json(status, &json!({ "code": status.as_u16(), "msg": msg }))
 }
@@ -83,6 +85,14 @@ fn parse<T: for<'de> Deserialize<'de> + Default>(body: &[u8], allow_empty: bool)
     serde_json::from_slice(body).ok()
 }
 
+/// A sign-up or sign-in body that is not `{"email", "password"}`.
+fn bad_credentials() -> Response<Bytes> {
+    refused(
+        StatusCode::BAD_REQUEST,
+        "send {\"email\": …, \"password\": …}",
+    )
+}
+
 fn bad_body() -> Response<Bytes> {
     refused(
         StatusCode::BAD_REQUEST,
@@ -103,10 +113,7 @@ impl AccountApi {
 
     pub async fn sign_up(&self, body: &[u8]) -> Response<Bytes> {
         let Ok(request) = serde_json::from_slice::<Credentials>(body) else {
-            return refused(
-                StatusCode::BAD_REQUEST,
-                "send {\"email\": …, \"password\": …}",
-            );
+            return bad_credentials();
         };
         let Some(email) = normalise_email(&request.email) else {
             return refused(StatusCode::BAD_REQUEST, "that is not an e-mail address");
@@ -141,10 +148,7 @@ impl AccountApi {
 
     pub async fn sign_in(&self, body: &[u8]) -> Response<Bytes> {
         let Ok(request) = serde_json::from_slice::<Credentials>(body) else {
-            return refused(
-                StatusCode::BAD_REQUEST,
-                "send {\"email\": …, \"password\": …}",
-            );
+            return bad_credentials();
         };
         let wrong = || refused(StatusCode::UNAUTHORIZED, "wrong e-mail or password");
         let Some(email) = normalise_email(&request.email) else {
@@ -162,10 +166,9 @@ impl AccountApi {
         let Some(request) = parse::<ShareRequest>(body, false) else {
             return bad_body();
         };
-        let grantee = match self.lookup(&request.grantee).await {
-            Ok(Some(account)) => account,
-            Ok(None) => return refused(StatusCode::NOT_FOUND, "no account with that e-mail"),
-            Err(error) => return unavailable(error),
+        let grantee = match self.grantee(&request.grantee).await {
+            Ok(account) => account,
+            Err(response) => return response,
         };
         let permissions = request
             .permissions
@@ -193,10 +196,9 @@ impl AccountApi {
         let Some(request) = parse::<ShareRequest>(body, false) else {
             return bad_body();
         };
-        let grantee = match self.lookup(&request.grantee).await {
-            Ok(Some(account)) => account,
-            Ok(None) => return refused(StatusCode::NOT_FOUND, "no account with that e-mail"),
-            Err(error) => return unavailable(error),
+        let grantee = match self.grantee(&request.grantee).await {
+            Ok(account) => account,
+            Err(response) => return response,
         };
         match self
             .store
@@ -211,11 +213,19 @@ impl AccountApi {
         }
     }
 
-    /// A grantee is named by e-mail or by user id.
-    async fn lookup(&self, who: &str) -> Result<Option<Account>, StoreError> {
-        match normalise_email(who) {
+    /// A grantee is named by e-mail or by user id; 404 when there is no such account.
+    async fn grantee(&self, who: &str) -> Result<Account, Response<Bytes>> {
+        let found = match normalise_email(who) {
             Some(email) => self.store.account_by_email(&email).await,
             None => self.store.account(who.trim()).await,
+        };
+        match found {
+            Ok(Some(account)) => Ok(account),
+            Ok(None) => Err(refused(
+                StatusCode::NOT_FOUND,
+                "no account with that e-mail",
+            )),
+            Err(error) => Err(unavailable(error)),
         }
     }
 

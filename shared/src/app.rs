@@ -62,8 +62,8 @@ pub struct App {
     agents: AgentPolicy,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
-    /// Where `WWW-Authenticate` points clients (RFC 9728).
-    resource_metadata_url: String,
+    /// The `WWW-Authenticate` challenges (pointing at the RFC 9728 metadata), built once.
+    challenges: Challenges,
 }
 
 impl App {
@@ -152,10 +152,10 @@ impl App {
                 config.disallowed_tools.clone(),
             ),
             signed,
-            resource_metadata_url: format!(
+            challenges: Challenges::new(&format!(
                 "{origin}/.well-known/oauth-protected-resource{}/mcp",
                 config.uri_prefix
-            ),
+            )),
             store,
             clock,
             config,
@@ -503,36 +503,18 @@ impl App {
 
     /// 401 with `WWW-Authenticate` pointing at the protected resource metadata.
     fn unauthorized(&self) -> Response<Bytes> {
-        let mut response = web::json(
-            StatusCode::UNAUTHORIZED,
-            &json!({ "code": 401, "msg": "a valid Bearer token is required (it is missing, expired or not ours)" }),
-        );
-        let challenge = format!(
-            "Bearer error=\"invalid_token\", resource_metadata=\"{}\"",
-            self.resource_metadata_url
-        );
-        if let Ok(value) = HeaderValue::from_str(&challenge) {
-            response.headers_mut().insert(WWW_AUTHENTICATE, value);
-        }
-        response
+        challenge(
+            "a valid Bearer token is required (it is missing, expired or not ours)",
+            &self.challenges.invalid_token,
+        )
     }
 
-    /// `MIROBODY_REQUIRE_AUTH`: 401 for a request without credentials. No `error` (RFC 6750
-    /// section 3.1: the request had no authentication information); the scope a client
-    /// should ask for, so it does not request every scope the metadata lists.
+    /// `MIROBODY_REQUIRE_AUTH`: 401 for a request without credentials.
     fn authentication_required(&self) -> Response<Bytes> {
-        let mut response = web::json(
-            StatusCode::UNAUTHORIZED,
-            &json!({ "code": 401, "msg": "this server requires sign-in: send a Bearer token (OAuth, see WWW-Authenticate)" }),
-        );
-        let challenge = format!(
-            "Bearer resource_metadata=\"{}\", scope=\"mcp:tools\"",
-            self.resource_metadata_url
-        );
-        if let Ok(value) = HeaderValue::from_str(&challenge) {
-            response.headers_mut().insert(WWW_AUTHENTICATE, value);
-        }
-        response
+        challenge(
+            "this server requires sign-in: send a Bearer token (OAuth, see WWW-Authenticate)",
+            &self.challenges.sign_in,
+        )
     }
 
     /// The origin substituted into resources: the public URL, else the request's own host.
@@ -545,6 +527,43 @@ impl App {
             None => self.config.public_origin(),
         }
     }
+}
+
+/// The two `WWW-Authenticate` values a 401 carries.
+struct Challenges {
+    /// A bearer token that does not verify.
+    invalid_token: HeaderValue,
+    /// `MIROBODY_REQUIRE_AUTH` and no credentials. No `error` (RFC 6750 section 3.1: the
+    /// request had no authentication information); the scope a client should ask for, so
+    /// it does not request every scope the metadata lists.
+    sign_in: HeaderValue,
+}
+
+impl Challenges {
+    fn new(resource_metadata_url: &str) -> Self {
+        let value = |text: String| {
+            HeaderValue::from_str(&text).unwrap_or(HeaderValue::from_static("Bearer"))
+        };
+        Challenges {
+            invalid_token: value(format!(
+                "Bearer error=\"invalid_token\", resource_metadata=\"{resource_metadata_url}\""
+            )),
+            sign_in: value(format!(
+                "Bearer resource_metadata=\"{resource_metadata_url}\", scope=\"mcp:tools\""
+            )),
+        }
+    }
+}
+
+fn challenge(msg: &str, value: &HeaderValue) -> Response<Bytes> {
+    let mut response = web::json(
+        StatusCode::UNAUTHORIZED,
+        &json!({ "code": 401, "msg": msg }),
+    );
+    response
+        .headers_mut()
+        .insert(WWW_AUTHENTICATE, value.clone());
+    response
 }
 
 /// Who the `Authorization` header says the caller is.

@@ -102,6 +102,11 @@ impl Config {
     ) -> Result<Self, ConfigError> {
         let vars: HashMap<String, String> = vars.into_iter().collect();
         let get = |name: &str| vars.get(name).map(|v| v.trim()).filter(|v| !v.is_empty());
+        let flag = |name: &str| match get(name) {
+            None | Some("0" | "false") => Ok(false),
+            Some("1" | "true") => Ok(true),
+            Some(_) => Err(bad(name, "must be true or false")),
+        };
 
         let host = match get("HTTP_HOST") {
             None => IpAddr::from([127, 0, 0, 1]),
@@ -142,22 +147,14 @@ impl Config {
                 disallowed_tools.insert(agent.trim().to_uppercase(), list(value));
             }
         }
-        let fixtures = match get("MIROBODY_FIXTURES") {
-            None | Some("0" | "false") => false,
-            Some("1" | "true") => true,
-            Some(_) => return Err(bad("MIROBODY_FIXTURES", "must be true or false")),
-        };
+        let fixtures = flag("MIROBODY_FIXTURES")?;
         if fixtures && runtime == Runtime::Lambda {
             return Err(bad(
                 "MIROBODY_FIXTURES",
                 "the test fixture pack is never enabled in Lambda",
             ));
         }
-        let require_auth = match get("MIROBODY_REQUIRE_AUTH") {
-            None | Some("0" | "false") => false,
-            Some("1" | "true") => true,
-            Some(_) => return Err(bad("MIROBODY_REQUIRE_AUTH", "must be true or false")),
-        };
+        let require_auth = flag("MIROBODY_REQUIRE_AUTH")?;
         let store = match (get("MIROBODY_STORE"), runtime) {
             (None, Runtime::Local) | (Some("embedded"), _) => StoreKind::Embedded,
             (None, Runtime::Lambda) | (Some("dynamodb"), _) => StoreKind::DynamoDb,
@@ -185,18 +182,14 @@ impl Config {
             keys_table: table("MIROBODY_KEYS_TABLE", "mirobody-keys")?,
             dynamodb_endpoint: get("AWS_ENDPOINT_URL_DYNAMODB").map(String::from),
             keys_secret: get("MIROBODY_KEYS_SECRET").map(String::from),
-            remote_dev_loopback: match (get("MIROBODY_REMOTE_DEV_LOOPBACK"), runtime) {
-                (None | Some("0" | "false"), _) => false,
-                (Some("1" | "true"), Runtime::Local) => true,
-                (Some("1" | "true"), Runtime::Lambda) => {
+            remote_dev_loopback: match (flag("MIROBODY_REMOTE_DEV_LOOPBACK")?, runtime) {
+                (true, Runtime::Lambda) => {
                     return Err(bad(
                         "MIROBODY_REMOTE_DEV_LOOPBACK",
                         "loopback outbound calls are never allowed in Lambda",
                     ));
                 }
-                (Some(_), _) => {
-                    return Err(bad("MIROBODY_REMOTE_DEV_LOOPBACK", "must be true or false"));
-                }
+                (loopback, _) => loopback,
             },
             remote_timeout_secs: match get("MIROBODY_REMOTE_TIMEOUT_SECS") {
                 None => None,

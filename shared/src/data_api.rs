@@ -1,9 +1,10 @@
 //! The data API (E4): a signed-in user uploads, inspects and deletes their own
 //! health readings and genotypes. The same data the tools read and gating probes.
 //!
-//! Owns the request and response shapes (`{"code": 0, "msg": "ok", "data": …}`,
-//! failures as a non-zero `code` with `msg`). Every row is validated before anything
-//! is written; a failed write reports how far it got. Never logs bodies or values.
+//! Owns the request and response shapes (the account API's envelope: `{"code": 0,
+//! "msg": "ok", "data": …}`, failures as a non-zero `code` with `msg`). Every row is
+//! validated before anything is written; a failed write reports how far it got. Never
+//! logs bodies or values.
 
 use std::sync::Arc;
 
@@ -12,7 +13,7 @@ use http::header::CONTENT_TYPE;
 use http::{Request, Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::http as web;
+use crate::account_api::{self, refused};
 use crate::store::{Store, StoreError};
 use crate::tools::Caller;
 use crate::upload::{self, UploadError};
@@ -22,21 +23,13 @@ pub struct DataApi {
 }
 
 fn ok(data: Value) -> Response<Bytes> {
-    web::json(
-        StatusCode::OK,
-        &json!({ "code": 0, "msg": "ok", "data": data }),
-    )
-}
-
-fn refused(status: StatusCode, code: i64, msg: String) -> Response<Bytes> {
-    web::json(status, &json!({ "code": code, "msg": msg }))
+    account_api::ok(StatusCode::OK, data)
 }
 
 fn bad_upload(error: UploadError) -> Response<Bytes> {
     refused(
         StatusCode::BAD_REQUEST,
-        400,
-        format!("nothing was saved: {error}"),
+        &format!("nothing was saved: {error}"),
     )
 }
 
@@ -44,8 +37,7 @@ fn store_failed(error: StoreError, what: &str) -> Response<Bytes> {
     tracing::warn!(%error, what, "data API store failure");
     refused(
         StatusCode::SERVICE_UNAVAILABLE,
-        503,
-        format!(
+        &format!(
             "{what} failed: storage is unavailable; retry the same upload (it never duplicates rows)"
         ),
     )

@@ -7,6 +7,7 @@
 //! on a copy: the loaded text is never changed, so one caller's token can never
 //! reach another (the original's defect).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -122,20 +123,21 @@ impl Resources {
     /// `resources/read` contents for `uri`, substituted for this request; `None` when
     /// no resource or template serves it.
     pub fn read(&self, uri: &str, subs: &Substitutions<'_>) -> Option<Value> {
+        // A loaded resource is read in place; only its substituted text is copied.
         let found = match self.by_uri.get(uri) {
-            Some(resource) => resource.clone(),
-            None => self.templates.iter().find_map(|t| {
+            Some(resource) => Cow::Borrowed(resource),
+            None => Cow::Owned(self.templates.iter().find_map(|t| {
                 let vars = match_template(&t.uri_template, uri)?;
                 (t.read)(uri, &vars)
-            })?,
+            })?),
         };
         let mut content = json!({ "uri": found.uri });
         if let Some(m) = &found.mime_type {
             content["mimeType"] = m.clone().into();
         }
-        match found.body {
-            ResourceBody::Text(text) => content["text"] = substitute(&text, subs).into(),
-            ResourceBody::Blob(blob) => content["blob"] = blob.into(),
+        match &found.body {
+            ResourceBody::Text(text) => content["text"] = substitute(text, subs).into(),
+            ResourceBody::Blob(blob) => content["blob"] = blob.clone().into(),
         }
         Some(json!([content]))
     }

@@ -25,12 +25,12 @@ import argparse
 import asyncio
 import json
 import sys
-import traceback
 from typing import Any
 
 import mcp.client.client as mcp_client_module
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from sdk_common import first_text, list_tool_names, print_report, protocol_of
 
 DEFAULT_TOOL = "test_simple_text"
 
@@ -104,53 +104,32 @@ def _callbacks() -> dict[str, Any]:
     return {"sampling_callback": sampling, "elicitation_callback": elicitation, "list_roots_callback": list_roots}
 
 
-def _first_text(result: Any) -> str | None:
-    for block in getattr(result, "content", None) or []:
-        if getattr(block, "type", None) == "text":
-            return block.text
-    return None
-
-
 async def run(
     url: str, mode: str, tool: str, tool_args: dict[str, Any], force_call: bool, callbacks: bool
 ) -> dict[str, Any]:
-    if True:
-        transport = streamable_http_client(url)
-        extra = _callbacks() if callbacks else {}
-        async with Client(
-            transport, mode=mode, raise_exceptions=True, read_timeout_seconds=30.0, **extra
-        ) as client:
-            session = client.session
-            if session.discover_result is not None:
-                via = "discover" if mode == "auto" else "adopt"
-            elif session.initialize_result is not None:
-                via = "initialize"
-            else:
-                via = None
-            if mode == "auto" and via == "initialize" and _probe_log:
-                print("auto mode fell back to initialize: " + " | ".join(_probe_log), file=sys.stderr)
+    transport = streamable_http_client(url)
+    extra = _callbacks() if callbacks else {}
+    async with Client(transport, mode=mode, raise_exceptions=True, read_timeout_seconds=30.0, **extra) as client:
+        session = client.session
+        if session.discover_result is not None:
+            via = "discover" if mode == "auto" else "adopt"
+        elif session.initialize_result is not None:
+            via = "initialize"
+        else:
+            via = None
+        if mode == "auto" and via == "initialize" and _probe_log:
+            print("auto mode fell back to initialize: " + " | ".join(_probe_log), file=sys.stderr)
 
-            names: list[str] = []
-            cursor: str | None = None
-            for _ in range(100):
-                page = await client.list_tools(cursor=cursor)
-                names.extend(t.name for t in page.tools)
-                cursor = page.next_cursor
-                if not cursor:
-                    break
+        names = await list_tool_names(client)
 
-            text: str | None = None
-            is_error: bool | None = None
-            if force_call or tool in names:
-                result = await client.call_tool(tool, tool_args)
-                text = _first_text(result)
-                is_error = bool(result.is_error)
+        text: str | None = None
+        is_error: bool | None = None
+        if force_call or tool in names:
+            result = await client.call_tool(tool, tool_args)
+            text = first_text(result)
+            is_error = bool(result.is_error)
 
-            try:
-                protocol = client.protocol_version
-            except Exception:
-                protocol = None
-            return {"tools": names, "text": text, "is_error": is_error, "protocol": protocol, "via": via}
+        return {"tools": names, "text": text, "is_error": is_error, "protocol": protocol_of(client), "via": via}
 
 
 def main() -> int:
@@ -163,24 +142,16 @@ def main() -> int:
         "--callbacks", action="store_true", help="advertise sampling/elicitation/roots with canned answers"
     )
     ns = parser.parse_args()
-    try:
+
+    def report() -> dict[str, Any]:
         tool_args = json.loads(ns.args)
         if not isinstance(tool_args, dict):
             raise ValueError("--args must be a JSON object")
         if ns.mode == "auto":
             _install_probe_tracer()
-        out = asyncio.run(run(ns.url, ns.mode, ns.tool or DEFAULT_TOOL, tool_args, ns.tool is not None, ns.callbacks))
-    except BaseException as exc:  # noqa: BLE001 - any failure is a test failure
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise
-        # Unwrap exception groups from anyio task groups so the real cause is printed.
-        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-            exc = exc.exceptions[0]
-        print(f"python_client error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        traceback.print_exception(exc, file=sys.stderr)
-        return 1
-    print(json.dumps(out))
-    return 0
+        return asyncio.run(run(ns.url, ns.mode, ns.tool or DEFAULT_TOOL, tool_args, ns.tool is not None, ns.callbacks))
+
+    return print_report("python_client", report)
 
 
 if __name__ == "__main__":

@@ -35,10 +35,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import secrets
 import sys
-import traceback
 from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import parse_qs, urljoin, urlparse
@@ -48,6 +46,7 @@ from mcp import Client
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from sdk_common import first_text, list_tool_names, print_report, protocol_of
 
 PASSWORD = "correct horse battery staple"
 # Registered, and echoed in the 302, but never connected to: the test reads the Location.
@@ -144,13 +143,6 @@ class Browser:
         return self.result
 
 
-def _first_text(result: Any) -> str | None:
-    for block in getattr(result, "content", None) or []:
-        if getattr(block, "type", None) == "text":
-            return block.text
-    return None
-
-
 async def run(base: str, mode: str) -> dict[str, Any]:
     email = f"python-oauth-{secrets.token_hex(4)}@example.test"
     async with httpx2.AsyncClient(timeout=TIMEOUT, trust_env=False) as http:
@@ -188,25 +180,15 @@ async def run(base: str, mode: str) -> dict[str, Any]:
             raise_exceptions=True,
             read_timeout_seconds=30.0,
         ) as client:
-            names: list[str] = []
-            cursor: str | None = None
-            for _ in range(100):
-                page = await client.list_tools(cursor=cursor)
-                names.extend(t.name for t in page.tools)
-                cursor = page.next_cursor
-                if not cursor:
-                    break
+            names = await list_tool_names(client)
             result = await client.call_tool("get_genetic_data", {"rsid": "rs429358"})
-            try:
-                protocol = client.protocol_version
-            except Exception:
-                protocol = None
+            protocol = protocol_of(client)
 
     tokens = storage.tokens
     return {
         "authorized": browser.result is not None,
         "tools": names,
-        "text": _first_text(result),
+        "text": first_text(result),
         "is_error": bool(result.is_error),
         "protocol": protocol,
         "scope": tokens.scope if tokens else None,
@@ -226,18 +208,7 @@ def main() -> int:
     if urlparse(base).hostname not in ("127.0.0.1", "localhost", "::1"):
         print(f"python_oauth error: BASE_URL must be a loopback URL, not {base}", file=sys.stderr)
         return 1
-    try:
-        out = asyncio.run(run(base, ns.mode))
-    except BaseException as exc:  # noqa: BLE001 - any failure is a test failure
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise
-        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-            exc = exc.exceptions[0]
-        print(f"python_oauth error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        traceback.print_exception(exc, file=sys.stderr)
-        return 1
-    print(json.dumps(out))
-    return 0
+    return print_report("python_oauth", lambda: asyncio.run(run(base, ns.mode)))
 
 
 if __name__ == "__main__":

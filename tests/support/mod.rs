@@ -1,10 +1,13 @@
 //! Helpers for the end-to-end tests: start the real `mirobody-local` binary on a
-//! free loopback port, speak HTTP to it, build modern (2026-07-28) requests.
+//! free loopback port, speak HTTP to it, build modern (2026-07-28) requests, run the
+//! SDK clients of `tests/clients/`, read the sample events of `events/`, and run the
+//! app in-process.
 //!
-//! The binaries are built by the test command (`scripts/test`) before the tests run.
+//! The binaries are built by the test command (`scripts/test`) before the tests run;
+//! the clients' dependencies are installed by `scripts/install-test-deps`.
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use std::sync::Arc;
@@ -39,6 +42,63 @@ pub fn binary(name: &str) -> PathBuf {
         path.display()
     );
     path
+}
+
+/// The Python of `.venv`, which has the Python SDK the clients in `tests/clients/` use.
+pub fn python() -> PathBuf {
+    let venv = root().join(".venv/bin/python");
+    assert!(
+        venv.exists(),
+        "no .venv with the Python SDK: run scripts/install-test-deps (scripts/test does)"
+    );
+    venv
+}
+
+/// Runs a client script from the workspace root; its last stdout line that is a JSON
+/// object is its report.
+pub fn run_client(program: &Path, args: &[&str]) -> Value {
+    let output = Command::new(program)
+        .args(args)
+        .current_dir(root())
+        .output()
+        .unwrap_or_else(|e| panic!("{} does not run ({e})", program.display()));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "{} {args:?} failed ({}):\nstderr:\n{stderr}\nstdout:\n{stdout}",
+        program.display(),
+        output.status
+    );
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| {
+            panic!(
+                "no JSON line from {}:\n{stdout}\n{stderr}",
+                program.display()
+            )
+        });
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+}
+
+/// Every sample event in `events/` (API Gateway HTTP API requests), by file stem, in
+/// name order.
+pub fn sample_events() -> Vec<(String, String)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("events"))
+        .expect("events/")
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|f| {
+            let name = f.file_stem().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read_to_string(&f).expect("an event"))
+        })
+        .collect()
 }
 
 /// A fresh directory under the system temp dir, removed on drop.
@@ -204,10 +264,39 @@ pub async fn send(
     }
 }
 
+pub async fn get(url: &str) -> Reply {
+    send("GET", url, &[], None).await
+}
+
 pub async fn post_json(url: &str, headers: &[(String, String)], body: &Value) -> Reply {
     let mut all = vec![("content-type".to_string(), "application/json".to_string())];
     all.extend_from_slice(headers);
     send("POST", url, &all, Some(body.to_string())).await
+}
+
+/// The `authorization` header of a bearer token.
+pub fn bearer(token: &str) -> Vec<(String, String)> {
+    vec![("authorization".to_string(), format!("Bearer {token}"))]
+}
+
+/// A modern MCP request to `url` (`/mcp` or a personal URL), with `token` as the
+/// bearer when there is one.
+pub async fn rpc(url: &str, token: Option<&str>, method: &str, params: Value) -> Reply {
+    let (mut headers, body) = modern(1, method, params);
+    if let Some(token) = token {
+        headers.extend(bearer(token));
+    }
+    post_json(url, &headers, &body).await
+}
+
+/// The tool names of a `tools/list` answer (its `result.tools`), in their order.
+pub fn listed_tools(answer: &Value) -> Vec<String> {
+    answer["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools: {answer}"))
+        .iter()
+        .map(|t| t["name"].as_str().expect("a tool name").to_string())
+        .collect()
 }
 
 /// The `_meta` a 2026-07-28 client sends.
@@ -267,6 +356,29 @@ pub struct InProcess {
     pub clock: Arc<FakeClock>,
     pub store: Arc<EmbeddedStore>,
     _dir: TempDir,
+}
+
+impl InProcess {
+    /// One request through `App::handle`, read whole (the in-process `send`).
+    pub async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(String, String)],
+        body: String,
+    ) -> Reply {
+        let mut request = http::Request::builder().method(method).uri(path);
+        for (k, v) in headers {
+            request = request.header(k, v);
+        }
+        let request = request.body(body.into()).expect("a valid request");
+        let response = self.app.handle(request).await;
+        Reply {
+            status: response.status().as_u16(),
+            headers: response.headers().clone(),
+            body: String::from_utf8(response.body().to_vec()).expect("a UTF-8 body"),
+        }
+    }
 }
 
 pub fn in_process(env: &[(&str, &str)]) -> InProcess {

@@ -20,7 +20,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use mirobody::clock::SystemClock;
+use mirobody::clock::{Clock, SystemClock};
 use mirobody::identity::{Jwts, Keys};
 use mirobody::store::{Store, open_store};
 use mirobody::{App, Config, RouteGroup, Runtime, Services, TOKEN_AUDIENCE, TOKEN_ISSUER};
@@ -36,13 +36,6 @@ const DEV_TOKEN_SECS: u64 = 30 * 24 * 3600;
 fn fail(message: impl std::fmt::Display) -> ! {
     eprintln!("mirobody-local: {message}");
     std::process::exit(2);
-}
-
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 #[tokio::main]
@@ -64,7 +57,7 @@ async fn main() {
             let user = args
                 .get(1)
                 .unwrap_or_else(|| fail("usage: mirobody-local mint-token <user>"));
-            println!("{}", jwts.mint(user, DEV_TOKEN_SECS, now()));
+            println!("{}", jwts.mint(user, DEV_TOKEN_SECS, SystemClock.now()));
             return;
         }
         Some("seed-demo") => {
@@ -72,7 +65,7 @@ async fn main() {
             let store = open_store(&config).await.unwrap_or_else(|e| fail(e));
             seed_demo(store.as_ref(), user).await;
             println!("demo data loaded for user {user:?}; a token for it:");
-            println!("{}", jwts.mint(user, DEV_TOKEN_SECS, now()));
+            println!("{}", jwts.mint(user, DEV_TOKEN_SECS, SystemClock.now()));
             return;
         }
         Some("temp-url") => {

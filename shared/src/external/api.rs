@@ -268,7 +268,7 @@ impl ExternalServers {
                 .mcp_server(&caller.user_id, &name)
                 .await
                 .map_err(RegistryError::unavailable)?;
-            if existing.is_some() {
+            if let Some(record) = existing {
                 let changes = Changes {
                     url: entry.url,
                     name: None,
@@ -277,7 +277,7 @@ impl ExternalServers {
                     enabled: entry.enabled,
                     order: entry.order,
                 };
-                self.update(caller, &name, changes).await?;
+                self.update(caller, record, changes).await?;
             } else {
                 let url = entry
                     .url
@@ -330,7 +330,7 @@ impl ExternalServers {
     pub async fn list(&self, caller: &Caller) -> Response<Bytes> {
         match self.store.mcp_servers(&caller.user_id).await {
             Ok(mut records) => {
-                records.sort_by(|a, b| (a.order, &a.name).cmp(&(b.order, &b.name)));
+                super::sort_for_listing(&mut records);
                 let servers: Vec<Value> = records.iter().map(|r| Value::Object(view(r))).collect();
                 web::json(StatusCode::OK, &json!({ "servers": servers }))
             }
@@ -379,7 +379,8 @@ impl ExternalServers {
                 enabled: request.enabled,
                 order: request.order,
             };
-            self.update(caller, name, changes).await
+            let record = self.load(caller, name).await?;
+            self.update(caller, record, changes).await
         };
         match outcome.await {
             Ok(record) => web::json(StatusCode::OK, &Value::Object(view(&record))),
@@ -515,11 +516,10 @@ impl ExternalServers {
     async fn update(
         &self,
         caller: &Caller,
-        name: &str,
+        mut record: McpServerRecord,
         changes: Changes,
     ) -> Result<McpServerRecord, RegistryError> {
         let user = &caller.user_id;
-        let mut record = self.load(caller, name).await?;
         if changes.name.as_deref().is_some_and(|n| n != record.name) {
             return Err(RegistryError::immutable("name"));
         }

@@ -27,7 +27,7 @@ use crate::clock::Clock;
 use crate::http as web;
 use crate::identity::Sealer;
 use crate::remote::{GuardedHttp, INVALID_URL_CODE};
-use crate::store::{Store, StoreError};
+use crate::store::{McpServerRecord, Store, StoreError};
 
 pub use naming::{PREFIX as TOOL_PREFIX, namespaced};
 pub use probe::PROBE_BUDGET;
@@ -68,6 +68,11 @@ impl ExternalServers {
         self.connect_budget = connect;
         self
     }
+}
+
+/// The order servers are listed in, on `/mcp` and by the API: `order`, then name.
+fn sort_for_listing(records: &mut [McpServerRecord]) {
+    records.sort_by(|a, b| (a.order, &a.name).cmp(&(b.order, &b.name)));
 }
 
 /// A refusal of the registry API: one status, one stable code, one message. Rendered

@@ -35,6 +35,48 @@ pub struct Probe {
     pub tools: Vec<RemoteTool>,
 }
 
+/// Why connecting and listing failed.
+pub enum ListFailure {
+    /// The address guard refused the url; nothing was sent.
+    Refused(String),
+    /// The server answered wrongly, refused, or could not be reached.
+    Failed(String),
+    /// Nothing complete within the budget.
+    Late(Duration),
+}
+
+impl std::fmt::Display for ListFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListFailure::Refused(why) | ListFailure::Failed(why) => f.write_str(why),
+            ListFailure::Late(budget) => write!(f, "no answer within {} s", budget.as_secs()),
+        }
+    }
+}
+
+/// Connects to `url` with `auth` and lists every tool, the whole exchange within
+/// `budget`: the one way both the registration probe and `/mcp` open a server.
+pub async fn connect_and_list(
+    http: &GuardedHttp,
+    url: &str,
+    auth: &HeaderMap,
+    budget: Duration,
+) -> Result<(McpConnection, Vec<RemoteTool>), ListFailure> {
+    let run = async {
+        let connection = McpConnection::connect(http, url, auth, budget, None).await?;
+        let tools = connection.list_tools().await?;
+        Ok::<_, RemoteError>((connection, tools))
+    };
+    match tokio::time::timeout(budget, run).await {
+        Ok(Ok(listed)) => Ok(listed),
+        Ok(Err(RemoteError::Http(HttpError::Guard(refusal)))) => {
+            Err(ListFailure::Refused(refusal.to_string()))
+        }
+        Ok(Err(error)) => Err(ListFailure::Failed(error.to_string())),
+        Err(_) => Err(ListFailure::Late(budget)),
+    }
+}
+
 /// Connects to `url` with `auth`, lists its tools, all within `budget`.
 pub async fn probe(
     http: &GuardedHttp,
@@ -42,30 +84,20 @@ pub async fn probe(
     auth: &HeaderMap,
     budget: Duration,
 ) -> Result<Probe, RegistryError> {
-    let run = async {
-        let connection = McpConnection::connect(http, url, auth, budget, None).await?;
-        let tools = connection.list_tools().await?;
-        let server_name = connection.server_name().map(str::to_string);
-        connection.close(CLOSE_TIMEOUT).await;
-        Ok::<_, RemoteError>(Probe {
-            server_name,
-            tools: tools
-                .into_iter()
-                .filter(|tool| tool.name.chars().count() <= MAX_TOOL_NAME)
-                .collect(),
-        })
+    let (connection, tools) = match connect_and_list(http, url, auth, budget).await {
+        Ok(listed) => listed,
+        Err(ListFailure::Refused(why)) => return Err(RegistryError::invalid_url(why)),
+        Err(failure) => return Err(RegistryError::probe_failed(&failure.to_string())),
     };
-    match tokio::time::timeout(budget, run).await {
-        Ok(Ok(probe)) => Ok(probe),
-        Ok(Err(RemoteError::Http(HttpError::Guard(refusal)))) => {
-            Err(RegistryError::invalid_url(refusal.to_string()))
-        }
-        Ok(Err(error)) => Err(RegistryError::probe_failed(&error.to_string())),
-        Err(_) => Err(RegistryError::probe_failed(&format!(
-            "no answer within {} s",
-            budget.as_secs()
-        ))),
-    }
+    let server_name = connection.server_name().map(str::to_string);
+    connection.close(CLOSE_TIMEOUT).await;
+    Ok(Probe {
+        server_name,
+        tools: tools
+            .into_iter()
+            .filter(|tool| tool.name.chars().count() <= MAX_TOOL_NAME)
+            .collect(),
+    })
 }
 
 /// What is stored of the tools (D6): names, descriptions cut to 500 characters.

@@ -23,7 +23,7 @@ use serde_json::{Map, Value, json};
 use super::ExternalServers;
 use super::credentials;
 use super::naming::{PREFIX, namespace, namespaced_tools};
-use super::probe::CLOSE_TIMEOUT;
+use super::probe::{CLOSE_TIMEOUT, connect_and_list};
 use crate::mcp::McpError;
 use crate::remote::{Dialect, HttpError, McpConnection, RemoteError, RemoteTool};
 use crate::store::McpServerRecord;
@@ -41,12 +41,37 @@ pub const FAILURE_TTL: Duration = Duration::from_secs(15);
 /// Entries kept at most (oldest dropped first).
 const CACHE_CAPACITY: usize = 4096;
 
-/// A server's tools as last seen, with their exposed names.
+/// A server's tools as last seen, each with its exposed name and its `tools/list`
+/// entry, serialised once when the snapshot is made (a warm listing copies bytes).
 struct Snapshot {
     dialect: Dialect,
     tools: Vec<RemoteTool>,
-    /// `names[i]` is the exposed name of `tools[i]`.
-    names: Vec<String>,
+    /// `exposed[i]` is how `tools[i]` appears on `/mcp`.
+    exposed: Vec<Exposed>,
+}
+
+struct Exposed {
+    name: String,
+    listing: Box<RawValue>,
+}
+
+impl Snapshot {
+    fn new(record: &McpServerRecord, dialect: Dialect, tools: Vec<RemoteTool>) -> Snapshot {
+        let names = namespaced_tools(&record.name, tools.iter().map(|t| t.name.as_str()));
+        let exposed = tools
+            .iter()
+            .zip(names)
+            .map(|(tool, name)| Exposed {
+                listing: listing(record, tool, &name),
+                name,
+            })
+            .collect();
+        Snapshot {
+            dialect,
+            tools,
+            exposed,
+        }
+    }
 }
 
 struct Entry {
@@ -107,10 +132,22 @@ impl SnapshotCache {
 /// The caller's external tools for `tools/list`.
 #[derive(Default)]
 pub struct ExternalListing {
-    /// Each tool's listing, serialised once.
-    pub tools: Vec<Box<RawValue>>,
+    /// Each answering server's snapshot and the indices of its allowed tools.
+    servers: Vec<(Arc<Snapshot>, Vec<usize>)>,
     /// One note per server left out: `{"server", "error"}`.
     pub unavailable: Vec<Value>,
+}
+
+impl ExternalListing {
+    /// Each allowed tool's exposed name and pre-serialised listing, in listing order.
+    pub fn tools(&self) -> impl Iterator<Item = (&str, &RawValue)> {
+        self.servers.iter().flat_map(|(snapshot, allowed)| {
+            allowed.iter().map(|&i| {
+                let exposed = &snapshot.exposed[i];
+                (exposed.name.as_str(), &*exposed.listing)
+            })
+        })
+    }
 }
 
 fn allowed(record: &McpServerRecord, tool: &str) -> bool {
@@ -120,7 +157,7 @@ fn allowed(record: &McpServerRecord, tool: &str) -> bool {
         .is_none_or(|list| list.iter().any(|name| name == tool))
 }
 
-fn listing(record: &McpServerRecord, tool: &RemoteTool, name: &str) -> Option<Box<RawValue>> {
+fn listing(record: &McpServerRecord, tool: &RemoteTool, name: &str) -> Box<RawValue> {
     let mut entry = Map::new();
     entry.insert("name".into(), name.into());
     if let Some(description) = &tool.description {
@@ -131,7 +168,7 @@ fn listing(record: &McpServerRecord, tool: &RemoteTool, name: &str) -> Option<Bo
         "_meta".into(),
         json!({"io.mirobody/server": record.name, "io.mirobody/tool": tool.name}),
     );
-    serde_json::value::to_raw_value(&entry).ok()
+    serde_json::value::to_raw_value(&entry).expect("a JSON map always serialises")
 }
 
 /// The remote's `CallToolResult`, keeping only what a result may carry.
@@ -168,7 +205,7 @@ impl ExternalServers {
             "the list of your MCP servers could not be read".to_string()
         })?;
         records.retain(|r| r.enabled && !r.url.is_empty());
-        records.sort_by(|a, b| (a.order, &a.name).cmp(&(b.order, &b.name)));
+        super::sort_for_listing(&mut records);
         Ok(records)
     }
 
@@ -196,20 +233,12 @@ impl ExternalServers {
         user: &str,
         record: &McpServerRecord,
     ) -> Result<(Arc<Snapshot>, McpConnection), String> {
-        let budget = self.connect_budget;
-        let started = Instant::now();
-        let connection = self.connect(user, record, None).await?;
-        let left = budget.saturating_sub(started.elapsed());
-        let tools = tokio::time::timeout(left, connection.list_tools())
-            .await
-            .map_err(|_| format!("no answer within {} s", budget.as_secs()))?
-            .map_err(|error| error.to_string())?;
-        let names = namespaced_tools(&record.name, tools.iter().map(|t| t.name.as_str()));
-        let snapshot = Snapshot {
-            dialect: connection.dialect(),
-            tools,
-            names,
-        };
+        let auth = credentials::headers(&self.sealer, user, record)?;
+        let (connection, tools) =
+            connect_and_list(&self.http, &record.url, &auth, self.connect_budget)
+                .await
+                .map_err(|failure| failure.to_string())?;
+        let snapshot = Snapshot::new(record, connection.dialect(), tools);
         Ok((Arc::new(snapshot), connection))
     }
 
@@ -258,7 +287,7 @@ impl ExternalServers {
             Ok(records) => records,
             Err(why) => {
                 return ExternalListing {
-                    tools: Vec::new(),
+                    servers: Vec::new(),
                     unavailable: vec![json!({"server": "*", "error": why})],
                 };
             }
@@ -273,13 +302,10 @@ impl ExternalServers {
             open.extend(connection);
             match outcome {
                 Ok(snapshot) => {
-                    for (tool, name) in snapshot.tools.iter().zip(&snapshot.names) {
-                        if allowed(record, &tool.name)
-                            && let Some(entry) = listing(record, tool, name)
-                        {
-                            out.tools.push(entry);
-                        }
-                    }
+                    let shown = (0..snapshot.tools.len())
+                        .filter(|&i| allowed(record, &snapshot.tools[i].name))
+                        .collect();
+                    out.servers.push((snapshot, shown));
                 }
                 Err(why) => out.unavailable.push(json!({
                     "server": record.name,
@@ -323,7 +349,7 @@ impl ExternalServers {
                     )));
                 }
             };
-            let Some(index) = snapshot.names.iter().position(|n| n == name) else {
+            let Some(index) = snapshot.exposed.iter().position(|e| e.name == name) else {
                 continue;
             };
             let tool = &snapshot.tools[index];

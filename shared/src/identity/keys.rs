@@ -6,6 +6,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::secret::{hex, random_bytes};
+
 #[derive(Clone)]
 pub struct Keys {
     pub jwt: [u8; 32],
@@ -50,16 +52,6 @@ mod tests {
 struct KeyFile {
     jwt: String,
     seal: String,
-}
-
-fn random() -> [u8; 32] {
-    let mut key = [0u8; 32];
-    getrandom::fill(&mut key).expect("the operating system provides random bytes");
-    key
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn unhex(text: &str) -> Option<[u8; 32]> {
@@ -156,8 +148,8 @@ impl Keys {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| KeyError(format!("{}: {e}", dir.display())))?;
                 let keys = Keys {
-                    jwt: random(),
-                    seal: random(),
+                    jwt: random_bytes(),
+                    seal: random_bytes(),
                 };
                 let text = serde_json::to_string_pretty(&KeyFile {
                     jwt: hex(&keys.jwt),

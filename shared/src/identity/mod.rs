@@ -18,6 +18,6 @@ pub use keys::{KeyError, Keys};
 pub use login::{LOGIN_STATE_SECS, LoginPrompts};
 pub use password::{MIN_PASSWORD, hash_password, verify_password};
 pub use seal::Sealer;
-pub use secret::{random_secret, secret_hash};
+pub use secret::{random_bytes, random_secret, secret_hash};
 pub use sign_in::authenticate;
 pub use urls::{McpUrls, PERSONAL_URL_SECS, TEMPORARY_URL_SECS};

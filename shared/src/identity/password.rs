@@ -4,13 +4,13 @@
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 
+use super::secret::random_bytes;
+
 /// Shortest password accepted at sign-up.
 pub const MIN_PASSWORD: usize = 10;
 
 pub fn hash_password(password: &str) -> String {
-    let mut salt = [0u8; 16];
-    getrandom::fill(&mut salt).expect("the operating system provides random bytes");
-    let salt = SaltString::encode_b64(&salt).expect("16 bytes is a valid salt");
+    let salt = SaltString::encode_b64(&random_bytes::<16>()).expect("16 bytes is a valid salt");
     Argon2::default()
         .hash_password(password.as_bytes(), &salt)
         .expect("Argon2id hashing cannot fail")

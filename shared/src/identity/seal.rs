@@ -6,6 +6,8 @@ use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKe
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
+use super::secret::random_bytes;
+
 pub struct Sealer {
     key: LessSafeKey,
 }
@@ -21,8 +23,7 @@ impl Sealer {
 
     /// `nonce || ciphertext || tag`, base64url.
     pub fn seal(&self, plaintext: &[u8], associated: &str) -> String {
-        let mut nonce = [0u8; NONCE_LEN];
-        getrandom::fill(&mut nonce).expect("the operating system provides random bytes");
+        let nonce: [u8; NONCE_LEN] = random_bytes();
         let mut data = plaintext.to_vec();
         self.key
             .seal_in_place_append_tag(

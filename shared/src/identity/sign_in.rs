@@ -6,6 +6,7 @@ use super::secret::random_secret;
 use crate::store::{Store, StoreError};
 
 /// An Argon2id hash of a random string, verified against when the e-mail is unknown.
+/// Made once per process, on the first unknown e-mail.
 static DUMMY_HASH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 /// The user id when `password` is the password of the account for `email` (any case,
@@ -19,15 +20,16 @@ pub async fn authenticate(
 ) -> Result<Option<String>, StoreError> {
     let email = email.trim().to_lowercase();
     let account = store.account_by_email(&email).await?;
-    let hash = match &account {
-        Some(account) => account.password_hash.clone(),
-        None => DUMMY_HASH
-            .get_or_init(|| hash_password(&random_secret(16)))
-            .clone(),
-    };
+    let stored = account.as_ref().map(|a| a.password_hash.clone());
     let password = password.to_string();
-    let verified = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
-        .await
-        .unwrap_or(false);
+    let verified = tokio::task::spawn_blocking(move || {
+        let hash = match &stored {
+            Some(hash) => hash,
+            None => DUMMY_HASH.get_or_init(|| hash_password(&random_secret(16))),
+        };
+        verify_password(&password, hash)
+    })
+    .await
+    .unwrap_or(false);
     Ok(account.filter(|_| verified).map(|a| a.user_id))
 }

@@ -27,18 +27,6 @@ use crate::tools::{
 /// Where a `tools/list` result notes the caller's external servers that did not answer.
 pub const META_UNAVAILABLE_SERVERS: &str = "io.mirobody/unavailableServers";
 
-/// The `name` of a pre-serialised tool listing.
-fn external_name(listing: &serde_json::value::RawValue) -> Option<&str> {
-    #[derive(serde::Deserialize)]
-    struct Named<'a> {
-        #[serde(borrow)]
-        name: &'a str,
-    }
-    serde_json::from_str::<Named>(listing.get())
-        .ok()
-        .map(|n| n.name)
-}
-
 /// How long clients may cache list and discovery results.
 pub const CACHE_TTL_MS: u64 = 300_000;
 
@@ -408,12 +396,9 @@ impl McpServer {
             .copied()
             .chain(
                 external
-                    .tools
-                    .iter()
-                    .map(|listing| &**listing)
-                    .filter(|listing| {
-                        external_name(listing).is_some_and(|n| (exchange.visible)(n))
-                    }),
+                    .tools()
+                    .filter(|(name, _)| (exchange.visible)(name))
+                    .map(|(_, listing)| listing),
             )
             .collect();
         let result = self.shape(result, "tools/list", era);

@@ -88,16 +88,21 @@ fn query(request: &Request<Bytes>) -> Form {
     form(request.uri().query().unwrap_or("").as_bytes())
 }
 
-/// An RFC 6749 error response.
-fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response<Bytes> {
-    let mut response = web::json(
-        status,
-        &json!({ "error": error, "error_description": description }),
-    );
+/// Marks a response `Cache-Control: no-store`: tokens, codes, client secrets, errors
+/// and sign-in pages are never cached (RFC 6749 5.1).
+fn no_store(mut response: Response<Bytes>) -> Response<Bytes> {
     response
         .headers_mut()
         .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
+}
+
+/// An RFC 6749 error response.
+fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response<Bytes> {
+    no_store(web::json(
+        status,
+        &json!({ "error": error, "error_description": description }),
+    ))
 }
 
 fn unavailable(error: StoreError) -> Response<Bytes> {
@@ -117,7 +122,6 @@ fn html(status: StatusCode, page: String) -> Response<Bytes> {
         CONTENT_TYPE,
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
-    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert("x-frame-options", HeaderValue::from_static("DENY"));
     headers.insert(
         "content-security-policy",
@@ -125,7 +129,7 @@ fn html(status: StatusCode, page: String) -> Response<Bytes> {
             "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
         ),
     );
-    response
+    no_store(response)
 }
 
 /// The CSP source for where a consent form's answer may redirect: the registered
@@ -141,15 +145,11 @@ fn form_target(redirect_uri: &str) -> Option<String> {
 }
 
 fn redirect(location: &str) -> Response<Bytes> {
-    let mut response = Response::new(Bytes::new());
-    *response.status_mut() = StatusCode::FOUND;
+    let mut response = web::empty(StatusCode::FOUND);
     if let Ok(value) = HeaderValue::from_str(location) {
         response.headers_mut().insert(LOCATION, value);
     }
-    response
-        .headers_mut()
-        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+    no_store(response)
 }
 
 fn with_query(uri: &str, pairs: &[(&str, &str)]) -> String {
@@ -167,6 +167,25 @@ fn pkce_matches(verifier: &str, challenge: &str) -> bool {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'));
     valid && URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes())) == challenge
+}
+
+/// A client's redirect URIs (registered or in its metadata document): 1 to 10, each
+/// acceptable.
+fn acceptable_redirects(uris: &[String]) -> bool {
+    (1..=10).contains(&uris.len()) && uris.iter().all(|u| acceptable_redirect(u))
+}
+
+/// A client's display name from its metadata, at most 100 characters.
+fn client_name(metadata: &Value) -> Option<String> {
+    metadata
+        .get("client_name")
+        .and_then(Value::as_str)
+        .map(|n| n.chars().take(100).collect())
+}
+
+/// Every space-separated scope is one this server knows.
+fn known_scopes(scope: &str) -> bool {
+    scope.split_whitespace().all(|s| SCOPES.contains(&s))
 }
 
 /// A redirect URI a client may register: absolute https, or http to a loopback host
@@ -277,10 +296,7 @@ impl OAuthApi {
             .filter_map(Value::as_str)
             .map(String::from)
             .collect();
-        if redirect_uris.is_empty()
-            || redirect_uris.len() > 10
-            || !redirect_uris.iter().all(|u| acceptable_redirect(u))
-        {
+        if !acceptable_redirects(&redirect_uris) {
             return None;
         }
         Some(OAuthClient {
@@ -289,10 +305,7 @@ impl OAuthApi {
             redirect_uris,
             grant_types: vec!["authorization_code".into(), "refresh_token".into()],
             token_endpoint_auth_method: "none".into(),
-            client_name: doc
-                .get("client_name")
-                .and_then(Value::as_str)
-                .map(|n| n.chars().take(100).collect()),
+            client_name: client_name(&doc),
             created_at: self.clock.now(),
         })
     }
@@ -325,10 +338,7 @@ impl OAuthApi {
                     .collect()
             })
             .unwrap_or_default();
-        if redirect_uris.is_empty()
-            || redirect_uris.len() > 10
-            || !redirect_uris.iter().all(|u| acceptable_redirect(u))
-        {
+        if !acceptable_redirects(&redirect_uris) {
             return oauth_error(
                 StatusCode::BAD_REQUEST,
                 "invalid_redirect_uri",
@@ -379,10 +389,7 @@ impl OAuthApi {
             redirect_uris,
             grant_types,
             token_endpoint_auth_method: method.into(),
-            client_name: request
-                .get("client_name")
-                .and_then(Value::as_str)
-                .map(|n| n.chars().take(100).collect()),
+            client_name: client_name(&request),
             created_at: self.clock.now(),
         };
         match self.store.put_client(&client).await {
@@ -405,11 +412,7 @@ impl OAuthApi {
             out["client_secret"] = secret.into();
             out["client_secret_expires_at"] = 0.into();
         }
-        let mut response = web::json(StatusCode::CREATED, &out);
-        response
-            .headers_mut()
-            .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        response
+        no_store(web::json(StatusCode::CREATED, &out))
     }
 
     /// Validates an authorization request. Errors about the client or the redirect
@@ -483,7 +486,7 @@ impl OAuthApi {
             }
         };
         let scope = field(params, "scope").unwrap_or("mcp:tools").to_string();
-        if scope.split_whitespace().any(|s| !SCOPES.contains(&s)) {
+        if !known_scopes(&scope) {
             return Err(fail("invalid_scope", "unknown scope"));
         }
         let resource = field(params, "resource").map(String::from);
@@ -785,7 +788,7 @@ impl OAuthApi {
             "refresh_token" => self.refresh(&client, &params, now).await,
             _ => {
                 let scope = field(&params, "scope").unwrap_or("mcp:tools");
-                if scope.split_whitespace().any(|s| !SCOPES.contains(&s)) {
+                if !known_scopes(scope) {
                     return oauth_error(StatusCode::BAD_REQUEST, "invalid_scope", "unknown scope");
                 }
                 let audience = match self.audience(field(&params, "resource")) {
@@ -978,15 +981,34 @@ impl OAuthApi {
             }
             _ => json!({ "active": false }),
         };
-        let mut response = web::json(StatusCode::OK, &body);
-        response
-            .headers_mut()
-            .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        response
+        no_store(web::json(StatusCode::OK, &body))
     }
 
     fn login_binding(state: &str) -> String {
         format!("mcplogin|{state}")
+    }
+
+    /// The `/mcplogin` sign-in form, carrying `oauth_params` through the post.
+    fn login_form(
+        &self,
+        request: &Request<Bytes>,
+        params: &Form,
+        state: &str,
+        error: Option<&str>,
+    ) -> Response<Bytes> {
+        let oauth_params = field(params, "oauth_params").unwrap_or("");
+        self.form_page(
+            request,
+            SignInForm {
+                action: "/mcplogin",
+                name: None,
+                scope: "mcp:tools",
+                fields: &[("oauth_params", oauth_params)],
+                binding: &Self::login_binding(state),
+                redirect_uri: None,
+            },
+            error,
+        )
     }
 
     /// The `state` inside `/mcplogin?oauth_params=…`.
@@ -1007,19 +1029,7 @@ impl OAuthApi {
                 ),
             );
         };
-        let oauth_params = field(&params, "oauth_params").unwrap_or("");
-        self.form_page(
-            request,
-            SignInForm {
-                action: "/mcplogin",
-                name: None,
-                scope: "mcp:tools",
-                fields: &[("oauth_params", oauth_params)],
-                binding: &Self::login_binding(&state),
-                redirect_uri: None,
-            },
-            None,
-        )
+        self.login_form(request, &params, &state, None)
     }
 
     /// `POST /mcplogin`: sign in, then complete the login state with a sealed token.
@@ -1053,17 +1063,10 @@ impl OAuthApi {
         let user_id = match self.check_credentials(&params).await {
             Ok(Some(user_id)) => user_id,
             Ok(None) => {
-                let oauth_params = field(&params, "oauth_params").unwrap_or("");
-                return self.form_page(
+                return self.login_form(
                     request,
-                    SignInForm {
-                        action: "/mcplogin",
-                        name: None,
-                        scope: "mcp:tools",
-                        fields: &[("oauth_params", oauth_params)],
-                        binding: &Self::login_binding(&state),
-                        redirect_uri: None,
-                    },
+                    &params,
+                    &state,
                     Some("Wrong e-mail or password."),
                 );
             }
@@ -1110,10 +1113,7 @@ fn wrong_target() -> Response<Bytes> {
 }
 
 fn token_response(body: Value) -> Response<Bytes> {
-    let mut response = web::json(StatusCode::OK, &body);
-    response
-        .headers_mut()
-        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    let mut response = no_store(web::json(StatusCode::OK, &body));
     response
         .headers_mut()
         .insert("pragma", HeaderValue::from_static("no-cache"));

@@ -233,21 +233,34 @@ impl GuardedHttp {
 }
 
 impl PinnedEndpoint {
-    /// A DELETE with `headers` (ending a legacy MCP session): the status, or the failure.
-    pub async fn delete(&self, headers: &HeaderMap) -> Result<StatusCode, HttpError> {
+    /// Sends one request to the checked URL (`build` adds the method, headers and
+    /// body) and reads the answer, within the endpoint's timeout.
+    async fn send(
+        &self,
+        build: impl FnOnce(&reqwest::Client, url::Url) -> reqwest::RequestBuilder,
+        max_bytes: usize,
+    ) -> Result<RemoteResponse, HttpError> {
         let exchange = async {
-            let response = self
-                .client
-                .delete(self.checked.url().clone())
-                .headers(headers.clone())
+            let response = build(&self.client, self.checked.url().clone())
                 .send()
                 .await
                 .map_err(HttpError::from_reqwest)?;
-            Ok(finish(&self.checked, response, 64 * 1024).await?.status)
+            finish(&self.checked, response, max_bytes).await
         };
         tokio::time::timeout(self.timeout, exchange)
             .await
             .unwrap_or(Err(HttpError::Timeout))
+    }
+
+    /// A DELETE with `headers` (ending a legacy MCP session): the status, or the failure.
+    pub async fn delete(&self, headers: &HeaderMap) -> Result<StatusCode, HttpError> {
+        let response = self
+            .send(
+                |client, url| client.delete(url).headers(headers.clone()),
+                64 * 1024,
+            )
+            .await?;
+        Ok(response.status)
     }
 
     /// POSTs `body` as JSON, like [`GuardedHttp::post_json`], to the checked URL.
@@ -257,25 +270,25 @@ impl PinnedEndpoint {
         body: &serde_json::Value,
         max_bytes: usize,
     ) -> Result<RemoteResponse, HttpError> {
-        let exchange = async {
-            let mut headers = headers.clone();
-            headers
-                .entry(header::CONTENT_TYPE)
-                .or_insert(HeaderValue::from_static("application/json"));
-            let body = serde_json::to_vec(body).map_err(|err| HttpError::Setup(err.to_string()))?;
-            let response = self
-                .client
-                .post(self.checked.url().clone())
-                .headers(headers)
-                .body(body)
-                .send()
-                .await
-                .map_err(HttpError::from_reqwest)?;
-            finish(&self.checked, response, max_bytes).await
-        };
-        tokio::time::timeout(self.timeout, exchange)
-            .await
-            .unwrap_or(Err(HttpError::Timeout))
+        let mut headers = headers.clone();
+        headers
+            .entry(header::CONTENT_TYPE)
+            .or_insert(HeaderValue::from_static("application/json"));
+        let body = serde_json::to_vec(body).map_err(|err| HttpError::Setup(err.to_string()))?;
+        self.send(
+            |client, url| client.post(url).headers(headers).body(body),
+            max_bytes,
+        )
+        .await
+    }
+
+    /// A GET asking for JSON.
+    pub async fn get(&self, max_bytes: usize) -> Result<RemoteResponse, HttpError> {
+        self.send(
+            |client, url| client.get(url).header(header::ACCEPT, "application/json"),
+            max_bytes,
+        )
+        .await
     }
 }
 
@@ -287,17 +300,7 @@ impl GuardedHttp {
         timeout: Duration,
         max_bytes: usize,
     ) -> Result<RemoteResponse, HttpError> {
-        let exchange = async {
-            let checked = self.guard.check(url).await?;
-            let client = pinned_client(&checked, timeout)?;
-            let response = client
-                .get(checked.url().clone())
-                .header(header::ACCEPT, "application/json")
-                .send()
-                .await
-                .map_err(HttpError::from_reqwest)?;
-            finish(&checked, response, max_bytes).await
-        };
+        let exchange = async { self.endpoint(url, timeout).await?.get(max_bytes).await };
         tokio::time::timeout(timeout, exchange)
             .await
             .unwrap_or(Err(HttpError::Timeout))

@@ -324,6 +324,12 @@ async fn scripted_server(
     crate::remote::client::tests::serve_with(Arc::new(respond)).await
 }
 
+/// Connects to a scripted server's `/mcp` (development policy, 2 s per request).
+async fn connect_to(addr: SocketAddr) -> Result<McpConnection, RemoteError> {
+    let url = format!("http://127.0.0.1:{}/mcp", addr.port());
+    McpConnection::connect(&development(), &url, &auth(), Duration::from_secs(2), None).await
+}
+
 fn discover_result() -> Value {
     json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "paged", "version": "1"}}})
@@ -351,11 +357,7 @@ async fn tool_lists_follow_cursors_up_to_the_bounds() {
         _ => json!({}),
     })
     .await;
-    let url = format!("http://127.0.0.1:{}/mcp", addr.port());
-    let connection =
-        McpConnection::connect(&development(), &url, &auth(), Duration::from_secs(2), None)
-            .await
-            .unwrap();
+    let connection = connect_to(addr).await.unwrap();
     assert_eq!(connection.server_name(), Some("paged"));
     let listed = connection.list_tools().await.unwrap();
     assert_eq!(listed.len(), MAX_TOOLS);
@@ -368,11 +370,7 @@ async fn tool_lists_follow_cursors_up_to_the_bounds() {
         _ => json!({"tools": tools(0, 1), "nextCursor": "again"}),
     })
     .await;
-    let url = format!("http://127.0.0.1:{}/mcp", endless.port());
-    let connection =
-        McpConnection::connect(&development(), &url, &auth(), Duration::from_secs(2), None)
-            .await
-            .unwrap();
+    let connection = connect_to(endless).await.unwrap();
     assert_eq!(connection.list_tools().await.unwrap().len(), MAX_TOOL_PAGES);
 }
 
@@ -385,10 +383,7 @@ async fn a_modern_server_without_our_version_is_not_retried_as_legacy() {
         _ => json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "x"}}),
     })
     .await;
-    let url = format!("http://127.0.0.1:{}/mcp", addr.port());
-    let err = McpConnection::connect(&development(), &url, &auth(), Duration::from_secs(2), None)
-        .await
-        .unwrap_err();
+    let err = connect_to(addr).await.unwrap_err();
     assert!(err.to_string().contains("2027-01-01"), "{err}");
 }
 
@@ -400,11 +395,7 @@ async fn a_tool_asking_for_input_is_a_protocol_error() {
         _ => json!({}),
     })
     .await;
-    let url = format!("http://127.0.0.1:{}/mcp", addr.port());
-    let connection =
-        McpConnection::connect(&development(), &url, &auth(), Duration::from_secs(2), None)
-            .await
-            .unwrap();
+    let connection = connect_to(addr).await.unwrap();
     let tool = RemoteTool {
         name: "ask".into(),
         description: None,
@@ -422,11 +413,7 @@ async fn a_legacy_session_is_ended_on_close() {
         _ => json!({}),
     })
     .await;
-    let url = format!("http://127.0.0.1:{}/mcp", server.addr.port());
-    let connection =
-        McpConnection::connect(&development(), &url, &auth(), Duration::from_secs(2), None)
-            .await
-            .unwrap();
+    let connection = connect_to(server.addr).await.unwrap();
     assert_eq!(connection.dialect(), Dialect::Handshake);
     assert_eq!(connection.protocol_version(), "2025-06-18");
     assert!(connection.has_session());

@@ -985,15 +985,10 @@ async fn url_grants_expire(store: &dyn Store, user: &str, now: u64) {
     );
 
     let plain = UrlGrant {
+        user_id: user.to_string(),
         session_id: None,
         agent_name: None,
         expires_at: now + YEAR,
-        ..UrlGrant {
-            user_id: user.to_string(),
-            session_id: None,
-            agent_name: None,
-            expires_at: 0,
-        }
     };
     let plain_hash = format!("{user}-plain");
     store.put_url_grant(&plain_hash, &plain).await.unwrap();
@@ -1803,7 +1798,6 @@ async fn embedded_store_meets_the_contract() {
     );
 }
 
-/// A moto server on a free loopback port, killed when dropped.
 /// A client for the local moto server only: fixed test credentials and region, so the
 /// SDK never consults the environment, profiles or the instance metadata address.
 fn moto_client(endpoint: &str) -> aws_sdk_dynamodb::Client {

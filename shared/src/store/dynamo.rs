@@ -53,6 +53,7 @@ use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, Delete, DeleteRequest, GlobalSecondaryIndex,
     IndexStatus, KeySchemaElement, KeyType, KeysAndAttributes, Projection, ProjectionType, Put,
@@ -117,9 +118,6 @@ const PARALLEL_REQUESTS: usize = 4;
 /// Attempts at a batch's unprocessed items before giving up (backoff in between).
 const BATCH_ATTEMPTS: u32 = 8;
 
-/// The upper end of every time range: above any text a time can hold.
-const TIME_MAX: &str = "\u{10FFFF}";
-
 /// The table definitions shared with `infra/local-aws` (CreateTable request shapes).
 const TABLES_JSON: &str = include_str!("../../../infra/tables.json");
 
@@ -183,8 +181,7 @@ impl DynamoStore {
     /// tests and local development; deployed tables come from the SAM template.
     pub async fn create_tables(client: &Client, tables: &DynamoTables) -> Result<(), StoreError> {
         let op = "create_tables";
-        let defs: TableFile = serde_json::from_str(TABLES_JSON)
-            .map_err(|_| StoreError::Corrupt("create_tables: infra/tables.json".into()))?;
+        let defs: TableFile = serde_json::from_str(TABLES_JSON).map_err(|_| bad_definition())?;
         for (def, name) in [
             (&defs.tables.keys, &tables.keys),
             (&defs.tables.data, &tables.data),
@@ -233,7 +230,7 @@ impl DynamoStore {
                 .attribute_name(&ttl.attribute_name)
                 .enabled(ttl.enabled)
                 .build()
-                .map_err(|_| StoreError::Corrupt("create_tables: infra/tables.json".into()))?;
+                .map_err(|_| bad_definition())?;
             client
                 .update_time_to_live()
                 .table_name(name)
@@ -252,7 +249,7 @@ impl DynamoStore {
             .table_name(&self.tables.data)
             .consistent_read(true)
             .expression_attribute_names("#pk", PK)
-            .expression_attribute_values(":pk", AttributeValue::S(user.to_string()))
+            .expression_attribute_values(":pk", s(user))
     }
 
     /// Marks the user as holding `kind` (`health` or `genotype`).
@@ -265,8 +262,8 @@ impl DynamoStore {
         self.client
             .update_item()
             .table_name(&self.tables.data)
-            .key(PK, AttributeValue::S(user.to_string()))
-            .key(SK, AttributeValue::S(PRESENCE_SK.to_string()))
+            .key(PK, s(user))
+            .key(SK, s(PRESENCE_SK))
             .update_expression("SET #kind = :yes")
             .expression_attribute_names("#kind", kind)
             .expression_attribute_values(":yes", AttributeValue::Bool(true))
@@ -307,7 +304,7 @@ impl DynamoStore {
             .user_query(user)
             .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
             .expression_attribute_names("#sk", SK)
-            .expression_attribute_values(":prefix", AttributeValue::S(prefix.to_string()))
+            .expression_attribute_values(":prefix", s(prefix))
             .projection_expression("#pk, #sk");
         let mut start: Option<Item> = None;
         loop {
@@ -452,24 +449,91 @@ impl Committed {
         }
         StoreError::Unavailable(op.to_string())
     }
+
+    /// What a cancellation the caller did not claim calls for: a transient one, the
+    /// same request after a pause; a failed condition on item 0 (a racing writer since
+    /// the read it was built from), a fresh read at once; anything else is an error.
+    fn retry<T>(&self, op: &'static str) -> Result<Attempt<T>, StoreError> {
+        if self.transient() {
+            Ok(Attempt::Pause)
+        } else if self.condition_failed(0) {
+            Ok(Attempt::Again)
+        } else {
+            Err(self.unexpected(op))
+        }
+    }
 }
 
-/// A condition on one transaction item: its expression and placeholders.
-struct Condition<'c> {
-    expression: &'c str,
-    names: &'c [(&'c str, &'c str)],
-    values: Vec<(&'c str, AttributeValue)>,
+/// One try at a write that racing writers can defeat.
+enum Attempt<T> {
+    Done(T),
+    /// Cancelled by a conflicting transaction, or throttled: again after a pause.
+    Pause,
+    /// Beaten by a racing writer: again at once, from a fresh read.
+    Again,
 }
 
-fn condition<'c>(
-    expression: &'c str,
-    names: &'c [(&'c str, &'c str)],
-    values: Vec<(&'c str, AttributeValue)>,
-) -> Option<Condition<'c>> {
+/// Runs `attempt` until it is done, at most `TRANSACTION_ATTEMPTS` times, with
+/// backoff before a try that follows a [`Attempt::Pause`].
+async fn contended<T, F, Fut>(op: &'static str, mut attempt: F) -> Result<T, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Attempt<T>, StoreError>>,
+{
+    for n in 0..TRANSACTION_ATTEMPTS {
+        match attempt().await? {
+            Attempt::Done(value) => return Ok(value),
+            Attempt::Pause if n + 1 < TRANSACTION_ATTEMPTS => {
+                tokio::time::sleep(backoff(n)).await;
+            }
+            Attempt::Pause | Attempt::Again => {}
+        }
+    }
+    Err(StoreError::Unavailable(format!("{op}: contended")))
+}
+
+/// The error code of a failed condition on a single-item write.
+const CONDITION_FAILED: &str = "ConditionalCheckFailedException";
+
+/// A conditional single-item write's result: `Some(output)` when it was written, `None`
+/// when its condition failed (nothing written); any other failure is an error.
+fn conditional<O, E: ProvideErrorMetadata, R>(
+    op: &'static str,
+    result: Result<O, SdkError<E, R>>,
+) -> Result<Option<O>, StoreError> {
+    match result {
+        Ok(out) => Ok(Some(out)),
+        Err(e) if e.code() == Some(CONDITION_FAILED) => Ok(None),
+        Err(e) => Err(sdk_error(op, e)),
+    }
+}
+
+/// A condition on one transaction item, as the request's fields (an absent map is
+/// left out: DynamoDB refuses an empty one).
+#[derive(Default)]
+struct Condition {
+    expression: Option<String>,
+    names: Option<HashMap<String, String>>,
+    values: Option<HashMap<String, AttributeValue>>,
+}
+
+fn condition(
+    expression: &str,
+    names: &[(&str, &str)],
+    values: Vec<(&str, AttributeValue)>,
+) -> Option<Condition> {
+    let names: HashMap<String, String> = names
+        .iter()
+        .map(|(placeholder, name)| (placeholder.to_string(), name.to_string()))
+        .collect();
+    let values: HashMap<String, AttributeValue> = values
+        .into_iter()
+        .map(|(placeholder, value)| (placeholder.to_string(), value))
+        .collect();
     Some(Condition {
-        expression,
-        names,
-        values,
+        expression: Some(expression.to_string()),
+        names: (!names.is_empty()).then_some(names),
+        values: (!values.is_empty()).then_some(values),
     })
 }
 
@@ -478,24 +542,17 @@ fn tx_put(
     op: &'static str,
     table: &str,
     item: Item,
-    condition: Option<Condition<'_>>,
+    condition: Option<Condition>,
 ) -> Result<TransactWriteItem, StoreError> {
-    let mut put = Put::builder().table_name(table).set_item(Some(item));
-    if let Some(Condition {
-        expression,
-        names,
-        values,
-    }) = condition
-    {
-        put = put.condition_expression(expression);
-        for (placeholder, name) in names {
-            put = put.expression_attribute_names(*placeholder, *name);
-        }
-        for (placeholder, value) in values {
-            put = put.expression_attribute_values(placeholder, value);
-        }
-    }
-    let put = put.build().map_err(|_| corrupt(op))?;
+    let condition = condition.unwrap_or_default();
+    let put = Put::builder()
+        .table_name(table)
+        .set_item(Some(item))
+        .set_condition_expression(condition.expression)
+        .set_expression_attribute_names(condition.names)
+        .set_expression_attribute_values(condition.values)
+        .build()
+        .map_err(|_| corrupt(op))?;
     Ok(TransactWriteItem::builder().put(put).build())
 }
 
@@ -504,24 +561,17 @@ fn tx_delete(
     op: &'static str,
     table: &str,
     key: Item,
-    condition: Option<Condition<'_>>,
+    condition: Option<Condition>,
 ) -> Result<TransactWriteItem, StoreError> {
-    let mut delete = Delete::builder().table_name(table).set_key(Some(key));
-    if let Some(Condition {
-        expression,
-        names,
-        values,
-    }) = condition
-    {
-        delete = delete.condition_expression(expression);
-        for (placeholder, name) in names {
-            delete = delete.expression_attribute_names(*placeholder, *name);
-        }
-        for (placeholder, value) in values {
-            delete = delete.expression_attribute_values(placeholder, value);
-        }
-    }
-    let delete = delete.build().map_err(|_| corrupt(op))?;
+    let condition = condition.unwrap_or_default();
+    let delete = Delete::builder()
+        .table_name(table)
+        .set_key(Some(key))
+        .set_condition_expression(condition.expression)
+        .set_expression_attribute_names(condition.names)
+        .set_expression_attribute_values(condition.values)
+        .build()
+        .map_err(|_| corrupt(op))?;
     Ok(TransactWriteItem::builder().delete(delete).build())
 }
 
@@ -548,14 +598,13 @@ fn url_grant_item(secret_hash: &str, grant: &UrlGrant) -> Item {
         ("user_id".to_string(), s(grant.user_id.as_str())),
         (EXPIRES_AT.to_string(), n(grant.expires_at)),
     ]);
-    for (name, value) in [
-        ("session_id", &grant.session_id),
-        ("agent_name", &grant.agent_name),
-    ] {
-        if let Some(v) = value {
-            item.insert(name.to_string(), s(v.as_str()));
-        }
-    }
+    insert_optional(
+        &mut item,
+        &[
+            ("session_id", &grant.session_id),
+            ("agent_name", &grant.agent_name),
+        ],
+    );
     item
 }
 
@@ -952,15 +1001,14 @@ fn reading_item(user: &str, sk: String, r: &Reading) -> Item {
         ("source".to_string(), s(r.source.as_str())),
         ("value".to_string(), value_attribute(&r.value)),
     ]);
-    for (name, value) in [
-        ("unit", &r.unit),
-        ("code_system", &r.code_system),
-        ("code", &r.code),
-    ] {
-        if let Some(v) = value {
-            item.insert(name.to_string(), s(v.as_str()));
-        }
-    }
+    insert_optional(
+        &mut item,
+        &[
+            ("unit", &r.unit),
+            ("code_system", &r.code_system),
+            ("code", &r.code),
+        ],
+    );
     item
 }
 
@@ -988,7 +1036,7 @@ fn genotype_item(user: &str, rsid: &str, g: &Genotype) -> Item {
         ("chromosome".to_string(), s(g.chromosome.as_str())),
         ("genotype".to_string(), s(g.genotype.as_str())),
         (GPK.to_string(), s(format!("{user}#{}", g.chromosome))),
-        (GPOS.to_string(), AttributeValue::N(g.position.to_string())),
+        (GPOS.to_string(), n(g.position)),
     ])
 }
 
@@ -1085,20 +1133,12 @@ fn put_request(op: &'static str, item: Item) -> Result<WriteRequest, StoreError>
 impl Store for DynamoStore {
     fn data_presence<'a>(&'a self, user: &'a str) -> StoreFuture<'a, DataPresence> {
         Box::pin(async move {
-            let op = "data_presence";
-            let out = self
-                .client
-                .get_item()
-                .table_name(&self.tables.data)
-                .key(PK, s(user))
-                .key(SK, s(PRESENCE_SK))
-                .consistent_read(true)
-                .send()
-                .await
-                .map_err(|e| sdk_error(op, e))?;
+            let item = self
+                .data_item("data_presence", user, PRESENCE_SK.to_string())
+                .await?;
             let flag = |name: &str| {
                 matches!(
-                    out.item().and_then(|i| i.get(name)),
+                    item.as_ref().and_then(|i| i.get(name)),
                     Some(AttributeValue::Bool(true))
                 )
             };
@@ -1145,8 +1185,7 @@ impl Store for DynamoStore {
     ) -> StoreFuture<'a, Vec<Reading>> {
         Box::pin(async move {
             let op = "readings";
-            // `to` is inclusive and also covers every time it is a prefix of.
-            let to = format!("{}{TIME_MAX}", query.to.as_deref().unwrap_or(TIME_MAX));
+            let to = query.time_upper_bound();
             if query.from.as_deref().is_some_and(|from| from > to.as_str()) {
                 // An empty window (and DynamoDB refuses BETWEEN with its ends swapped).
                 return Ok(Vec::new());
@@ -1165,7 +1204,7 @@ impl Store for DynamoStore {
                 Some(from) => base.expression_attribute_values(":from", s(from.as_str())),
                 None => base,
             };
-            let items = match &query.indicator_keys {
+            let items = match query.normalized_keys() {
                 None => {
                     let q = base
                         .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
@@ -1173,10 +1212,6 @@ impl Store for DynamoStore {
                     query_all(op, q, self.page_limit).await?
                 }
                 Some(keys) => {
-                    let mut keys: Vec<String> =
-                        keys.iter().map(|k| Reading::indicator_key(k)).collect();
-                    keys.sort();
-                    keys.dedup();
                     let from = query.from.as_deref().unwrap_or("");
                     let limit = self.page_limit;
                     let queries = keys.into_iter().map(|key| {
@@ -1245,19 +1280,12 @@ impl Store for DynamoStore {
     ) -> StoreFuture<'a, Vec<Genotype>> {
         Box::pin(async move {
             let op = "genotypes_by_rsid";
-            let mut rsids: Vec<String> = rsids.iter().map(|r| r.to_lowercase()).collect();
-            rsids.sort();
-            rsids.dedup();
+            let rsids = Genotype::normalized_rsids(rsids);
             let mut batches = Vec::new();
             for chunk in rsids.chunks(GET_CHUNK) {
                 let keys = chunk
                     .iter()
-                    .map(|rsid| {
-                        HashMap::from([
-                            (PK.to_string(), s(user)),
-                            (SK.to_string(), s(format!("{GENOTYPE_PREFIX}{rsid}"))),
-                        ])
-                    })
+                    .map(|rsid| data_key(user, format!("{GENOTYPE_PREFIX}{rsid}")))
                     .collect();
                 let request = KeysAndAttributes::builder()
                     .set_keys(Some(keys))
@@ -1309,8 +1337,8 @@ impl Store for DynamoStore {
                 .expression_attribute_names("#gpk", GPK)
                 .expression_attribute_names("#gpos", GPOS)
                 .expression_attribute_values(":gpk", s(format!("{user}#{chromosome}")))
-                .expression_attribute_values(":from", AttributeValue::N(from.to_string()))
-                .expression_attribute_values(":to", AttributeValue::N(to.to_string()));
+                .expression_attribute_values(":from", n(from))
+                .expression_attribute_values(":to", n(to));
             let items = query_all(op, q, self.page_limit).await?;
             // `<user>#<chromosome>` could in principle be another user's key: keep the user's own.
             let mut out = items
@@ -1361,10 +1389,8 @@ impl Store for DynamoStore {
                 ),
                 ("created_at".to_string(), n(account.created_at)),
             ]);
-            for attempt in 0..TRANSACTION_ATTEMPTS {
-                if attempt > 0 {
-                    tokio::time::sleep(backoff(attempt - 1)).await;
-                }
+            let (email_item, account_item) = (&email_item, &account_item);
+            contended(op, || async move {
                 let items = vec![
                     tx_put(
                         op,
@@ -1381,10 +1407,10 @@ impl Store for DynamoStore {
                 ];
                 let outcome = self.transact(op, items).await?;
                 if matches!(outcome, Committed::Yes) {
-                    return Ok(Created::Created);
+                    return Ok(Attempt::Done(Created::Created));
                 }
                 if outcome.condition_failed(0) {
-                    return Ok(Created::EmailTaken);
+                    return Ok(Attempt::Done(Created::EmailTaken));
                 }
                 if outcome.condition_failed(1) {
                     tracing::warn!(
@@ -1395,11 +1421,9 @@ impl Store for DynamoStore {
                         "{op}: user id already has an account"
                     )));
                 }
-                if !outcome.transient() {
-                    return Err(outcome.unexpected(op));
-                }
-            }
-            Err(StoreError::Unavailable(format!("{op}: contended")))
+                outcome.retry(op)
+            })
+            .await
         })
     }
 
@@ -1526,7 +1550,8 @@ impl Store for DynamoStore {
                 agent_name: None,
                 expires_at: candidate.expires_at,
             };
-            for attempt in 0..TRANSACTION_ATTEMPTS {
+            let (user_key, grant) = (&user_key, &grant);
+            contended(op, || async move {
                 let current = self
                     .key_item(op, user_key.clone())
                     .await?
@@ -1535,7 +1560,7 @@ impl Store for DynamoStore {
                 if let Some(current) = &current
                     && current.expires_at > now
                 {
-                    return Ok(current.clone());
+                    return Ok(Attempt::Done(current.clone()));
                 }
                 // Absent or expired: put the candidate, unless someone else has put a
                 // live one since the read.
@@ -1553,7 +1578,7 @@ impl Store for DynamoStore {
                     tx_put(
                         op,
                         &self.tables.keys,
-                        url_grant_item(&candidate.secret_hash, &grant),
+                        url_grant_item(&candidate.secret_hash, grant),
                         None,
                     )?,
                 ];
@@ -1569,26 +1594,22 @@ impl Store for DynamoStore {
                 }
                 let outcome = self.transact(op, items).await?;
                 if matches!(outcome, Committed::Yes) {
-                    return Ok(candidate.clone());
-                }
-                if outcome.transient() {
-                    tokio::time::sleep(backoff(attempt)).await;
-                } else if !outcome.condition_failed(0) {
-                    return Err(outcome.unexpected(op));
+                    return Ok(Attempt::Done(candidate.clone()));
                 }
                 // A racing caller won: read again and return theirs.
-            }
-            Err(StoreError::Unavailable(format!("{op}: contended")))
+                outcome.retry(op)
+            })
+            .await
         })
     }
 
     fn revoke_personal_url<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, bool> {
         Box::pin(async move {
             let op = "revoke_personal_url";
-            let user_key = format!("{USER_URL_PREFIX}{user_id}");
-            for attempt in 0..TRANSACTION_ATTEMPTS {
+            let user_key = &format!("{USER_URL_PREFIX}{user_id}");
+            contended(op, || async move {
                 let Some(item) = self.key_item(op, user_key.clone()).await? else {
-                    return Ok(false);
+                    return Ok(Attempt::Done(false));
                 };
                 let current = personal_url_from_item(op, &item)?;
                 // Both go together, and only if the URL is still the one read (a racing
@@ -1613,15 +1634,11 @@ impl Store for DynamoStore {
                 ];
                 let outcome = self.transact(op, items).await?;
                 if matches!(outcome, Committed::Yes) {
-                    return Ok(true);
+                    return Ok(Attempt::Done(true));
                 }
-                if outcome.transient() {
-                    tokio::time::sleep(backoff(attempt)).await;
-                } else if !outcome.condition_failed(0) {
-                    return Err(outcome.unexpected(op));
-                }
-            }
-            Err(StoreError::Unavailable(format!("{op}: contended")))
+                outcome.retry(op)
+            })
+            .await
         })
     }
 
@@ -1681,16 +1698,7 @@ impl Store for DynamoStore {
                 .expression_attribute_values(":now", n(now))
                 .send()
                 .await;
-            match result {
-                Ok(_) => Ok(true),
-                Err(e)
-                    if e.as_service_error()
-                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-                {
-                    Ok(false)
-                }
-                Err(e) => Err(sdk_error(op, e)),
-            }
+            Ok(conditional(op, result)?.is_some())
         })
     }
 
@@ -1706,16 +1714,7 @@ impl Store for DynamoStore {
                 .expression_attribute_names("#k", KEY)
                 .send()
                 .await;
-            match result {
-                Ok(_) => Ok(true),
-                Err(e)
-                    if e.as_service_error()
-                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-                {
-                    Ok(false)
-                }
-                Err(e) => Err(sdk_error(op, e)),
-            }
+            Ok(conditional(op, result)?.is_some())
         })
     }
 
@@ -1748,20 +1747,12 @@ impl Store for DynamoStore {
                 .return_values(ReturnValue::AllOld)
                 .send()
                 .await;
-            match result {
-                Ok(out) => {
-                    let item = out.attributes.ok_or_else(|| corrupt(op))?;
-                    let code = code_from_item(op, &item)?;
-                    Ok((code.expires_at > now).then_some(code))
-                }
-                Err(e)
-                    if e.as_service_error()
-                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-                {
-                    Ok(None)
-                }
-                Err(e) => Err(sdk_error(op, e)),
-            }
+            let Some(out) = conditional(op, result)? else {
+                return Ok(None);
+            };
+            let item = out.attributes.ok_or_else(|| corrupt(op))?;
+            let code = code_from_item(op, &item)?;
+            Ok((code.expires_at > now).then_some(code))
         })
     }
 
@@ -1776,70 +1767,68 @@ impl Store for DynamoStore {
     fn use_refresh<'a>(&'a self, token_hash: &'a str, now: u64) -> StoreFuture<'a, RefreshUse> {
         Box::pin(async move {
             let op = "use_refresh";
-            let key = format!("{REFRESH_PREFIX}{token_hash}");
-            for attempt in 0..TRANSACTION_ATTEMPTS {
-                if attempt > 0 {
-                    tokio::time::sleep(backoff(attempt - 1)).await;
+            // Mark it used first: the record (and so its family id) comes back with it,
+            // and of two racing uses only one passes the condition. The condition also
+            // fails on an absent item, so this never creates one; when it fails, the
+            // item it was checked against comes back, so one request says which case.
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.tables.keys)
+                .key(KEY, s(format!("{REFRESH_PREFIX}{token_hash}")))
+                .update_expression("SET #used = :true")
+                .condition_expression("#used = :false AND #exp > :now")
+                .expression_attribute_names("#used", USED)
+                .expression_attribute_names("#exp", EXPIRES_AT)
+                .expression_attribute_values(":true", AttributeValue::Bool(true))
+                .expression_attribute_values(":false", AttributeValue::Bool(false))
+                .expression_attribute_values(":now", n(now))
+                .return_values(ReturnValue::AllNew)
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .send()
+                .await;
+            let item = match result {
+                Ok(out) => out.attributes.ok_or_else(|| corrupt(op))?,
+                Err(e) => {
+                    let Some(UpdateItemError::ConditionalCheckFailedException(failed)) =
+                        e.as_service_error()
+                    else {
+                        return Err(sdk_error(op, e));
+                    };
+                    // Absent, expired or used.
+                    let Some(item) = failed.item().filter(|item| !item.is_empty()) else {
+                        return Ok(RefreshUse::Unknown);
+                    };
+                    let (record, used) = refresh_from_item(op, item)?;
+                    return if record.expires_at <= now {
+                        Ok(RefreshUse::Unknown)
+                    } else if used {
+                        Ok(RefreshUse::Reused(record))
+                    } else {
+                        // A live, unused token passes the condition: it cannot come back.
+                        Err(corrupt(op))
+                    };
                 }
-                // Mark it used first: the record (and so its family id) comes back with
-                // it, and of two racing uses only one passes the condition. The
-                // condition also fails on an absent item, so this never creates one.
-                let result = self
-                    .client
-                    .update_item()
-                    .table_name(&self.tables.keys)
-                    .key(KEY, s(key.as_str()))
-                    .update_expression("SET #used = :true")
-                    .condition_expression("#used = :false AND #exp > :now")
-                    .expression_attribute_names("#used", USED)
-                    .expression_attribute_names("#exp", EXPIRES_AT)
-                    .expression_attribute_values(":true", AttributeValue::Bool(true))
-                    .expression_attribute_values(":false", AttributeValue::Bool(false))
-                    .expression_attribute_values(":now", n(now))
-                    .return_values(ReturnValue::AllNew)
-                    .send()
-                    .await;
-                match result {
-                    Ok(out) => {
-                        let item = out.attributes.ok_or_else(|| corrupt(op))?;
-                        let (record, _) = refresh_from_item(op, &item)?;
-                        // A token of a revoked family is a replay even on its first use
-                        // (and it stays used, so it is dead after the marker expires too).
-                        let revoked = match self
-                            .key_item(op, format!("{FAMILY_PREFIX}{}", record.family_id))
-                            .await?
-                        {
-                            Some(family) => {
-                                get_bool(op, &family, "revoked")?
-                                    && get_u64(op, &family, EXPIRES_AT)? > now
-                            }
-                            None => false,
-                        };
-                        return Ok(if revoked {
-                            RefreshUse::Reused(record)
-                        } else {
-                            RefreshUse::Fresh(record)
-                        });
-                    }
-                    Err(e)
-                        if e.as_service_error()
-                            .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
-                    Err(e) => return Err(sdk_error(op, e)),
+            };
+            let (record, _) = refresh_from_item(op, &item)?;
+            // A token of a revoked family is a replay even on its first use (and it
+            // stays used, so it is dead after the marker expires too).
+            let revoked = match self
+                .key_item(op, format!("{FAMILY_PREFIX}{}", record.family_id))
+                .await?
+            {
+                Some(family) => {
+                    get_bool(op, &family, "revoked")? && get_u64(op, &family, EXPIRES_AT)? > now
                 }
-                // Absent, expired or used: a consistent read says which.
-                let Some(item) = self.key_item(op, key.clone()).await? else {
-                    return Ok(RefreshUse::Unknown);
-                };
-                let (record, used) = refresh_from_item(op, &item)?;
-                if record.expires_at <= now {
-                    return Ok(RefreshUse::Unknown);
-                }
-                if used {
-                    return Ok(RefreshUse::Reused(record));
-                }
-                // Live and unused: rewritten by a racing put since the update; try again.
-            }
-            Err(StoreError::Unavailable(format!("{op}: contended")))
+                None => false,
+            };
+            Ok(if revoked {
+                RefreshUse::Reused(record)
+            } else {
+                RefreshUse::Fresh(record)
+            })
         })
     }
 
@@ -1865,16 +1854,7 @@ impl Store for DynamoStore {
                 .expression_attribute_values(":exp", n(expires_at))
                 .send()
                 .await;
-            match result {
-                Ok(_) => Ok(()),
-                Err(e)
-                    if e.as_service_error()
-                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-                {
-                    Ok(())
-                }
-                Err(e) => Err(sdk_error(op, e)),
-            }
+            conditional(op, result).map(drop)
         })
     }
 
@@ -1919,10 +1899,8 @@ impl Store for DynamoStore {
             let record_item = mcp_item(op, user, record)?;
             let mut url_item = data_key(user, mcp_url_sk(&record.url));
             url_item.insert("name".to_string(), s(record.name.as_str()));
-            for attempt in 0..TRANSACTION_ATTEMPTS {
-                if attempt > 0 {
-                    tokio::time::sleep(backoff(attempt - 1)).await;
-                }
+            let (record_item, url_item) = (&record_item, &url_item);
+            contended(op, || async move {
                 let absent = || condition("attribute_not_exists(#pk)", &[("#pk", PK)], vec![]);
                 let items = vec![
                     tx_put(op, &self.tables.data, record_item.clone(), absent())?,
@@ -1930,20 +1908,18 @@ impl Store for DynamoStore {
                 ];
                 let outcome = self.transact(op, items).await?;
                 if matches!(outcome, Committed::Yes) {
-                    return Ok(McpServerWrite::Written);
+                    return Ok(Attempt::Done(McpServerWrite::Written));
                 }
                 // Both taken (the same server again) reads as the name.
                 if outcome.condition_failed(0) {
-                    return Ok(McpServerWrite::NameTaken);
+                    return Ok(Attempt::Done(McpServerWrite::NameTaken));
                 }
                 if outcome.condition_failed(1) {
-                    return Ok(McpServerWrite::UrlTaken);
+                    return Ok(Attempt::Done(McpServerWrite::UrlTaken));
                 }
-                if !outcome.transient() {
-                    return Err(outcome.unexpected(op));
-                }
-            }
-            Err(StoreError::Unavailable(format!("{op}: contended")))
+                outcome.retry(op)
+            })
+            .await
         })
     }
 
@@ -2014,26 +1990,17 @@ impl Store for DynamoStore {
                     .update_expression("SET #err = :err")
                     .expression_attribute_values(":err", s(error)),
             };
-            match update.send().await {
-                Ok(_) => Ok(()),
-                Err(e)
-                    if e.as_service_error()
-                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-                {
-                    Ok(())
-                }
-                Err(e) => Err(sdk_error(op, e)),
-            }
+            conditional(op, update.send().await).map(drop)
         })
     }
 
     fn delete_mcp_server<'a>(&'a self, user: &'a str, name: &'a str) -> StoreFuture<'a, bool> {
         Box::pin(async move {
             let op = "delete_mcp_server";
-            let sk = mcp_sk(name);
-            for attempt in 0..TRANSACTION_ATTEMPTS {
+            let sk = &mcp_sk(name);
+            contended(op, || async move {
                 let Some(item) = self.data_item(op, user, sk.clone()).await? else {
-                    return Ok(false);
+                    return Ok(Attempt::Done(false));
                 };
                 let url = get_s(op, &item, MCP_URL)?;
                 // Conditional on the record still holding the url read (a racing delete
@@ -2058,16 +2025,12 @@ impl Store for DynamoStore {
                 ];
                 let outcome = self.transact(op, items).await?;
                 if matches!(outcome, Committed::Yes) {
-                    return Ok(true);
-                }
-                if outcome.transient() {
-                    tokio::time::sleep(backoff(attempt)).await;
-                } else if !outcome.condition_failed(0) {
-                    return Err(outcome.unexpected(op));
+                    return Ok(Attempt::Done(true));
                 }
                 // Deleted or replaced since the read: read again.
-            }
-            Err(StoreError::Unavailable(format!("{op}: contended")))
+                outcome.retry(op)
+            })
+            .await
         })
     }
 }

@@ -23,9 +23,10 @@
 //! across processes too; a conditional insert (a new client) is one statement.
 //!
 //! Presence is two `EXISTS` probes in one statement (one round trip, no summary row
-//! to keep in step). Every statement is parameterised; batch writes are one
-//! transaction. The blocking SQLite calls run on tokio's blocking pool, one connection
-//! per store behind a mutex; several processes coordinate through WAL and a busy timeout.
+//! to keep in step). Every statement is parameterised and prepared once per connection
+//! (cached); batch writes are one transaction. The blocking SQLite calls run on tokio's
+//! blocking pool, one connection per store behind a mutex; several processes coordinate
+//! through WAL and a busy timeout.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -44,6 +45,10 @@ use super::{
 
 /// How long a statement waits for another process's write lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Prepared statements kept per connection: room for every statement of this file
+/// (34), so each is prepared once (rusqlite's default keeps 16, least recently used).
+const STATEMENT_CACHE: usize = 64;
 
 /// The schema version this code reads and writes (`PRAGMA user_version`).
 /// 1: readings, genotypes. 2: adds accounts, shares, keys. 3: adds mcp_servers.
@@ -160,6 +165,19 @@ struct RefreshValue {
     used: bool,
 }
 
+impl RefreshValue {
+    fn of(record: &RefreshRecord, used: bool) -> RefreshValue {
+        RefreshValue {
+            user_id: record.user_id.clone(),
+            client_id: record.client_id.clone(),
+            scope: record.scope.clone(),
+            resource: record.resource.clone(),
+            family_id: record.family_id.clone(),
+            used,
+        }
+    }
+}
+
 /// A `family#` row's value: the family's tokens are revoked until `expires_at`.
 #[derive(Serialize, Deserialize)]
 struct FamilyValue {
@@ -212,9 +230,6 @@ fn mcp_from_row(row: &Row<'_>) -> rusqlite::Result<McpServerRecord> {
     }))
 }
 
-/// The upper end of every time range: above any text a time can hold.
-const TIME_MAX: &str = "\u{10FFFF}";
-
 const READING_COLUMNS: &str =
     "indicator, value_number, value_text, unit, time, code_system, code, source";
 
@@ -247,18 +262,19 @@ impl EmbeddedStore {
         })
     }
 
-    /// Runs `work` on the blocking pool with the connection.
+    /// Runs `work` on the blocking pool with the connection; a SQLite failure becomes
+    /// the store error for `op` ([`sql_error`]).
     async fn run<T, F>(&self, op: &'static str, work: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     {
         let conn = self.conn.clone();
         tokio::task::spawn_blocking(move || {
             // A panic elsewhere while holding the lock leaves no open transaction behind
             // (a dropped rusqlite transaction rolls back), so the connection is still good.
             let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-            work(&mut conn)
+            work(&mut conn).map_err(|e| sql_error(op, e))
         })
         .await
         .map_err(|_| StoreError::Unavailable(format!("{op}: worker task failed")))?
@@ -268,6 +284,7 @@ impl EmbeddedStore {
 /// Connection settings and schema. Safe to run from several processes at once.
 fn prepare(conn: &mut Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     // WAL: readers never block the writer, and the setting sticks to the file.
     let mode: String =
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
@@ -469,7 +486,6 @@ impl Store for EmbeddedStore {
                     })
                 })
             })
-            .map_err(|e| sql_error("data_presence", e))
         }))
     }
 
@@ -481,42 +497,40 @@ impl Store for EmbeddedStore {
         let user = user.to_string();
         let readings = readings.to_vec();
         Box::pin(self.run("put_readings", move |conn| {
-            let write = |conn: &mut Connection| -> rusqlite::Result<usize> {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let mut identities = HashSet::new();
-                {
-                    let mut stmt = tx.prepare_cached(
-                        "INSERT INTO readings (user, indicator_key, time, source, indicator, value_number, \
-                                               value_text, unit, code_system, code) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
-                         ON CONFLICT (user, indicator_key, time, source) DO UPDATE SET \
-                           indicator = excluded.indicator, value_number = excluded.value_number, \
-                           value_text = excluded.value_text, unit = excluded.unit, \
-                           code_system = excluded.code_system, code = excluded.code",
-                    )?;
-                    for r in &readings {
-                        let key = Reading::indicator_key(&r.indicator);
-                        let (number, text) = value_columns(&r.value);
-                        stmt.execute(params![
-                            user,
-                            key,
-                            r.time,
-                            r.source,
-                            r.indicator,
-                            number,
-                            text,
-                            r.unit,
-                            r.code_system,
-                            r.code
-                        ])?;
-                        identities.insert((key, r.time.as_str(), r.source.as_str()));
-                    }
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut identities = HashSet::new();
+            {
+                let mut stmt = tx.prepare_cached(
+                    "INSERT INTO readings (user, indicator_key, time, source, indicator, value_number, \
+                                           value_text, unit, code_system, code) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+                     ON CONFLICT (user, indicator_key, time, source) DO UPDATE SET \
+                       indicator = excluded.indicator, value_number = excluded.value_number, \
+                       value_text = excluded.value_text, unit = excluded.unit, \
+                       code_system = excluded.code_system, code = excluded.code",
+                )?;
+                for r in &readings {
+                    let key = Reading::indicator_key(&r.indicator);
+                    let (number, text) = value_columns(&r.value);
+                    stmt.execute(params![
+                        user,
+                        key,
+                        r.time,
+                        r.source,
+                        r.indicator,
+                        number,
+                        text,
+                        r.unit,
+                        r.code_system,
+                        r.code
+                    ])?;
+                    identities.insert((key, r.time.as_str(), r.source.as_str()));
                 }
-                tx.commit()?;
-                Ok(identities.len())
-            };
-            let written = write(conn).map_err(|e| sql_error("put_readings", e))?;
-            Ok(WriteReport { written })
+            }
+            tx.commit()?;
+            Ok(WriteReport {
+                written: identities.len(),
+            })
         }))
     }
 
@@ -527,47 +541,36 @@ impl Store for EmbeddedStore {
     ) -> StoreFuture<'a, Vec<Reading>> {
         let user = user.to_string();
         let from = query.from.clone().unwrap_or_default();
-        // `to` is inclusive and also covers every time it is a prefix of.
-        let to = format!("{}{TIME_MAX}", query.to.as_deref().unwrap_or(TIME_MAX));
-        let keys: Option<Vec<String>> = query.indicator_keys.as_ref().map(|keys| {
-            let mut keys: Vec<String> = keys.iter().map(|k| Reading::indicator_key(k)).collect();
-            keys.sort();
-            keys.dedup();
-            keys
-        });
+        let to = query.time_upper_bound();
+        let keys = query.normalized_keys();
         Box::pin(self.run("readings", move |conn| {
-            let read = |conn: &mut Connection| -> rusqlite::Result<Vec<Reading>> {
-                let mut out = Vec::new();
-                match keys {
-                    None => {
-                        let mut stmt = conn.prepare_cached(&format!(
-                            "SELECT {READING_COLUMNS} FROM readings \
-                             WHERE user = ?1 AND time >= ?2 AND time <= ?3 \
-                             ORDER BY indicator_key, time, source"
-                        ))?;
-                        for row in stmt.query_map(params![user, from, to], reading_from_row)? {
+            let mut out = Vec::new();
+            match keys {
+                None => {
+                    let mut stmt = conn.prepare_cached(&format!(
+                        "SELECT {READING_COLUMNS} FROM readings \
+                         WHERE user = ?1 AND time >= ?2 AND time <= ?3 \
+                         ORDER BY indicator_key, time, source"
+                    ))?;
+                    for row in stmt.query_map(params![user, from, to], reading_from_row)? {
+                        out.push(row?);
+                    }
+                }
+                Some(keys) => {
+                    // Keys are sorted, so concatenating per-key results keeps the order.
+                    let mut stmt = conn.prepare_cached(&format!(
+                        "SELECT {READING_COLUMNS} FROM readings \
+                         WHERE user = ?1 AND indicator_key = ?2 AND time >= ?3 AND time <= ?4 \
+                         ORDER BY time, source"
+                    ))?;
+                    for key in &keys {
+                        for row in stmt.query_map(params![user, key, from, to], reading_from_row)? {
                             out.push(row?);
                         }
                     }
-                    Some(keys) => {
-                        // Keys are sorted, so concatenating per-key results keeps the order.
-                        let mut stmt = conn.prepare_cached(&format!(
-                            "SELECT {READING_COLUMNS} FROM readings \
-                             WHERE user = ?1 AND indicator_key = ?2 AND time >= ?3 AND time <= ?4 \
-                             ORDER BY time, source"
-                        ))?;
-                        for key in &keys {
-                            for row in
-                                stmt.query_map(params![user, key, from, to], reading_from_row)?
-                            {
-                                out.push(row?);
-                            }
-                        }
-                    }
                 }
-                Ok(out)
-            };
-            read(conn).map_err(|e| sql_error("readings", e))
+            }
+            Ok(out)
         }))
     }
 
@@ -595,28 +598,25 @@ impl Store for EmbeddedStore {
             ));
         }
         Box::pin(self.run("put_genotypes", move |conn| {
-            let write = |conn: &mut Connection| -> rusqlite::Result<usize> {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                {
-                    let mut stmt = tx.prepare_cached(
-                        "INSERT INTO genotypes (user, rsid, chromosome, position, genotype) \
-                         VALUES (?1, ?2, ?3, ?4, ?5) \
-                         ON CONFLICT (user, rsid) DO UPDATE SET \
-                           chromosome = excluded.chromosome, position = excluded.position, \
-                           genotype = excluded.genotype",
-                    )?;
-                    for (rsid, chromosome, position, genotype) in &rows {
-                        stmt.execute(params![user, rsid, chromosome, position, genotype])?;
-                    }
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            {
+                let mut stmt = tx.prepare_cached(
+                    "INSERT INTO genotypes (user, rsid, chromosome, position, genotype) \
+                     VALUES (?1, ?2, ?3, ?4, ?5) \
+                     ON CONFLICT (user, rsid) DO UPDATE SET \
+                       chromosome = excluded.chromosome, position = excluded.position, \
+                       genotype = excluded.genotype",
+                )?;
+                for (rsid, chromosome, position, genotype) in &rows {
+                    stmt.execute(params![user, rsid, chromosome, position, genotype])?;
                 }
-                tx.commit()?;
-                Ok(rows
-                    .iter()
-                    .map(|r| r.0.as_str())
-                    .collect::<HashSet<_>>()
-                    .len())
-            };
-            let written = write(conn).map_err(|e| sql_error("put_genotypes", e))?;
+            }
+            tx.commit()?;
+            let written = rows
+                .iter()
+                .map(|r| r.0.as_str())
+                .collect::<HashSet<_>>()
+                .len();
             Ok(WriteReport { written })
         }))
     }
@@ -627,23 +627,18 @@ impl Store for EmbeddedStore {
         rsids: &'a [String],
     ) -> StoreFuture<'a, Vec<Genotype>> {
         let user = user.to_string();
-        let mut rsids: Vec<String> = rsids.iter().map(|r| r.to_lowercase()).collect();
-        rsids.sort();
-        rsids.dedup();
+        let rsids = Genotype::normalized_rsids(rsids);
         Box::pin(self.run("genotypes_by_rsid", move |conn| {
-            let read = |conn: &mut Connection| -> rusqlite::Result<Vec<Genotype>> {
-                let mut stmt = conn.prepare_cached(
-                    "SELECT rsid, chromosome, position, genotype FROM genotypes WHERE user = ?1 AND rsid = ?2",
-                )?;
-                let mut out = Vec::new();
-                for rsid in &rsids {
-                    for row in stmt.query_map(params![user, rsid], genotype_from_row)? {
-                        out.push(row?);
-                    }
+            let mut stmt = conn.prepare_cached(
+                "SELECT rsid, chromosome, position, genotype FROM genotypes WHERE user = ?1 AND rsid = ?2",
+            )?;
+            let mut out = Vec::new();
+            for rsid in &rsids {
+                for row in stmt.query_map(params![user, rsid], genotype_from_row)? {
+                    out.push(row?);
                 }
-                Ok(out)
-            };
-            read(conn).map_err(|e| sql_error("genotypes_by_rsid", e))
+            }
+            Ok(out)
         }))
     }
 
@@ -662,73 +657,72 @@ impl Store for EmbeddedStore {
                 return Ok(Vec::new());
             };
             let to = i64::try_from(to).unwrap_or(i64::MAX);
-            let read = |conn: &mut Connection| -> rusqlite::Result<Vec<Genotype>> {
-                let mut stmt = conn.prepare_cached(
-                    "SELECT rsid, chromosome, position, genotype FROM genotypes \
-                     WHERE user = ?1 AND chromosome = ?2 AND position >= ?3 AND position <= ?4 \
-                     ORDER BY position, rsid",
-                )?;
-                let rows =
-                    stmt.query_map(params![user, chromosome, from, to], genotype_from_row)?;
-                rows.collect()
-            };
-            read(conn).map_err(|e| sql_error("genotypes_in_range", e))
+            let mut stmt = conn.prepare_cached(
+                "SELECT rsid, chromosome, position, genotype FROM genotypes \
+                 WHERE user = ?1 AND chromosome = ?2 AND position >= ?3 AND position <= ?4 \
+                 ORDER BY position, rsid",
+            )?;
+            let rows = stmt.query_map(params![user, chromosome, from, to], genotype_from_row)?;
+            rows.collect()
         }))
     }
 
     fn delete_user_data<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()> {
         let user = user.to_string();
         Box::pin(self.run("delete_user_data", move |conn| {
-            let delete = |conn: &mut Connection| -> rusqlite::Result<()> {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                tx.execute("DELETE FROM readings WHERE user = ?1", [&user])?;
-                tx.execute("DELETE FROM genotypes WHERE user = ?1", [&user])?;
-                tx.commit()
-            };
-            delete(conn).map_err(|e| sql_error("delete_user_data", e))
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.prepare_cached("DELETE FROM readings WHERE user = ?1")?
+                .execute([&user])?;
+            tx.prepare_cached("DELETE FROM genotypes WHERE user = ?1")?
+                .execute([&user])?;
+            tx.commit()
         }))
     }
 
     fn create_account<'a>(&'a self, account: &'a Account) -> StoreFuture<'a, Created> {
         let op = "create_account";
         let account = account.clone();
-        Box::pin(self.run(op, move |conn| {
+        Box::pin(async move {
             // `None`: the user id already has an account.
-            let create = |conn: &mut Connection| -> rusqlite::Result<Option<Created>> {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let (email_taken, id_taken): (bool, bool) = tx.query_row(
-                    "SELECT EXISTS (SELECT 1 FROM accounts WHERE email = ?1), \
-                            EXISTS (SELECT 1 FROM accounts WHERE user_id = ?2)",
-                    params![account.email, account.user_id],
-                    |row| Ok((row.get(0)?, row.get(1)?)),
-                )?;
-                if email_taken {
-                    return Ok(Some(Created::EmailTaken));
-                }
-                if id_taken {
-                    return Ok(None);
-                }
-                tx.execute(
-                    "INSERT INTO accounts (user_id, email, password_hash, created_at) \
-                     VALUES (?1, ?2, ?3, ?4)",
-                    params![
+            let created = self
+                .run(op, move |conn| {
+                    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                    let (email_taken, id_taken): (bool, bool) = tx
+                        .prepare_cached(
+                            "SELECT EXISTS (SELECT 1 FROM accounts WHERE email = ?1), \
+                                    EXISTS (SELECT 1 FROM accounts WHERE user_id = ?2)",
+                        )?
+                        .query_row(params![account.email, account.user_id], |row| {
+                            Ok((row.get(0)?, row.get(1)?))
+                        })?;
+                    if email_taken {
+                        return Ok(Some(Created::EmailTaken));
+                    }
+                    if id_taken {
+                        return Ok(None);
+                    }
+                    tx.prepare_cached(
+                        "INSERT INTO accounts (user_id, email, password_hash, created_at) \
+                         VALUES (?1, ?2, ?3, ?4)",
+                    )?
+                    .execute(params![
                         account.user_id,
                         account.email,
                         account.password_hash,
                         seconds_column(account.created_at)?
-                    ],
-                )?;
-                tx.commit()?;
-                Ok(Some(Created::Created))
-            };
-            create(conn).map_err(|e| sql_error(op, e))?.ok_or_else(|| {
+                    ])?;
+                    tx.commit()?;
+                    Ok(Some(Created::Created))
+                })
+                .await?;
+            created.ok_or_else(|| {
                 tracing::warn!(
                     operation = op,
                     "embedded store: user id already has an account"
                 );
                 StoreError::Unavailable(format!("{op}: user id already has an account"))
             })
-        }))
+        })
     }
 
     fn account_by_email<'a>(&'a self, email: &'a str) -> StoreFuture<'a, Option<Account>> {
@@ -738,7 +732,6 @@ impl Store for EmbeddedStore {
                 "SELECT user_id, email, password_hash, created_at FROM accounts WHERE email = ?1",
             )
             .and_then(|mut stmt| stmt.query_row([&email], account_from_row).optional())
-            .map_err(|e| sql_error("account_by_email", e))
         }))
     }
 
@@ -749,7 +742,6 @@ impl Store for EmbeddedStore {
                 "SELECT user_id, email, password_hash, created_at FROM accounts WHERE user_id = ?1",
             )
             .and_then(|mut stmt| stmt.query_row([&user_id], account_from_row).optional())
-            .map_err(|e| sql_error("account", e))
         }))
     }
 
@@ -763,15 +755,12 @@ impl Store for EmbeddedStore {
         let grantee = grantee.to_string();
         let permissions = permissions.to_vec();
         Box::pin(self.run("put_share", move |conn| {
-            let write = |conn: &mut Connection| -> rusqlite::Result<()> {
-                conn.prepare_cached(
-                    "INSERT INTO shares (owner, grantee, permissions) VALUES (?1, ?2, ?3) \
-                     ON CONFLICT (owner, grantee) DO UPDATE SET permissions = excluded.permissions",
-                )?
-                .execute(params![owner, grantee, json_column(&permissions)?])?;
-                Ok(())
-            };
-            write(conn).map_err(|e| sql_error("put_share", e))
+            conn.prepare_cached(
+                "INSERT INTO shares (owner, grantee, permissions) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (owner, grantee) DO UPDATE SET permissions = excluded.permissions",
+            )?
+            .execute(params![owner, grantee, json_column(&permissions)?])?;
+            Ok(())
         }))
     }
 
@@ -782,7 +771,6 @@ impl Store for EmbeddedStore {
             conn.prepare_cached("DELETE FROM shares WHERE owner = ?1 AND grantee = ?2")
                 .and_then(|mut stmt| stmt.execute([&owner, &grantee]))
                 .map(drop)
-                .map_err(|e| sql_error("delete_share", e))
         }))
     }
 
@@ -799,7 +787,6 @@ impl Store for EmbeddedStore {
                     stmt.query_row([&owner, &grantee], |row| json_from_column(row, 0))
                         .optional()
                 })
-                .map_err(|e| sql_error("share", e))
         }))
     }
 
@@ -811,15 +798,12 @@ impl Store for EmbeddedStore {
         let key = format!("{URL_PREFIX}{secret_hash}");
         let grant = grant.clone();
         Box::pin(self.run("put_url_grant", move |conn| {
-            let write = |conn: &mut Connection| -> rusqlite::Result<()> {
-                let value = json_column(&GrantValue {
-                    user_id: grant.user_id,
-                    session_id: grant.session_id,
-                    agent_name: grant.agent_name,
-                })?;
-                put_key(conn, &key, &value, grant.expires_at)
-            };
-            write(conn).map_err(|e| sql_error("put_url_grant", e))
+            let value = json_column(&GrantValue {
+                user_id: grant.user_id,
+                session_id: grant.session_id,
+                agent_name: grant.agent_name,
+            })?;
+            put_key(conn, &key, &value, grant.expires_at)
         }))
     }
 
@@ -845,7 +829,6 @@ impl Store for EmbeddedStore {
                 })
                 .optional()
             })
-            .map_err(|e| sql_error("url_grant", e))
         }))
     }
 
@@ -859,39 +842,36 @@ impl Store for EmbeddedStore {
         let user_id = user_id.to_string();
         let candidate = candidate.clone();
         Box::pin(self.run(op, move |conn| {
-            let claim = |conn: &mut Connection| -> rusqlite::Result<PersonalUrl> {
-                let user_key = format!("{USER_URL_PREFIX}{user_id}");
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let current = personal_url_in(&tx, &user_key)?;
-                if let Some(current) = current.as_ref().filter(|c| c.expires_at > now) {
-                    return Ok(current.clone());
-                }
-                // Absent or expired: the candidate replaces it, and the old secret's
-                // grant goes with it.
-                if let Some(old) = current.filter(|old| old.secret_hash != candidate.secret_hash) {
-                    tx.prepare_cached("DELETE FROM keys WHERE key = ?1")?
-                        .execute([format!("{URL_PREFIX}{}", old.secret_hash)])?;
-                }
-                let value = json_column(&PersonalUrlValue {
-                    sealed_secret: candidate.sealed_secret.clone(),
-                    secret_hash: candidate.secret_hash.clone(),
-                })?;
-                put_key(&tx, &user_key, &value, candidate.expires_at)?;
-                let grant = json_column(&GrantValue {
-                    user_id: user_id.clone(),
-                    session_id: None,
-                    agent_name: None,
-                })?;
-                put_key(
-                    &tx,
-                    &format!("{URL_PREFIX}{}", candidate.secret_hash),
-                    &grant,
-                    candidate.expires_at,
-                )?;
-                tx.commit()?;
-                Ok(candidate.clone())
-            };
-            claim(conn).map_err(|e| sql_error(op, e))
+            let user_key = format!("{USER_URL_PREFIX}{user_id}");
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let current = personal_url_in(&tx, &user_key)?;
+            if let Some(current) = current.as_ref().filter(|c| c.expires_at > now) {
+                return Ok(current.clone());
+            }
+            // Absent or expired: the candidate replaces it, and the old secret's
+            // grant goes with it.
+            if let Some(old) = current.filter(|old| old.secret_hash != candidate.secret_hash) {
+                tx.prepare_cached("DELETE FROM keys WHERE key = ?1")?
+                    .execute([format!("{URL_PREFIX}{}", old.secret_hash)])?;
+            }
+            let value = json_column(&PersonalUrlValue {
+                sealed_secret: candidate.sealed_secret.clone(),
+                secret_hash: candidate.secret_hash.clone(),
+            })?;
+            put_key(&tx, &user_key, &value, candidate.expires_at)?;
+            let grant = json_column(&GrantValue {
+                user_id: user_id.clone(),
+                session_id: None,
+                agent_name: None,
+            })?;
+            put_key(
+                &tx,
+                &format!("{URL_PREFIX}{}", candidate.secret_hash),
+                &grant,
+                candidate.expires_at,
+            )?;
+            tx.commit()?;
+            Ok(candidate.clone())
         }))
     }
 
@@ -899,20 +879,17 @@ impl Store for EmbeddedStore {
         let op = "revoke_personal_url";
         let user_key = format!("{USER_URL_PREFIX}{user_id}");
         Box::pin(self.run(op, move |conn| {
-            let revoke = |conn: &mut Connection| -> rusqlite::Result<bool> {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let Some(current) = personal_url_in(&tx, &user_key)? else {
-                    return Ok(false);
-                };
-                {
-                    let mut delete = tx.prepare_cached("DELETE FROM keys WHERE key = ?1")?;
-                    delete.execute([&user_key])?;
-                    delete.execute([format!("{URL_PREFIX}{}", current.secret_hash)])?;
-                }
-                tx.commit()?;
-                Ok(true)
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some(current) = personal_url_in(&tx, &user_key)? else {
+                return Ok(false);
             };
-            revoke(conn).map_err(|e| sql_error(op, e))
+            {
+                let mut delete = tx.prepare_cached("DELETE FROM keys WHERE key = ?1")?;
+                delete.execute([&user_key])?;
+                delete.execute([format!("{URL_PREFIX}{}", current.secret_hash)])?;
+            }
+            tx.commit()?;
+            Ok(true)
         }))
     }
 
@@ -924,16 +901,11 @@ impl Store for EmbeddedStore {
         let key = format!("{STATE_PREFIX}{state}");
         let record = record.clone();
         Box::pin(self.run("put_login_state", move |conn| {
-            let write = |conn: &mut Connection| -> rusqlite::Result<()> {
-                let value = json_column(&match record.status {
-                    LoginStatus::Pending => StateValue::Pending,
-                    LoginStatus::Completed { sealed_token } => {
-                        StateValue::Completed { sealed_token }
-                    }
-                })?;
-                put_key(conn, &key, &value, record.expires_at)
-            };
-            write(conn).map_err(|e| sql_error("put_login_state", e))
+            let value = json_column(&match record.status {
+                LoginStatus::Pending => StateValue::Pending,
+                LoginStatus::Completed { sealed_token } => StateValue::Completed { sealed_token },
+            })?;
+            put_key(conn, &key, &value, record.expires_at)
         }))
     }
 
@@ -956,7 +928,6 @@ impl Store for EmbeddedStore {
                     })
                     .optional()
                 })
-                .map_err(|e| sql_error("login_state", e))
         }))
     }
 
@@ -970,24 +941,21 @@ impl Store for EmbeddedStore {
         let key = format!("{STATE_PREFIX}{state}");
         let sealed_token = sealed_token.to_string();
         Box::pin(self.run(op, move |conn| {
-            let complete = |conn: &mut Connection| -> rusqlite::Result<bool> {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let pending = tx
-                    .prepare_cached("SELECT value FROM keys WHERE key = ?1 AND expires_at > ?2")?
-                    .query_row(params![key, now_column(now)], |row| {
-                        json_from_column::<StateValue>(row, 0)
-                    })
-                    .optional()?;
-                if !matches!(pending, Some(StateValue::Pending)) {
-                    return Ok(false);
-                }
-                let value = json_column(&StateValue::Completed { sealed_token })?;
-                tx.prepare_cached("UPDATE keys SET value = ?2 WHERE key = ?1")?
-                    .execute([&key, &value])?;
-                tx.commit()?;
-                Ok(true)
-            };
-            complete(conn).map_err(|e| sql_error(op, e))
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let pending = tx
+                .prepare_cached("SELECT value FROM keys WHERE key = ?1 AND expires_at > ?2")?
+                .query_row(params![key, now_column(now)], |row| {
+                    json_from_column::<StateValue>(row, 0)
+                })
+                .optional()?;
+            if !matches!(pending, Some(StateValue::Pending)) {
+                return Ok(false);
+            }
+            let value = json_column(&StateValue::Completed { sealed_token })?;
+            tx.prepare_cached("UPDATE keys SET value = ?2 WHERE key = ?1")?
+                .execute([&key, &value])?;
+            tx.commit()?;
+            Ok(true)
         }))
     }
 
@@ -997,16 +965,13 @@ impl Store for EmbeddedStore {
         let client = client.clone();
         Box::pin(self.run(op, move |conn| {
             // One statement, so the check and the insert are one atomic step.
-            let write = |conn: &mut Connection| -> rusqlite::Result<bool> {
-                let inserted = conn
-                    .prepare_cached(
-                        "INSERT INTO keys (key, value, expires_at) VALUES (?1, ?2, NULL) \
-                         ON CONFLICT (key) DO NOTHING",
-                    )?
-                    .execute(params![key, json_column(&client)?])?;
-                Ok(inserted == 1)
-            };
-            write(conn).map_err(|e| sql_error(op, e))
+            let inserted = conn
+                .prepare_cached(
+                    "INSERT INTO keys (key, value, expires_at) VALUES (?1, ?2, NULL) \
+                     ON CONFLICT (key) DO NOTHING",
+                )?
+                .execute(params![key, json_column(&client)?])?;
+            Ok(inserted == 1)
         }))
     }
 
@@ -1019,7 +984,6 @@ impl Store for EmbeddedStore {
                     stmt.query_row([&key], |row| json_from_column(row, 0))
                         .optional()
                 })
-                .map_err(|e| sql_error(op, e))
         }))
     }
 
@@ -1028,18 +992,15 @@ impl Store for EmbeddedStore {
         let key = format!("{CODE_PREFIX}{code_hash}");
         let code = code.clone();
         Box::pin(self.run(op, move |conn| {
-            let write = |conn: &mut Connection| -> rusqlite::Result<()> {
-                let value = json_column(&CodeValue {
-                    client_id: code.client_id,
-                    user_id: code.user_id,
-                    scope: code.scope,
-                    redirect_uri: code.redirect_uri,
-                    code_challenge: code.code_challenge,
-                    resource: code.resource,
-                })?;
-                put_key(conn, &key, &value, code.expires_at)
-            };
-            write(conn).map_err(|e| sql_error(op, e))
+            let value = json_column(&CodeValue {
+                client_id: code.client_id,
+                user_id: code.user_id,
+                scope: code.scope,
+                redirect_uri: code.redirect_uri,
+                code_challenge: code.code_challenge,
+                resource: code.resource,
+            })?;
+            put_key(conn, &key, &value, code.expires_at)
         }))
     }
 
@@ -1047,33 +1008,30 @@ impl Store for EmbeddedStore {
         let op = "take_code";
         let key = format!("{CODE_PREFIX}{code_hash}");
         Box::pin(self.run(op, move |conn| {
-            let take = |conn: &mut Connection| -> rusqlite::Result<Option<AuthCode>> {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let Some(code) = tx
-                    .prepare_cached("SELECT value, expires_at FROM keys WHERE key = ?1")?
-                    .query_row([&key], |row| {
-                        let value: CodeValue = json_from_column(row, 0)?;
-                        Ok(AuthCode {
-                            client_id: value.client_id,
-                            user_id: value.user_id,
-                            scope: value.scope,
-                            redirect_uri: value.redirect_uri,
-                            code_challenge: value.code_challenge,
-                            resource: value.resource,
-                            expires_at: seconds_from_column(row, 1)?,
-                        })
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some(code) = tx
+                .prepare_cached("SELECT value, expires_at FROM keys WHERE key = ?1")?
+                .query_row([&key], |row| {
+                    let value: CodeValue = json_from_column(row, 0)?;
+                    Ok(AuthCode {
+                        client_id: value.client_id,
+                        user_id: value.user_id,
+                        scope: value.scope,
+                        redirect_uri: value.redirect_uri,
+                        code_challenge: value.code_challenge,
+                        resource: value.resource,
+                        expires_at: seconds_from_column(row, 1)?,
                     })
-                    .optional()?
-                else {
-                    return Ok(None);
-                };
-                // Deleted whether live or expired: a code is never read twice.
-                tx.prepare_cached("DELETE FROM keys WHERE key = ?1")?
-                    .execute([&key])?;
-                tx.commit()?;
-                Ok((code.expires_at > now).then_some(code))
+                })
+                .optional()?
+            else {
+                return Ok(None);
             };
-            take(conn).map_err(|e| sql_error(op, e))
+            // Deleted whether live or expired: a code is never read twice.
+            tx.prepare_cached("DELETE FROM keys WHERE key = ?1")?
+                .execute([&key])?;
+            tx.commit()?;
+            Ok((code.expires_at > now).then_some(code))
         }))
     }
 
@@ -1084,20 +1042,10 @@ impl Store for EmbeddedStore {
     ) -> StoreFuture<'a, ()> {
         let op = "put_refresh";
         let key = format!("{REFRESH_PREFIX}{token_hash}");
-        let record = record.clone();
+        let value = RefreshValue::of(record, false);
+        let expires_at = record.expires_at;
         Box::pin(self.run(op, move |conn| {
-            let write = |conn: &mut Connection| -> rusqlite::Result<()> {
-                let value = json_column(&RefreshValue {
-                    user_id: record.user_id,
-                    client_id: record.client_id,
-                    scope: record.scope,
-                    resource: record.resource,
-                    family_id: record.family_id,
-                    used: false,
-                })?;
-                put_key(conn, &key, &value, record.expires_at)
-            };
-            write(conn).map_err(|e| sql_error(op, e))
+            put_key(conn, &key, &json_column(&value)?, expires_at)
         }))
     }
 
@@ -1105,48 +1053,38 @@ impl Store for EmbeddedStore {
         let op = "use_refresh";
         let key = format!("{REFRESH_PREFIX}{token_hash}");
         Box::pin(self.run(op, move |conn| {
-            let use_token = |conn: &mut Connection| -> rusqlite::Result<RefreshUse> {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let Some((record, used)) = refresh_in(&tx, &key)? else {
-                    return Ok(RefreshUse::Unknown);
-                };
-                if record.expires_at <= now {
-                    return Ok(RefreshUse::Unknown);
-                }
-                if used {
-                    return Ok(RefreshUse::Reused(record));
-                }
-                let revoked = tx
-                    .prepare_cached("SELECT value FROM keys WHERE key = ?1 AND expires_at > ?2")?
-                    .query_row(
-                        params![
-                            format!("{FAMILY_PREFIX}{}", record.family_id),
-                            now_column(now)
-                        ],
-                        |row| json_from_column::<FamilyValue>(row, 0),
-                    )
-                    .optional()?
-                    .is_some_and(|family| family.revoked);
-                // Marked used either way (as the DynamoDB store does): a token of a revoked
-                // family stays dead even after the revocation marker expires.
-                let value = json_column(&RefreshValue {
-                    user_id: record.user_id.clone(),
-                    client_id: record.client_id.clone(),
-                    scope: record.scope.clone(),
-                    resource: record.resource.clone(),
-                    family_id: record.family_id.clone(),
-                    used: true,
-                })?;
-                tx.prepare_cached("UPDATE keys SET value = ?2 WHERE key = ?1")?
-                    .execute([&key, &value])?;
-                tx.commit()?;
-                Ok(if revoked {
-                    RefreshUse::Reused(record)
-                } else {
-                    RefreshUse::Fresh(record)
-                })
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some((record, used)) = refresh_in(&tx, &key)? else {
+                return Ok(RefreshUse::Unknown);
             };
-            use_token(conn).map_err(|e| sql_error(op, e))
+            if record.expires_at <= now {
+                return Ok(RefreshUse::Unknown);
+            }
+            if used {
+                return Ok(RefreshUse::Reused(record));
+            }
+            let revoked = tx
+                .prepare_cached("SELECT value FROM keys WHERE key = ?1 AND expires_at > ?2")?
+                .query_row(
+                    params![
+                        format!("{FAMILY_PREFIX}{}", record.family_id),
+                        now_column(now)
+                    ],
+                    |row| json_from_column::<FamilyValue>(row, 0),
+                )
+                .optional()?
+                .is_some_and(|family| family.revoked);
+            // Marked used either way (as the DynamoDB store does): a token of a revoked
+            // family stays dead even after the revocation marker expires.
+            let value = json_column(&RefreshValue::of(&record, true))?;
+            tx.prepare_cached("UPDATE keys SET value = ?2 WHERE key = ?1")?
+                .execute([&key, &value])?;
+            tx.commit()?;
+            Ok(if revoked {
+                RefreshUse::Reused(record)
+            } else {
+                RefreshUse::Fresh(record)
+            })
         }))
     }
 
@@ -1159,20 +1097,17 @@ impl Store for EmbeddedStore {
         let key = format!("{FAMILY_PREFIX}{family_id}");
         Box::pin(self.run(op, move |conn| {
             // A family already revoked until later stays revoked until then.
-            let write = |conn: &mut Connection| -> rusqlite::Result<()> {
-                conn.prepare_cached(
-                    "INSERT INTO keys (key, value, expires_at) VALUES (?1, ?2, ?3) \
-                     ON CONFLICT (key) DO UPDATE SET value = excluded.value, \
-                       expires_at = max(coalesce(expires_at, 0), excluded.expires_at)",
-                )?
-                .execute(params![
-                    key,
-                    json_column(&FamilyValue { revoked: true })?,
-                    seconds_column(expires_at)?
-                ])?;
-                Ok(())
-            };
-            write(conn).map_err(|e| sql_error(op, e))
+            conn.prepare_cached(
+                "INSERT INTO keys (key, value, expires_at) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, \
+                   expires_at = max(coalesce(expires_at, 0), excluded.expires_at)",
+            )?
+            .execute(params![
+                key,
+                json_column(&FamilyValue { revoked: true })?,
+                seconds_column(expires_at)?
+            ])?;
+            Ok(())
         }))
     }
 
@@ -1180,15 +1115,12 @@ impl Store for EmbeddedStore {
         let op = "mcp_servers";
         let user = user.to_string();
         Box::pin(self.run(op, move |conn| {
-            let read = |conn: &mut Connection| -> rusqlite::Result<Vec<McpServerRecord>> {
-                // BINARY collation: UTF-8 byte order, as DynamoDB orders sort keys.
-                let mut stmt = conn.prepare_cached(&format!(
-                    "SELECT {MCP_COLUMNS} FROM mcp_servers WHERE user = ?1 ORDER BY name"
-                ))?;
-                let rows = stmt.query_map([&user], mcp_from_row)?;
-                rows.collect()
-            };
-            read(conn).map_err(|e| sql_error(op, e))
+            // BINARY collation: UTF-8 byte order, as DynamoDB orders sort keys.
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT {MCP_COLUMNS} FROM mcp_servers WHERE user = ?1 ORDER BY name"
+            ))?;
+            let rows = stmt.query_map([&user], mcp_from_row)?;
+            rows.collect()
         }))
     }
 
@@ -1205,7 +1137,6 @@ impl Store for EmbeddedStore {
                 "SELECT {MCP_COLUMNS} FROM mcp_servers WHERE user = ?1 AND name = ?2"
             ))
             .and_then(|mut stmt| stmt.query_row([&user, &name], mcp_from_row).optional())
-            .map_err(|e| sql_error(op, e))
         }))
     }
 
@@ -1218,39 +1149,36 @@ impl Store for EmbeddedStore {
         let user = user.to_string();
         let record = record.clone();
         Box::pin(self.run(op, move |conn| {
-            let create = |conn: &mut Connection| -> rusqlite::Result<McpServerWrite> {
-                let row = McpRow::of(record)?;
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let (name_taken, url_taken): (bool, bool) = tx.query_row(
+            let row = McpRow::of(record)?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let (name_taken, url_taken): (bool, bool) = tx
+                .prepare_cached(
                     "SELECT EXISTS (SELECT 1 FROM mcp_servers WHERE user = ?1 AND name = ?2), \
                             EXISTS (SELECT 1 FROM mcp_servers WHERE user = ?1 AND url = ?3)",
-                    params![user, row.name, row.url],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )?;
-                // Both taken (the same server again) reads as the name, as in DynamoDB.
-                if name_taken {
-                    return Ok(McpServerWrite::NameTaken);
-                }
-                if url_taken {
-                    return Ok(McpServerWrite::UrlTaken);
-                }
-                tx.execute(
-                    &format!(
-                        "INSERT INTO mcp_servers (user, {MCP_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
-                    ),
-                    params![
-                        user,
-                        row.name,
-                        row.url,
-                        row.record,
-                        row.last_connected_at,
-                        row.last_connect_error
-                    ],
-                )?;
-                tx.commit()?;
-                Ok(McpServerWrite::Written)
-            };
-            create(conn).map_err(|e| sql_error(op, e))
+                )?
+                .query_row(params![user, row.name, row.url], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?;
+            // Both taken (the same server again) reads as the name, as in DynamoDB.
+            if name_taken {
+                return Ok(McpServerWrite::NameTaken);
+            }
+            if url_taken {
+                return Ok(McpServerWrite::UrlTaken);
+            }
+            tx.prepare_cached(&format!(
+                "INSERT INTO mcp_servers (user, {MCP_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+            ))?
+            .execute(params![
+                user,
+                row.name,
+                row.url,
+                row.record,
+                row.last_connected_at,
+                row.last_connect_error
+            ])?;
+            tx.commit()?;
+            Ok(McpServerWrite::Written)
         }))
     }
 
@@ -1263,36 +1191,30 @@ impl Store for EmbeddedStore {
         let user = user.to_string();
         let record = record.clone();
         Box::pin(self.run(op, move |conn| {
-            let replace = |conn: &mut Connection| -> rusqlite::Result<McpServerWrite> {
-                let row = McpRow::of(record)?;
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let stored: Option<String> = tx
-                    .query_row(
-                        "SELECT url FROM mcp_servers WHERE user = ?1 AND name = ?2",
-                        [&user, &row.name],
-                        |r| r.get(0),
-                    )
-                    .optional()?;
-                match stored {
-                    None => return Ok(McpServerWrite::Missing),
-                    Some(url) if url != row.url => return Ok(McpServerWrite::UrlChanged),
-                    Some(_) => {}
-                }
-                tx.execute(
-                    "UPDATE mcp_servers SET record = ?3, last_connected_at = ?4, \
-                       last_connect_error = ?5 WHERE user = ?1 AND name = ?2",
-                    params![
-                        user,
-                        row.name,
-                        row.record,
-                        row.last_connected_at,
-                        row.last_connect_error
-                    ],
-                )?;
-                tx.commit()?;
-                Ok(McpServerWrite::Written)
-            };
-            replace(conn).map_err(|e| sql_error(op, e))
+            let row = McpRow::of(record)?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let stored: Option<String> = tx
+                .prepare_cached("SELECT url FROM mcp_servers WHERE user = ?1 AND name = ?2")?
+                .query_row([&user, &row.name], |r| r.get(0))
+                .optional()?;
+            match stored {
+                None => return Ok(McpServerWrite::Missing),
+                Some(url) if url != row.url => return Ok(McpServerWrite::UrlChanged),
+                Some(_) => {}
+            }
+            tx.prepare_cached(
+                "UPDATE mcp_servers SET record = ?3, last_connected_at = ?4, \
+                   last_connect_error = ?5 WHERE user = ?1 AND name = ?2",
+            )?
+            .execute(params![
+                user,
+                row.name,
+                row.record,
+                row.last_connected_at,
+                row.last_connect_error
+            ])?;
+            tx.commit()?;
+            Ok(McpServerWrite::Written)
         }))
     }
 
@@ -1309,24 +1231,21 @@ impl Store for EmbeddedStore {
         let error = error.map(str::to_string);
         Box::pin(self.run(op, move |conn| {
             // One UPDATE: it touches only these columns, and an absent row stays absent.
-            let record = |conn: &mut Connection| -> rusqlite::Result<()> {
-                match error {
-                    None => conn
-                        .prepare_cached(
-                            "UPDATE mcp_servers SET last_connected_at = ?3, \
-                               last_connect_error = NULL WHERE user = ?1 AND name = ?2",
-                        )?
-                        .execute(params![user, name, seconds_column(at)?])?,
-                    Some(error) => conn
-                        .prepare_cached(
-                            "UPDATE mcp_servers SET last_connect_error = ?3 \
-                             WHERE user = ?1 AND name = ?2",
-                        )?
-                        .execute(params![user, name, error])?,
-                };
-                Ok(())
+            match error {
+                None => conn
+                    .prepare_cached(
+                        "UPDATE mcp_servers SET last_connected_at = ?3, \
+                           last_connect_error = NULL WHERE user = ?1 AND name = ?2",
+                    )?
+                    .execute(params![user, name, seconds_column(at)?])?,
+                Some(error) => conn
+                    .prepare_cached(
+                        "UPDATE mcp_servers SET last_connect_error = ?3 \
+                         WHERE user = ?1 AND name = ?2",
+                    )?
+                    .execute(params![user, name, error])?,
             };
-            record(conn).map_err(|e| sql_error(op, e))
+            Ok(())
         }))
     }
 
@@ -1339,7 +1258,6 @@ impl Store for EmbeddedStore {
             conn.prepare_cached("DELETE FROM mcp_servers WHERE user = ?1 AND name = ?2")
                 .and_then(|mut stmt| stmt.execute([&user, &name]))
                 .map(|deleted| deleted == 1)
-                .map_err(|e| sql_error(op, e))
         }))
     }
 }
@@ -1368,6 +1286,15 @@ mod tests {
         std::env::temp_dir()
             .join(format!("mirobody-{label}-{}-{nanos}", std::process::id()))
             .join("db.sqlite3")
+    }
+
+    fn user_version(store: &EmbeddedStore) -> i64 {
+        store
+            .conn
+            .lock()
+            .unwrap()
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .unwrap()
     }
 
     /// The schema as version 1 wrote it (readings and genotypes only).
@@ -1400,13 +1327,7 @@ mod tests {
             .unwrap();
 
         let store = EmbeddedStore::open(&path).unwrap();
-        let version: i64 = store
-            .conn
-            .lock()
-            .unwrap()
-            .query_row("PRAGMA user_version", [], |row| row.get(0))
-            .unwrap();
-        assert_eq!(version, SCHEMA_VERSION);
+        assert_eq!(user_version(&store), SCHEMA_VERSION);
         let readings = store
             .readings("u1", &ReadingQuery::default())
             .await
@@ -1467,13 +1388,7 @@ mod tests {
         drop(old);
 
         let store = EmbeddedStore::open(&path).unwrap();
-        let version: i64 = store
-            .conn
-            .lock()
-            .unwrap()
-            .query_row("PRAGMA user_version", [], |row| row.get(0))
-            .unwrap();
-        assert_eq!(version, SCHEMA_VERSION);
+        assert_eq!(user_version(&store), SCHEMA_VERSION);
         assert_eq!(
             store
                 .readings("u1", &ReadingQuery::default())
@@ -1517,13 +1432,8 @@ mod tests {
     /// writers queue on the lock (busy timeout, immediate transactions), nobody fails.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn concurrent_handles_on_one_file_wait_for_each_other() {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let dir =
-            std::env::temp_dir().join(format!("mirobody-embedded-{}-{nanos}", std::process::id()));
-        let path = dir.join("db.sqlite3");
+        let path = temp_path("embedded");
+        let dir = path.parent().unwrap().to_path_buf();
         let stores = [
             EmbeddedStore::open(&path).unwrap(),
             EmbeddedStore::open(&path).unwrap(),

@@ -93,6 +93,28 @@ pub struct ReadingQuery {
     pub to: Option<String>,
 }
 
+/// The upper end of every time range: above any text a time can hold.
+pub(crate) const TIME_MAX: &str = "\u{10FFFF}";
+
+impl ReadingQuery {
+    /// The asked indicator keys normalised ([`Reading::indicator_key`]), sorted and
+    /// without repeats; `None` means all.
+    pub(crate) fn normalized_keys(&self) -> Option<Vec<String>> {
+        self.indicator_keys.as_ref().map(|keys| {
+            let mut keys: Vec<String> = keys.iter().map(|k| Reading::indicator_key(k)).collect();
+            keys.sort();
+            keys.dedup();
+            keys
+        })
+    }
+
+    /// The inclusive upper bound on `time` as text: `to` followed by [`TIME_MAX`], so it
+    /// also covers every time `to` is a prefix of (no `to`: above every time).
+    pub(crate) fn time_upper_bound(&self) -> String {
+        format!("{}{TIME_MAX}", self.to.as_deref().unwrap_or(TIME_MAX))
+    }
+}
+
 /// One genotype call from a consumer raw file (23andMe, AncestryDNA).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Genotype {
@@ -103,6 +125,16 @@ pub struct Genotype {
     pub position: u64,
     /// e.g. `AG`, `--` for no call.
     pub genotype: String,
+}
+
+impl Genotype {
+    /// Rsids as stored and looked up: lower-cased, sorted, without repeats.
+    pub(crate) fn normalized_rsids(rsids: &[String]) -> Vec<String> {
+        let mut rsids: Vec<String> = rsids.iter().map(|r| r.to_lowercase()).collect();
+        rsids.sort();
+        rsids.dedup();
+        rsids
+    }
 }
 
 /// What kinds of data a user has (availability gating, A5).

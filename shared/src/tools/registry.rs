@@ -213,6 +213,22 @@ pub enum ToolOutput {
     InvalidParams(String),
 }
 
+impl ToolOutput {
+    /// A data tool's answer in the product's tool shape: `{success: true, data}`, or
+    /// `{success: false, error}` for a problem the model can explain.
+    pub fn data(answer: Result<Value, String>) -> Self {
+        match answer {
+            Ok(data) => ToolOutput::Json(json!({ "success": true, "data": data })),
+            Err(message) => ToolOutput::Json(json!({ "success": false, "error": message })),
+        }
+    }
+
+    /// What a tool that reads the caller's own data returns to an anonymous call.
+    pub fn sign_in_first() -> Self {
+        ToolOutput::Error("sign in first: this tool reads your own data".into())
+    }
+}
+
 pub trait Tool: Send + Sync + 'static {
     fn spec(&self) -> ToolSpec;
     fn call<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput>;

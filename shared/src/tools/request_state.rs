@@ -22,9 +22,9 @@ impl StateSeal {
     /// A seal with a fresh random key: states survive only as long as the process,
     /// which suits round trips that last seconds.
     pub fn random() -> Self {
-        let mut key = [0u8; 32];
-        getrandom::fill(&mut key).expect("the operating system provides random bytes");
-        StateSeal { key }
+        StateSeal {
+            key: crate::identity::random_bytes(),
+        }
     }
 
     pub fn seal(&self, state: &Value) -> String {

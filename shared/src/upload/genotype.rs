@@ -27,6 +27,14 @@ fn chromosome(raw: &str) -> Option<String> {
     Some(name.to_string())
 }
 
+/// What a variant id looks like (lower-cased): `rs` or `i` (a vendor id), then 1 to
+/// 12 digits. The genetics tool accepts the same ids.
+pub fn is_rsid(id: &str) -> bool {
+    id.strip_prefix("rs")
+        .or_else(|| id.strip_prefix('i'))
+        .is_some_and(|d| !d.is_empty() && d.len() <= 12 && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
 fn allele_ok(a: &str) -> bool {
     !a.is_empty()
         && a.len() <= 4
@@ -68,10 +76,7 @@ pub fn parse_genotype_file(body: &[u8]) -> Result<Vec<Genotype>, UploadError> {
             }
         };
         let rsid = rsid.to_lowercase();
-        let digits = rsid.strip_prefix("rs").or_else(|| rsid.strip_prefix('i'));
-        if !digits.is_some_and(|d| {
-            !d.is_empty() && d.len() <= 12 && d.bytes().all(|b| b.is_ascii_digit())
-        }) {
+        if !is_rsid(&rsid) {
             return Err(error(line, "rsid must look like rs123 or i123"));
         }
         let chromosome = chromosome(chrom).ok_or_else(|| error(line, "unknown chromosome"))?;

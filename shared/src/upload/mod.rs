@@ -9,7 +9,7 @@
 mod genotype;
 mod health;
 
-pub use genotype::parse_genotype_file;
+pub use genotype::{is_rsid, parse_genotype_file};
 pub use health::{parse_health_csv, parse_health_json};
 
 /// Why an upload was refused.

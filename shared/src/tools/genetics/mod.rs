@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use crate::store::{Genotype, Store};
 use crate::tools::{BoxFuture, DataKind, Tool, ToolCall, ToolOutput, ToolSpec};
+use crate::upload::is_rsid;
 
 const DEFAULT_LIMIT: u64 = 100;
 const MAX_LIMIT: u64 = 1000;
@@ -49,12 +50,9 @@ impl Tool for GetGeneticData {
     fn call<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let Some(caller) = call.caller else {
-                return ToolOutput::Error("sign in first: this tool reads your own data".into());
+                return ToolOutput::sign_in_first();
             };
-            match self.run(&caller.user_id, &call.arguments).await {
-                Ok(data) => ToolOutput::Json(json!({ "success": true, "data": data })),
-                Err(message) => ToolOutput::Json(json!({ "success": false, "error": message })),
-            }
+            ToolOutput::data(self.run(&caller.user_id, &call.arguments).await)
         })
     }
 }
@@ -95,10 +93,7 @@ fn parse_rsids(value: &Value) -> Result<(Vec<String>, Vec<String>), String> {
         .map(|s| s.trim().to_lowercase())
         .filter(|s| !s.is_empty())
     {
-        let digits = id.strip_prefix("rs").or_else(|| id.strip_prefix('i'));
-        if digits.is_some_and(|d| {
-            !d.is_empty() && d.len() <= 12 && d.bytes().all(|b| b.is_ascii_digit())
-        }) {
+        if is_rsid(&id) {
             if !valid.contains(&id) {
                 valid.push(id);
             }
@@ -167,30 +162,45 @@ impl GetGeneticData {
             .collect();
         let truncated = hits.len().saturating_sub(limit);
         hits.truncate(limit);
+        let nearby = include_nearby && range > 0;
+        let window = |g: &Genotype| {
+            (
+                g.position.saturating_sub(range),
+                g.position.saturating_add(range),
+            )
+        };
         let mut variants = Vec::with_capacity(hits.len());
-        for hit in &hits {
-            let mut v =
-                json!({ "r": hit.rsid, "c": hit.chromosome, "p": hit.position, "g": hit.genotype });
-            if include_nearby && range > 0 {
-                let from = hit.position.saturating_sub(range);
-                let to = hit.position.saturating_add(range);
-                let mut near: Vec<Genotype> = self
-                    .store
-                    .genotypes_in_range(user, &hit.chromosome, from, to)
+        // Hits are in chromosome and position order, so hits whose windows overlap are
+        // neighbours: one range read serves each run of them.
+        for run in hits.chunk_by(|a, b| a.chromosome == b.chromosome && window(b).0 <= window(a).1)
+        {
+            let read = if nearby {
+                let (first, last) = (&run[0], &run[run.len() - 1]);
+                self.store
+                    .genotypes_in_range(user, &first.chromosome, window(first).0, window(last).1)
                     .await
                     .map_err(unavailable)?
-                    .into_iter()
-                    .filter(|g| g.rsid != hit.rsid)
-                    .collect();
-                near.sort_by_key(|g| g.position.abs_diff(hit.position));
-                near.truncate(NEARBY_PER_HIT);
-                let near: Vec<Value> = near
-                    .iter()
-                    .map(|g| json!({ "r": g.rsid, "p": g.position, "g": g.genotype, "d": g.position as i64 - hit.position as i64 }))
-                    .collect();
-                v["n"] = near.into();
+            } else {
+                Vec::new()
+            };
+            for hit in run {
+                let mut v = json!({ "r": hit.rsid, "c": hit.chromosome, "p": hit.position, "g": hit.genotype });
+                if nearby {
+                    let (from, to) = window(hit);
+                    let mut near: Vec<&Genotype> = read
+                        .iter()
+                        .filter(|g| (from..=to).contains(&g.position) && g.rsid != hit.rsid)
+                        .collect();
+                    near.sort_by_key(|g| g.position.abs_diff(hit.position));
+                    near.truncate(NEARBY_PER_HIT);
+                    let near: Vec<Value> = near
+                        .iter()
+                        .map(|g| json!({ "r": g.rsid, "p": g.position, "g": g.genotype, "d": g.position as i64 - hit.position as i64 }))
+                        .collect();
+                    v["n"] = near.into();
+                }
+                variants.push(v);
             }
-            variants.push(v);
         }
         let mut out = json!({
             "legend": { "r": "rsid", "c": "chromosome", "p": "position", "g": "genotype", "n": "nearby variants", "d": "distance in base pairs (negative: before)" },
@@ -219,5 +229,63 @@ mod tests {
         assert_eq!(valid, vec!["rs429358", "rs7412"]);
         assert_eq!(invalid.len(), 1);
         assert!(parse_rsids(&json!(42)).is_err());
+    }
+
+    #[tokio::test]
+    async fn shared_range_reads_give_each_hit_its_own_window() {
+        use crate::store::EmbeddedStore;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let dir =
+            std::env::temp_dir().join(format!("mirobody-genetics-{}-{nanos}", std::process::id()));
+        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(dir.join("db.sqlite")).unwrap());
+        let genotypes = crate::demo::genotypes();
+        store.put_genotypes("u", &genotypes).await.unwrap();
+        let tool = GetGeneticData {
+            store: store.clone(),
+        };
+        // Demo filler lies within 900 kb of each known variant: many windows overlap.
+        let range = 300_000;
+        let rsids: Vec<&str> = genotypes
+            .iter()
+            .step_by(3)
+            .map(|g| g.rsid.as_str())
+            .collect();
+        let mut arguments = serde_json::Map::new();
+        arguments.insert("rsid".into(), json!(rsids));
+        arguments.insert("nearby_range".into(), json!(range));
+        arguments.insert("limit".into(), json!(MAX_LIMIT));
+        let out = tool.run("u", &arguments).await.unwrap();
+        let variants = out["variants"].as_array().unwrap();
+        assert_eq!(variants.len(), rsids.len());
+        for variant in variants {
+            let position = variant["p"].as_u64().unwrap();
+            let mut near: Vec<Genotype> = store
+                .genotypes_in_range(
+                    "u",
+                    variant["c"].as_str().unwrap(),
+                    position.saturating_sub(range),
+                    position + range,
+                )
+                .await
+                .unwrap()
+                .into_iter()
+                .filter(|g| g.rsid != variant["r"])
+                .collect();
+            near.sort_by_key(|g| g.position.abs_diff(position));
+            near.truncate(NEARBY_PER_HIT);
+            let expected: Vec<(String, u64)> =
+                near.into_iter().map(|g| (g.rsid, g.position)).collect();
+            let shown: Vec<(String, u64)> = variant["n"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| (n["r"].as_str().unwrap().into(), n["p"].as_u64().unwrap()))
+                .collect();
+            assert_eq!(shown, expected, "{variant}");
+        }
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -1,56 +1,94 @@
 //! Keyword matching of a user's indicator names (E1): exact and whole-word matches
 //! on indicator keys, plus the synonym table (any language, abbreviations, LOINC codes).
+//! The table's keys are computed once per process, a keyword's once per request.
 
-use super::synonyms::{LAB_INDICATORS, LabIndicator};
+use std::sync::LazyLock;
+
+use super::synonyms::LAB_INDICATORS;
 use crate::store::Reading;
 
-/// The synonym groups a keyword (a name or a LOINC code) belongs to.
-fn groups_of(keyword: &str) -> Vec<&'static LabIndicator> {
-    let key = Reading::indicator_key(keyword);
+/// A synonym group with its names as indicator keys.
+struct KeyedIndicator {
+    loinc: &'static str,
+    name: String,
+    names: Vec<String>,
+}
+
+/// The synonym table as indicator keys, computed once per process.
+static KEYED: LazyLock<Vec<KeyedIndicator>> = LazyLock::new(|| {
     LAB_INDICATORS
         .iter()
-        .filter(|g| {
-            g.loinc == keyword.trim() || g.names.iter().any(|n| Reading::indicator_key(n) == key)
+        .map(|g| KeyedIndicator {
+            loinc: g.loinc,
+            name: Reading::indicator_key(g.name),
+            names: g.names.iter().map(|n| Reading::indicator_key(n)).collect(),
         })
         .collect()
+});
+
+/// The synonym groups a keyword (a name or a LOINC code) belongs to.
+fn groups_of(keyword: &str) -> impl Iterator<Item = &'static KeyedIndicator> {
+    let key = Reading::indicator_key(keyword);
+    let trimmed = keyword.trim().to_string();
+    KEYED
+        .iter()
+        .filter(move |g| g.loinc == trimmed || g.names.contains(&key))
 }
 
 fn contains_words(haystack: &str, needle: &str) -> bool {
     format!(" {haystack} ").contains(&format!(" {needle} "))
 }
 
-/// Does `keyword` name the indicator called `name` (with LOINC `code`, if known)?
-pub fn matches(keyword: &str, name: &str, code: Option<&str>) -> bool {
-    let wanted = Reading::indicator_key(keyword);
-    let have = Reading::indicator_key(name);
-    if wanted.is_empty() {
-        return false;
+/// A search keyword, prepared once per request: its key and its synonym groups.
+pub struct Keyword<'k> {
+    trimmed: &'k str,
+    key: String,
+    groups: Vec<&'static KeyedIndicator>,
+}
+
+impl<'k> Keyword<'k> {
+    pub fn new(keyword: &'k str) -> Self {
+        Keyword {
+            trimmed: keyword.trim(),
+            key: Reading::indicator_key(keyword),
+            groups: groups_of(keyword).collect(),
+        }
     }
-    if wanted == have || code.is_some_and(|c| c.eq_ignore_ascii_case(keyword.trim())) {
-        return true;
+
+    /// Does this keyword name the indicator whose indicator key is `have` (with LOINC
+    /// `code`, if known)?
+    pub fn matches(&self, have: &str, code: Option<&str>) -> bool {
+        let wanted = &self.key;
+        if wanted.is_empty() {
+            return false;
+        }
+        if wanted == have || code.is_some_and(|c| c.eq_ignore_ascii_case(self.trimmed)) {
+            return true;
+        }
+        // Whole-word containment, only for keywords long enough not to be noise ("k", "hr").
+        if wanted.len() >= 3 && contains_words(have, wanted) {
+            return true;
+        }
+        self.groups.iter().any(|group| {
+            code.is_some_and(|c| c == group.loinc)
+                || group.names.iter().any(|n| n == have)
+                || group.name == have
+        })
     }
-    // Whole-word containment, only for keywords long enough not to be noise ("k", "hr").
-    if wanted.len() >= 3 && contains_words(&have, &wanted) {
-        return true;
-    }
-    groups_of(keyword).iter().any(|group| {
-        code.is_some_and(|c| c == group.loinc)
-            || group
-                .names
-                .iter()
-                .any(|n| Reading::indicator_key(n) == have)
-            || Reading::indicator_key(group.name) == have
-    })
 }
 
 /// The LOINC code the synonym table knows for an indicator name.
 pub fn known_code(name: &str) -> Option<&'static str> {
-    groups_of(name).first().map(|g| g.loinc)
+    groups_of(name).next().map(|g| g.loinc)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn matches(keyword: &str, name: &str, code: Option<&str>) -> bool {
+        Keyword::new(keyword).matches(&Reading::indicator_key(name), code)
+    }
 
     #[test]
     fn hba1c_is_found_by_its_other_names() {

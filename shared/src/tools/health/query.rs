@@ -12,7 +12,7 @@ use chrono::{Datelike, Duration, NaiveDate};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::matching;
+use super::matching::{self, Keyword};
 use crate::store::{Reading, ReadingQuery, ReadingValue, Store};
 use crate::tools::{BoxFuture, DataKind, Tool, ToolCall, ToolOutput, ToolSpec};
 
@@ -77,17 +77,13 @@ impl Tool for QueryHealthIndicators {
     fn call<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let Some(caller) = call.caller else {
-                return ToolOutput::Error("sign in first: this tool reads your own data".into());
+                return ToolOutput::sign_in_first();
             };
-            let params: Params = match serde_json::from_value(Value::Object(call.arguments.clone()))
-            {
+            let params: Params = match serde_json::from_value(Value::Object(call.arguments)) {
                 Ok(params) => params,
                 Err(e) => return ToolOutput::Error(format!("invalid arguments: {e}")),
             };
-            match self.run(&caller.user_id, params).await {
-                Ok(data) => ToolOutput::Json(json!({ "success": true, "data": data })),
-                Err(message) => ToolOutput::Json(json!({ "success": false, "error": message })),
-            }
+            ToolOutput::data(self.run(&caller.user_id, params).await)
         })
     }
 }
@@ -129,15 +125,12 @@ impl QueryHealthIndicators {
             return Ok(catalogue(&readings));
         }
         let exact_keys: Vec<String> = exact.iter().map(|n| Reading::indicator_key(n)).collect();
+        let prepared: Vec<Keyword<'_>> = keywords.iter().map(|k| Keyword::new(k)).collect();
         let mut by_indicator: BTreeMap<String, Vec<&Reading>> = BTreeMap::new();
         for reading in &readings {
             let key = Reading::indicator_key(&reading.indicator);
             let code = reading.code.as_deref();
-            if exact_keys.contains(&key)
-                || keywords
-                    .iter()
-                    .any(|k| matching::matches(k, &reading.indicator, code))
-            {
+            if exact_keys.contains(&key) || prepared.iter().any(|k| k.matches(&key, code)) {
                 by_indicator.entry(key).or_default().push(reading);
             }
         }
