@@ -26,7 +26,7 @@ use super::naming::{PREFIX, namespace, namespaced_tools};
 use super::probe::{CLOSE_TIMEOUT, connect_and_list};
 use crate::mcp::McpError;
 use crate::remote::{Dialect, HttpError, McpConnection, RemoteError, RemoteTool};
-use crate::store::McpServerRecord;
+use crate::store::{McpServerRecord, StoreError};
 use crate::tools::Caller;
 
 /// Each server gets this long to connect and list (D8), all of them in parallel.
@@ -150,6 +150,20 @@ impl ExternalListing {
     }
 }
 
+/// The enabled servers (D2: an empty url is skipped) in listing order, or why the list
+/// could not be read (logged without user data).
+fn enabled(
+    records: Result<Vec<McpServerRecord>, StoreError>,
+) -> Result<Vec<McpServerRecord>, String> {
+    let mut records = records.map_err(|error| {
+        tracing::warn!(%error, "could not read the caller's MCP servers");
+        "the list of your MCP servers could not be read".to_string()
+    })?;
+    records.retain(|r| r.enabled && !r.url.is_empty());
+    super::sort_for_listing(&mut records);
+    Ok(records)
+}
+
 fn allowed(record: &McpServerRecord, tool: &str) -> bool {
     record
         .allowed_tools
@@ -198,15 +212,9 @@ fn tool_error(text: String) -> Map<String, Value> {
 }
 
 impl ExternalServers {
-    /// The caller's enabled servers (D2: an empty url is skipped), in listing order.
+    /// The caller's enabled servers, read for a forwarded call.
     async fn enabled(&self, user: &str) -> Result<Vec<McpServerRecord>, String> {
-        let mut records = self.store.mcp_servers(user).await.map_err(|error| {
-            tracing::warn!(%error, "could not read the caller's MCP servers");
-            "the list of your MCP servers could not be read".to_string()
-        })?;
-        records.retain(|r| r.enabled && !r.url.is_empty());
-        super::sort_for_listing(&mut records);
-        Ok(records)
+        enabled(self.store.mcp_servers(user).await)
     }
 
     /// Connects to one server (the cached dialect first) within the connect budget.
@@ -281,9 +289,15 @@ impl ExternalServers {
 
     /// `tools/list`: every enabled server in parallel; the allowed tools of those that
     /// answered, a note for each that did not.
-    pub async fn listing(&self, caller: &Caller) -> ExternalListing {
+    /// `records` is the caller's server list as the store answered it (read together
+    /// with the availability probe, one round trip).
+    pub async fn listing(
+        &self,
+        caller: &Caller,
+        records: Result<Vec<McpServerRecord>, StoreError>,
+    ) -> ExternalListing {
         let user = caller.user_id.as_str();
-        let records = match self.enabled(user).await {
+        let records = match enabled(records) {
             Ok(records) => records,
             Err(why) => {
                 return ExternalListing {

@@ -15,7 +15,7 @@ use super::era::{self, Era, META_SERVER_INFO, RequestMeta};
 use super::error::McpError;
 use super::jsonrpc::{self, Incoming};
 use crate::clock::Clock;
-use crate::external::{ExternalServers, TOOL_PREFIX};
+use crate::external::{ExternalListing, ExternalServers, TOOL_PREFIX};
 use crate::identity::LoginPrompts;
 use crate::prompts::{PromptOutput, PromptRequest, Prompts};
 use crate::resources::{Resources, Substitutions};
@@ -36,7 +36,8 @@ pub struct McpServer {
     pub tools: Registry,
     pub resources: Resources,
     pub prompts: Prompts,
-    /// Answers which kinds of data a caller holds, for availability gating (A5).
+    /// Answers which kinds of data a caller holds (A5 gating) and which MCP servers they
+    /// registered (D8), in one read per `tools/list`.
     pub store: Arc<dyn Store>,
     /// What an anonymous call to a tool that needs a user gets (A7 step 3).
     pub login: LoginPrompts,
@@ -358,15 +359,26 @@ impl McpServer {
         era: Era,
         exchange: &Exchange<'_>,
     ) -> Reply {
-        // The caller's external tools (D8) are fetched alongside the availability probe,
-        // so a signed-in caller waits for the slower of the two, not their sum.
-        let external = async {
-            match (&self.external, exchange.caller) {
-                (Some(external), Some(caller)) => external.listing(caller).await,
-                _ => Default::default(),
+        // A signed-in caller's data presence (A5) and external servers (D8) come from
+        // one store read; the external listing then contacts the servers.
+        let (presence, external) = match exchange.caller {
+            None => (None, ExternalListing::default()),
+            Some(caller) => {
+                let (presence, servers) =
+                    match self.store.presence_and_mcp_servers(&caller.user_id).await {
+                        Ok((presence, servers)) => (Some(presence), Ok(servers)),
+                        Err(error) => {
+                            tracing::warn!(%error, "availability probe failed; listing every tool");
+                            (None, Err(error))
+                        }
+                    };
+                let external = match &self.external {
+                    Some(external) => external.listing(caller, servers).await,
+                    None => ExternalListing::default(),
+                };
+                (presence, external)
             }
         };
-        let (presence, external) = tokio::join!(self.presence(exchange.caller), external);
         let visible = |spec: &ToolSpec| (exchange.visible)(spec.name) && gate(spec, presence);
         let page = match cursor(params.and_then(Value::as_object))
             .and_then(|c| self.tools.page(c, &visible))
@@ -380,7 +392,7 @@ impl McpServer {
         }
         // External tools follow the built-in ones, on the last page (with at most
         // `PAGE_SIZE` built-in tools, always the first).
-        let external: crate::external::ExternalListing = match page.next_cursor {
+        let external = match page.next_cursor {
             None => external,
             Some(_) => Default::default(),
         };
@@ -416,19 +428,6 @@ impl McpServer {
                 body: body.into(),
             },
             Err(_) => error_reply(id, &McpError::Internal, era),
-        }
-    }
-
-    /// What data the caller holds: one store round trip, and only for a resolved
-    /// caller. A failing probe hides nothing (fail open) and logs no user data.
-    async fn presence(&self, caller: Option<&Caller>) -> Option<DataPresence> {
-        let caller = caller?;
-        match self.store.data_presence(&caller.user_id).await {
-            Ok(presence) => Some(presence),
-            Err(error) => {
-                tracing::warn!(%error, "availability probe failed; listing every tool");
-                None
-            }
         }
     }
 

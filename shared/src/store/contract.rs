@@ -244,6 +244,7 @@ async fn contract(store: &dyn Store, run: &str) {
     mcp_server_delete_frees_its_url(store, &user("mcp-delete")).await;
     mcp_servers_are_per_user(store, &user("mcp-alice"), &user("mcp-bob")).await;
     mcp_servers_are_not_user_data(store, &user("mcp-data")).await;
+    presence_and_servers_come_in_one_read(store, &user("mcp-both"), &user("mcp-next")).await;
 }
 
 async fn presence_follows_writes(store: &dyn Store, user: &str) {
@@ -1847,4 +1848,60 @@ async fn dynamo_store_meets_the_contract() {
         tables_ready
     );
     drop(moto);
+}
+
+/// The combined read answers exactly what the two separate reads answer, whatever else
+/// the user (or the user sorted next) holds.
+async fn presence_and_servers_come_in_one_read(store: &dyn Store, user: &str, next: &str) {
+    let both = |user: String| async move {
+        let combined = store.presence_and_mcp_servers(&user).await.unwrap();
+        let separate = (
+            store.data_presence(&user).await.unwrap(),
+            store.mcp_servers(&user).await.unwrap(),
+        );
+        assert_eq!(combined, separate, "{user}");
+        combined
+    };
+    assert_eq!(
+        both(user.to_string()).await,
+        (DataPresence::default(), vec![])
+    );
+
+    let weather = mcp_server("weather", "https://weather.example/mcp");
+    let atlas = mcp_server("atlas", "https://atlas.example/mcp");
+    store.create_mcp_server(user, &weather).await.unwrap();
+    store.create_mcp_server(user, &atlas).await.unwrap();
+    store
+        .put_share(user, next, &["chat".to_string()])
+        .await
+        .unwrap();
+    store
+        .create_mcp_server(next, &mcp_server("other", "https://other.example/mcp"))
+        .await
+        .unwrap();
+    let (presence, servers) = both(user.to_string()).await;
+    assert_eq!(presence, DataPresence::default());
+    assert_eq!(servers, vec![atlas.clone(), weather.clone()]);
+
+    store
+        .put_readings(
+            user,
+            &[reading("Glucose", "2024-01-01T08:00:00", "lab", 90.0)],
+        )
+        .await
+        .unwrap();
+    store
+        .put_genotypes(user, &[genotype("rs1", "1", 1, "AA")])
+        .await
+        .unwrap();
+    let (presence, servers) = both(user.to_string()).await;
+    assert_eq!(
+        presence,
+        DataPresence {
+            health: true,
+            genotype: true
+        }
+    );
+    assert_eq!(servers, vec![atlas, weather]);
+    assert_eq!(both(next.to_string()).await.1.len(), 1);
 }

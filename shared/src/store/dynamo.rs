@@ -1081,6 +1081,20 @@ fn data_key(user: &str, sk: String) -> Item {
     HashMap::from([(PK.to_string(), s(user)), (SK.to_string(), s(sk))])
 }
 
+/// The `presence` item's flags (absent: no data of either kind).
+fn presence_of(item: Option<&Item>) -> DataPresence {
+    let flag = |name: &str| {
+        matches!(
+            item.and_then(|i| i.get(name)),
+            Some(AttributeValue::Bool(true))
+        )
+    };
+    DataPresence {
+        health: flag("health"),
+        genotype: flag("genotype"),
+    }
+}
+
 fn mcp_item(op: &'static str, user: &str, record: &McpServerRecord) -> Result<Item, StoreError> {
     let McpServerParts {
         name,
@@ -1136,16 +1150,7 @@ impl Store for DynamoStore {
             let item = self
                 .data_item("data_presence", user, PRESENCE_SK.to_string())
                 .await?;
-            let flag = |name: &str| {
-                matches!(
-                    item.as_ref().and_then(|i| i.get(name)),
-                    Some(AttributeValue::Bool(true))
-                )
-            };
-            Ok(DataPresence {
-                health: flag("health"),
-                genotype: flag("genotype"),
-            })
+            Ok(presence_of(item.as_ref()))
         })
     }
 
@@ -1872,6 +1877,35 @@ impl Store for DynamoStore {
                 .iter()
                 .map(|item| mcp_from_item(op, item))
                 .collect()
+        })
+    }
+
+    fn presence_and_mcp_servers<'a>(
+        &'a self,
+        user: &'a str,
+    ) -> StoreFuture<'a, (DataPresence, Vec<McpServerRecord>)> {
+        Box::pin(async move {
+            let op = "presence_and_mcp_servers";
+            // One key range holds both: `mcp#…` < `mcpurl#…` < `presence`, and no other
+            // kind sorts between them (`account`, `g#`, `h#` before; `share#` after).
+            let q = self
+                .user_query(user)
+                .key_condition_expression("#pk = :pk AND #sk BETWEEN :first AND :last")
+                .expression_attribute_names("#sk", SK)
+                .expression_attribute_values(":first", s(MCP_PREFIX))
+                .expression_attribute_values(":last", s(PRESENCE_SK));
+            let items = query_all(op, q, self.page_limit).await?;
+            let mut presence = None;
+            let mut servers = Vec::new();
+            for item in &items {
+                let sk = get_s(op, item, SK)?;
+                if sk == PRESENCE_SK {
+                    presence = Some(item);
+                } else if sk.starts_with(MCP_PREFIX) {
+                    servers.push(mcp_from_item(op, item)?);
+                }
+            }
+            Ok((presence_of(presence), servers))
         })
     }
 

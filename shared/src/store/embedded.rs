@@ -215,6 +215,28 @@ impl McpRow {
 
 const MCP_COLUMNS: &str = "name, url, record, last_connected_at, last_connect_error";
 
+fn presence_of(conn: &Connection, user: &str) -> rusqlite::Result<DataPresence> {
+    conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM readings WHERE user = ?1), \
+                EXISTS (SELECT 1 FROM genotypes WHERE user = ?1)",
+    )?
+    .query_row([user], |row| {
+        Ok(DataPresence {
+            health: row.get(0)?,
+            genotype: row.get(1)?,
+        })
+    })
+}
+
+fn mcp_servers_of(conn: &Connection, user: &str) -> rusqlite::Result<Vec<McpServerRecord>> {
+    // BINARY collation: UTF-8 byte order, as DynamoDB orders sort keys.
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {MCP_COLUMNS} FROM mcp_servers WHERE user = ?1 ORDER BY name"
+    ))?;
+    let rows = stmt.query_map([user], mcp_from_row)?;
+    rows.collect()
+}
+
 fn mcp_from_row(row: &Row<'_>) -> rusqlite::Result<McpServerRecord> {
     let body: McpServerBody = json_from_column(row, 2)?;
     let last_connected_at = match row.get_ref(3)? {
@@ -473,20 +495,7 @@ fn genotype_from_row(row: &Row<'_>) -> rusqlite::Result<Genotype> {
 impl Store for EmbeddedStore {
     fn data_presence<'a>(&'a self, user: &'a str) -> StoreFuture<'a, DataPresence> {
         let user = user.to_string();
-        Box::pin(self.run("data_presence", move |conn| {
-            conn.prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM readings WHERE user = ?1), \
-                        EXISTS (SELECT 1 FROM genotypes WHERE user = ?1)",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_row([&user], |row| {
-                    Ok(DataPresence {
-                        health: row.get(0)?,
-                        genotype: row.get(1)?,
-                    })
-                })
-            })
-        }))
+        Box::pin(self.run("data_presence", move |conn| presence_of(conn, &user)))
     }
 
     fn put_readings<'a>(
@@ -1112,15 +1121,17 @@ impl Store for EmbeddedStore {
     }
 
     fn mcp_servers<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Vec<McpServerRecord>> {
-        let op = "mcp_servers";
         let user = user.to_string();
-        Box::pin(self.run(op, move |conn| {
-            // BINARY collation: UTF-8 byte order, as DynamoDB orders sort keys.
-            let mut stmt = conn.prepare_cached(&format!(
-                "SELECT {MCP_COLUMNS} FROM mcp_servers WHERE user = ?1 ORDER BY name"
-            ))?;
-            let rows = stmt.query_map([&user], mcp_from_row)?;
-            rows.collect()
+        Box::pin(self.run("mcp_servers", move |conn| mcp_servers_of(conn, &user)))
+    }
+
+    fn presence_and_mcp_servers<'a>(
+        &'a self,
+        user: &'a str,
+    ) -> StoreFuture<'a, (DataPresence, Vec<McpServerRecord>)> {
+        let user = user.to_string();
+        Box::pin(self.run("presence_and_mcp_servers", move |conn| {
+            Ok((presence_of(conn, &user)?, mcp_servers_of(conn, &user)?))
         }))
     }
 

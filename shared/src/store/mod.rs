@@ -549,6 +549,13 @@ pub trait Store: Send + Sync {
     /// Every server of the user, ordered by name.
     fn mcp_servers<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Vec<McpServerRecord>>;
 
+    /// [`Store::data_presence`] and [`Store::mcp_servers`] in one round trip: what every
+    /// signed-in `tools/list` needs (A5 gating, D8).
+    fn presence_and_mcp_servers<'a>(
+        &'a self,
+        user: &'a str,
+    ) -> StoreFuture<'a, (DataPresence, Vec<McpServerRecord>)>;
+
     fn mcp_server<'a>(
         &'a self,
         user: &'a str,
