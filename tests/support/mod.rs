@@ -1,7 +1,8 @@
 //! Helpers for the end-to-end tests: start the real `mirobody-local` binary on a
 //! free loopback port, speak HTTP to it, build modern (2026-07-28) requests, run the
 //! SDK clients of `tests/clients/`, read the sample events of `events/`, and run the
-//! app in-process.
+//! app in-process. Its unit test `wiring` fails when a `tests/*.rs` file has no
+//! `[[test]]` entry in `tests/Cargo.toml` (and so would never run).
 //!
 //! The binaries are built by the test command (`scripts/test`) before the tests run;
 //! the clients' dependencies are installed by `scripts/install-test-deps`.
@@ -17,6 +18,9 @@ use mirobody::identity::Keys;
 use mirobody::store::EmbeddedStore;
 use mirobody::{App, Config, RouteGroup, Runtime, Services};
 use serde_json::{Value, json};
+
+#[cfg(test)]
+mod wiring;
 
 pub const MODERN: &str = "2026-07-28";
 

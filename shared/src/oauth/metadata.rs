@@ -2,7 +2,11 @@
 //! bytes, so the three authorization-server paths serve byte-identical documents.
 
 use bytes::Bytes;
+use http::{Response, StatusCode};
 use serde_json::json;
+
+use super::OAuthApi;
+use crate::http as web;
 
 pub const SCOPES: &[&str] = &[
     "openid",
@@ -50,4 +54,15 @@ pub fn protected_resource(origin: &str, resource: &str) -> Bytes {
         "resource_name": "Mirobody health data (MCP)"
     });
     Bytes::from(serde_json::to_vec_pretty(&doc).expect("metadata serialises"))
+}
+
+impl OAuthApi {
+    /// C1: the same bytes at every authorization-server metadata path.
+    pub fn server_metadata(&self) -> Response<Bytes> {
+        web::json_bytes(StatusCode::OK, self.server_metadata.clone())
+    }
+
+    pub fn resource_metadata(&self) -> Response<Bytes> {
+        web::json_bytes(StatusCode::OK, self.resource_metadata.clone())
+    }
 }

@@ -1,0 +1,256 @@
+//! `GET` and `POST /oauth/authorize`: validates an authorization request (client,
+//! redirect URI, PKCE S256, scope, resource), shows the sign-in and consent page, and on
+//! the post checks the form, the credentials and the decision, then redirects with a
+//! single-use code (stored hashed) or an error, always with `state` and `iss`.
+//!
+//! Errors about the client or its redirect URI are shown on a page, never redirected.
+//! Does not issue tokens; the token endpoint exchanges the code.
+
+use bytes::Bytes;
+use http::header::LOCATION;
+use http::{HeaderValue, Request, Response, StatusCode};
+
+use super::signin::SignInForm;
+use super::{
+    CODE_SECS, Form, OAuthApi, field, form, html, known_scopes, no_store, pages, query, unavailable,
+};
+use crate::http as web;
+use crate::identity::{random_secret, secret_hash};
+use crate::store::{AuthCode, OAuthClient};
+
+fn redirect(location: &str) -> Response<Bytes> {
+    let mut response = web::empty(StatusCode::FOUND);
+    if let Ok(value) = HeaderValue::from_str(location) {
+        response.headers_mut().insert(LOCATION, value);
+    }
+    no_store(response)
+}
+
+fn with_query(uri: &str, pairs: &[(&str, &str)]) -> String {
+    let encoded: String = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish();
+    let joiner = if uri.contains('?') { '&' } else { '?' };
+    format!("{uri}{joiner}{encoded}")
+}
+
+/// The parameters of an authorization request, validated.
+struct AuthorizeRequest {
+    client: OAuthClient,
+    redirect_uri: String,
+    state: Option<String>,
+    scope: String,
+    code_challenge: String,
+    resource: Option<String>,
+}
+
+impl OAuthApi {
+    /// Validates an authorization request. Errors about the client or the redirect
+    /// URI are shown on a page (never redirected, RFC 6749 4.1.2.1); others redirect.
+    async fn authorize_request(&self, params: &Form) -> Result<AuthorizeRequest, Response<Bytes>> {
+        let page_error = |text: &str| {
+            html(
+                StatusCode::BAD_REQUEST,
+                pages::message("Cannot sign in", text),
+            )
+        };
+        let Some(client_id) = field(params, "client_id") else {
+            return Err(page_error("client_id is missing"));
+        };
+        let client = match self.load_client(client_id).await {
+            Ok(Some(client)) => client,
+            Ok(None) => return Err(page_error("this application is not registered")),
+            Err(e) => return Err(unavailable(e)),
+        };
+        let redirect_uri = match field(params, "redirect_uri") {
+            Some(uri) if client.redirect_uris.iter().any(|r| r == uri) => uri.to_string(),
+            None if client.redirect_uris.len() == 1 => client.redirect_uris[0].clone(),
+            _ => return Err(page_error("redirect_uri does not match the registration")),
+        };
+        let state = field(params, "state").map(String::from);
+        let fail = |error: &str, description: &str| {
+            let mut pairs = vec![
+                ("error", error),
+                ("error_description", description),
+                ("iss", self.origin.as_str()),
+            ];
+            if let Some(state) = &state {
+                pairs.push(("state", state.as_str()));
+            }
+            redirect(&with_query(&redirect_uri, &pairs))
+        };
+        if field(params, "response_type") != Some("code") {
+            return Err(fail(
+                "unsupported_response_type",
+                "response_type must be code",
+            ));
+        }
+        if !client.grant_types.iter().any(|g| g == "authorization_code") {
+            return Err(fail(
+                "unauthorized_client",
+                "this client may not use the authorization code grant",
+            ));
+        }
+        let code_challenge = match (
+            field(params, "code_challenge"),
+            field(params, "code_challenge_method"),
+        ) {
+            (Some(challenge), Some("S256")) if challenge.len() == 43 => challenge.to_string(),
+            (Some(_), Some("S256")) => {
+                return Err(fail(
+                    "invalid_request",
+                    "code_challenge must be a base64url SHA-256",
+                ));
+            }
+            (Some(_), _) => {
+                return Err(fail(
+                    "invalid_request",
+                    "code_challenge_method must be S256",
+                ));
+            }
+            (None, _) => {
+                return Err(fail(
+                    "invalid_request",
+                    "PKCE is required: send code_challenge with S256",
+                ));
+            }
+        };
+        let scope = field(params, "scope").unwrap_or("mcp:tools").to_string();
+        if !known_scopes(&scope) {
+            return Err(fail("invalid_scope", "unknown scope"));
+        }
+        let resource = field(params, "resource").map(String::from);
+        if resource.as_deref().is_some_and(|r| r != self.resource) {
+            return Err(fail(
+                "invalid_target",
+                "resource must be this server's MCP endpoint",
+            ));
+        }
+        Ok(AuthorizeRequest {
+            client,
+            redirect_uri,
+            state,
+            scope,
+            code_challenge,
+            resource,
+        })
+    }
+
+    /// The fields an authorization request carries through the form.
+    fn carried(params: &Form) -> Vec<(&str, &str)> {
+        [
+            "client_id",
+            "redirect_uri",
+            "response_type",
+            "scope",
+            "state",
+            "code_challenge",
+            "code_challenge_method",
+            "resource",
+        ]
+        .into_iter()
+        .filter_map(|k| field(params, k).map(|v| (k, v)))
+        .collect()
+    }
+
+    fn binding(request: &AuthorizeRequest) -> String {
+        format!(
+            "authorize|{}|{}|{}",
+            request.client.client_id, request.redirect_uri, request.code_challenge
+        )
+    }
+
+    /// `GET /oauth/authorize`: the sign-in and consent page.
+    pub async fn authorize_page(&self, request: &Request<Bytes>, action: &str) -> Response<Bytes> {
+        let params = query(request);
+        let auth = match self.authorize_request(&params).await {
+            Ok(auth) => auth,
+            Err(response) => return response,
+        };
+        self.consent_page(request, action, &params, &auth, None)
+    }
+
+    /// The sign-in and consent form for a validated authorization request.
+    fn consent_page(
+        &self,
+        request: &Request<Bytes>,
+        action: &str,
+        params: &Form,
+        auth: &AuthorizeRequest,
+        error: Option<&str>,
+    ) -> Response<Bytes> {
+        let name = auth
+            .client
+            .client_name
+            .as_deref()
+            .unwrap_or(&auth.client.client_id);
+        let form = SignInForm {
+            action,
+            name: Some(name),
+            scope: &auth.scope,
+            fields: &Self::carried(params),
+            binding: &Self::binding(auth),
+            redirect_uri: Some(&auth.redirect_uri),
+        };
+        self.form_page(request, form, error)
+    }
+
+    /// `POST /oauth/authorize`: check the form, the credentials and the decision, then
+    /// redirect with a code (or `access_denied`), `state` and `iss`.
+    pub async fn authorize_submit(
+        &self,
+        request: &Request<Bytes>,
+        action: &str,
+    ) -> Response<Bytes> {
+        let params = form(request.body());
+        let auth = match self.authorize_request(&params).await {
+            Ok(auth) => auth,
+            Err(response) => return response,
+        };
+        if !self.csrf_ok(request, field(&params, "csrf"), &Self::binding(&auth)) {
+            return html(
+                StatusCode::FORBIDDEN,
+                pages::message(
+                    "Cannot sign in",
+                    "The form expired or did not come from this site. Start again from your application.",
+                ),
+            );
+        }
+        let mut pairs: Vec<(&str, &str)> = vec![("iss", self.origin.as_str())];
+        if let Some(state) = &auth.state {
+            pairs.push(("state", state));
+        }
+        if field(&params, "decision") != Some("allow") {
+            pairs.insert(0, ("error", "access_denied"));
+            return redirect(&with_query(&auth.redirect_uri, &pairs));
+        }
+        let user_id = match self.check_credentials(&params).await {
+            Ok(Some(user_id)) => user_id,
+            Ok(None) => {
+                return self.consent_page(
+                    request,
+                    action,
+                    &params,
+                    &auth,
+                    Some("Wrong e-mail or password."),
+                );
+            }
+            Err(e) => return unavailable(e),
+        };
+        let code = random_secret(32);
+        let record = AuthCode {
+            client_id: auth.client.client_id.clone(),
+            user_id,
+            scope: auth.scope.clone(),
+            redirect_uri: auth.redirect_uri.clone(),
+            code_challenge: auth.code_challenge.clone(),
+            resource: auth.resource.clone(),
+            expires_at: self.clock.now() + CODE_SECS,
+        };
+        if let Err(e) = self.store.put_code(&secret_hash(&code), &record).await {
+            return unavailable(e);
+        }
+        pairs.insert(0, ("code", &code));
+        redirect(&with_query(&auth.redirect_uri, &pairs))
+    }
+}

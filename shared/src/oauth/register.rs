@@ -1,0 +1,113 @@
+//! `POST /oauth/register`: open dynamic client registration (RFC 7591). Checks the
+//! redirect URIs, the token endpoint auth method and the grant types, then stores the
+//! client with its secret hashed; the secret is shown once, in this response.
+//!
+//! Does not issue tokens or codes.
+
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use serde_json::{Value, json};
+
+use super::clients::{acceptable_redirects, client_name};
+use super::{OAuthApi, no_store, oauth_error, unavailable};
+use crate::http as web;
+use crate::identity::{random_secret, secret_hash};
+use crate::store::OAuthClient;
+
+impl OAuthApi {
+    /// Open dynamic client registration (RFC 7591) with validated redirect URIs.
+    pub async fn register(&self, body: &[u8]) -> Response<Bytes> {
+        let Ok(request) = serde_json::from_slice::<Value>(body) else {
+            return oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_client_metadata",
+                "the body must be JSON",
+            );
+        };
+        let redirect_uris: Vec<String> = request
+            .get("redirect_uris")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !acceptable_redirects(&redirect_uris) {
+            return oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_redirect_uri",
+                "redirect_uris must be 1-10 absolute https URIs (http only for localhost), without fragments",
+            );
+        }
+        let method = request
+            .get("token_endpoint_auth_method")
+            .and_then(Value::as_str)
+            .unwrap_or("client_secret_basic");
+        if !matches!(
+            method,
+            "none" | "client_secret_post" | "client_secret_basic"
+        ) {
+            return oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_client_metadata",
+                "unsupported token_endpoint_auth_method",
+            );
+        }
+        let grant_types: Vec<String> = match request.get("grant_types").and_then(Value::as_array) {
+            Some(list) => list
+                .iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect(),
+            None => vec!["authorization_code".into(), "refresh_token".into()],
+        };
+        let known = ["authorization_code", "refresh_token", "client_credentials"];
+        if grant_types.is_empty() || grant_types.iter().any(|g| !known.contains(&g.as_str())) {
+            return oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_client_metadata",
+                "unsupported grant_types",
+            );
+        }
+        if method == "none" && grant_types.iter().any(|g| g == "client_credentials") {
+            return oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_client_metadata",
+                "client_credentials needs a confidential client",
+            );
+        }
+        let secret = (method != "none").then(|| random_secret(32));
+        let client = OAuthClient {
+            client_id: format!("c_{}", random_secret(16)),
+            secret_hash: secret.as_deref().map(secret_hash),
+            redirect_uris,
+            grant_types,
+            token_endpoint_auth_method: method.into(),
+            client_name: client_name(&request),
+            created_at: self.clock.now(),
+        };
+        match self.store.put_client(&client).await {
+            Ok(true) => {}
+            Ok(false) => {
+                return oauth_error(StatusCode::CONFLICT, "invalid_client_metadata", "try again");
+            }
+            Err(e) => return unavailable(e),
+        }
+        let mut out = json!({
+            "client_id": client.client_id,
+            "client_name": client.client_name,
+            "redirect_uris": client.redirect_uris,
+            "grant_types": client.grant_types,
+            "response_types": ["code"],
+            "token_endpoint_auth_method": client.token_endpoint_auth_method,
+            "client_id_issued_at": client.created_at,
+        });
+        if let Some(secret) = secret {
+            out["client_secret"] = secret.into();
+            out["client_secret_expires_at"] = 0.into();
+        }
+        no_store(web::json(StatusCode::CREATED, &out))
+    }
+}

@@ -1,0 +1,155 @@
+//! The sign-in form shared by the consent page and `/mcplogin`: CSRF double-submit
+//! tokens bound to the request they were issued for, the form's cookie and
+//! `Content-Security-Policy`, and the e-mail and password check.
+//!
+//! Does not decide what a successful sign-in grants; the endpoints do.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use bytes::Bytes;
+use hmac::{Hmac, KeyInit, Mac};
+use http::header::{COOKIE, SET_COOKIE};
+use http::{HeaderValue, Request, Response, StatusCode};
+use sha2::Sha256;
+
+use super::{Form, OAuthApi, field, html, pages};
+use crate::identity::{authenticate, random_secret};
+use crate::store::StoreError;
+
+const FORM_SECS: u64 = 600;
+const CSRF_COOKIE: &str = "mirobody_csrf";
+
+/// The CSP source for where a consent form's answer may redirect: the registered
+/// redirect URI's origin (`http(s)://host:port`), or `scheme:` for a private-use scheme.
+/// Chromium applies `form-action` to the redirect after a form post, so `'self'` alone
+/// blocks every authorization response.
+fn form_target(redirect_uri: &str) -> Option<String> {
+    let url = url::Url::parse(redirect_uri).ok()?;
+    match url.scheme() {
+        "http" | "https" => Some(url.origin().ascii_serialization()),
+        scheme => Some(format!("{scheme}:")),
+    }
+}
+
+fn cookie(request: &Request<Bytes>, name: &str) -> Option<String> {
+    request
+        .headers()
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_string())
+}
+
+/// What a sign-in page shows and carries.
+pub(super) struct SignInForm<'a> {
+    pub(super) action: &'a str,
+    /// The requesting client's name (consent), or `None` for `/mcplogin`.
+    pub(super) name: Option<&'a str>,
+    pub(super) scope: &'a str,
+    /// Hidden fields carried through the post.
+    pub(super) fields: &'a [(&'a str, &'a str)],
+    /// What the CSRF token is bound to.
+    pub(super) binding: &'a str,
+    /// Where the post's answer redirects (the client's redirect URI), if anywhere.
+    pub(super) redirect_uri: Option<&'a str>,
+}
+
+impl OAuthApi {
+    fn csrf(&self, nonce: &str, binding: &str, issued: u64) -> String {
+        let mut mac =
+            <Hmac<Sha256> as KeyInit>::new_from_slice(&self.form_key).expect("HMAC takes any key");
+        mac.update(format!("{nonce}|{binding}|{issued}").as_bytes());
+        format!(
+            "{issued}.{}",
+            URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
+        )
+    }
+
+    /// Double-submit: the form's token is an HMAC over the cookie's nonce, the
+    /// request it was issued for, and its age.
+    pub(super) fn csrf_ok(
+        &self,
+        request: &Request<Bytes>,
+        token: Option<&str>,
+        binding: &str,
+    ) -> bool {
+        let (Some(nonce), Some(token)) = (cookie(request, CSRF_COOKIE), token) else {
+            return false;
+        };
+        let Some(issued) = token
+            .split_once('.')
+            .and_then(|(t, _)| t.parse::<u64>().ok())
+        else {
+            return false;
+        };
+        let fresh = self.clock.now().saturating_sub(issued) <= FORM_SECS;
+        fresh && self.csrf(&nonce, binding, issued).as_bytes() == token.as_bytes()
+    }
+
+    pub(super) fn form_page(
+        &self,
+        request: &Request<Bytes>,
+        form: SignInForm<'_>,
+        error: Option<&str>,
+    ) -> Response<Bytes> {
+        let SignInForm {
+            action,
+            name,
+            scope,
+            fields,
+            binding,
+            redirect_uri,
+        } = form;
+        let nonce = cookie(request, CSRF_COOKIE)
+            .filter(|n| n.len() >= 20)
+            .unwrap_or_else(|| random_secret(24));
+        let csrf = self.csrf(&nonce, binding, self.clock.now());
+        let mut all: Vec<(&str, &str)> = fields.to_vec();
+        all.push(("csrf", &csrf));
+        let status = if error.is_some() {
+            StatusCode::UNAUTHORIZED
+        } else {
+            StatusCode::OK
+        };
+        let mut response = html(
+            status,
+            pages::sign_in(action, name, scope, &pages::hidden(&all), error),
+        );
+        if let Some(target) = redirect_uri.and_then(form_target) {
+            let csp = format!(
+                "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' {target}"
+            );
+            if let Ok(value) = HeaderValue::from_str(&csp) {
+                response
+                    .headers_mut()
+                    .insert("content-security-policy", value);
+            }
+        }
+        let secure = if self.origin.starts_with("https://") {
+            "; Secure"
+        } else {
+            ""
+        };
+        if let Ok(value) = HeaderValue::from_str(&format!(
+            "{CSRF_COOKIE}={nonce}; Path=/; HttpOnly; SameSite=Strict{secure}"
+        )) {
+            response.headers_mut().insert(SET_COOKIE, value);
+        }
+        response
+    }
+
+    pub(super) async fn check_credentials(
+        &self,
+        params: &Form,
+    ) -> Result<Option<String>, StoreError> {
+        match (field(params, "email"), field(params, "password")) {
+            (Some(email), Some(password)) => {
+                authenticate(self.store.as_ref(), email, password).await
+            }
+            _ => Ok(None),
+        }
+    }
+}
