@@ -10,8 +10,8 @@ pub mod request_state;
 
 pub use agents::AgentPolicy;
 pub use registry::{
-    BoxFuture, CallContext, Caller, DataKind, Notifier, PAGE_SIZE, Registry, Tool, ToolCall,
-    ToolOutput, ToolSpec, call_result,
+    CallContext, Caller, DataKind, Notifier, PAGE_SIZE, Registry, Tool, ToolCall, ToolOutput,
+    ToolSpec, call_result,
 };
 pub use request_state::StateSeal;
 

@@ -8,16 +8,13 @@
 //! the dispatcher passes it a filter.
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
+use futures_util::future::BoxFuture;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::mcp::McpError;
-
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// How a tool presents itself in `tools/list`.
 #[derive(Debug, Clone)]

@@ -4,10 +4,11 @@
 
 use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use crate::store::{Genotype, Store};
-use crate::tools::{BoxFuture, DataKind, Tool, ToolCall, ToolOutput, ToolSpec};
+use crate::tools::{DataKind, Tool, ToolCall, ToolOutput, ToolSpec};
 use crate::upload::is_rsid;
 
 const DEFAULT_LIMIT: u64 = 100;

@@ -9,12 +9,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{Datelike, Duration, NaiveDate};
+use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::matching::{self, Keyword};
 use crate::store::{Reading, ReadingQuery, ReadingValue, Store};
-use crate::tools::{BoxFuture, DataKind, Tool, ToolCall, ToolOutput, ToolSpec};
+use crate::tools::{DataKind, Tool, ToolCall, ToolOutput, ToolSpec};
 
 const DEFAULT_LIMIT: u32 = 50;
 const MAX_LIMIT: u32 = 500;
