@@ -11,9 +11,13 @@ use http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value, json};
 
 use super::capabilities::Declaration;
-use super::era::{self, Era, META_SERVER_INFO, RequestMeta};
+use super::era::{self, Era, RequestMeta};
 use super::error::McpError;
 use super::jsonrpc::{self, Incoming};
+use super::wire::{
+    META_LOG_LEVEL, META_PROGRESS_TOKEN, META_SERVER_INFO, META_UNAVAILABLE_SERVERS,
+    MODERN_VERSION, RESULT_COMPLETE, RESULT_INPUT_REQUIRED,
+};
 use crate::clock::Clock;
 use crate::external::{ExternalListing, ExternalServers, TOOL_PREFIX};
 use crate::identity::LoginPrompts;
@@ -23,9 +27,6 @@ use crate::store::{DataPresence, Store};
 use crate::tools::{
     CallContext, Caller, DataKind, Notifier, Registry, ToolOutput, ToolSpec, call_result,
 };
-
-/// Where a `tools/list` result notes the caller's external servers that did not answer.
-pub const META_UNAVAILABLE_SERVERS: &str = "io.mirobody/unavailableServers";
 
 /// How long clients may cache list and discovery results.
 pub const CACHE_TTL_MS: u64 = 300_000;
@@ -105,12 +106,12 @@ impl serde::Serialize for WithTools<'_> {
 fn notifier_for(params: Option<&Value>, era: Era) -> Notifier {
     let meta = params.and_then(|p| p.get("_meta"));
     let token = meta
-        .and_then(|m| m.get("progressToken"))
+        .and_then(|m| m.get(META_PROGRESS_TOKEN))
         .filter(|t| t.is_string() || t.is_number())
         .cloned();
     let level = match era {
         Era::Modern => meta
-            .and_then(|m| m.get("io.modelcontextprotocol/logLevel"))
+            .and_then(|m| m.get(META_LOG_LEVEL))
             .and_then(Value::as_str)
             .map(String::from),
         _ => None,
@@ -254,7 +255,7 @@ impl McpServer {
                         if era != Era::Modern {
                             return Err(McpError::InvalidParams(format!(
                                 "{name} needs a client that speaks MCP {}",
-                                era::MODERN_VERSION
+                                MODERN_VERSION
                             )));
                         }
                         call_result(ToolOutput::InputRequired {
@@ -338,7 +339,7 @@ impl McpServer {
         {
             return call_result(ToolOutput::Error(format!(
                 "{name} needs a client that speaks MCP {}",
-                era::MODERN_VERSION
+                MODERN_VERSION
             )));
         }
         let input_required = matches!(output, ToolOutput::InputRequired { .. });
@@ -453,7 +454,7 @@ impl McpServer {
         if era == Era::Modern {
             result
                 .entry("resultType")
-                .or_insert_with(|| "complete".into());
+                .or_insert_with(|| RESULT_COMPLETE.into());
             let meta = result.entry("_meta").or_insert_with(|| json!({}));
             if let Some(meta) = meta.as_object_mut() {
                 meta.insert(
@@ -482,7 +483,7 @@ fn gate(spec: &ToolSpec, presence: Option<DataPresence>) -> bool {
 }
 
 fn mark_input_required(mut result: Map<String, Value>) -> Map<String, Value> {
-    result.insert("resultType".into(), "input_required".into());
+    result.insert("resultType".into(), RESULT_INPUT_REQUIRED.into());
     result
 }
 
