@@ -1,12 +1,14 @@
 //! The MCP protocol: JSON-RPC envelope, errors, eras and versions, the capabilities
-//! declaration, method dispatch, and the wire vocabulary the outbound client shares.
-//! Transport-independent: it sees headers and a body, never a socket or a Lambda event.
+//! declaration, method dispatch, tool answers shaped as results, and the wire
+//! vocabulary the outbound client shares. Transport-independent: it sees headers and a
+//! body, never a socket or a Lambda event.
 
 mod capabilities;
 mod dispatch;
 pub mod era;
 mod error;
 mod jsonrpc;
+mod results;
 pub(crate) mod wire;
 
 pub use capabilities::Declaration;

@@ -121,6 +121,10 @@ fn chromosome_rank(chromosome: &str) -> u32 {
 }
 
 impl GetGeneticData {
+    pub(crate) fn new(store: Arc<dyn Store>) -> Self {
+        GetGeneticData { store }
+    }
+
     async fn run(
         &self,
         user: &str,

@@ -90,6 +90,10 @@ impl Tool for QueryHealthIndicators {
 }
 
 impl QueryHealthIndicators {
+    pub(crate) fn new(store: Arc<dyn Store>) -> Self {
+        QueryHealthIndicators { store }
+    }
+
     async fn run(&self, user: &str, params: Params) -> Result<Value, String> {
         let limit = params.limit.unwrap_or(DEFAULT_LIMIT);
         if !(1..=MAX_LIMIT).contains(&limit) {
