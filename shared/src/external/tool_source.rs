@@ -1,4 +1,4 @@
-//! D8 on `/mcp`: the caller's servers as the toolbox's [`ToolSource`]: the enabled
+//! The user's own MCP servers on `/mcp`, as the toolbox's [`ToolSource`]: the enabled
 //! ones contacted in parallel, their allowed tools listed under
 //! `mcp__<server>__<tool>`, and calls forwarded. Answers in the tools' own vocabulary
 //! ([`ToolOutput`], [`ToolError`]); `mcp` shapes the wire.

@@ -1,5 +1,6 @@
 //! Tool answers as the wire carries them: the `tools/call` result for each
-//! [`ToolOutput`] (the A6 mapping), the JSON-RPC error for each [`ToolError`], the
+//! [`ToolOutput`] (a data tool's `{success, data | error}` becomes text content,
+//! `structuredContent` and `isError`), the JSON-RPC error for each [`ToolError`], the
 //! per-era rule for outputs a legacy client cannot take, the notes of a `tools/list`
 //! page, and the JSON-RPC notification for each [`Notification`] a tool sent.
 //!
@@ -52,7 +53,7 @@ pub(super) fn tool_result(
     })
 }
 
-/// A6: the `tools/call` result for a tool's output (without `resultType`, which the
+/// The `tools/call` result for a tool's output (without `resultType`, which the
 /// dispatcher adds by era).
 pub(super) fn call_result(output: ToolOutput) -> Result<Map<String, Value>, McpError> {
     match output {

@@ -1,5 +1,5 @@
 //! Tools: the one pipeline every `tools/list` and `tools/call` goes through
-//! ([`Toolbox`]), the registry of built-in tools every caller shares (E3), the tool
+//! ([`Toolbox`]), the registry of built-in tools every caller shares, the tool
 //! packs registered into it, and the [`ToolSource`] trait the caller's own MCP servers
 //! plug in through.
 //!

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 #[derive(Debug, Clone)]
 pub enum ToolOutput {
     /// The product's tool shape: an object with `success` and `data` or `error`,
-    /// mapped to a result as A6 says.
+    /// which `mcp` maps to text content, `structuredContent` and `isError`.
     Json(Value),
     /// A ready `CallToolResult` body (`content`, optional `isError`,
     /// `structuredContent`), for tools that return images, audio or resources.

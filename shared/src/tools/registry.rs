@@ -1,4 +1,4 @@
-//! The registry of built-in tools (E3): one per process, built once per cold start,
+//! The registry of built-in tools: one per process, built once per cold start,
 //! shared by every caller.
 //!
 //! Owns what a tool is (name, description, input schema, whether it needs the caller,

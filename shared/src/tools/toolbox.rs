@@ -29,7 +29,7 @@ pub(crate) struct Toolbox {
     /// Answers which kinds of data a caller holds (the availability gate) and which MCP
     /// servers they registered, in one read per `tools/list`.
     pub(crate) store: Arc<dyn Store>,
-    /// What an anonymous call to a tool that needs a user gets (A7 step 3).
+    /// What an anonymous call to a tool that needs a user gets: a link to sign in.
     pub(crate) login: LoginPrompts,
     pub(crate) clock: Arc<dyn Clock>,
     /// The caller's own MCP servers; `None` without keys.
@@ -160,7 +160,7 @@ impl Toolbox {
         }
         let arguments = arguments_object(arguments)?;
         if spec.needs_caller && caller.is_none() {
-            // A7 step 3: the call succeeds with a login prompt instead of running.
+            // The call succeeds with a login prompt instead of running.
             return Ok(self.login_prompt().await);
         }
         let retry = context.retry.map_err(ToolError::InvalidParams)?;
@@ -186,7 +186,7 @@ impl Toolbox {
     }
 }
 
-/// A5: a data tool is listed only when the caller holds its kind of data (or when
+/// A data tool is listed only when the caller holds its kind of data (or when
 /// that is unknown: anonymous callers and failed probes see everything).
 fn gate(spec: &ToolSpec, presence: Option<DataPresence>) -> bool {
     match (spec.requires, presence) {
