@@ -27,7 +27,7 @@ use crate::prompts::Prompts;
 use crate::remote::{AddressGuard, GuardPolicy, GuardedHttp};
 use crate::resources::Resources;
 use crate::store::{LoginStatus, Store};
-use crate::tools::{self, AgentPolicy, Caller, Registry};
+use crate::tools::{self, AgentPolicy, Caller, Registry, ToolSource, Toolbox};
 
 /// JWT issuer and audience until OAuth (issue 5) binds the audience to the resource.
 pub const TOKEN_ISSUER: &str = "mirobody";
@@ -133,16 +133,20 @@ impl App {
             origin: OriginPolicy::new(&config),
             mcp: McpServer {
                 declaration,
-                tools: registry,
+                tools: Toolbox {
+                    registry,
+                    store: store.clone(),
+                    login: LoginPrompts {
+                        store: store.clone(),
+                        origin: origin.clone(),
+                    },
+                    clock: clock.clone(),
+                    external: signed
+                        .as_ref()
+                        .map(|s| s.external.clone() as Arc<dyn ToolSource>),
+                },
                 resources,
                 prompts,
-                store: store.clone(),
-                login: LoginPrompts {
-                    store: store.clone(),
-                    origin: origin.clone(),
-                },
-                clock: clock.clone(),
-                external: signed.as_ref().map(|s| s.external.clone()),
             },
             data: DataApi {
                 store: store.clone(),

@@ -3,8 +3,9 @@
 //! Owns the per-account registry (the seed's `/api/user/mcp*` table form and the
 //! richer `/api/user/mcp-servers` form, both over the same stored records), the
 //! registration probe, sealed credentials, tool namespacing, and listing and forwarding
-//! calls for `/mcp`. Every connection goes through `remote` (the address guard, pinned
-//! and redirect-free); only `store` keeps the records.
+//! calls for `/mcp` as the toolbox's `tools::ToolSource`. Every connection goes through
+//! `remote` (the address guard, pinned and redirect-free); only `store` keeps the
+//! records. Imports nothing from `mcp`: results are shaped there.
 //!
 //! Must not: return or log a credential (responses show the auth type and header name
 //! only), log a tool's arguments or results (health data may pass through), or let one
@@ -14,7 +15,7 @@ mod api;
 mod credentials;
 mod naming;
 mod probe;
-mod toolbox;
+mod tool_source;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,9 +30,9 @@ use crate::identity::Sealer;
 use crate::remote::{GuardedHttp, INVALID_URL_CODE};
 use crate::store::{McpServerRecord, Store, StoreError};
 
-pub use naming::{PREFIX as TOOL_PREFIX, namespaced};
+pub use naming::namespaced;
 pub use probe::PROBE_BUDGET;
-pub use toolbox::{CONNECT_BUDGET, ExternalListing, SNAPSHOT_TTL};
+pub use tool_source::{CONNECT_BUDGET, SNAPSHOT_TTL};
 
 /// The external-server side of the app, built once per process.
 pub struct ExternalServers {
@@ -39,7 +40,7 @@ pub struct ExternalServers {
     sealer: Arc<Sealer>,
     http: Arc<GuardedHttp>,
     clock: Arc<dyn Clock>,
-    cache: toolbox::SnapshotCache,
+    cache: tool_source::SnapshotCache,
     probe_budget: Duration,
     connect_budget: Duration,
 }
@@ -56,7 +57,7 @@ impl ExternalServers {
             sealer,
             http,
             clock,
-            cache: toolbox::SnapshotCache::default(),
+            cache: tool_source::SnapshotCache::default(),
             probe_budget: PROBE_BUDGET,
             connect_budget: CONNECT_BUDGET,
         }

@@ -3,29 +3,24 @@
 //!
 //! Owns the method table of A2 and the per-era result rules (A4: `resultType`,
 //! serverInfo in `_meta`, caching fields). Does not know HTTP routing, CORS or how
-//! a caller is authenticated: the caller arrives already resolved.
-
-use std::sync::Arc;
+//! a caller is authenticated: the caller arrives already resolved. Tools are the
+//! toolbox's business; their answers become results in `results`.
 
 use http::{HeaderMap, StatusCode};
 use serde_json::{Map, Value, json};
 
 use super::capabilities::Declaration;
-use super::era::{self, Era, META_SERVER_INFO, RequestMeta};
+use super::era::{self, Era, RequestMeta};
 use super::error::McpError;
 use super::jsonrpc::{self, Incoming};
-use crate::clock::Clock;
-use crate::external::{ExternalListing, ExternalServers, TOOL_PREFIX};
-use crate::identity::LoginPrompts;
+use super::results::{self, call_result, mark_input_required};
+use super::wire::{
+    META_LOG_LEVEL, META_PROGRESS_TOKEN, META_SERVER_INFO, META_UNAVAILABLE_SERVERS,
+    MODERN_VERSION, RESULT_COMPLETE,
+};
 use crate::prompts::{PromptOutput, PromptRequest, Prompts};
 use crate::resources::{Resources, Substitutions};
-use crate::store::{DataPresence, Store};
-use crate::tools::{
-    CallContext, Caller, DataKind, Notifier, Registry, ToolOutput, ToolSpec, call_result,
-};
-
-/// Where a `tools/list` result notes the caller's external servers that did not answer.
-pub const META_UNAVAILABLE_SERVERS: &str = "io.mirobody/unavailableServers";
+use crate::tools::{CallContext, Caller, Notifier, Retry, ToolOutput, Toolbox};
 
 /// How long clients may cache list and discovery results.
 pub const CACHE_TTL_MS: u64 = 300_000;
@@ -33,17 +28,10 @@ pub const CACHE_TTL_MS: u64 = 300_000;
 /// The MCP server: everything a request needs, built once per process.
 pub struct McpServer {
     pub declaration: Declaration,
-    pub tools: Registry,
+    /// Every tool a request can reach: built-in ones and the caller's own servers.
+    pub(crate) tools: Toolbox,
     pub resources: Resources,
     pub prompts: Prompts,
-    /// Answers which kinds of data a caller holds (A5 gating) and which MCP servers they
-    /// registered (D8), in one read per `tools/list`.
-    pub store: Arc<dyn Store>,
-    /// What an anonymous call to a tool that needs a user gets (A7 step 3).
-    pub login: LoginPrompts,
-    pub clock: Arc<dyn Clock>,
-    /// The caller's own external MCP servers (D8); `None` without keys.
-    pub external: Option<Arc<ExternalServers>>,
 }
 
 /// One request as the transport hands it over.
@@ -105,12 +93,12 @@ impl serde::Serialize for WithTools<'_> {
 fn notifier_for(params: Option<&Value>, era: Era) -> Notifier {
     let meta = params.and_then(|p| p.get("_meta"));
     let token = meta
-        .and_then(|m| m.get("progressToken"))
+        .and_then(|m| m.get(META_PROGRESS_TOKEN))
         .filter(|t| t.is_string() || t.is_number())
         .cloned();
     let level = match era {
         Era::Modern => meta
-            .and_then(|m| m.get("io.modelcontextprotocol/logLevel"))
+            .and_then(|m| m.get(META_LOG_LEVEL))
             .and_then(Value::as_str)
             .map(String::from),
         _ => None,
@@ -159,7 +147,11 @@ impl McpServer {
             },
             Err(error) => error_reply(&id, &error, era),
         };
-        let notifications = notifier.take();
+        let notifications: Vec<Value> = notifier
+            .take()
+            .into_iter()
+            .map(results::notification)
+            .collect();
         match reply {
             Reply::Json {
                 status: StatusCode::OK,
@@ -233,11 +225,11 @@ impl McpServer {
                     .get(name)
                     .ok_or_else(|| McpError::InvalidParams(format!("unknown prompt: {name}")))?;
                 let arguments = object_param(params, "arguments")?;
-                let (input_responses, request_state) = round_trip(params)?;
+                let retry = round_trip(params).map_err(McpError::InvalidParams)?;
                 let request = PromptRequest {
                     arguments: &arguments,
-                    input_responses,
-                    request_state,
+                    input_responses: retry.input_responses,
+                    request_state: retry.request_state,
                 };
                 match (prompt.render)(request) {
                     PromptOutput::Messages(messages) => {
@@ -254,7 +246,7 @@ impl McpServer {
                         if era != Era::Modern {
                             return Err(McpError::InvalidParams(format!(
                                 "{name} needs a client that speaks MCP {}",
-                                era::MODERN_VERSION
+                                MODERN_VERSION
                             )));
                         }
                         call_result(ToolOutput::InputRequired {
@@ -285,73 +277,27 @@ impl McpServer {
         let params =
             params.ok_or_else(|| McpError::InvalidParams("tools/call needs params".into()))?;
         let name = required_str(Some(params), "name")?;
-        if let (Some(external), Some(caller)) = (&self.external, exchange.caller)
-            && name.starts_with(TOOL_PREFIX)
-        {
-            if !(exchange.visible)(name) {
-                return Err(McpError::UnknownTool(name.into()));
-            }
-            let arguments = object_param(Some(params), "arguments")?;
-            return external.call(caller, name, arguments).await;
-        }
-        let spec = self
-            .tools
-            .spec(name)
-            .ok_or_else(|| McpError::UnknownTool(name.into()))?;
-        if !(exchange.visible)(spec.name) {
-            // A tool hidden from this caller is not callable by it either.
-            return Err(McpError::UnknownTool(name.into()));
-        }
-        let arguments = object_param(Some(params), "arguments")?;
-        if spec.needs_caller && exchange.caller.is_none() {
-            // A7 step 3: the call succeeds with a login prompt instead of running.
-            return match self.login.prompt(self.clock.now()).await {
-                Ok(prompt) => call_result(ToolOutput::Json(prompt)),
-                Err(error) => {
-                    tracing::warn!(%error, "login prompt could not be stored");
-                    call_result(ToolOutput::Error(
-                        "sign-in is unavailable right now; try again shortly".into(),
-                    ))
-                }
-            };
-        }
-        let (input_responses, request_state) = round_trip(Some(params))?;
         let context = CallContext {
-            caller: if spec.needs_caller {
-                exchange.caller
-            } else {
-                None
-            },
             client_capabilities: &meta.client_capabilities,
-            input_responses,
-            request_state,
+            retry: round_trip(Some(params)),
             notifier,
         };
-        let output = self.tools.call(name, arguments, context).await?;
-        // A legacy client cannot answer input requests, and the capabilities it declared
-        // in `initialize` are not remembered (no sessions): both become tool errors.
-        if era != Era::Modern
-            && matches!(
-                output,
-                ToolOutput::InputRequired { .. } | ToolOutput::MissingCapability(_)
+        let answer = self
+            .tools
+            .call(
+                exchange.caller,
+                exchange.visible,
+                name,
+                params.get("arguments"),
+                context,
             )
-        {
-            return call_result(ToolOutput::Error(format!(
-                "{name} needs a client that speaks MCP {}",
-                era::MODERN_VERSION
-            )));
-        }
-        let input_required = matches!(output, ToolOutput::InputRequired { .. });
-        let result = call_result(output)?;
-        Ok(if input_required {
-            mark_input_required(result)
-        } else {
-            result
-        })
+            .await;
+        results::tool_result(answer, name, era)
     }
 
-    /// `tools/list`, the hot path: each tool's listing was serialised once at
-    /// registration and is written into the response as it is, never re-parsed.
+    /// `tools/list`, the hot path: each tool's listing was serialised once (at
+    /// registration, or when a server's snapshot was taken) and is written into the
+    /// response as it is, never re-parsed.
     async fn tools_list(
         &self,
         id: &Value,
@@ -359,60 +305,28 @@ impl McpServer {
         era: Era,
         exchange: &Exchange<'_>,
     ) -> Reply {
-        // A signed-in caller's data presence (A5) and external servers (D8) come from
-        // one store read; the external listing then contacts the servers.
-        let (presence, external) = match exchange.caller {
-            None => (None, ExternalListing::default()),
-            Some(caller) => {
-                let (presence, servers) =
-                    match self.store.presence_and_mcp_servers(&caller.user_id).await {
-                        Ok((presence, servers)) => (Some(presence), Ok(servers)),
-                        Err(error) => {
-                            tracing::warn!(%error, "availability probe failed; listing every tool");
-                            (None, Err(error))
-                        }
-                    };
-                let external = match &self.external {
-                    Some(external) => external.listing(caller, servers).await,
-                    None => ExternalListing::default(),
-                };
-                (presence, external)
-            }
-        };
-        let visible = |spec: &ToolSpec| (exchange.visible)(spec.name) && gate(spec, presence);
-        let page = match cursor(params.and_then(Value::as_object))
-            .and_then(|c| self.tools.page(c, &visible))
+        let cursor = params
+            .and_then(Value::as_object)
+            .and_then(|p| p.get("cursor"));
+        let list = match self
+            .tools
+            .list(exchange.caller, exchange.visible, cursor)
+            .await
         {
-            Ok(page) => page,
-            Err(error) => return error_reply(id, &error, era),
+            Ok(list) => list,
+            Err(error) => return error_reply(id, &error.into(), era),
         };
         let mut result = Map::new();
-        if let Some(next) = &page.next_cursor {
+        if let Some(next) = &list.next_cursor {
             result.insert("nextCursor".into(), next.clone().into());
         }
-        // External tools follow the built-in ones, on the last page (with at most
-        // `PAGE_SIZE` built-in tools, always the first).
-        let external = match page.next_cursor {
-            None => external,
-            Some(_) => Default::default(),
-        };
-        if !external.unavailable.is_empty() {
+        if !list.unavailable().is_empty() {
             result.insert(
                 "_meta".into(),
-                json!({ META_UNAVAILABLE_SERVERS: external.unavailable }),
+                json!({ META_UNAVAILABLE_SERVERS: results::unavailable_notes(list.unavailable()) }),
             );
         }
-        let tools: Vec<&serde_json::value::RawValue> = page
-            .tools
-            .iter()
-            .copied()
-            .chain(
-                external
-                    .tools()
-                    .filter(|(name, _)| (exchange.visible)(name))
-                    .map(|(_, listing)| listing),
-            )
-            .collect();
+        let tools = list.listings();
         let result = self.shape(result, "tools/list", era);
         let envelope = jsonrpc::Envelope {
             jsonrpc: "2.0",
@@ -453,7 +367,7 @@ impl McpServer {
         if era == Era::Modern {
             result
                 .entry("resultType")
-                .or_insert_with(|| "complete".into());
+                .or_insert_with(|| RESULT_COMPLETE.into());
             let meta = result.entry("_meta").or_insert_with(|| json!({}));
             if let Some(meta) = meta.as_object_mut() {
                 meta.insert(
@@ -471,44 +385,23 @@ impl McpServer {
     }
 }
 
-/// A5: a data tool is listed only when the caller holds its kind of data (or when
-/// that is unknown: anonymous callers and failed probes see everything).
-fn gate(spec: &ToolSpec, presence: Option<DataPresence>) -> bool {
-    match (spec.requires, presence) {
-        (Some(DataKind::Health), Some(p)) => p.health,
-        (Some(DataKind::Genotype), Some(p)) => p.genotype,
-        _ => true,
-    }
-}
-
-fn mark_input_required(mut result: Map<String, Value>) -> Map<String, Value> {
-    result.insert("resultType".into(), "input_required".into());
-    result
-}
-
-/// A multi-round retry's `inputResponses` and `requestState` (MRTR).
-type RoundTrip<'p> = (Option<&'p Map<String, Value>>, Option<&'p str>);
-
-fn round_trip(params: Option<&Map<String, Value>>) -> Result<RoundTrip<'_>, McpError> {
+/// A multi-round (MRTR) retry's `inputResponses` and `requestState`, or why they are
+/// malformed.
+fn round_trip(params: Option<&Map<String, Value>>) -> Result<Retry<'_>, String> {
     let input_responses = match params.and_then(|p| p.get("inputResponses")) {
         None | Some(Value::Null) => None,
         Some(Value::Object(map)) => Some(map),
-        Some(_) => {
-            return Err(McpError::InvalidParams(
-                "inputResponses must be an object".into(),
-            ));
-        }
+        Some(_) => return Err("inputResponses must be an object".into()),
     };
     let request_state = match params.and_then(|p| p.get("requestState")) {
         None | Some(Value::Null) => None,
         Some(Value::String(state)) => Some(state.as_str()),
-        Some(_) => {
-            return Err(McpError::InvalidParams(
-                "requestState must be a string".into(),
-            ));
-        }
+        Some(_) => return Err("requestState must be a string".into()),
     };
-    Ok((input_responses, request_state))
+    Ok(Retry {
+        input_responses,
+        request_state,
+    })
 }
 
 fn error_reply(id: &Value, error: &McpError, era: Era) -> Reply {

@@ -1,39 +1,20 @@
 //! Protocol eras and version rules (A4).
 //!
-//! Owns which protocol versions exist, which era a request belongs to, and the
+//! Owns which era a request belongs to, the `initialize` version negotiation, and the
 //! validation a modern (2026-07-28) request must pass before dispatch, in the order
 //! clients expect: `_meta` shape, then the mirrored headers, then version support.
+//! The version strings, `_meta` keys and header names themselves are in [`super::wire`].
 //! Knows nothing about tools or storage.
 
-use base64::Engine;
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 use serde_json::{Map, Value};
 
 use super::error::McpError;
-
-/// The stateless revision: requests carry `_meta`, results carry `resultType`.
-pub const MODERN_VERSION: &str = "2026-07-28";
-
-/// Every version a client may use, newest first. The legacy ones are negotiated with `initialize`.
-pub const SUPPORTED_VERSIONS: [&str; 5] = [
-    MODERN_VERSION,
-    "2025-11-25",
-    "2025-06-18",
-    "2025-03-26",
-    "2024-11-05",
-];
-
-/// Versions served statelessly, per request (the `supported` list of -32022 and of discovery).
-pub const MODERN_VERSIONS: [&str; 1] = [MODERN_VERSION];
-
-pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
-
-pub const HEADER_PROTOCOL_VERSION: &str = "mcp-protocol-version";
-pub const HEADER_METHOD: &str = "mcp-method";
-pub const HEADER_NAME: &str = "mcp-name";
+use super::wire::{
+    HANDSHAKE_VERSIONS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION,
+    METHOD_HEADER, MODERN_VERSIONS, NAME_HEADER, PROTOCOL_VERSION_HEADER, SUPPORTED_VERSIONS,
+    decode_header_value,
+};
 
 /// How a request is served, decided per request from what it carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,8 +45,8 @@ pub fn classify(params: Option<&Value>, headers: &HeaderMap) -> Era {
     if meta_version.is_some() {
         return Era::Modern;
     }
-    match header_str(headers, HEADER_PROTOCOL_VERSION) {
-        Some(Ok(v)) if !SUPPORTED_VERSIONS[1..].contains(&v) => Era::Modern,
+    match header_str(headers, &PROTOCOL_VERSION_HEADER) {
+        Some(Ok(v)) if !HANDSHAKE_VERSIONS.contains(&v) => Era::Modern,
         Some(Err(())) => Era::Modern,
         _ => Era::Legacy,
     }
@@ -115,13 +96,13 @@ pub fn validate_modern(
     }
 
     // 2. Mirrored headers against the body.
-    let header_version = required_header(headers, HEADER_PROTOCOL_VERSION)?;
+    let header_version = required_header(headers, &PROTOCOL_VERSION_HEADER)?;
     if header_version != version {
         return Err(McpError::HeaderMismatch(format!(
             "MCP-Protocol-Version header '{header_version}' does not match _meta version '{version}'"
         )));
     }
-    let header_method = required_header(headers, HEADER_METHOD)?;
+    let header_method = required_header(headers, &METHOD_HEADER)?;
     if header_method != method {
         return Err(McpError::HeaderMismatch(format!(
             "Mcp-Method header '{header_method}' does not match body method '{method}'"
@@ -129,7 +110,7 @@ pub fn validate_modern(
     }
     if let Some(field) = named_field(method) {
         let body_name = params.and_then(|p| p.get(field)).and_then(Value::as_str);
-        let header_name = decode_sentinel(required_header(headers, HEADER_NAME)?)?;
+        let header_name = decode_sentinel(required_header(headers, &NAME_HEADER)?)?;
         if Some(header_name.as_str()) != body_name {
             return Err(McpError::HeaderMismatch(format!(
                 "Mcp-Name header does not match params.{field}"
@@ -158,11 +139,11 @@ fn named_field(method: &str) -> Option<&'static str> {
     }
 }
 
-fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<Result<&'h str, ()>> {
+fn header_str<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Option<Result<&'h str, ()>> {
     headers.get(name).map(|v| v.to_str().map_err(|_| ()))
 }
 
-fn required_header<'h>(headers: &'h HeaderMap, name: &str) -> Result<&'h str, McpError> {
+fn required_header<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Result<&'h str, McpError> {
     match header_str(headers, name) {
         Some(Ok(v)) => Ok(v.trim()),
         Some(Err(())) => Err(McpError::HeaderMismatch(format!(
@@ -176,22 +157,14 @@ fn required_header<'h>(headers: &'h HeaderMap, name: &str) -> Result<&'h str, Mc
 
 /// Decodes the `=?base64?…?=` sentinel form of a mirrored header value.
 fn decode_sentinel(value: &str) -> Result<String, McpError> {
-    match value
-        .strip_prefix("=?base64?")
-        .and_then(|v| v.strip_suffix("?="))
-    {
-        None => Ok(value.to_string()),
-        Some(encoded) => base64::engine::general_purpose::STANDARD
-            .decode(encoded)
-            .ok()
-            .and_then(|bytes| String::from_utf8(bytes).ok())
-            .ok_or_else(|| McpError::HeaderMismatch("Mcp-Name is not valid base64 UTF-8".into())),
-    }
+    decode_header_value(value)
+        .ok_or_else(|| McpError::HeaderMismatch("Mcp-Name is not valid base64 UTF-8".into()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mcp::wire::MODERN_VERSION;
 
     #[test]
     fn initialize_echoes_supported_and_answers_newest_otherwise() {

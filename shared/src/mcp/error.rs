@@ -8,6 +8,7 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 use super::era::Era;
+use super::wire;
 
 /// Everything that can make an MCP request fail at the protocol level.
 /// Tool failures are not here: they are results with `isError: true`.
@@ -52,7 +53,7 @@ impl McpError {
             | McpError::InvalidCursor => -32602,
             McpError::HeaderMismatch(_) => -32020,
             McpError::MissingCapability(_) => -32021,
-            McpError::UnsupportedVersion { .. } => -32022,
+            McpError::UnsupportedVersion { .. } => wire::UNSUPPORTED_PROTOCOL_VERSION,
             McpError::Internal => -32603,
         }
     }

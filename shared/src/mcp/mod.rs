@@ -1,5 +1,6 @@
 //! The MCP protocol: JSON-RPC envelope, errors, eras and versions, the capabilities
-//! declaration, and method dispatch. Transport-independent: it sees headers and a
+//! declaration, method dispatch, tool answers shaped as results, and the wire
+//! vocabulary the outbound client shares. Transport-independent: it sees headers and a
 //! body, never a socket or a Lambda event.
 
 mod capabilities;
@@ -7,6 +8,8 @@ mod dispatch;
 pub mod era;
 mod error;
 mod jsonrpc;
+mod results;
+pub(crate) mod wire;
 
 pub use capabilities::Declaration;
 pub use dispatch::{CACHE_TTL_MS, Exchange, McpServer, Reply};

@@ -372,7 +372,7 @@ pub(super) mod tests {
     use super::*;
     use crate::config::Runtime;
     use crate::remote::guard::{GuardPolicy, Resolver};
-    use crate::tools::BoxFuture;
+    use futures_util::future::BoxFuture;
     use std::collections::HashMap;
     use std::io;
     use std::net::{IpAddr, Ipv4Addr, SocketAddr};

@@ -24,10 +24,10 @@ use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
 use url::{Host, Url};
 
 use crate::config::Runtime;
-use crate::tools::BoxFuture;
 
 /// The one error code of every refusal here; the registration API answers it with 422.
 pub const INVALID_URL_CODE: &str = "invalid_mcp_server_url";

@@ -14,6 +14,9 @@
 //! the address guard, pinning, the no-redirect rule, the timeout and the size bound all
 //! apply.
 //!
+//! The protocol's versions, `_meta` keys, header names and error codes come from
+//! [`crate::mcp::wire`], the one vocabulary the server side uses too.
+//!
 //! Does not know about accounts, stored servers or tool name mangling (D8); those sit on
 //! top. Error messages never contain the URL, the auth headers or any credential.
 
@@ -21,20 +24,19 @@ use std::fmt;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use base64::Engine;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use serde_json::{Map, Value, json};
 
 use super::client::{DEFAULT_MAX_BYTES, GuardedHttp, HttpError, PinnedEndpoint, RemoteResponse};
+use crate::mcp::wire::{
+    self, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, META_SERVER_INFO,
+    METHOD_HEADER, MODERN_VERSION, NAME_HEADER, PARAM_HEADER_ANNOTATION, PARAM_HEADER_PREFIX,
+    PROTOCOL_VERSION_HEADER, RESULT_INPUT_REQUIRED, SESSION_ID_HEADER,
+    STREAMABLE_HANDSHAKE_VERSIONS, UNSUPPORTED_PROTOCOL_VERSION,
+};
 
-/// The version this client asks for on the handshake.
-pub const PROTOCOL_VERSION: &str = "2025-11-25";
-
-/// The stateless version this client speaks.
-pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
-
-/// The handshake versions this client accepts from a server.
-pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] = &["2025-03-26", "2025-06-18", "2025-11-25"];
+/// The version this client asks for on the handshake: the newest one.
+const HANDSHAKE_VERSION: &str = STREAMABLE_HANDSHAKE_VERSIONS[0];
 
 /// At most this many `tools/list` pages are read.
 pub const MAX_TOOL_PAGES: usize = 10;
@@ -42,13 +44,6 @@ pub const MAX_TOOL_PAGES: usize = 10;
 /// At most this many tools are kept (D6).
 pub const MAX_TOOLS: usize = 256;
 
-/// The JSON-RPC code of `UnsupportedProtocolVersionError` (2026-07-28).
-const UNSUPPORTED_VERSION: i64 = -32022;
-
-const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
-const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
-const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
-const NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
 const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 
 /// Which generation of Streamable HTTP a server speaks.
@@ -164,7 +159,7 @@ impl McpConnection {
             auth: auth.clone(),
             dialect: prefer.unwrap_or(Dialect::Stateless),
             session_id: None,
-            protocol_version: MODERN_PROTOCOL_VERSION.to_string(),
+            protocol_version: MODERN_VERSION.to_string(),
             server_name: None,
             next_id: AtomicI64::new(1),
         };
@@ -206,7 +201,7 @@ impl McpConnection {
     /// 2026-07-28: `server/discover`. A modern refusal of our version ends here; any
     /// other refusal means a server of the handshake era.
     async fn discover(&mut self) -> Result<(), Attempt> {
-        self.protocol_version = MODERN_PROTOCOL_VERSION.to_string();
+        self.protocol_version = MODERN_VERSION.to_string();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body = self.request_body(id, "server/discover", json!({}));
         let response = self.post(&body, "server/discover", None).await?;
@@ -221,7 +216,7 @@ impl McpConnection {
         }
         let message = find_response(&response, id).map_err(Attempt::OtherDialect)?;
         if let Some(error) = message.get("error")
-            && error.get("code").and_then(Value::as_i64) == Some(UNSUPPORTED_VERSION)
+            && error.get("code").and_then(Value::as_i64) == Some(UNSUPPORTED_PROTOCOL_VERSION)
         {
             let supported = error
                 .get("data")
@@ -229,7 +224,7 @@ impl McpConnection {
                 .map(|list| truncate(&list.to_string(), 120))
                 .unwrap_or_else(|| "(not said)".into());
             return Err(Attempt::Failed(protocol(format!(
-                "the server does not speak MCP {MODERN_PROTOCOL_VERSION} (it supports {supported})"
+                "the server does not speak MCP {MODERN_VERSION} (it supports {supported})"
             ))));
         }
         if response.status != StatusCode::OK {
@@ -242,11 +237,7 @@ impl McpConnection {
         let speaks_modern = result
             .get("supportedVersions")
             .and_then(Value::as_array)
-            .is_some_and(|versions| {
-                versions
-                    .iter()
-                    .any(|v| v.as_str() == Some(MODERN_PROTOCOL_VERSION))
-            });
+            .is_some_and(|versions| versions.iter().any(|v| v.as_str() == Some(MODERN_VERSION)));
         if !speaks_modern {
             return Err(Attempt::OtherDialect(protocol(
                 "server/discover did not list 2026-07-28",
@@ -254,7 +245,7 @@ impl McpConnection {
         }
         self.server_name = result
             .get("_meta")
-            .and_then(|meta| meta.get("io.modelcontextprotocol/serverInfo"))
+            .and_then(|meta| meta.get(META_SERVER_INFO))
             .or_else(|| result.get("serverInfo"))
             .and_then(|info| info.get("name"))
             .and_then(Value::as_str)
@@ -265,7 +256,7 @@ impl McpConnection {
     /// 2025-era: `initialize`, then `notifications/initialized`.
     async fn handshake(&mut self) -> Result<(), Attempt> {
         let params = json!({
-            "protocolVersion": PROTOCOL_VERSION,
+            "protocolVersion": HANDSHAKE_VERSION,
             "capabilities": {},
             "clientInfo": client_info(),
         });
@@ -277,7 +268,7 @@ impl McpConnection {
             .get("protocolVersion")
             .and_then(Value::as_str)
             .ok_or_else(|| protocol("initialize result has no protocolVersion"))?;
-        if !SUPPORTED_PROTOCOL_VERSIONS.contains(&version) {
+        if !STREAMABLE_HANDSHAKE_VERSIONS.contains(&version) {
             return Err(Attempt::Failed(protocol(format!(
                 "unsupported protocol version {:?}",
                 truncate(version, 40)
@@ -289,7 +280,7 @@ impl McpConnection {
             .and_then(|info| info.get("name"))
             .and_then(Value::as_str)
             .map(|name| truncate(name, 128));
-        if let Some(session) = headers.get(SESSION_HEADER) {
+        if let Some(session) = headers.get(SESSION_ID_HEADER) {
             // Visible ASCII only (the spec's rule); anything else is not sent back.
             let valid = session
                 .as_bytes()
@@ -385,7 +376,7 @@ impl McpConnection {
             let annotations = param_annotations(&tool.input_schema).map_err(protocol)?;
             for (path, name) in annotations {
                 if let Some(value) = lookup(&arguments, &path).and_then(param_text)
-                    && let Ok(name) = HeaderName::try_from(format!("mcp-param-{name}"))
+                    && let Ok(name) = HeaderName::try_from(format!("{PARAM_HEADER_PREFIX}{name}"))
                 {
                     extra.insert(name, header_value(&value));
                 }
@@ -396,7 +387,7 @@ impl McpConnection {
         if !result.is_object() {
             return Err(protocol("tools/call result is not an object"));
         }
-        if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
+        if result.get("resultType").and_then(Value::as_str) == Some(RESULT_INPUT_REQUIRED) {
             return Err(protocol(
                 "the tool asked for more input, which a forwarded call cannot give",
             ));
@@ -412,9 +403,9 @@ impl McpConnection {
             return;
         };
         let mut headers = self.auth.clone();
-        headers.insert(SESSION_HEADER, session.clone());
+        headers.insert(SESSION_ID_HEADER, session.clone());
         if let Ok(version) = HeaderValue::from_str(&self.protocol_version) {
-            headers.insert(VERSION_HEADER, version);
+            headers.insert(PROTOCOL_VERSION_HEADER, version);
         }
         let _ = tokio::time::timeout(timeout, self.endpoint.delete(&headers)).await;
     }
@@ -428,13 +419,13 @@ impl McpConnection {
         );
         let versioned = self.dialect == Dialect::Stateless || method != "initialize";
         if versioned && let Ok(version) = HeaderValue::from_str(&self.protocol_version) {
-            headers.insert(VERSION_HEADER, version);
+            headers.insert(PROTOCOL_VERSION_HEADER, version);
         }
         if self.dialect == Dialect::Stateless {
             headers.insert(METHOD_HEADER, header_value(method));
         }
         if let Some(session) = &self.session_id {
-            headers.insert(SESSION_HEADER, session.clone());
+            headers.insert(SESSION_ID_HEADER, session.clone());
         }
         if let Some(extra) = extra {
             headers.extend(extra);
@@ -451,9 +442,9 @@ impl McpConnection {
             object.insert(
                 "_meta".into(),
                 json!({
-                    "io.modelcontextprotocol/protocolVersion": MODERN_PROTOCOL_VERSION,
-                    "io.modelcontextprotocol/clientInfo": client_info(),
-                    "io.modelcontextprotocol/clientCapabilities": {},
+                    META_PROTOCOL_VERSION: MODERN_VERSION,
+                    META_CLIENT_INFO: client_info(),
+                    META_CLIENT_CAPABILITIES: {},
                 }),
             );
         }
@@ -505,22 +496,9 @@ fn client_info() -> Value {
     json!({"name": "mirobody", "version": env!("CARGO_PKG_VERSION")})
 }
 
-/// A header value: as it is when it is plain visible ASCII (spaces inside allowed),
-/// else the spec's `=?base64?…?=` sentinel.
+/// A mirrored header value, in the sentinel form when it is not plain visible ASCII.
 fn header_value(text: &str) -> HeaderValue {
-    let printable = !text.is_empty() && text.bytes().all(|b| (0x20..=0x7e).contains(&b));
-    let padded = text.starts_with(' ') || text.ends_with(' ');
-    let looks_encoded = text.starts_with("=?") && text.ends_with("?=");
-    let plain = printable && !padded && !looks_encoded;
-    let value = if plain {
-        text.to_string()
-    } else {
-        format!(
-            "=?base64?{}?=",
-            base64::engine::general_purpose::STANDARD.encode(text)
-        )
-    };
-    HeaderValue::from_str(&value).unwrap_or(HeaderValue::from_static(""))
+    HeaderValue::from_str(&wire::encode_header_value(text)).unwrap_or(HeaderValue::from_static(""))
 }
 
 /// The `x-mcp-header` annotations of a 2026-07-28 tool: (property path, header name).
@@ -537,7 +515,7 @@ fn param_annotations(schema: &Value) -> Result<Vec<(Vec<String>, String)>, Strin
         };
         for (key, property) in properties {
             path.push(key.clone());
-            if let Some(annotation) = property.get("x-mcp-header") {
+            if let Some(annotation) = property.get(PARAM_HEADER_ANNOTATION) {
                 let name = annotation
                     .as_str()
                     .filter(|name| !name.is_empty() && name.bytes().all(is_tchar))
@@ -566,7 +544,7 @@ fn param_annotations(schema: &Value) -> Result<Vec<(Vec<String>, String)>, Strin
         match value {
             Value::Object(map) => map
                 .iter()
-                .map(|(key, inner)| usize::from(key == "x-mcp-header") + count(inner))
+                .map(|(key, inner)| usize::from(key == PARAM_HEADER_ANNOTATION) + count(inner))
                 .sum(),
             Value::Array(items) => items.iter().map(count).sum(),
             _ => 0,

@@ -132,7 +132,7 @@ async fn speaks_both_dialects_with_the_python_sdk_server() {
         .await
         .unwrap();
     assert_eq!(modern.dialect(), Dialect::Stateless);
-    assert_eq!(modern.protocol_version(), MODERN_PROTOCOL_VERSION);
+    assert_eq!(modern.protocol_version(), MODERN_VERSION);
     assert_eq!(modern.server_name(), Some("adder"));
     assert!(!modern.has_session());
     let shown = format!("{modern:?}");
@@ -166,7 +166,7 @@ async fn speaks_both_dialects_with_the_python_sdk_server() {
     .await
     .unwrap();
     assert_eq!(legacy.dialect(), Dialect::Handshake);
-    assert_eq!(legacy.protocol_version(), PROTOCOL_VERSION);
+    assert_eq!(legacy.protocol_version(), HANDSHAKE_VERSION);
     assert_eq!(legacy.server_name(), Some("adder"));
     assert!(legacy.has_session(), "the SDK hands out a session id");
     list_and_add(&legacy).await;
@@ -377,7 +377,7 @@ async fn tool_lists_follow_cursors_up_to_the_bounds() {
 #[tokio::test]
 async fn a_modern_server_without_our_version_is_not_retried_as_legacy() {
     let addr = scripted(|method, _| match method {
-        "server/discover" => json!({"error": {"code": -32022, "message": "unsupported",
+        "server/discover" => json!({"error": {"code": UNSUPPORTED_PROTOCOL_VERSION, "message": "unsupported",
                                               "data": {"supported": ["2027-01-01"], "requested": "2026-07-28"}}}),
         // Would succeed if the client wrongly fell back to the handshake.
         _ => json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "x"}}),

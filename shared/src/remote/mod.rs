@@ -20,7 +20,4 @@ pub use client::{
 pub use guard::{
     AddressGuard, CheckedUrl, GuardError, GuardPolicy, INVALID_URL_CODE, Resolver, SystemResolver,
 };
-pub use mcp_client::{
-    Dialect, MAX_TOOL_PAGES, MAX_TOOLS, MODERN_PROTOCOL_VERSION, McpConnection, PROTOCOL_VERSION,
-    RemoteError, RemoteTool, SUPPORTED_PROTOCOL_VERSIONS,
-};
+pub use mcp_client::{Dialect, MAX_TOOL_PAGES, MAX_TOOLS, McpConnection, RemoteError, RemoteTool};

@@ -1,23 +1,20 @@
-//! The tool registry (E3): one per process, built once per cold start, shared by
-//! every caller.
+//! The registry of built-in tools: one per process, built once per cold start,
+//! shared by every caller.
 //!
 //! Owns what a tool is (name, description, input schema, whether it needs the caller,
-//! an async call), deterministic ordering by name, cursor pagination, argument
-//! checking, and the mapping from a tool's output to a `tools/call` result (A6).
-//! Does not resolve callers, touch storage or decide which tools a caller may see;
-//! the dispatcher passes it a filter.
+//! an async call), deterministic ordering by name, cursor pagination and argument
+//! checking. Does not resolve callers, touch storage, decide which tools a caller may
+//! see (the toolbox passes it a filter) or shape results (`mcp` does).
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::mcp::McpError;
-
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+use super::notifier::Notifier;
+use super::output::{ToolError, ToolOutput};
 
 /// How a tool presents itself in `tools/list`.
 #[derive(Debug, Clone)]
@@ -112,123 +109,6 @@ pub struct ToolCall<'a> {
     pub notifier: &'a Notifier,
 }
 
-/// Collects the notifications a tool sends while it runs (progress, log messages).
-/// The transport writes them to the request's event stream before the result.
-#[derive(Debug, Default)]
-pub struct Notifier {
-    progress_token: Option<Value>,
-    log_level: Option<String>,
-    sent: Mutex<Vec<Value>>,
-}
-
-impl Notifier {
-    /// `progress_token` and `log_level` come from the request's `_meta`: without
-    /// them the client asked for no notifications, and none are sent.
-    pub fn new(progress_token: Option<Value>, log_level: Option<String>) -> Self {
-        Notifier {
-            progress_token,
-            log_level,
-            sent: Mutex::default(),
-        }
-    }
-
-    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        let Some(token) = &self.progress_token else {
-            return;
-        };
-        let mut params = json!({ "progressToken": token, "progress": progress });
-        if let Some(total) = total {
-            params["total"] = total.into();
-        }
-        if let Some(message) = message {
-            params["message"] = message.into();
-        }
-        self.push(
-            json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": params }),
-        );
-    }
-
-    /// A log message, sent only when the request asked for this level or a lower one.
-    pub fn log(&self, level: &str, data: Value) {
-        const LEVELS: [&str; 8] = [
-            "debug",
-            "info",
-            "notice",
-            "warning",
-            "error",
-            "critical",
-            "alert",
-            "emergency",
-        ];
-        let rank = |l: &str| LEVELS.iter().position(|x| *x == l);
-        let Some(wanted) = self.log_level.as_deref().and_then(rank) else {
-            return;
-        };
-        if rank(level).is_some_and(|r| r >= wanted) {
-            self.push(json!({
-                "jsonrpc": "2.0", "method": "notifications/message",
-                "params": { "level": level, "data": data }
-            }));
-        }
-    }
-
-    fn push(&self, notification: Value) {
-        self.sent
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .push(notification);
-    }
-
-    pub fn take(&self) -> Vec<Value> {
-        std::mem::take(
-            &mut *self
-                .sent
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()),
-        )
-    }
-}
-
-/// What a tool returns.
-#[derive(Debug, Clone)]
-pub enum ToolOutput {
-    /// The product's tool shape: an object with `success` and `data` or `error`,
-    /// mapped to a result as A6 says.
-    Json(Value),
-    /// A ready `CallToolResult` body (`content`, optional `isError`,
-    /// `structuredContent`), for tools that return images, audio or resources.
-    Result(Map<String, Value>),
-    /// The tool needs the client's input first (MRTR): `inputRequests` keyed by id,
-    /// and an opaque state the client echoes on its retry.
-    InputRequired {
-        input_requests: Map<String, Value>,
-        request_state: Option<String>,
-    },
-    /// A tool execution error the model can act on (`isError: true`).
-    Error(String),
-    /// The tool cannot run without a client capability the request did not declare.
-    MissingCapability(Value),
-    /// The request itself is malformed for this tool (a tampered `requestState`):
-    /// a JSON-RPC error, not a tool result.
-    InvalidParams(String),
-}
-
-impl ToolOutput {
-    /// A data tool's answer in the product's tool shape: `{success: true, data}`, or
-    /// `{success: false, error}` for a problem the model can explain.
-    pub fn data(answer: Result<Value, String>) -> Self {
-        match answer {
-            Ok(data) => ToolOutput::Json(json!({ "success": true, "data": data })),
-            Err(message) => ToolOutput::Json(json!({ "success": false, "error": message })),
-        }
-    }
-
-    /// What a tool that reads the caller's own data returns to an anonymous call.
-    pub fn sign_in_first() -> Self {
-        ToolOutput::Error("sign in first: this tool reads your own data".into())
-    }
-}
-
 pub trait Tool: Send + Sync + 'static {
     fn spec(&self) -> ToolSpec;
     fn call<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput>;
@@ -300,14 +180,14 @@ impl Registry {
     }
 
     /// One page of the tools `visible` admits, in name order.
-    pub fn page(
+    pub(crate) fn page(
         &self,
         cursor: Option<&str>,
         visible: &dyn Fn(&ToolSpec) -> bool,
-    ) -> Result<ToolPage<'_>, McpError> {
+    ) -> Result<ToolPage<'_>, ToolError> {
         let offset = match cursor {
             None => 0,
-            Some(cursor) => decode_cursor(cursor).ok_or(McpError::InvalidCursor)?,
+            Some(cursor) => decode_cursor(cursor).ok_or(ToolError::InvalidCursor)?,
         };
         let mut shown = self
             .entries
@@ -323,42 +203,26 @@ impl Registry {
         Ok(ToolPage { tools, next_cursor })
     }
 
-    /// Checks the arguments against the tool's schema and runs it.
-    pub async fn call(
+    /// Checks the arguments against the tool's schema and runs it; arguments the schema
+    /// refuses are a tool error the model can correct.
+    pub(crate) async fn call(
         &self,
         name: &str,
-        arguments: Map<String, Value>,
-        context: CallContext<'_>,
-    ) -> Result<ToolOutput, McpError> {
+        call: ToolCall<'_>,
+    ) -> Result<ToolOutput, ToolError> {
         let entry = self
             .entries
             .get(name)
-            .ok_or_else(|| McpError::UnknownTool(name.into()))?;
-        if let Err(why) =
-            check_arguments(&entry.spec.input_schema, entry.strict_arguments, &arguments)
-        {
+            .ok_or_else(|| ToolError::UnknownTool(name.into()))?;
+        if let Err(why) = check_arguments(
+            &entry.spec.input_schema,
+            entry.strict_arguments,
+            &call.arguments,
+        ) {
             return Ok(ToolOutput::Error(why));
         }
-        let call = ToolCall {
-            arguments,
-            caller: context.caller,
-            client_capabilities: context.client_capabilities,
-            input_responses: context.input_responses,
-            request_state: context.request_state,
-            notifier: context.notifier,
-        };
         Ok(entry.tool.call(call).await)
     }
-}
-
-/// What the dispatcher knows about the request, handed to the tool.
-#[derive(Clone, Copy)]
-pub struct CallContext<'a> {
-    pub caller: Option<&'a Caller>,
-    pub client_capabilities: &'a Map<String, Value>,
-    pub input_responses: Option<&'a Map<String, Value>>,
-    pub request_state: Option<&'a str>,
-    pub notifier: &'a Notifier,
 }
 
 fn listing_json(spec: &ToolSpec) -> Box<RawValue> {
@@ -441,59 +305,6 @@ fn decode_cursor(cursor: &str) -> Option<usize> {
         .ok()
 }
 
-/// A6: the `tools/call` result for a tool's output (without `resultType`, which
-/// the dispatcher adds by era).
-pub fn call_result(output: ToolOutput) -> Result<Map<String, Value>, McpError> {
-    match output {
-        ToolOutput::Json(value) => Ok(json_result(value)),
-        ToolOutput::Result(result) => Ok(result),
-        ToolOutput::Error(message) => Ok(text_result(message, true)),
-        ToolOutput::InputRequired {
-            input_requests,
-            request_state,
-        } => {
-            let mut result = Map::new();
-            result.insert("inputRequests".into(), Value::Object(input_requests));
-            if let Some(state) = request_state {
-                result.insert("requestState".into(), Value::String(state));
-            }
-            Ok(result)
-        }
-        ToolOutput::MissingCapability(required) => Err(McpError::MissingCapability(required)),
-        ToolOutput::InvalidParams(why) => Err(McpError::InvalidParams(why)),
-    }
-}
-
-fn json_result(value: Value) -> Map<String, Value> {
-    let success = value
-        .get("success")
-        .and_then(Value::as_bool)
-        .unwrap_or(true);
-    if !success {
-        let text = match value.get("error") {
-            Some(Value::String(message)) => message.clone(),
-            Some(other) => other.to_string(),
-            None => value.to_string(),
-        };
-        return text_result(text, true);
-    }
-    let shown = value.get("data").unwrap_or(&value);
-    let mut result = text_result(shown.to_string(), false);
-    let structured = match shown {
-        Value::Object(_) => shown.clone(),
-        other => json!({ "data": other }),
-    };
-    result.insert("structuredContent".into(), structured);
-    result
-}
-
-fn text_result(text: String, is_error: bool) -> Map<String, Value> {
-    let mut result = Map::new();
-    result.insert("content".into(), json!([{ "type": "text", "text": text }]));
-    result.insert("isError".into(), Value::Bool(is_error));
-    result
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -518,8 +329,13 @@ mod tests {
         Map::new()
     }
 
-    fn context<'a>(caps: &'a Map<String, Value>, notifier: &'a Notifier) -> CallContext<'a> {
-        CallContext {
+    fn call<'a>(
+        arguments: Map<String, Value>,
+        caps: &'a Map<String, Value>,
+        notifier: &'a Notifier,
+    ) -> ToolCall<'a> {
+        ToolCall {
+            arguments,
             caller: None,
             client_capabilities: caps,
             input_responses: None,
@@ -547,7 +363,7 @@ mod tests {
         assert!(second.next_cursor.is_none());
         assert!(matches!(
             registry.page(Some("bogus"), &|_| true),
-            Err(McpError::InvalidCursor)
+            Err(ToolError::InvalidCursor)
         ));
     }
 
@@ -561,7 +377,7 @@ mod tests {
         args.insert("user_info".into(), json!({"user_id": "someone-else"}));
         let notifier = Notifier::default();
         let out = registry
-            .call("echo", args, context(&caps, &notifier))
+            .call("echo", call(args, &caps, &notifier))
             .await
             .unwrap();
         let ToolOutput::Error(message) = out else {
@@ -571,20 +387,5 @@ mod tests {
             message.contains("user_info") && message.contains("text"),
             "{message}"
         );
-    }
-
-    #[test]
-    fn a6_success_maps_data_to_text_and_structured_content() {
-        let ok = call_result(ToolOutput::Json(json!({"success": true, "data": [1, 2]}))).unwrap();
-        assert_eq!(ok["isError"], json!(false));
-        assert_eq!(ok["content"][0]["text"], json!("[1,2]"));
-        assert_eq!(ok["structuredContent"], json!({"data": [1, 2]}));
-        let failed = call_result(ToolOutput::Json(
-            json!({"success": false, "error": "no data"}),
-        ))
-        .unwrap();
-        assert_eq!(failed["isError"], json!(true));
-        assert_eq!(failed["content"][0]["text"], json!("no data"));
-        assert!(failed.get("structuredContent").is_none());
     }
 }

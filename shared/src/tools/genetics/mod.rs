@@ -4,10 +4,11 @@
 
 use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use crate::store::{Genotype, Store};
-use crate::tools::{BoxFuture, DataKind, Tool, ToolCall, ToolOutput, ToolSpec};
+use crate::tools::{DataKind, Tool, ToolCall, ToolOutput, ToolSpec};
 use crate::upload::is_rsid;
 
 const DEFAULT_LIMIT: u64 = 100;
@@ -120,6 +121,10 @@ fn chromosome_rank(chromosome: &str) -> u32 {
 }
 
 impl GetGeneticData {
+    pub(crate) fn new(store: Arc<dyn Store>) -> Self {
+        GetGeneticData { store }
+    }
+
     async fn run(
         &self,
         user: &str,

@@ -9,12 +9,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{Datelike, Duration, NaiveDate};
+use futures_util::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::matching::{self, Keyword};
 use crate::store::{Reading, ReadingQuery, ReadingValue, Store};
-use crate::tools::{BoxFuture, DataKind, Tool, ToolCall, ToolOutput, ToolSpec};
+use crate::tools::{DataKind, Tool, ToolCall, ToolOutput, ToolSpec};
 
 const DEFAULT_LIMIT: u32 = 50;
 const MAX_LIMIT: u32 = 500;
@@ -89,6 +90,10 @@ impl Tool for QueryHealthIndicators {
 }
 
 impl QueryHealthIndicators {
+    pub(crate) fn new(store: Arc<dyn Store>) -> Self {
+        QueryHealthIndicators { store }
+    }
+
     async fn run(&self, user: &str, params: Params) -> Result<Value, String> {
         let limit = params.limit.unwrap_or(DEFAULT_LIMIT);
         if !(1..=MAX_LIMIT).contains(&limit) {

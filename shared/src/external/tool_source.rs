@@ -1,5 +1,7 @@
-//! D8 on `/mcp`: the caller's enabled servers, contacted in parallel, their allowed
-//! tools listed under `mcp__<server>__<tool>`, and calls forwarded.
+//! The user's own MCP servers on `/mcp`, as the toolbox's [`ToolSource`]: the enabled
+//! ones contacted in parallel, their allowed tools listed under
+//! `mcp__<server>__<tool>`, and calls forwarded. Answers in the tools' own vocabulary
+//! ([`ToolOutput`], [`ToolError`]); `mcp` shapes the wire.
 //!
 //! Owns the per-process snapshot cache: a server's tool list is reused for
 //! [`SNAPSHOT_TTL`] after a successful connection (a failure for [`FAILURE_TTL`]), so
@@ -17,6 +19,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures_util::future::BoxFuture;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
@@ -24,10 +27,11 @@ use super::ExternalServers;
 use super::credentials;
 use super::naming::{PREFIX, namespace, namespaced_tools};
 use super::probe::{CLOSE_TIMEOUT, connect_and_list};
-use crate::mcp::McpError;
 use crate::remote::{Dialect, HttpError, McpConnection, RemoteError, RemoteTool};
 use crate::store::{McpServerRecord, StoreError};
-use crate::tools::Caller;
+use crate::tools::{
+    Caller, ListedTool, SourceListing, ToolError, ToolOutput, ToolSource, Unavailable,
+};
 
 /// Each server gets this long to connect and list (D8), all of them in parallel.
 pub const CONNECT_BUDGET: Duration = Duration::from_secs(20);
@@ -42,17 +46,12 @@ pub const FAILURE_TTL: Duration = Duration::from_secs(15);
 const CACHE_CAPACITY: usize = 4096;
 
 /// A server's tools as last seen, each with its exposed name and its `tools/list`
-/// entry, serialised once when the snapshot is made (a warm listing copies bytes).
+/// entry, serialised once when the snapshot is made (a warm listing copies no bytes).
 struct Snapshot {
     dialect: Dialect,
     tools: Vec<RemoteTool>,
     /// `exposed[i]` is how `tools[i]` appears on `/mcp`.
-    exposed: Vec<Exposed>,
-}
-
-struct Exposed {
-    name: String,
-    listing: Box<RawValue>,
+    exposed: Arc<[ListedTool]>,
 }
 
 impl Snapshot {
@@ -61,7 +60,7 @@ impl Snapshot {
         let exposed = tools
             .iter()
             .zip(names)
-            .map(|(tool, name)| Exposed {
+            .map(|(tool, name)| ListedTool {
                 listing: listing(record, tool, &name),
                 name,
             })
@@ -129,27 +128,6 @@ impl SnapshotCache {
     }
 }
 
-/// The caller's external tools for `tools/list`.
-#[derive(Default)]
-pub struct ExternalListing {
-    /// Each answering server's snapshot and the indices of its allowed tools.
-    servers: Vec<(Arc<Snapshot>, Vec<usize>)>,
-    /// One note per server left out: `{"server", "error"}`.
-    pub unavailable: Vec<Value>,
-}
-
-impl ExternalListing {
-    /// Each allowed tool's exposed name and pre-serialised listing, in listing order.
-    pub fn tools(&self) -> impl Iterator<Item = (&str, &RawValue)> {
-        self.servers.iter().flat_map(|(snapshot, allowed)| {
-            allowed.iter().map(|&i| {
-                let exposed = &snapshot.exposed[i];
-                (exposed.name.as_str(), &*exposed.listing)
-            })
-        })
-    }
-}
-
 /// The enabled servers (D2: an empty url is skipped) in listing order, or why the list
 /// could not be read (logged without user data).
 fn enabled(
@@ -185,30 +163,27 @@ fn listing(record: &McpServerRecord, tool: &RemoteTool, name: &str) -> Box<RawVa
     serde_json::value::to_raw_value(&entry).expect("a JSON map always serialises")
 }
 
-/// The remote's `CallToolResult`, keeping only what a result may carry.
-fn forwarded(mut result: Value) -> Map<String, Value> {
-    let mut out = Map::new();
-    let content = match result.get_mut("content").map(Value::take) {
-        Some(Value::Array(items)) => items,
-        _ => Vec::new(),
-    };
-    out.insert("content".into(), content.into());
-    if let Some(structured @ Value::Object(_)) =
-        result.get_mut("structuredContent").map(Value::take)
-    {
-        out.insert("structuredContent".into(), structured);
+impl ToolSource for ExternalServers {
+    fn owns(&self, name: &str) -> bool {
+        name.starts_with(PREFIX)
     }
-    if result.get("isError") == Some(&Value::Bool(true)) {
-        out.insert("isError".into(), true.into());
-    }
-    out
-}
 
-fn tool_error(text: String) -> Map<String, Value> {
-    let mut out = Map::new();
-    out.insert("content".into(), json!([{"type": "text", "text": text}]));
-    out.insert("isError".into(), true.into());
-    out
+    fn list<'a>(
+        &'a self,
+        caller: &'a Caller,
+        servers: Result<Vec<McpServerRecord>, StoreError>,
+    ) -> BoxFuture<'a, SourceListing> {
+        Box::pin(self.listing(caller, servers))
+    }
+
+    fn call<'a>(
+        &'a self,
+        caller: &'a Caller,
+        name: &'a str,
+        arguments: Map<String, Value>,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(self.forward(caller, name, arguments))
+    }
 }
 
 impl ExternalServers {
@@ -291,26 +266,28 @@ impl ExternalServers {
     /// answered, a note for each that did not.
     /// `records` is the caller's server list as the store answered it (read together
     /// with the availability probe, one round trip).
-    pub async fn listing(
+    async fn listing(
         &self,
         caller: &Caller,
         records: Result<Vec<McpServerRecord>, StoreError>,
-    ) -> ExternalListing {
+    ) -> SourceListing {
         let user = caller.user_id.as_str();
         let records = match enabled(records) {
             Ok(records) => records,
             Err(why) => {
-                return ExternalListing {
-                    servers: Vec::new(),
-                    unavailable: vec![json!({"server": "*", "error": why})],
-                };
+                let mut out = SourceListing::default();
+                out.unavailable.push(Unavailable {
+                    server: "*".into(),
+                    error: why,
+                });
+                return out;
             }
         };
         let snapshots = futures_util::future::join_all(
             records.iter().map(|record| self.snapshot(user, record)),
         )
         .await;
-        let mut out = ExternalListing::default();
+        let mut out = SourceListing::default();
         let mut open = Vec::new();
         for (record, (outcome, connection)) in records.iter().zip(snapshots) {
             open.extend(connection);
@@ -319,12 +296,14 @@ impl ExternalServers {
                     let shown = (0..snapshot.tools.len())
                         .filter(|&i| allowed(record, &snapshot.tools[i].name))
                         .collect();
-                    out.servers.push((snapshot, shown));
+                    out.push(snapshot.exposed.clone(), shown);
                 }
-                Err(why) => out.unavailable.push(json!({
-                    "server": record.name,
-                    "error": format!("{why}; its tools are not available in this request, do not call them"),
-                })),
+                Err(why) => out.unavailable.push(Unavailable {
+                    server: record.name.clone(),
+                    error: format!(
+                        "{why}; its tools are not available in this request, do not call them"
+                    ),
+                }),
             }
         }
         futures_util::future::join_all(open.into_iter().map(|c| c.close(CLOSE_TIMEOUT))).await;
@@ -334,20 +313,20 @@ impl ExternalServers {
     /// `tools/call` for an `mcp__…` name: forwarded to its server. A remote failure is a
     /// tool error (`isError: true`); a name that is not one of the caller's allowed
     /// external tools is an unknown tool.
-    pub async fn call(
+    async fn forward(
         &self,
         caller: &Caller,
         name: &str,
         arguments: Map<String, Value>,
-    ) -> Result<Map<String, Value>, McpError> {
+    ) -> Result<ToolOutput, ToolError> {
         // The whole call, connection included, fits the registration probe's budget
         // (25 s): a clear answer inside the function's 29 s and API Gateway's 30 s.
         let started = Instant::now();
         let user = caller.user_id.as_str();
-        let unknown = || McpError::UnknownTool(name.to_string());
+        let unknown = || ToolError::UnknownTool(name.to_string());
         let records = match self.enabled(user).await {
             Ok(records) => records,
-            Err(why) => return Ok(tool_error(format!("{why}; try again shortly"))),
+            Err(why) => return Ok(ToolOutput::Error(format!("{why}; try again shortly"))),
         };
         for record in records
             .iter()
@@ -357,7 +336,7 @@ impl ExternalServers {
             let snapshot = match outcome {
                 Ok(snapshot) => snapshot,
                 Err(why) => {
-                    return Ok(tool_error(format!(
+                    return Ok(ToolOutput::Error(format!(
                         "the MCP server {:?} is unavailable right now ({why}); its tools cannot be used in this request",
                         record.name
                     )));
@@ -379,7 +358,7 @@ impl ExternalServers {
                         Ok(connection) => connection,
                         Err(why) => {
                             self.cache.forget(user, &record.name);
-                            return Ok(tool_error(format!(
+                            return Ok(ToolOutput::Error(format!(
                                 "the MCP server {:?} is unavailable right now ({why})",
                                 record.name
                             )));
@@ -392,50 +371,25 @@ impl ExternalServers {
             let outcome = call.await;
             connection.close(CLOSE_TIMEOUT).await;
             let late = || {
-                tool_error(format!(
+                ToolOutput::Error(format!(
                     "the MCP server {:?} did not answer in time ({} s)",
                     record.name,
                     started.elapsed().as_secs_f32().ceil()
                 ))
             };
             return Ok(match outcome {
-                Ok(Ok(result)) => forwarded(result),
-                Ok(Err(RemoteError::Remote { message, .. })) => tool_error(format!(
+                Ok(Ok(result)) => ToolOutput::forwarded(result),
+                Ok(Err(RemoteError::Remote { message, .. })) => ToolOutput::Error(format!(
                     "the MCP server {:?} returned an error: {message}",
                     record.name
                 )),
                 Ok(Err(RemoteError::Http(HttpError::Timeout))) | Err(_) => late(),
-                Ok(Err(error)) => tool_error(format!(
+                Ok(Err(error)) => ToolOutput::Error(format!(
                     "the call to the MCP server {:?} failed: {error}",
                     record.name
                 )),
             });
         }
         Err(unknown())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn forwarded_results_keep_content_structure_and_error_flag_only() {
-        let result = json!({
-            "content": [{"type": "text", "text": "ok"}],
-            "structuredContent": {"n": 1},
-            "isError": true,
-            "_meta": {"x": 1},
-            "resultType": "complete"
-        });
-        let out = forwarded(result);
-        assert_eq!(
-            Value::Object(out),
-            json!({"content": [{"type": "text", "text": "ok"}], "structuredContent": {"n": 1}, "isError": true})
-        );
-        assert_eq!(
-            Value::Object(forwarded(json!({"isError": "yes"}))),
-            json!({"content": []})
-        );
     }
 }

@@ -1,0 +1,87 @@
+//! Tools that live outside this process (the caller's own MCP servers), as the
+//! toolbox sees them.
+//!
+//! Owns the [`ToolSource`] trait and the shape of what a source lists. A source keeps
+//! its tools in its own namespace, lists them for a caller and runs calls; the toolbox
+//! decides what the caller sees and merges. Knows nothing of any source's internals:
+//! `external` implements the trait, and `tools` never imports `external`.
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::output::{ToolError, ToolOutput};
+use super::registry::Caller;
+use crate::store::{McpServerRecord, StoreError};
+
+/// A source of tools beside the built-in ones.
+pub(crate) trait ToolSource: Send + Sync {
+    /// Whether `name` is in this source's namespace (no built-in tool's name is).
+    fn owns(&self, name: &str) -> bool;
+
+    /// The caller's tools from this source. `servers` is the caller's list of MCP
+    /// servers as the store answered it, read together with their data presence (one
+    /// round trip for both).
+    fn list<'a>(
+        &'a self,
+        caller: &'a Caller,
+        servers: Result<Vec<McpServerRecord>, StoreError>,
+    ) -> BoxFuture<'a, SourceListing>;
+
+    /// Runs the tool `name` for `caller`. A name that is not one of the caller's tools
+    /// is [`ToolError::UnknownTool`]; a failure of the source itself is a tool error
+    /// output the model can read.
+    fn call<'a>(
+        &'a self,
+        caller: &'a Caller,
+        name: &'a str,
+        arguments: Map<String, Value>,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+}
+
+/// One listed tool: the name it is called by and its `tools/list` entry, serialised
+/// once (a warm listing copies no bytes).
+pub(crate) struct ListedTool {
+    pub(crate) name: String,
+    pub(crate) listing: Box<RawValue>,
+}
+
+/// A part of a source that did not answer, left out of this listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Unavailable {
+    /// The server's name (`*` when the list of servers itself could not be read).
+    pub(crate) server: String,
+    pub(crate) error: String,
+}
+
+/// What a source lists for one caller.
+#[derive(Default)]
+pub(crate) struct SourceListing {
+    /// Groups of listed tools, each shared with the source's cache, with the
+    /// positions of the ones shown, in listing order.
+    groups: Vec<(Arc<[ListedTool]>, Vec<usize>)>,
+    pub(crate) unavailable: Vec<Unavailable>,
+}
+
+impl SourceListing {
+    /// Adds the tools at `shown` of `group`, after those already listed.
+    pub(crate) fn push(&mut self, group: Arc<[ListedTool]>, shown: Vec<usize>) {
+        self.groups.push((group, shown));
+    }
+
+    /// Keeps only the tools whose names `keep` admits.
+    pub(crate) fn retain(&mut self, keep: &dyn Fn(&str) -> bool) {
+        for (group, shown) in &mut self.groups {
+            shown.retain(|&i| keep(&group[i].name));
+        }
+    }
+
+    /// Every listed tool, in listing order.
+    pub(crate) fn tools(&self) -> impl Iterator<Item = &ListedTool> {
+        self.groups
+            .iter()
+            .flat_map(|(group, shown)| shown.iter().map(|&i| &group[i]))
+    }
+}

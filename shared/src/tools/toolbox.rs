@@ -1,0 +1,406 @@
+//! The one tool pipeline behind `tools/list` and `tools/call`: the built-in tools and
+//! the caller's external tools behind one list and one call.
+//!
+//! Owns the data-availability gate (a data tool is listed only for a caller who holds
+//! its kind of data; when that cannot be read, every tool is listed), the merge of an
+//! external [`ToolSource`] after the built-in tools, agent visibility on both (a hidden
+//! tool is not callable either), and the login prompt that an anonymous call to a tool
+//! needing a caller gets instead of running.
+//!
+//! Must not resolve callers or decide visibility (the caller and the filter arrive
+//! resolved), and writes no JSON-RPC: `mcp` shapes what this returns.
+
+use std::sync::Arc;
+
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::notifier::Notifier;
+use super::output::{ToolError, ToolOutput};
+use super::registry::{Caller, DataKind, Registry, ToolCall, ToolSpec};
+use super::source::{SourceListing, ToolSource, Unavailable};
+use crate::clock::Clock;
+use crate::identity::LoginPrompts;
+use crate::store::{DataPresence, Store};
+
+/// Every tool a request can reach. Built once per process.
+pub(crate) struct Toolbox {
+    pub(crate) registry: Registry,
+    /// Answers which kinds of data a caller holds (the availability gate) and which MCP
+    /// servers they registered, in one read per `tools/list`.
+    pub(crate) store: Arc<dyn Store>,
+    /// What an anonymous call to a tool that needs a user gets: a link to sign in.
+    pub(crate) login: LoginPrompts,
+    pub(crate) clock: Arc<dyn Clock>,
+    /// The caller's own MCP servers; `None` without keys.
+    pub(crate) external: Option<Arc<dyn ToolSource>>,
+}
+
+/// Which tools, by name, a request may see and call (agent scoping).
+pub(crate) type Visible<'a> = &'a (dyn Fn(&str) -> bool + Sync);
+
+/// What the protocol layer knows about a `tools/call`, beyond the tool and arguments.
+pub(crate) struct CallContext<'a> {
+    /// The client capabilities the request declared (2026-07-28 `_meta`, or `{}`).
+    pub(crate) client_capabilities: &'a Map<String, Value>,
+    /// A multi-round retry's answers and state, or why they are malformed. A malformed
+    /// retry is refused only once a built-in tool is about to run: an unknown tool, a
+    /// login prompt and a forwarded call take precedence.
+    pub(crate) retry: Result<Retry<'a>, String>,
+    /// Progress and log notifications for this request's response stream.
+    pub(crate) notifier: &'a Notifier,
+}
+
+/// A multi-round (MRTR) retry: the client's answers and the state we handed out.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Retry<'a> {
+    pub(crate) input_responses: Option<&'a Map<String, Value>>,
+    pub(crate) request_state: Option<&'a str>,
+}
+
+/// One page of `tools/list`: built-in tools, then (on the last page) the caller's
+/// external tools.
+pub(crate) struct ToolList<'t> {
+    builtin: Vec<&'t RawValue>,
+    external: SourceListing,
+    pub(crate) next_cursor: Option<String>,
+}
+
+impl ToolList<'_> {
+    /// Each tool's pre-serialised `tools/list` entry, in listing order.
+    pub(crate) fn listings(&self) -> Vec<&RawValue> {
+        let external = self.external.tools().map(|tool| &*tool.listing);
+        self.builtin.iter().copied().chain(external).collect()
+    }
+
+    /// The caller's external servers that did not answer, left out of this page.
+    pub(crate) fn unavailable(&self) -> &[Unavailable] {
+        &self.external.unavailable
+    }
+}
+
+impl Toolbox {
+    /// `tools/list`: the page at `cursor` (the request's `cursor` as sent) of what
+    /// `caller` may see.
+    pub(crate) async fn list(
+        &self,
+        caller: Option<&Caller>,
+        visible: Visible<'_>,
+        cursor: Option<&Value>,
+    ) -> Result<ToolList<'_>, ToolError> {
+        // A signed-in caller's data presence and external servers come from one store
+        // read; the external listing then contacts the servers.
+        let (presence, external) = match caller {
+            None => (None, SourceListing::default()),
+            Some(caller) => {
+                let (presence, servers) =
+                    match self.store.presence_and_mcp_servers(&caller.user_id).await {
+                        Ok((presence, servers)) => (Some(presence), Ok(servers)),
+                        Err(error) => {
+                            tracing::warn!(%error, "availability probe failed; listing every tool");
+                            (None, Err(error))
+                        }
+                    };
+                let external = match &self.external {
+                    Some(source) => source.list(caller, servers).await,
+                    None => SourceListing::default(),
+                };
+                (presence, external)
+            }
+        };
+        let cursor = match cursor {
+            None | Some(Value::Null) => None,
+            Some(Value::String(cursor)) => Some(cursor.as_str()),
+            Some(_) => return Err(ToolError::InvalidCursor),
+        };
+        let page = self
+            .registry
+            .page(cursor, &|spec| visible(spec.name) && gate(spec, presence))?;
+        // External tools follow the built-in ones, on the last page (with at most
+        // `PAGE_SIZE` built-in tools, always the first).
+        let external = match page.next_cursor {
+            None => {
+                let mut external = external;
+                external.retain(visible);
+                external
+            }
+            Some(_) => SourceListing::default(),
+        };
+        Ok(ToolList {
+            builtin: page.tools,
+            external,
+            next_cursor: page.next_cursor,
+        })
+    }
+
+    /// `tools/call`: runs `name` for `caller` with `arguments` (the request's
+    /// `arguments` as sent), if `visible` admits it.
+    pub(crate) async fn call(
+        &self,
+        caller: Option<&Caller>,
+        visible: Visible<'_>,
+        name: &str,
+        arguments: Option<&Value>,
+        context: CallContext<'_>,
+    ) -> Result<ToolOutput, ToolError> {
+        let unknown = || ToolError::UnknownTool(name.into());
+        if let (Some(source), Some(caller)) = (&self.external, caller)
+            && source.owns(name)
+        {
+            if !visible(name) {
+                return Err(unknown());
+            }
+            let arguments = arguments_object(arguments)?;
+            return source.call(caller, name, arguments).await;
+        }
+        let spec = self.registry.spec(name).ok_or_else(unknown)?;
+        if !visible(spec.name) {
+            // A tool hidden from this caller is not callable by it either.
+            return Err(unknown());
+        }
+        let arguments = arguments_object(arguments)?;
+        if spec.needs_caller && caller.is_none() {
+            // The call succeeds with a login prompt instead of running.
+            return Ok(self.login_prompt().await);
+        }
+        let retry = context.retry.map_err(ToolError::InvalidParams)?;
+        let call = ToolCall {
+            arguments,
+            caller: if spec.needs_caller { caller } else { None },
+            client_capabilities: context.client_capabilities,
+            input_responses: retry.input_responses,
+            request_state: retry.request_state,
+            notifier: context.notifier,
+        };
+        self.registry.call(name, call).await
+    }
+
+    async fn login_prompt(&self) -> ToolOutput {
+        match self.login.prompt(self.clock.now()).await {
+            Ok(prompt) => ToolOutput::Json(prompt),
+            Err(error) => {
+                tracing::warn!(%error, "login prompt could not be stored");
+                ToolOutput::Error("sign-in is unavailable right now; try again shortly".into())
+            }
+        }
+    }
+}
+
+/// A data tool is listed only when the caller holds its kind of data (or when
+/// that is unknown: anonymous callers and failed probes see everything).
+fn gate(spec: &ToolSpec, presence: Option<DataPresence>) -> bool {
+    match (spec.requires, presence) {
+        (Some(DataKind::Health), Some(p)) => p.health,
+        (Some(DataKind::Genotype), Some(p)) => p.genotype,
+        _ => true,
+    }
+}
+
+/// The call's arguments: absent (or null) is none; anything but an object is refused.
+fn arguments_object(arguments: Option<&Value>) -> Result<Map<String, Value>, ToolError> {
+    match arguments {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(map)) => Ok(map.clone()),
+        Some(_) => Err(ToolError::InvalidParams(
+            "arguments must be an object".into(),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures_util::future::BoxFuture;
+    use serde_json::json;
+
+    use super::*;
+    use crate::clock::FakeClock;
+    use crate::store::{EmbeddedStore, McpServerRecord, StoreError};
+    use crate::tools::{ListedTool, Tool};
+
+    /// A tool that echoes its arguments, with the spec each test needs.
+    struct Echo(ToolSpec);
+
+    impl Tool for Echo {
+        fn spec(&self) -> ToolSpec {
+            self.0.clone()
+        }
+        fn call<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput> {
+            Box::pin(async move { ToolOutput::Json(Value::Object(call.arguments)) })
+        }
+    }
+
+    fn echo(name: &'static str) -> ToolSpec {
+        ToolSpec::new(
+            name,
+            "echoes",
+            json!({"type": "object", "properties": {"x": {}}}),
+        )
+    }
+
+    /// A source owning `ext__` names: lists two tools and a note, answers every call.
+    struct Fake;
+
+    impl ToolSource for Fake {
+        fn owns(&self, name: &str) -> bool {
+            name.starts_with("ext__")
+        }
+        fn list<'a>(
+            &'a self,
+            _: &'a Caller,
+            _: Result<Vec<McpServerRecord>, StoreError>,
+        ) -> BoxFuture<'a, SourceListing> {
+            Box::pin(async {
+                let tool = |name: &str| ListedTool {
+                    name: name.into(),
+                    listing: serde_json::value::to_raw_value(&json!({ "name": name })).unwrap(),
+                };
+                let mut listing = SourceListing::default();
+                listing.push(Arc::from([tool("ext__a"), tool("ext__hidden")]), vec![0, 1]);
+                listing.unavailable.push(Unavailable {
+                    server: "down".into(),
+                    error: "no answer".into(),
+                });
+                listing
+            })
+        }
+        fn call<'a>(
+            &'a self,
+            _: &'a Caller,
+            name: &'a str,
+            _: Map<String, Value>,
+        ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+            Box::pin(async move { Ok(ToolOutput::Error(format!("forwarded {name}"))) })
+        }
+    }
+
+    async fn toolbox() -> Toolbox {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let dir =
+            std::env::temp_dir().join(format!("mirobody-toolbox-{}-{nanos}", std::process::id()));
+        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(dir.join("db.sqlite")).unwrap());
+        let genotypes = crate::demo::genotypes();
+        store.put_genotypes("u", &genotypes[..1]).await.unwrap();
+        let mut registry = Registry::new();
+        registry.register(Echo(echo("open")));
+        registry.register(Echo(echo("mine").needs_caller()));
+        registry.register(Echo(echo("health").requires(DataKind::Health)));
+        registry.register(Echo(echo("genes").requires(DataKind::Genotype)));
+        registry.register(Echo(echo("secret")));
+        Toolbox {
+            registry,
+            store: store.clone(),
+            login: LoginPrompts {
+                store,
+                origin: "http://localhost".into(),
+            },
+            clock: Arc::new(FakeClock::at(1_000)),
+            external: Some(Arc::new(Fake)),
+        }
+    }
+
+    fn names(list: &ToolList<'_>) -> Vec<String> {
+        list.listings()
+            .iter()
+            .map(|raw| serde_json::from_str::<Value>(raw.get()).unwrap()["name"].to_string())
+            .map(|name| name.trim_matches('"').to_string())
+            .collect()
+    }
+
+    fn context<'a>(
+        caps: &'a Map<String, Value>,
+        notifier: &'a Notifier,
+        retry: Result<Retry<'a>, String>,
+    ) -> CallContext<'a> {
+        CallContext {
+            client_capabilities: caps,
+            retry,
+            notifier,
+        }
+    }
+
+    #[tokio::test]
+    async fn listing_gates_by_data_hides_by_agent_and_appends_external_tools() {
+        let toolbox = toolbox().await;
+        let caller = Caller::user("u");
+        let visible = |name: &str| name != "secret" && name != "ext__hidden";
+        let list = toolbox.list(Some(&caller), &visible, None).await.unwrap();
+        assert_eq!(names(&list), ["genes", "mine", "open", "ext__a"]);
+        assert_eq!(list.unavailable().len(), 1);
+        // Anonymous: no presence to gate by, no external tools.
+        let list = toolbox.list(None, &visible, None).await.unwrap();
+        assert_eq!(names(&list), ["genes", "health", "mine", "open"]);
+        assert!(list.unavailable().is_empty());
+        let bogus = json!(7);
+        assert_eq!(
+            toolbox.list(None, &visible, Some(&bogus)).await.err(),
+            Some(ToolError::InvalidCursor)
+        );
+    }
+
+    #[tokio::test]
+    async fn refusals_come_in_the_order_clients_saw_them() {
+        let toolbox = toolbox().await;
+        let caller = Caller::user("u");
+        let visible = |name: &str| name != "secret" && name != "ext__hidden";
+        let (caps, notifier) = (Map::new(), Notifier::default());
+        let bad_arguments = json!([1]);
+        let malformed = || Err("requestState must be a string".to_string());
+        let call = |caller, name, arguments, retry| {
+            toolbox.call(
+                caller,
+                &visible,
+                name,
+                arguments,
+                context(&caps, &notifier, retry),
+            )
+        };
+        // Unknown and hidden tools are unknown, whatever else is wrong.
+        for name in ["nope", "secret", "ext__hidden"] {
+            assert_eq!(
+                call(Some(&caller), name, Some(&bad_arguments), malformed())
+                    .await
+                    .err(),
+                Some(ToolError::UnknownTool(name.into()))
+            );
+        }
+        // Then the arguments' shape.
+        assert_eq!(
+            call(Some(&caller), "open", Some(&bad_arguments), malformed())
+                .await
+                .err(),
+            Some(ToolError::InvalidParams(
+                "arguments must be an object".into()
+            ))
+        );
+        // An anonymous call to a tool that needs a caller gets the login prompt.
+        let prompt = call(None, "mine", None, malformed()).await.unwrap();
+        assert!(matches!(prompt, ToolOutput::Json(ref p) if p.to_string().contains("mcplogin")));
+        // A malformed retry is refused only when a built-in tool is about to run.
+        assert_eq!(
+            call(Some(&caller), "mine", None, malformed()).await.err(),
+            Some(ToolError::InvalidParams(
+                "requestState must be a string".into()
+            ))
+        );
+        // The source's names go to the source, for a signed-in caller only.
+        let forwarded = call(Some(&caller), "ext__a", None, malformed()).await;
+        assert!(matches!(forwarded, Ok(ToolOutput::Error(ref m)) if m == "forwarded ext__a"));
+        assert_eq!(
+            call(None, "ext__a", None, Ok(Retry::default())).await.err(),
+            Some(ToolError::UnknownTool("ext__a".into()))
+        );
+        // A tool that does not need a caller runs with its arguments.
+        let arguments = json!({"x": 1});
+        let answer = call(
+            Some(&caller),
+            "open",
+            Some(&arguments),
+            Ok(Retry::default()),
+        )
+        .await;
+        assert!(matches!(answer, Ok(ToolOutput::Json(ref v)) if *v == arguments));
+    }
+}
