@@ -148,3 +148,13 @@ fn the_library_never_sees_a_lambda_type() {
         "shared/Cargo.toml depends on a Lambda crate"
     );
 }
+
+#[test]
+fn tools_and_external_servers_never_speak_the_protocol() {
+    for dir in ["shared/src/tools", "shared/src/external"] {
+        assert_none(
+            &format!("{dir} imports the protocol layer (mcp/ alone shapes JSON-RPC)"),
+            offenders(dir, &[], |code| code.contains("crate::mcp")),
+        );
+    }
+}
