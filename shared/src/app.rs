@@ -235,7 +235,8 @@ impl App {
             Resolved::Route(matched) if self.serves(matched.route.group) => {
                 (matched.route.name, self.dispatch(&matched, &request).await)
             }
-            _ => ("not found", not_found()),
+            // No CORS headers and no `Origin` check, as always.
+            _ => ("not found", ApiError::NoRoute.into_response()),
         };
         tracing::info!(
             route = name,
@@ -312,6 +313,7 @@ impl App {
         request: &Request<Bytes>,
     ) -> Result<Response<Bytes>, Refusal> {
         let body = request.body();
+        // A signed-in route was admitted with its caller (the door answered 401 otherwise).
         let user = || caller.ok_or_else(|| Refusal::Door(self.callers.unauthorized()));
         let name = || matched.param("name").unwrap_or_default();
         let path = matched.route.path;
@@ -418,14 +420,6 @@ impl App {
             None => self.config.public_origin(),
         }
     }
-}
-
-/// No route (or not in this function's group): no CORS headers, no `Origin` check.
-fn not_found() -> Response<Bytes> {
-    web::json(
-        StatusCode::NOT_FOUND,
-        &serde_json::json!({"error": "not found"}),
-    )
 }
 
 /// `GET`/`DELETE /mcp`: 405, allowing what the path answers for real.

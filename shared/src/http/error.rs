@@ -3,7 +3,7 @@
 //! missing or invalid bearer token, a URL secret nobody minted, no keys), with its HTTP
 //! status and body rendered in this one place.
 //!
-//! Owns the envelopes: the account API's `{"code": <status>, "msg": …}` (a 401 adds its
+//! Owns the envelopes: the router's 404, the account API's `{"code": <status>, "msg": …}` (a 401 adds its
 //! `WWW-Authenticate` challenge), the registry's two forms, the login poll's
 //! `{"status": …, "message": …}`. Must not: know JSON-RPC (the MCP endpoint's errors are
 //! `McpError`), or put a credential or a request body into a message.
@@ -25,6 +25,8 @@ pub(crate) const STORAGE_UNAVAILABLE: &str = "storage is unavailable; try again 
 /// and use `?`; a store failure becomes the one 503.
 #[derive(Debug)]
 pub(crate) enum ApiError {
+    /// No route (or not in this function's group): 404 `{"error": "not found"}`.
+    NoRoute,
     /// `{"code": <status>, "msg": …}`.
     Refused(StatusCode, Cow<'static, str>),
     /// 401 `{"code": 401, "msg": …}` with this `WWW-Authenticate` challenge.
@@ -64,6 +66,7 @@ impl ApiError {
             ApiError::Refused(status, _)
             | ApiError::Coded { status, .. }
             | ApiError::LoginPoll(status, _, _) => *status,
+            ApiError::NoRoute => StatusCode::NOT_FOUND,
             ApiError::Unauthorized(..) => StatusCode::UNAUTHORIZED,
             ApiError::Unavailable | ApiError::NoKeys => StatusCode::SERVICE_UNAVAILABLE,
         }
@@ -73,6 +76,7 @@ impl ApiError {
         let status = self.status();
         let account = |msg: &str| json(status, &json!({ "code": status.as_u16(), "msg": msg }));
         match self {
+            ApiError::NoRoute => json(status, &json!({"error": "not found"})),
             ApiError::Refused(_, msg) => account(&msg),
             ApiError::Unauthorized(msg, challenge) => {
                 let mut response = account(msg);
