@@ -432,3 +432,7 @@ fn mcp_placeholder(matched: &Matched<'_>) -> Response<Bytes> {
     }
     response
 }
+
+#[cfg(test)]
+#[path = "app_tests.rs"]
+mod tests;
