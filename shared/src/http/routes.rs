@@ -305,6 +305,7 @@ impl std::fmt::Debug for Matched<'_> {
 pub enum Resolved<'p> {
     Route(Matched<'p>),
     /// A known path with a method it does not serve: the methods it does, for `Allow`.
+    /// (`App::handle` answers it with 404, as it always has.)
     MethodNotAllowed(String),
     NotFound,
 }
