@@ -94,7 +94,6 @@ fn has_json_rpc_number(code: &str) -> bool {
 }
 
 #[test]
-#[ignore = "enabled when the route table and tool pipeline land (issue 11)"]
 fn json_rpc_error_numbers_live_only_in_mcp() {
     assert_none(
         "JSON-RPC error numbers outside shared/src/mcp/ (name them through McpError or mcp::wire)",
@@ -157,4 +156,14 @@ fn tools_and_external_servers_never_speak_the_protocol() {
             offenders(dir, &[], |code| code.contains("crate::mcp")),
         );
     }
+}
+
+#[test]
+fn binaries_only_open_services_and_serve() {
+    assert_none(
+        "a binary reaching into the store or identity (use Services::open)",
+        offenders("functions", &[], |code| {
+            code.contains("mirobody::store") || code.contains("mirobody::identity")
+        }),
+    );
 }

@@ -1,5 +1,5 @@
 //! `template.yaml` (F1) against the code it deploys: every route of
-//! `mirobody::http::ROUTE_TABLE` is an API route and every API route is in the table,
+//! `mirobody::http::templates()` is an API route and every API route is in the table,
 //! under `HTTP_URI_PREFIX` exactly where the router puts the prefix; each route reaches
 //! the function of its group; the tables are `infra/tables.json`'s definitions.
 
@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use e2e::root;
 use mirobody::RouteGroup;
-use mirobody::http::{ROUTE_TABLE, Route, route};
+use mirobody::http::{Resolved, resolve, templates};
 use serde_json::{Value, json};
 
 /// The template as JSON, with YAML short-form intrinsics (`!Ref`, `!GetAtt`, `!Sub`…)
@@ -97,8 +97,7 @@ type RouteKey = (String, String);
 /// prefix inserted at one segment boundary (usually the front: `/pre/mcp`; RFC 9728's
 /// resource metadata puts it after the well-known name).
 fn expected_routes() -> BTreeMap<RouteKey, String> {
-    ROUTE_TABLE
-        .iter()
+    templates()
         .map(|(method, path, group)| {
             let parsed: http::Method = method.parse().expect("an HTTP method");
             let sample = |p: &str| {
@@ -108,12 +107,12 @@ fn expected_routes() -> BTreeMap<RouteKey, String> {
             };
             let serves = |candidate: &str| {
                 let sample = sample(candidate);
-                let found = route(&parsed, &sample, "/pre");
+                let found = resolve(&parsed, &sample, "/pre");
                 assert!(
-                    !matches!(found, Route::MethodNotAllowed(_)),
+                    !matches!(found, Resolved::MethodNotAllowed(_)),
                     "{method} {candidate}"
                 );
-                found.group() == Some(*group)
+                found.group() == Some(group)
             };
             let mut spellings: Vec<String> = Vec::new();
             if serves(path) {
@@ -129,10 +128,7 @@ fn expected_routes() -> BTreeMap<RouteKey, String> {
                 1,
                 "{method} {path}: with a prefix the router serves {spellings:?}"
             );
-            (
-                (method.to_string(), spellings.remove(0)),
-                group_name(*group),
-            )
+            ((method.to_string(), spellings.remove(0)), group_name(group))
         })
         .collect()
 }
@@ -192,7 +188,7 @@ fn every_route_in_the_route_table_is_in_the_template_and_vice_versa() {
         .collect();
     assert!(
         missing.is_empty() && extra.is_empty(),
-        "template.yaml and ROUTE_TABLE disagree (method, path):\n  missing from the template: {missing:?}\n  not in ROUTE_TABLE: {extra:?}"
+        "template.yaml and the route table disagree (method, path):\n  missing from the template: {missing:?}\n  not in the route table: {extra:?}"
     );
 }
 
@@ -254,7 +250,7 @@ fn every_function_is_a_workspace_binary_built_by_cargo_lambda_and_invocable_by_t
             binary.to_string()
         })
         .collect();
-    let groups: BTreeSet<String> = ROUTE_TABLE.iter().map(|(_, _, g)| group_name(*g)).collect();
+    let groups: BTreeSet<String> = templates().map(|(_, _, g)| group_name(g)).collect();
     assert_eq!(binaries, groups, "one function per route group");
 }
 

@@ -14,10 +14,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::clock::Clock;
-use crate::http as web;
-use crate::identity::{Jwts, MIN_PASSWORD, McpUrls, authenticate, hash_password, random_secret};
-use crate::store::{Account, Created, Store, StoreError};
-use crate::tools::Caller;
+use crate::http::{self as web, ApiError};
+use crate::identity::{
+    Caller, Jwts, MIN_PASSWORD, McpUrls, authenticate, hash_password, random_secret,
+};
+use crate::store::{Account, Created, Store};
 
 /// Lifetime of a token from sign-in.
 pub const SESSION_TOKEN_SECS: u64 = 24 * 3600;
@@ -34,19 +35,6 @@ pub struct AccountApi {
 /// The success envelope, shared with the data API.
 pub(crate) fn ok(status: StatusCode, data: Value) -> Response<Bytes> {
     web::json(status, &json!({ "code": 0, "msg": "ok", "data": data }))
-}
-
-/// The failure envelope: the HTTP status repeated as `code`.
-pub fn refused(status: StatusCode, msg: &str) -> Response<Bytes> {
-    web::json(status, &json!({ "code": status.as_u16(), "msg": msg }))
-}
-
-fn unavailable(error: StoreError) -> Response<Bytes> {
-    tracing::warn!(%error, "account API store failure");
-    refused(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "storage is unavailable; try again shortly",
-    )
 }
 
 #[derive(Deserialize)]
@@ -86,15 +74,15 @@ fn parse<T: for<'de> Deserialize<'de> + Default>(body: &[u8], allow_empty: bool)
 }
 
 /// A sign-up or sign-in body that is not `{"email", "password"}`.
-fn bad_credentials() -> Response<Bytes> {
-    refused(
+fn bad_credentials() -> ApiError {
+    ApiError::refused(
         StatusCode::BAD_REQUEST,
         "send {\"email\": …, \"password\": …}",
     )
 }
 
-fn bad_body() -> Response<Bytes> {
-    refused(
+fn bad_body() -> ApiError {
+    ApiError::refused(
         StatusCode::BAD_REQUEST,
         "the body must be a JSON object with the documented fields",
     )
@@ -111,129 +99,99 @@ impl AccountApi {
         )
     }
 
-    pub async fn sign_up(&self, body: &[u8]) -> Response<Bytes> {
-        let Ok(request) = serde_json::from_slice::<Credentials>(body) else {
-            return bad_credentials();
-        };
+    pub async fn sign_up(&self, body: &[u8]) -> Result<Response<Bytes>, ApiError> {
+        let request = serde_json::from_slice::<Credentials>(body).map_err(|_| bad_credentials())?;
         let Some(email) = normalise_email(&request.email) else {
-            return refused(StatusCode::BAD_REQUEST, "that is not an e-mail address");
+            return Err(ApiError::refused(
+                StatusCode::BAD_REQUEST,
+                "that is not an e-mail address",
+            ));
         };
         if request.password.chars().count() < MIN_PASSWORD || request.password.len() > 1024 {
-            return refused(
+            return Err(ApiError::refused(
                 StatusCode::BAD_REQUEST,
                 "the password must have at least 10 characters",
-            );
+            ));
         }
         let password = request.password;
-        let password_hash =
-            match tokio::task::spawn_blocking(move || hash_password(&password)).await {
-                Ok(hash) => hash,
-                Err(_) => return refused(StatusCode::INTERNAL_SERVER_ERROR, "sign-up failed"),
-            };
+        let password_hash = tokio::task::spawn_blocking(move || hash_password(&password))
+            .await
+            .map_err(|_| ApiError::refused(StatusCode::INTERNAL_SERVER_ERROR, "sign-up failed"))?;
         let account = Account {
             user_id: format!("u_{}", random_secret(12)),
             email,
             password_hash,
             created_at: self.clock.now(),
         };
-        match self.store.create_account(&account).await {
-            Ok(Created::Created) => self.token_response(StatusCode::CREATED, &account.user_id),
-            Ok(Created::EmailTaken) => refused(
+        match self.store.create_account(&account).await? {
+            Created::Created => Ok(self.token_response(StatusCode::CREATED, &account.user_id)),
+            Created::EmailTaken => Err(ApiError::refused(
                 StatusCode::CONFLICT,
                 "an account with this e-mail already exists; sign in instead",
-            ),
-            Err(error) => unavailable(error),
+            )),
         }
     }
 
-    pub async fn sign_in(&self, body: &[u8]) -> Response<Bytes> {
-        let Ok(request) = serde_json::from_slice::<Credentials>(body) else {
-            return bad_credentials();
-        };
-        let wrong = || refused(StatusCode::UNAUTHORIZED, "wrong e-mail or password");
-        let Some(email) = normalise_email(&request.email) else {
-            return wrong();
-        };
-        match authenticate(self.store.as_ref(), &email, &request.password).await {
-            Ok(Some(user_id)) => self.token_response(StatusCode::OK, &user_id),
-            Ok(None) => wrong(),
-            Err(error) => unavailable(error),
+    pub async fn sign_in(&self, body: &[u8]) -> Result<Response<Bytes>, ApiError> {
+        let request = serde_json::from_slice::<Credentials>(body).map_err(|_| bad_credentials())?;
+        let wrong = || ApiError::refused(StatusCode::UNAUTHORIZED, "wrong e-mail or password");
+        let email = normalise_email(&request.email).ok_or_else(wrong)?;
+        match authenticate(self.store.as_ref(), &email, &request.password).await? {
+            Some(user_id) => Ok(self.token_response(StatusCode::OK, &user_id)),
+            None => Err(wrong()),
         }
     }
 
     /// B2: the caller (owner) grants another account permissions on their data.
-    pub async fn share(&self, caller: &Caller, body: &[u8]) -> Response<Bytes> {
-        let Some(request) = parse::<ShareRequest>(body, false) else {
-            return bad_body();
-        };
-        let grantee = match self.grantee(&request.grantee).await {
-            Ok(account) => account,
-            Err(response) => return response,
-        };
+    pub async fn share(&self, caller: &Caller, body: &[u8]) -> Result<Response<Bytes>, ApiError> {
+        let request = parse::<ShareRequest>(body, false).ok_or_else(bad_body)?;
+        let grantee = self.grantee(&request.grantee).await?;
         let permissions = request
             .permissions
             .unwrap_or_else(|| vec![CHAT_PERMISSION.to_string()]);
         if permissions.is_empty() || permissions.iter().any(|p| p != CHAT_PERMISSION) {
-            return refused(
+            return Err(ApiError::refused(
                 StatusCode::BAD_REQUEST,
                 "the only permission that can be shared is \"chat\"",
-            );
+            ));
         }
-        match self
-            .store
+        self.store
             .put_share(&caller.user_id, &grantee.user_id, &permissions)
-            .await
-        {
-            Ok(()) => ok(
-                StatusCode::OK,
-                json!({ "grantee": grantee.user_id, "permissions": permissions }),
-            ),
-            Err(error) => unavailable(error),
-        }
+            .await?;
+        Ok(ok(
+            StatusCode::OK,
+            json!({ "grantee": grantee.user_id, "permissions": permissions }),
+        ))
     }
 
-    pub async fn unshare(&self, caller: &Caller, body: &[u8]) -> Response<Bytes> {
-        let Some(request) = parse::<ShareRequest>(body, false) else {
-            return bad_body();
-        };
-        let grantee = match self.grantee(&request.grantee).await {
-            Ok(account) => account,
-            Err(response) => return response,
-        };
-        match self
-            .store
+    pub async fn unshare(&self, caller: &Caller, body: &[u8]) -> Result<Response<Bytes>, ApiError> {
+        let request = parse::<ShareRequest>(body, false).ok_or_else(bad_body)?;
+        let grantee = self.grantee(&request.grantee).await?;
+        self.store
             .delete_share(&caller.user_id, &grantee.user_id)
-            .await
-        {
-            Ok(()) => ok(
-                StatusCode::OK,
-                json!({ "grantee": grantee.user_id, "permissions": [] }),
-            ),
-            Err(error) => unavailable(error),
-        }
+            .await?;
+        Ok(ok(
+            StatusCode::OK,
+            json!({ "grantee": grantee.user_id, "permissions": [] }),
+        ))
     }
 
     /// A grantee is named by e-mail or by user id; 404 when there is no such account.
-    async fn grantee(&self, who: &str) -> Result<Account, Response<Bytes>> {
+    async fn grantee(&self, who: &str) -> Result<Account, ApiError> {
         let found = match normalise_email(who) {
-            Some(email) => self.store.account_by_email(&email).await,
-            None => self.store.account(who.trim()).await,
+            Some(email) => self.store.account_by_email(&email).await?,
+            None => self.store.account(who.trim()).await?,
         };
-        match found {
-            Ok(Some(account)) => Ok(account),
-            Ok(None) => Err(refused(
-                StatusCode::NOT_FOUND,
-                "no account with that e-mail",
-            )),
-            Err(error) => Err(unavailable(error)),
-        }
+        found.ok_or_else(|| ApiError::refused(StatusCode::NOT_FOUND, "no account with that e-mail"))
     }
 
     /// B1/B2: the personal URL of the caller, or of an account that shared "chat" with them.
-    pub async fn personal_url(&self, caller: &Caller, body: &[u8]) -> Response<Bytes> {
-        let Some(request) = parse::<PersonalRequest>(body, true) else {
-            return bad_body();
-        };
+    pub async fn personal_url(
+        &self,
+        caller: &Caller,
+        body: &[u8],
+    ) -> Result<Response<Bytes>, ApiError> {
+        let request = parse::<PersonalRequest>(body, true).ok_or_else(bad_body)?;
         let owner = match request
             .user_id
             .as_deref()
@@ -242,27 +200,22 @@ impl AccountApi {
         {
             None => caller.user_id.clone(),
             Some(owner) if owner == caller.user_id => owner.to_string(),
-            Some(owner) => match self.store.share(owner, &caller.user_id).await {
-                Ok(Some(perms)) if perms.iter().any(|p| p == CHAT_PERMISSION) => owner.to_string(),
-                Ok(_) => {
-                    return refused(
+            Some(owner) => match self.store.share(owner, &caller.user_id).await? {
+                Some(perms) if perms.iter().any(|p| p == CHAT_PERMISSION) => owner.to_string(),
+                _ => {
+                    return Err(ApiError::refused(
                         StatusCode::FORBIDDEN,
                         "that account has not shared its chat permission with you",
-                    );
+                    ));
                 }
-                Err(error) => return unavailable(error),
             },
         };
-        match self.urls.personal(&owner, self.clock.now()).await {
-            Ok(url) => ok(StatusCode::OK, json!({ "url": url })),
-            Err(error) => unavailable(error),
-        }
+        let url = self.urls.personal(&owner, self.clock.now()).await?;
+        Ok(ok(StatusCode::OK, json!({ "url": url })))
     }
 
-    pub async fn revoke_personal_url(&self, caller: &Caller) -> Response<Bytes> {
-        match self.urls.revoke(&caller.user_id).await {
-            Ok(revoked) => ok(StatusCode::OK, json!({ "revoked": revoked })),
-            Err(error) => unavailable(error),
-        }
+    pub async fn revoke_personal_url(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
+        let revoked = self.urls.revoke(&caller.user_id).await?;
+        Ok(ok(StatusCode::OK, json!({ "revoked": revoked })))
     }
 }

@@ -1,46 +1,40 @@
 //! The application: state built once per cold start, and the one `handle` every
 //! Lambda function and the local server call with a plain `http` request.
 //!
-//! Owns the order of a request's checks (route, `Origin`/`Host`, caller resolution,
-//! then the handler) and the one log line per request (route name, status, duration:
-//! never a body, a header value or a path secret).
+//! Owns the order of a request's checks (the route and its group, then access from
+//! the route's row: `Origin`/`Host`, the bearer token; then the handler), CORS by
+//! access, and the one log line per request (route name, status, duration: never a
+//! body, a header value or a path secret). Handlers live with their APIs; this file
+//! only picks them.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use http::header::{ALLOW, AUTHORIZATION, HOST, WWW_AUTHENTICATE};
-use http::{HeaderValue, Request, Response, StatusCode};
-use serde_json::json;
+use http::header::{ALLOW, HOST};
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use sha2::{Digest, Sha256};
 
-use crate::account_api::{AccountApi, refused};
+use crate::account_api::AccountApi;
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
 use crate::data_api::DataApi;
 use crate::external::{CONNECT_BUDGET, ExternalServers, PROBE_BUDGET};
-use crate::http::{self as web, OriginPolicy, Route, RouteGroup};
-use crate::identity::{Jwts, Keys, LoginPrompts, McpUrls, Sealer};
-use crate::mcp::{Declaration, Exchange, McpServer, Reply};
+use crate::http::{
+    self as web, Access, ApiError, Handler, Matched, OriginPolicy, Resolved, RouteGroup,
+};
+use crate::identity::{Caller, CallerResolver, Jwts, LoginPoll, LoginPrompts, McpUrls, Sealer};
+use crate::mcp::{Declaration, Era, Exchange, McpError, McpServer, Reply};
 use crate::oauth::{OAuthApi, OAuthServices};
 use crate::prompts::Prompts;
 use crate::remote::{AddressGuard, GuardPolicy, GuardedHttp};
 use crate::resources::Resources;
-use crate::store::{LoginStatus, Store};
-use crate::tools::{self, AgentPolicy, Caller, Registry, ToolSource, Toolbox};
+use crate::services::Services;
+use crate::tools::{self, AgentPolicy, Registry, ToolSource, Toolbox};
 
 /// JWT issuer and audience until OAuth (issue 5) binds the audience to the resource.
 pub const TOKEN_ISSUER: &str = "mirobody";
 pub const TOKEN_AUDIENCE: &str = "mirobody-mcp";
-
-/// What the app is built on: built once per cold start by the binary that runs it.
-pub struct Services {
-    pub store: Arc<dyn Store>,
-    /// `None` when no keys are configured: every caller is anonymous and the
-    /// account endpoints answer 503.
-    pub keys: Option<Keys>,
-    pub clock: Arc<dyn Clock>,
-}
 
 /// Everything that needs the keys.
 struct Signed {
@@ -60,10 +54,27 @@ pub struct App {
     data: DataApi,
     signed: Option<Signed>,
     agents: AgentPolicy,
-    store: Arc<dyn Store>,
+    callers: CallerResolver,
+    login_poll: LoginPoll,
     clock: Arc<dyn Clock>,
-    /// The `WWW-Authenticate` challenges (pointing at the RFC 9728 metadata), built once.
-    challenges: Challenges,
+}
+
+/// Why a request got no answer from its handler.
+enum Refusal {
+    /// The handler, or the service it needs, refused: an answer like any other, with
+    /// CORS headers.
+    Api(ApiError),
+    /// Turned away before any handler ran (the bearer token, no authorization server):
+    /// without CORS headers, as these answers always were.
+    Door(ApiError),
+    /// The `Origin`/`Host` check failed: a JSON-RPC refusal without CORS headers.
+    ForbiddenOrigin,
+}
+
+impl From<ApiError> for Refusal {
+    fn from(error: ApiError) -> Self {
+        Refusal::Api(error)
+    }
 }
 
 impl App {
@@ -129,6 +140,20 @@ impl App {
                 external,
             }
         });
+        let callers = CallerResolver::new(
+            signed.as_ref().map(|s| s.jwts.clone()),
+            signed.as_ref().map(|s| s.urls.clone()),
+            clock.clone(),
+            &format!(
+                "{origin}/.well-known/oauth-protected-resource{}/mcp",
+                config.uri_prefix
+            ),
+        );
+        let login_poll = LoginPoll {
+            store: store.clone(),
+            sealer: signed.as_ref().map(|s| s.sealer.clone()),
+            clock: clock.clone(),
+        };
         Ok(App {
             origin: OriginPolicy::new(&config),
             mcp: McpServer {
@@ -156,11 +181,8 @@ impl App {
                 config.disallowed_tools.clone(),
             ),
             signed,
-            challenges: Challenges::new(&format!(
-                "{origin}/.well-known/oauth-protected-resource{}/mcp",
-                config.uri_prefix
-            )),
-            store,
+            callers,
+            login_poll,
             clock,
             config,
             group,
@@ -207,18 +229,21 @@ impl App {
 
     pub async fn handle(&self, request: Request<Bytes>) -> Response<Bytes> {
         let started = Instant::now();
-        let route = web::route(
+        let resolved = web::resolve(
             request.method(),
             request.uri().path(),
             &self.config.uri_prefix,
         );
-        let route = match route.group() {
-            Some(group) if self.group == RouteGroup::All || self.group == group => route,
-            _ => Route::NotFound,
+        // A known path with another method answers 404 like an unknown one, as it always has.
+        let (name, response) = match resolved {
+            Resolved::Route(matched) if self.serves(matched.route.group) => {
+                (matched.route.name, self.dispatch(&matched, &request).await)
+            }
+            // No CORS headers and no `Origin` check, as always.
+            _ => ("not found", ApiError::NoRoute.into_response()),
         };
-        let response = self.dispatch(route, &request).await;
         tracing::info!(
-            route = route.name(),
+            route = name,
             status = response.status().as_u16(),
             micros = started.elapsed().as_micros() as u64,
             "request"
@@ -226,206 +251,147 @@ impl App {
         response
     }
 
-    async fn dispatch(&self, route: Route<'_>, request: &Request<Bytes>) -> Response<Bytes> {
-        let headers = request.headers();
-        // Discovery and token endpoints are cross-origin by design (browser-based MCP
-        // clients); everything else is protected against DNS rebinding.
-        let open = matches!(
-            route,
-            Route::OAuthMetadata
-                | Route::ResourceMetadata
-                | Route::OAuthRegister
-                | Route::OAuthToken
-                | Route::OAuthIntrospect
-                | Route::OAuthPreflight
-        );
-        if route != Route::NotFound && !open && !self.origin.allows(headers) {
-            return web::json(
-                StatusCode::FORBIDDEN,
-                &json!({"jsonrpc": "2.0", "error": {"code": -32600, "message": "Forbidden: Origin or Host not allowed"}}),
-            );
-        }
-        let allowed_origin = self.origin.allowed_origin(headers);
-        let body = request.body();
-        let mut response = match route {
-            Route::McpPost { secret } => self.mcp_post(request, secret).await,
-            Route::McpOptions | Route::PersonalOptions => web::empty(StatusCode::OK),
-            Route::McpGet | Route::McpDelete => {
-                let mut response = web::json(
-                    StatusCode::METHOD_NOT_ALLOWED,
-                    &json!({
-                        "jsonrpc": "2.0",
-                        "error": {"code": -32000, "message": "Method not allowed: GET /mcp is a placeholder for a future WebSocket transport; send JSON-RPC requests with POST"}
-                    }),
-                );
-                response
-                    .headers_mut()
-                    .insert(ALLOW, HeaderValue::from_static("POST, OPTIONS"));
-                response
-            }
-            Route::SignUp | Route::SignIn => match &self.signed {
-                None => no_keys(),
-                Some(signed) if route == Route::SignUp => signed.accounts.sign_up(body).await,
-                Some(signed) => signed.accounts.sign_in(body).await,
-            },
-            Route::CheckState { state } => self.check_state(state).await,
-            Route::OAuthMetadata
-            | Route::ResourceMetadata
-            | Route::OAuthRegister
-            | Route::AuthorizePage { .. }
-            | Route::AuthorizeSubmit { .. }
-            | Route::OAuthToken
-            | Route::OAuthIntrospect
-            | Route::McpLoginPage
-            | Route::McpLoginSubmit => {
-                let Some(signed) = &self.signed else {
-                    return no_keys();
-                };
-                let oauth = &signed.oauth;
-                let mut response = match route {
-                    Route::OAuthMetadata => oauth.server_metadata(),
-                    Route::ResourceMetadata => oauth.resource_metadata(),
-                    Route::OAuthRegister => oauth.register(body).await,
-                    Route::AuthorizePage { path } => oauth.authorize_page(request, path).await,
-                    Route::AuthorizeSubmit { path } => oauth.authorize_submit(request, path).await,
-                    Route::OAuthToken => oauth.token(request).await,
-                    Route::OAuthIntrospect => oauth.introspect(request),
-                    Route::McpLoginPage => oauth.login_page(request).await,
-                    _ => oauth.login_submit(request).await,
-                };
-                if open {
-                    web::add_cors(&mut response, Some("*"), "GET, POST, OPTIONS");
-                    return response;
-                }
-                response
-            }
-            Route::OAuthPreflight => {
-                let mut response = web::empty(StatusCode::OK);
-                web::add_cors(&mut response, Some("*"), "GET, POST, OPTIONS");
-                return response;
-            }
-            Route::DataHealth
-            | Route::DataGenotype
-            | Route::DataSummary
-            | Route::DataDelete
-            | Route::PersonalUrl
-            | Route::PersonalUrlRevoke
-            | Route::ShareGrant
-            | Route::ShareRevoke
-            | Route::ExternalTable
-            | Route::ExternalSet
-            | Route::ExternalRemove
-            | Route::ExternalList
-            | Route::ExternalCreate
-            | Route::ExternalGet { .. }
-            | Route::ExternalPatch { .. }
-            | Route::ExternalDelete { .. }
-            | Route::ExternalProbe { .. } => {
-                let (caller, signed) = match (self.bearer(request), &self.signed) {
-                    (Bearer::User(caller), Some(signed)) => (caller, signed),
-                    _ => return self.unauthorized(),
-                };
-                match route {
-                    Route::DataHealth => self.data.health(&caller, request).await,
-                    Route::DataGenotype => self.data.genotype(&caller, request).await,
-                    Route::DataSummary => self.data.summary(&caller).await,
-                    Route::DataDelete => self.data.delete(&caller).await,
-                    Route::PersonalUrl => signed.accounts.personal_url(&caller, body).await,
-                    Route::PersonalUrlRevoke => signed.accounts.revoke_personal_url(&caller).await,
-                    Route::ShareGrant => signed.accounts.share(&caller, body).await,
-                    Route::ShareRevoke => signed.accounts.unshare(&caller, body).await,
-                    Route::ExternalTable => signed.external.seed_table(&caller).await,
-                    Route::ExternalSet => signed.external.seed_set(&caller, body).await,
-                    Route::ExternalRemove => signed.external.seed_delete(&caller, body).await,
-                    Route::ExternalList => signed.external.list(&caller).await,
-                    Route::ExternalCreate => signed.external.create(&caller, body).await,
-                    Route::ExternalGet { name } => signed.external.get(&caller, name).await,
-                    Route::ExternalPatch { name } => {
-                        signed.external.patch(&caller, name, body).await
-                    }
-                    Route::ExternalDelete { name } => signed.external.delete(&caller, name).await,
-                    Route::ExternalProbe { name } => signed.external.reprobe(&caller, name).await,
-                    _ => unreachable!("the outer match admits only these routes"),
-                }
-            }
-            Route::MethodNotAllowed(allow) => {
-                let mut response = web::json(
-                    StatusCode::METHOD_NOT_ALLOWED,
-                    &json!({"error": "method not allowed"}),
-                );
-                response
-                    .headers_mut()
-                    .insert(ALLOW, HeaderValue::from_static(allow));
-                response
-            }
-            Route::NotFound => {
-                return web::json(StatusCode::NOT_FOUND, &json!({"error": "not found"}));
-            }
+    fn serves(&self, group: RouteGroup) -> bool {
+        self.group == RouteGroup::All || self.group == group
+    }
+
+    /// Access, then the handler, then CORS by access on whatever the handler answered.
+    async fn dispatch(&self, matched: &Matched<'_>, request: &Request<Bytes>) -> Response<Bytes> {
+        let access = matched.route.access;
+        let answer = match self.admit(access, request.headers()) {
+            Ok(caller) => self.answer(matched, caller.as_ref(), request).await,
+            Err(refusal) => Err(refusal),
         };
-        web::add_cors(&mut response, allowed_origin, "GET, POST, DELETE, OPTIONS");
+        match answer {
+            Ok(response) => self.with_cors(access, request.headers(), response),
+            Err(Refusal::Api(error)) => {
+                self.with_cors(access, request.headers(), error.into_response())
+            }
+            Err(Refusal::Door(error)) => error.into_response(),
+            Err(Refusal::ForbiddenOrigin) => {
+                let error = McpError::ForbiddenOrigin;
+                web::json(error.http_status(Era::Unknown), &error.transport_body())
+            }
+        }
+    }
+
+    /// Open routes allow any origin; the others echo the request's origin if allowed.
+    fn with_cors(
+        &self,
+        access: Access,
+        headers: &HeaderMap,
+        mut response: Response<Bytes>,
+    ) -> Response<Bytes> {
+        match access {
+            Access::Open => web::add_cors(&mut response, Some("*"), "GET, POST, OPTIONS"),
+            Access::SameOrigin | Access::SignedIn => web::add_cors(
+                &mut response,
+                self.origin.allowed_origin(headers),
+                "GET, POST, DELETE, OPTIONS",
+            ),
+        }
         response
     }
 
-    /// A7 step 1: the `Authorization` JWT.
-    fn bearer(&self, request: &Request<Bytes>) -> Bearer {
-        let Some(value) = request.headers().get(AUTHORIZATION) else {
-            return Bearer::Absent;
-        };
-        let token = value.to_str().ok().and_then(|v| {
-            v.strip_prefix("Bearer ")
-                .or_else(|| v.strip_prefix("bearer "))
-        });
-        match (token, &self.signed) {
-            (Some(token), Some(signed)) => match signed.jwts.verify(token.trim()) {
-                Ok(claims) => Bearer::User(Caller::user(claims.sub)),
-                Err(_) => Bearer::Invalid,
-            },
-            _ => Bearer::Invalid,
+    /// The door: the `Origin`/`Host` check against DNS rebinding (all but open routes),
+    /// then the bearer token of signed-in routes, who are the caller.
+    fn admit(&self, access: Access, headers: &HeaderMap) -> Result<Option<Caller>, Refusal> {
+        if access != Access::Open && !self.origin.allows(headers) {
+            return Err(Refusal::ForbiddenOrigin);
+        }
+        match access {
+            Access::SignedIn => self
+                .callers
+                .signed_in(headers)
+                .map(Some)
+                .map_err(Refusal::Door),
+            Access::Open | Access::SameOrigin => Ok(None),
         }
     }
 
-    /// A7 in order: the JWT, then the URL secret (temporary grants carry a session
-    /// and an agent; personal ones do not), else anonymous.
-    async fn resolve(
+    /// The handler of each route. `caller` is the signed-in caller of a signed-in route.
+    async fn answer(
         &self,
+        matched: &Matched<'_>,
+        caller: Option<&Caller>,
         request: &Request<Bytes>,
-        secret: Option<&str>,
-    ) -> Result<Option<Caller>, Response<Bytes>> {
-        match self.bearer(request) {
-            Bearer::User(caller) => return Ok(Some(caller)),
-            Bearer::Invalid => return Err(self.unauthorized()),
-            Bearer::Absent => {}
-        }
-        let Some(secret) = secret else {
-            return Ok(None);
-        };
-        let Some(signed) = &self.signed else {
-            return Err(unknown_url());
-        };
-        match signed.urls.grant(secret, self.clock.now()).await {
-            Ok(Some(grant)) => Ok(Some(Caller {
-                user_id: grant.user_id,
-                session_id: grant.session_id,
-                agent: grant.agent_name,
-            })),
-            Ok(None) => Err(unknown_url()),
-            Err(error) => {
-                tracing::warn!(%error, "URL secret lookup failed");
-                Err(refused(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "storage is unavailable; try again shortly",
-                ))
+    ) -> Result<Response<Bytes>, Refusal> {
+        let body = request.body();
+        // A signed-in route was admitted with its caller (the door answered 401 otherwise).
+        let user = || caller.ok_or_else(|| Refusal::Door(self.callers.unauthorized()));
+        let name = || matched.param("name").unwrap_or_default();
+        let path = matched.route.path;
+        Ok(match matched.route.handler {
+            Handler::McpPost => self.mcp_post(request, matched.param("secret")).await,
+            Handler::McpPlaceholder => mcp_placeholder(matched),
+            Handler::Preflight => web::empty(StatusCode::OK),
+            Handler::SignUp => self.accounts()?.sign_up(body).await?,
+            Handler::SignIn => self.accounts()?.sign_in(body).await?,
+            Handler::CheckState => {
+                let state = matched.param("state").unwrap_or_default();
+                self.login_poll.check(state).await?
             }
+            Handler::OAuthMetadata => self.oauth()?.server_metadata(),
+            Handler::ResourceMetadata => self.oauth()?.resource_metadata(),
+            Handler::OAuthRegister => self.oauth()?.register(body).await,
+            Handler::AuthorizePage => self.oauth()?.authorize_page(request, path).await,
+            Handler::AuthorizeSubmit => self.oauth()?.authorize_submit(request, path).await,
+            Handler::OAuthToken => self.oauth()?.token(request).await,
+            Handler::OAuthIntrospect => self.oauth()?.introspect(request),
+            Handler::McpLoginPage => self.oauth()?.login_page(request).await,
+            Handler::McpLoginSubmit => self.oauth()?.login_submit(request).await,
+            Handler::DataHealth => self.data.health(user()?, request).await?,
+            Handler::DataGenotype => self.data.genotype(user()?, request).await?,
+            Handler::DataSummary => self.data.summary(user()?).await?,
+            Handler::DataDelete => self.data.delete(user()?).await?,
+            Handler::PersonalUrl => self.accounts()?.personal_url(user()?, body).await?,
+            Handler::PersonalUrlRevoke => self.accounts()?.revoke_personal_url(user()?).await?,
+            Handler::ShareGrant => self.accounts()?.share(user()?, body).await?,
+            Handler::ShareRevoke => self.accounts()?.unshare(user()?, body).await?,
+            Handler::ExternalTable => self.external()?.seed_table(user()?).await?,
+            Handler::ExternalSet => self.external()?.seed_set(user()?, body).await?,
+            Handler::ExternalRemove => self.external()?.seed_delete(user()?, body).await?,
+            Handler::ExternalList => self.external()?.list(user()?).await?,
+            Handler::ExternalCreate => self.external()?.create(user()?, body).await?,
+            Handler::ExternalGet => self.external()?.get(user()?, name()).await?,
+            Handler::ExternalPatch => self.external()?.patch(user()?, name(), body).await?,
+            Handler::ExternalDelete => self.external()?.delete(user()?, name()).await?,
+            Handler::ExternalProbe => self.external()?.reprobe(user()?, name()).await?,
+        })
+    }
+
+    /// The account API; without keys its routes answer 503 (with CORS headers).
+    fn accounts(&self) -> Result<&AccountApi, ApiError> {
+        self.signed
+            .as_ref()
+            .map(|s| &s.accounts)
+            .ok_or(ApiError::NoKeys)
+    }
+
+    /// The registry API; its routes are signed-in, so there are keys.
+    fn external(&self) -> Result<&ExternalServers, ApiError> {
+        self.signed
+            .as_ref()
+            .map(|s| s.external.as_ref())
+            .ok_or(ApiError::NoKeys)
+    }
+
+    /// The authorization server; without keys there is none, and its routes answer 503
+    /// at the door (without CORS headers).
+    fn oauth(&self) -> Result<&OAuthApi, Refusal> {
+        match &self.signed {
+            Some(signed) => Ok(&signed.oauth),
+            None => Err(Refusal::Door(ApiError::NoKeys)),
         }
     }
 
     async fn mcp_post(&self, request: &Request<Bytes>, secret: Option<&str>) -> Response<Bytes> {
-        let caller = match self.resolve(request, secret).await {
+        let caller = match self.callers.resolve(request.headers(), secret).await {
             Ok(caller) => caller,
-            Err(response) => return response,
+            Err(error) => return error.into_response(),
         };
         if caller.is_none() && self.config.require_auth {
-            return self.authentication_required();
+            return self.callers.sign_in_required().into_response();
         }
         let server_url = self.server_url(request);
         let agent = caller.as_ref().and_then(|c| c.agent.as_deref());
@@ -448,79 +414,6 @@ impl App {
         }
     }
 
-    /// C3: the device-style login poll (REFERENCE: 404 not_found, 410 expired,
-    /// 200 pending, 200 completed with the token, 400 without a state).
-    async fn check_state(&self, state: &str) -> Response<Bytes> {
-        if state.trim().is_empty() {
-            return web::json(
-                StatusCode::BAD_REQUEST,
-                &json!({"status": "error", "message": "state is required"}),
-            );
-        }
-        let record = match self.store.login_state(state).await {
-            Ok(record) => record,
-            Err(error) => {
-                tracing::warn!(%error, "login state lookup failed");
-                return refused(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "storage is unavailable; try again shortly",
-                );
-            }
-        };
-        match record {
-            None => web::json(
-                StatusCode::NOT_FOUND,
-                &json!({"status": "not_found", "message": "no such login"}),
-            ),
-            Some(r) if r.expires_at <= self.clock.now() => web::json(
-                StatusCode::GONE,
-                &json!({"status": "expired", "message": "the login expired; start again"}),
-            ),
-            Some(r) => match r.status {
-                LoginStatus::Pending => web::json(
-                    StatusCode::OK,
-                    &json!({"status": "pending", "message": "waiting for the browser sign-in"}),
-                ),
-                LoginStatus::Completed { sealed_token } => {
-                    let token = self
-                        .signed
-                        .as_ref()
-                        .and_then(|s| {
-                            s.sealer
-                                .open(&sealed_token, &format!("login-state:{state}"))
-                        })
-                        .and_then(|t| String::from_utf8(t).ok());
-                    match token {
-                        Some(token) => web::json(
-                            StatusCode::OK,
-                            &json!({"status": "completed", "token": token, "token_type": "Bearer"}),
-                        ),
-                        None => refused(
-                            StatusCode::INTERNAL_SERVER_ERROR,
-                            "the login could not be read back",
-                        ),
-                    }
-                }
-            },
-        }
-    }
-
-    /// 401 with `WWW-Authenticate` pointing at the protected resource metadata.
-    fn unauthorized(&self) -> Response<Bytes> {
-        challenge(
-            "a valid Bearer token is required (it is missing, expired or not ours)",
-            &self.challenges.invalid_token,
-        )
-    }
-
-    /// `MIROBODY_REQUIRE_AUTH`: 401 for a request without credentials.
-    fn authentication_required(&self) -> Response<Bytes> {
-        challenge(
-            "this server requires sign-in: send a Bearer token (OAuth, see WWW-Authenticate)",
-            &self.challenges.sign_in,
-        )
-    }
-
     /// The origin substituted into resources: the public URL, else the request's own host.
     fn server_url(&self, request: &Request<Bytes>) -> String {
         if let Some(url) = &self.config.public_url {
@@ -533,61 +426,17 @@ impl App {
     }
 }
 
-/// The two `WWW-Authenticate` values a 401 carries.
-struct Challenges {
-    /// A bearer token that does not verify.
-    invalid_token: HeaderValue,
-    /// `MIROBODY_REQUIRE_AUTH` and no credentials. No `error` (RFC 6750 section 3.1: the
-    /// request had no authentication information); the scope a client should ask for, so
-    /// it does not request every scope the metadata lists.
-    sign_in: HeaderValue,
-}
-
-impl Challenges {
-    fn new(resource_metadata_url: &str) -> Self {
-        let value = |text: String| {
-            HeaderValue::from_str(&text).unwrap_or(HeaderValue::from_static("Bearer"))
-        };
-        Challenges {
-            invalid_token: value(format!(
-                "Bearer error=\"invalid_token\", resource_metadata=\"{resource_metadata_url}\""
-            )),
-            sign_in: value(format!(
-                "Bearer resource_metadata=\"{resource_metadata_url}\", scope=\"mcp:tools\""
-            )),
-        }
+/// `GET`/`DELETE /mcp`: 405, allowing what the path answers for real.
+fn mcp_placeholder(matched: &Matched<'_>) -> Response<Bytes> {
+    let error = McpError::PostOnly;
+    let mut response = web::json(error.http_status(Era::Unknown), &error.transport_body());
+    let allow = web::methods_at(matched.route, Handler::McpPlaceholder);
+    if let Ok(allow) = HeaderValue::from_str(&allow) {
+        response.headers_mut().insert(ALLOW, allow);
     }
-}
-
-fn challenge(msg: &str, value: &HeaderValue) -> Response<Bytes> {
-    let mut response = web::json(
-        StatusCode::UNAUTHORIZED,
-        &json!({ "code": 401, "msg": msg }),
-    );
-    response
-        .headers_mut()
-        .insert(WWW_AUTHENTICATE, value.clone());
     response
 }
 
-/// Who the `Authorization` header says the caller is.
-enum Bearer {
-    Absent,
-    User(Caller),
-    /// A bearer token that does not verify: refused with 401, never treated as anonymous.
-    Invalid,
-}
-
-fn unknown_url() -> Response<Bytes> {
-    refused(
-        StatusCode::NOT_FOUND,
-        "this MCP URL is not valid (revoked or expired); ask for a new one",
-    )
-}
-
-fn no_keys() -> Response<Bytes> {
-    refused(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "accounts are not configured on this deployment (no signing keys)",
-    )
-}
+#[cfg(test)]
+#[path = "app_tests.rs"]
+mod tests;

@@ -13,9 +13,10 @@ use http::header::CONTENT_TYPE;
 use http::{Request, Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::account_api::{self, refused};
+use crate::account_api;
+use crate::http::ApiError;
+use crate::identity::Caller;
 use crate::store::{Store, StoreError};
-use crate::tools::Caller;
 use crate::upload::{self, UploadError};
 
 pub struct DataApi {
@@ -26,25 +27,32 @@ fn ok(data: Value) -> Response<Bytes> {
     account_api::ok(StatusCode::OK, data)
 }
 
-fn bad_upload(error: UploadError) -> Response<Bytes> {
-    refused(
+fn bad_upload(error: UploadError) -> ApiError {
+    ApiError::refused(
         StatusCode::BAD_REQUEST,
-        &format!("nothing was saved: {error}"),
+        format!("nothing was saved: {error}"),
     )
 }
 
-fn store_failed(error: StoreError, what: &str) -> Response<Bytes> {
-    tracing::warn!(%error, what, "data API store failure");
-    refused(
-        StatusCode::SERVICE_UNAVAILABLE,
-        &format!(
-            "{what} failed: storage is unavailable; retry the same upload (it never duplicates rows)"
-        ),
-    )
+/// The data API's own 503: it says what failed and that retrying is safe.
+fn store_failed(what: &'static str) -> impl FnOnce(StoreError) -> ApiError {
+    move |error| {
+        tracing::warn!(%error, what, "data API store failure");
+        ApiError::refused(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "{what} failed: storage is unavailable; retry the same upload (it never duplicates rows)"
+            ),
+        )
+    }
 }
 
 impl DataApi {
-    pub async fn health(&self, caller: &Caller, request: &Request<Bytes>) -> Response<Bytes> {
+    pub async fn health(
+        &self,
+        caller: &Caller,
+        request: &Request<Bytes>,
+    ) -> Result<Response<Bytes>, ApiError> {
         let content_type = request
             .headers()
             .get(CONTENT_TYPE)
@@ -61,38 +69,47 @@ impl DataApi {
         } else {
             upload::parse_health_json(request.body(), &source)
         };
-        let readings = match parsed {
-            Ok(readings) => readings,
-            Err(error) => return bad_upload(error),
-        };
-        match self.store.put_readings(&caller.user_id, &readings).await {
-            Ok(report) => ok(json!({ "received": readings.len(), "written": report.written })),
-            Err(error) => store_failed(error, "saving readings"),
-        }
+        let readings = parsed.map_err(bad_upload)?;
+        let report = self
+            .store
+            .put_readings(&caller.user_id, &readings)
+            .await
+            .map_err(store_failed("saving readings"))?;
+        Ok(ok(
+            json!({ "received": readings.len(), "written": report.written }),
+        ))
     }
 
-    pub async fn genotype(&self, caller: &Caller, request: &Request<Bytes>) -> Response<Bytes> {
-        let genotypes = match upload::parse_genotype_file(request.body()) {
-            Ok(genotypes) => genotypes,
-            Err(error) => return bad_upload(error),
-        };
-        match self.store.put_genotypes(&caller.user_id, &genotypes).await {
-            Ok(report) => ok(json!({ "received": genotypes.len(), "written": report.written })),
-            Err(error) => store_failed(error, "saving genotypes"),
-        }
+    pub async fn genotype(
+        &self,
+        caller: &Caller,
+        request: &Request<Bytes>,
+    ) -> Result<Response<Bytes>, ApiError> {
+        let genotypes = upload::parse_genotype_file(request.body()).map_err(bad_upload)?;
+        let report = self
+            .store
+            .put_genotypes(&caller.user_id, &genotypes)
+            .await
+            .map_err(store_failed("saving genotypes"))?;
+        Ok(ok(
+            json!({ "received": genotypes.len(), "written": report.written }),
+        ))
     }
 
-    pub async fn summary(&self, caller: &Caller) -> Response<Bytes> {
-        match self.store.data_presence(&caller.user_id).await {
-            Ok(p) => ok(json!({ "health": p.health, "genotype": p.genotype })),
-            Err(error) => store_failed(error, "reading the summary"),
-        }
+    pub async fn summary(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
+        let p = self
+            .store
+            .data_presence(&caller.user_id)
+            .await
+            .map_err(store_failed("reading the summary"))?;
+        Ok(ok(json!({ "health": p.health, "genotype": p.genotype })))
     }
 
-    pub async fn delete(&self, caller: &Caller) -> Response<Bytes> {
-        match self.store.delete_user_data(&caller.user_id).await {
-            Ok(()) => ok(json!({ "deleted": true })),
-            Err(error) => store_failed(error, "deleting data"),
-        }
+    pub async fn delete(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
+        self.store
+            .delete_user_data(&caller.user_id)
+            .await
+            .map_err(store_failed("deleting data"))?;
+        Ok(ok(json!({ "deleted": true })))
     }
 }

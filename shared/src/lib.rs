@@ -17,12 +17,14 @@ pub mod oauth;
 pub mod prompts;
 pub mod remote;
 pub mod resources;
+mod services;
 pub mod store;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod tools;
 pub mod upload;
 
-pub use app::{App, Services, TOKEN_AUDIENCE, TOKEN_ISSUER};
+pub use app::{App, TOKEN_AUDIENCE, TOKEN_ISSUER};
 pub use config::{Config, ConfigError, Runtime, StoreKind};
 pub use http::RouteGroup;
+pub use services::{Services, StartupError};

@@ -5,9 +5,6 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use lambda_http::{Body, Error, Request, Response, service_fn};
-use mirobody::clock::SystemClock;
-use mirobody::identity::Keys;
-use mirobody::store::open_store;
 use mirobody::{App, Config, ConfigError, RouteGroup, Runtime, Services};
 
 /// Builds the app once per cold start (settings from the environment), then serves
@@ -15,23 +12,10 @@ use mirobody::{App, Config, ConfigError, RouteGroup, Runtime, Services};
 pub async fn run(group: RouteGroup) -> Result<(), Error> {
     init_logging();
     let config = Config::from_vars(Runtime::Lambda, settings(std::env::vars())?)?;
-    let store = open_store(&config).await?;
-    // Read once per cold start. Without a configured secret every caller is anonymous.
-    let keys = match &config.keys_secret {
-        Some(secret) => Some(
-            Keys::from_secrets_manager(secret, config.secretsmanager_endpoint.as_deref()).await?,
-        ),
-        None => None,
-    };
-    let app = Arc::new(App::new(
-        config,
-        group,
-        Services {
-            store,
-            keys,
-            clock: Arc::new(SystemClock),
-        },
-    )?);
+    // The store, and the keys secret read once per cold start (without one every caller
+    // is anonymous).
+    let services = Services::open(&config).await?;
+    let app = Arc::new(App::new(config, group, services)?);
     lambda_http::run(service_fn(move |event: Request| {
         let app = app.clone();
         async move { Ok::<_, Error>(to_lambda(app.handle(from_lambda(event)).await)) }

@@ -20,10 +20,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use mirobody::clock::{Clock, SystemClock};
-use mirobody::identity::{Jwts, Keys};
-use mirobody::store::{Store, open_store};
-use mirobody::{App, Config, RouteGroup, Runtime, Services, TOKEN_AUDIENCE, TOKEN_ISSUER};
+use mirobody::{App, Config, RouteGroup, Runtime, Services};
 use tokio::net::TcpListener;
 
 mod layered;
@@ -49,35 +46,33 @@ async fn main() {
     let config = layered::vars()
         .and_then(|vars| Config::from_vars(Runtime::Local, vars))
         .unwrap_or_else(|e| fail(e));
-    let keys = Keys::dev(&config.data_dir).unwrap_or_else(|e| fail(e));
-    let jwts = Jwts::new(&keys.jwt, TOKEN_ISSUER, TOKEN_AUDIENCE);
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("mint-token") => {
             let user = args
                 .get(1)
                 .unwrap_or_else(|| fail("usage: mirobody-local mint-token <user>"));
-            println!("{}", jwts.mint(user, DEV_TOKEN_SECS, SystemClock.now()));
+            println!("{}", token(&config, user).await);
             return;
         }
         Some("seed-demo") => {
             let user = args.get(1).map(String::as_str).unwrap_or("demo");
-            let store = open_store(&config).await.unwrap_or_else(|e| fail(e));
-            seed_demo(store.as_ref(), user).await;
+            let services = Services::open(&config).await.unwrap_or_else(|e| fail(e));
+            let first_day = chrono::NaiveDate::from_ymd_opt(2025, 11, 1).expect("a valid date");
+            let (readings, genotypes) = services
+                .seed_demo(user, first_day)
+                .await
+                .unwrap_or_else(|e| fail(e));
+            eprintln!("{readings} readings and {genotypes} genotypes written");
             println!("demo data loaded for user {user:?}; a token for it:");
-            println!("{}", jwts.mint(user, DEV_TOKEN_SECS, SystemClock.now()));
+            println!("{}", token(&config, user).await);
             return;
         }
         Some("temp-url") => {
             let [_, user, session, agent] = args.as_slice() else {
                 fail("usage: mirobody-local temp-url <user> <session> <agent>")
             };
-            let store = open_store(&config).await.unwrap_or_else(|e| fail(e));
-            let services = Services {
-                store,
-                keys: Some(keys),
-                clock: Arc::new(SystemClock),
-            };
+            let services = Services::open(&config).await.unwrap_or_else(|e| fail(e));
             let app = App::new(config, RouteGroup::All, services).unwrap_or_else(|e| fail(e));
             match app.temporary_url(user, session, agent).await {
                 Some(url) => println!("{url}"),
@@ -100,12 +95,7 @@ async fn main() {
     // With HTTP_PORT=0 the absolute URLs the server hands out must name the real port.
     let mut config = config;
     config.port = local.port();
-    let store = open_store(&config).await.unwrap_or_else(|e| fail(e));
-    let services = Services {
-        store,
-        keys: Some(keys),
-        clock: Arc::new(SystemClock),
-    };
+    let services = Services::open(&config).await.unwrap_or_else(|e| fail(e));
     let app = Arc::new(App::new(config, RouteGroup::All, services).unwrap_or_else(|e| fail(e)));
     // Tests read this line to learn the port when HTTP_PORT=0.
     println!("mirobody-local listening on http://{local}");
@@ -129,23 +119,13 @@ async fn main() {
     }
 }
 
-async fn seed_demo(store: &dyn Store, user: &str) {
-    let first_day = chrono::NaiveDate::from_ymd_opt(2025, 11, 1).expect("a valid date");
-    let readings = mirobody::demo::readings(first_day);
-    let genotypes = mirobody::demo::genotypes();
-    store
-        .put_readings(user, &readings)
-        .await
-        .unwrap_or_else(|e| fail(e));
-    store
-        .put_genotypes(user, &genotypes)
-        .await
-        .unwrap_or_else(|e| fail(e));
-    eprintln!(
-        "{} readings and {} genotypes written",
-        readings.len(),
-        genotypes.len()
-    );
+/// A token for `user`, signed with the dev key (without opening the store).
+async fn token(config: &Config, user: &str) -> String {
+    match Services::mint_token(config, user, DEV_TOKEN_SECS).await {
+        Ok(Some(token)) => token,
+        Ok(None) => fail("no signing keys"),
+        Err(e) => fail(e),
+    }
 }
 
 async fn serve(

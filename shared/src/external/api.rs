@@ -19,9 +19,9 @@ use super::credentials::{self, AuthInput};
 use super::naming::namespace;
 use super::probe::{self, Probe};
 use super::{ExternalServers, RegistryError};
-use crate::http as web;
+use crate::http::{self as web, ApiError};
+use crate::identity::Caller;
 use crate::store::{McpAuth, McpServerRecord, McpServerWrite};
-use crate::tools::Caller;
 
 /// Longest server name: the namespace must leave room for tool names within 64.
 pub const MAX_SERVER_NAME: usize = 32;
@@ -244,15 +244,21 @@ impl ExternalServers {
     // ----- the seed's table form -----
 
     /// `GET`/`POST /api/user/mcp`.
-    pub async fn seed_table(&self, caller: &Caller) -> Response<Bytes> {
-        match self.store.mcp_servers(&caller.user_id).await {
-            Ok(records) => seed_ok(table(&records)),
-            Err(error) => RegistryError::unavailable(error).seed_response(),
-        }
+    pub(crate) async fn seed_table(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
+        let records = self
+            .store
+            .mcp_servers(&caller.user_id)
+            .await
+            .map_err(|error| RegistryError::unavailable(error).seed())?;
+        Ok(seed_ok(table(&records)))
     }
 
     /// `POST /api/user/mcp/set`: `{"name": …, "url": …, …}` or `{"<name>": {…}}`.
-    pub async fn seed_set(&self, caller: &Caller, body: &[u8]) -> Response<Bytes> {
+    pub(crate) async fn seed_set(
+        &self,
+        caller: &Caller,
+        body: &[u8],
+    ) -> Result<Response<Bytes>, ApiError> {
         let outcome = async {
             let (name, entry) = seed_entry(body)?;
             check_name(&name)?;
@@ -298,14 +304,16 @@ impl ExternalServers {
                 .await
                 .map_err(RegistryError::unavailable)
         };
-        match outcome.await {
-            Ok(records) => seed_ok(table(&records)),
-            Err(error) => error.seed_response(),
-        }
+        let records = outcome.await.map_err(RegistryError::seed)?;
+        Ok(seed_ok(table(&records)))
     }
 
     /// `POST /api/user/mcp/delete`: `{"name": …}`.
-    pub async fn seed_delete(&self, caller: &Caller, body: &[u8]) -> Response<Bytes> {
+    pub(crate) async fn seed_delete(
+        &self,
+        caller: &Caller,
+        body: &[u8],
+    ) -> Result<Response<Bytes>, ApiError> {
         #[derive(Deserialize)]
         struct Named {
             name: String,
@@ -318,28 +326,30 @@ impl ExternalServers {
                 .await
                 .map_err(RegistryError::unavailable)
         };
-        match outcome.await {
-            Ok(records) => seed_ok(table(&records)),
-            Err(error) => error.seed_response(),
-        }
+        let records = outcome.await.map_err(RegistryError::seed)?;
+        Ok(seed_ok(table(&records)))
     }
 
     // ----- the REST form -----
 
     /// `GET /api/user/mcp-servers`: `{"servers": [...]}` in listing order.
-    pub async fn list(&self, caller: &Caller) -> Response<Bytes> {
-        match self.store.mcp_servers(&caller.user_id).await {
-            Ok(mut records) => {
-                super::sort_for_listing(&mut records);
-                let servers: Vec<Value> = records.iter().map(|r| Value::Object(view(r))).collect();
-                web::json(StatusCode::OK, &json!({ "servers": servers }))
-            }
-            Err(error) => RegistryError::unavailable(error).rest_response(),
-        }
+    pub(crate) async fn list(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
+        let mut records = self
+            .store
+            .mcp_servers(&caller.user_id)
+            .await
+            .map_err(|error| RegistryError::unavailable(error).rest())?;
+        super::sort_for_listing(&mut records);
+        let servers: Vec<Value> = records.iter().map(|r| Value::Object(view(r))).collect();
+        Ok(web::json(StatusCode::OK, &json!({ "servers": servers })))
     }
 
     /// `POST /api/user/mcp-servers`: 201 with the server, its tools and its self-reported name.
-    pub async fn create(&self, caller: &Caller, body: &[u8]) -> Response<Bytes> {
+    pub(crate) async fn create(
+        &self,
+        caller: &Caller,
+        body: &[u8],
+    ) -> Result<Response<Bytes>, ApiError> {
         let outcome = async {
             let request: CreateRequest = parse(body)?;
             check_name(&request.name)?;
@@ -353,22 +363,30 @@ impl ExternalServers {
             };
             self.register(caller, registration).await
         };
-        match outcome.await {
-            Ok(record) => web::json(StatusCode::CREATED, &Value::Object(view(&record))),
-            Err(error) => error.rest_response(),
-        }
+        let record = outcome.await.map_err(RegistryError::rest)?;
+        Ok(web::json(
+            StatusCode::CREATED,
+            &Value::Object(view(&record)),
+        ))
     }
 
     /// `GET /api/user/mcp-servers/{name}`.
-    pub async fn get(&self, caller: &Caller, name: &str) -> Response<Bytes> {
-        match self.load(caller, name).await {
-            Ok(record) => web::json(StatusCode::OK, &Value::Object(view(&record))),
-            Err(error) => error.rest_response(),
-        }
+    pub(crate) async fn get(
+        &self,
+        caller: &Caller,
+        name: &str,
+    ) -> Result<Response<Bytes>, ApiError> {
+        let record = self.load(caller, name).await.map_err(RegistryError::rest)?;
+        Ok(web::json(StatusCode::OK, &Value::Object(view(&record))))
     }
 
     /// `PATCH /api/user/mcp-servers/{name}`.
-    pub async fn patch(&self, caller: &Caller, name: &str, body: &[u8]) -> Response<Bytes> {
+    pub(crate) async fn patch(
+        &self,
+        caller: &Caller,
+        name: &str,
+        body: &[u8],
+    ) -> Result<Response<Bytes>, ApiError> {
         let outcome = async {
             let request: UpdateRequest = parse(body)?;
             let changes = Changes {
@@ -382,15 +400,17 @@ impl ExternalServers {
             let record = self.load(caller, name).await?;
             self.update(caller, record, changes).await
         };
-        match outcome.await {
-            Ok(record) => web::json(StatusCode::OK, &Value::Object(view(&record))),
-            Err(error) => error.rest_response(),
-        }
+        let record = outcome.await.map_err(RegistryError::rest)?;
+        Ok(web::json(StatusCode::OK, &Value::Object(view(&record))))
     }
 
     /// `POST /api/user/mcp-servers/{name}/probe`: probe again with the stored
     /// credential and keep the fresh tool snapshot.
-    pub async fn reprobe(&self, caller: &Caller, name: &str) -> Response<Bytes> {
+    pub(crate) async fn reprobe(
+        &self,
+        caller: &Caller,
+        name: &str,
+    ) -> Result<Response<Bytes>, ApiError> {
         let outcome = async {
             let mut record = self.load(caller, name).await?;
             let auth = credentials::headers(&self.sealer, &caller.user_id, &record)
@@ -407,18 +427,20 @@ impl ExternalServers {
             self.replace(caller, &record).await?;
             Ok(record)
         };
-        match outcome.await {
-            Ok(record) => web::json(StatusCode::OK, &Value::Object(view(&record))),
-            Err(error) => error.rest_response(),
-        }
+        let record = outcome.await.map_err(RegistryError::rest)?;
+        Ok(web::json(StatusCode::OK, &Value::Object(view(&record))))
     }
 
     /// `DELETE /api/user/mcp-servers/{name}`.
-    pub async fn delete(&self, caller: &Caller, name: &str) -> Response<Bytes> {
-        match self.remove(caller, name).await {
-            Ok(()) => web::json(StatusCode::OK, &json!({"deleted": name})),
-            Err(error) => error.rest_response(),
-        }
+    pub(crate) async fn delete(
+        &self,
+        caller: &Caller,
+        name: &str,
+    ) -> Result<Response<Bytes>, ApiError> {
+        self.remove(caller, name)
+            .await
+            .map_err(RegistryError::rest)?;
+        Ok(web::json(StatusCode::OK, &json!({"deleted": name})))
     }
 
     // ----- the operations both forms share -----

@@ -20,12 +20,10 @@ mod tool_source;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http::{Response, StatusCode};
-use serde_json::json;
+use http::StatusCode;
 
 use crate::clock::Clock;
-use crate::http as web;
+use crate::http::{ApiError, Form, STORAGE_UNAVAILABLE};
 use crate::identity::Sealer;
 use crate::remote::{GuardedHttp, INVALID_URL_CODE};
 use crate::store::{McpServerRecord, Store, StoreError};
@@ -76,8 +74,8 @@ fn sort_for_listing(records: &mut [McpServerRecord]) {
     records.sort_by(|a, b| (a.order, &a.name).cmp(&(b.order, &b.name)));
 }
 
-/// A refusal of the registry API: one status, one stable code, one message. Rendered
-/// in the seed's envelope or the REST form by the two renderers below, nowhere else.
+/// A refusal of the registry API: one status, one stable code, one message. Becomes an
+/// `ApiError` in the seed's envelope or the REST form, which renders it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegistryError {
     pub status: StatusCode,
@@ -161,28 +159,26 @@ impl RegistryError {
         Self::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "unavailable",
-            "storage is unavailable; try again shortly",
+            STORAGE_UNAVAILABLE,
         )
     }
 
-    /// The seed's envelope: `{success: false, code, msg}` plus the stable `error` code.
-    pub fn seed_response(&self) -> Response<Bytes> {
-        web::json(
-            self.status,
-            &json!({
-                "success": false,
-                "code": self.status.as_u16(),
-                "msg": self.message,
-                "error": self.code,
-            }),
-        )
+    /// For the seed's table endpoints: `{success: false, code, msg}` plus the `error` code.
+    pub(crate) fn seed(self) -> ApiError {
+        self.in_form(Form::Seed)
     }
 
-    /// The REST form: `{error: {code, message}}`.
-    pub fn rest_response(&self) -> Response<Bytes> {
-        web::json(
-            self.status,
-            &json!({ "error": { "code": self.code, "message": self.message } }),
-        )
+    /// For the REST endpoints: `{error: {code, message}}`.
+    pub(crate) fn rest(self) -> ApiError {
+        self.in_form(Form::Rest)
+    }
+
+    fn in_form(self, form: Form) -> ApiError {
+        ApiError::Coded {
+            status: self.status,
+            code: self.code,
+            message: self.message,
+            form,
+        }
     }
 }

@@ -1,16 +1,20 @@
-//! HTTP concerns shared by every route: the route table, CORS, `Origin`/`Host`
-//! checks and response helpers. Plain `http` types only; no Lambda, no sockets.
+//! HTTP concerns shared by every route: the route table, the REST refusals
+//! (`ApiError`), CORS, `Origin`/`Host` checks and response helpers. Plain `http` types
+//! only; no Lambda, no sockets.
 
+mod error;
 mod origin;
 mod routes;
 
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
-use http::{HeaderMap, Response, StatusCode};
+use http::{Response, StatusCode};
 use serde_json::Value;
 
+pub(crate) use error::{ApiError, Form, STORAGE_UNAVAILABLE};
 pub use origin::OriginPolicy;
-pub use routes::{ROUTE_TABLE, Route, RouteGroup, route};
+pub(crate) use routes::{Access, Handler, methods_at};
+pub use routes::{Matched, Resolved, RouteGroup, resolve, templates};
 
 const ALLOW_HEADERS: &str = "Content-Type, Authorization, Accept, MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Session-Id, Last-Event-ID";
 const EXPOSE_HEADERS: &str = "MCP-Protocol-Version, WWW-Authenticate";
@@ -89,9 +93,4 @@ pub fn add_cors(
         header::ACCESS_CONTROL_MAX_AGE,
         HeaderValue::from_static("86400"),
     );
-}
-
-/// True when the request carries an `Origin` header (a browser is involved).
-pub fn has_origin(headers: &HeaderMap) -> bool {
-    headers.contains_key(header::ORIGIN)
 }

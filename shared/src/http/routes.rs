@@ -1,9 +1,12 @@
-//! The route table: one place that maps (method, path) to what answers it, for
-//! every function and for the local server.
+//! The route table: every route the product serves, one row each, for every function
+//! and for the local server. Names, groups, access, the deployment's template list and
+//! the parser all read the rows.
 //!
-//! Owns path shapes and the `HTTP_URI_PREFIX` rule (A1: `/mcp`, `/mcp/{secret}` and
-//! `/personal/mcp` live under the prefix; well-known documents never do). Knows
-//! nothing about what the handlers do.
+//! Owns path shapes and the `HTTP_URI_PREFIX` rule: `/mcp`, `/mcp/{secret}` and
+//! `/personal/mcp` live under the prefix, the resource metadata of the prefixed `/mcp`
+//! puts it after the well-known name, and every other path (well-known documents, the
+//! OAuth and REST APIs) never has it. Names the handler of each route but knows nothing
+//! about what handlers do; never shows a path parameter in a name.
 
 use http::Method;
 
@@ -17,475 +20,619 @@ pub enum RouteGroup {
     All,
 }
 
-/// A matched route. The MCP secret is borrowed from the path; it must never be
-/// logged (B4), so `Route` has no `Debug` that shows it.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Route<'p> {
-    McpPost {
-        secret: Option<&'p str>,
-    },
-    McpGet,
-    McpDelete,
-    McpOptions,
-    /// `POST /api/data/health`: readings as JSON or CSV (E4).
+/// Who may call a route. `App::dispatch` checks it before the handler runs, and the
+/// CORS headers of the answer follow from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Cross-origin by design (discovery, registration and token endpoints for
+    /// browser-based clients): no `Origin`/`Host` check; CORS allows any origin.
+    Open,
+    /// Protected against DNS rebinding: the `Origin`/`Host` check (403); CORS echoes an
+    /// allowed origin.
+    SameOrigin,
+    /// Same-origin, and a valid bearer token is required (401 without one).
+    SignedIn,
+}
+
+/// Where `HTTP_URI_PREFIX` goes in a route's path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Prefix {
+    /// Nowhere: the path is served as written, whatever the prefix.
+    Never,
+    /// In front: `/mcp` is served at `/api/mcp` with the prefix `/api`.
+    Leading,
+    /// After this leading part of the path (RFC 9728: the metadata of the resource
+    /// `/api/mcp` is at `/.well-known/oauth-protected-resource/api/mcp`).
+    After(&'static str),
+}
+
+/// What answers a route: one arm each in `App::dispatch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Handler {
+    /// A JSON-RPC request on `/mcp` or `/mcp/{secret}`.
+    McpPost,
+    /// `GET`/`DELETE /mcp`: 405, a placeholder for a future WebSocket transport.
+    McpPlaceholder,
+    /// A CORS preflight: 200 with an empty body.
+    Preflight,
+    /// Readings as JSON or CSV.
     DataHealth,
-    /// `POST /api/data/genotype`: a raw genotype file (E4).
+    /// A raw genotype file.
     DataGenotype,
-    /// `GET /api/data`: what the caller has uploaded.
+    /// What the caller has uploaded.
     DataSummary,
-    /// `DELETE /api/data`: delete the caller's readings and genotypes.
+    /// Delete the caller's readings and genotypes.
     DataDelete,
-    /// `POST {prefix}/personal/mcp`: the caller's personal MCP URL (B1, B2).
+    /// The caller's personal MCP URL, or that of an account that shared "chat" with them.
     PersonalUrl,
-    /// `DELETE {prefix}/personal/mcp`: revoke it.
     PersonalUrlRevoke,
-    /// `OPTIONS {prefix}/personal/mcp`: browser preflight, served by the personal group.
-    PersonalOptions,
-    /// `GET`/`POST /api/user/mcp`: the caller's external MCP servers as the seed's table (D1).
+    /// The caller's external MCP servers as the seed's table.
     ExternalTable,
-    /// `POST /api/user/mcp/set`: add or replace one entry.
+    /// Add or replace one entry of the table.
     ExternalSet,
-    /// `POST /api/user/mcp/delete`: remove one entry.
+    /// Remove one entry of the table.
     ExternalRemove,
-    /// `GET /api/user/mcp-servers`.
     ExternalList,
-    /// `POST /api/user/mcp-servers`: register (probe first, D4).
+    /// Register a server (probed first).
     ExternalCreate,
-    /// `GET`/`PATCH`/`DELETE /api/user/mcp-servers/{name}`.
-    ExternalGet {
-        name: &'p str,
-    },
-    ExternalPatch {
-        name: &'p str,
-    },
-    ExternalDelete {
-        name: &'p str,
-    },
-    /// `POST /api/user/mcp-servers/{name}/probe`: probe again.
-    ExternalProbe {
-        name: &'p str,
-    },
-    /// `POST /auth/signup`, `POST /auth/signin`.
+    ExternalGet,
+    ExternalPatch,
+    ExternalDelete,
+    /// Probe a registered server again.
+    ExternalProbe,
     SignUp,
     SignIn,
-    /// `POST /api/shares` (grant), `DELETE /api/shares` (revoke).
     ShareGrant,
     ShareRevoke,
-    /// `GET /oauth2/check_state/{state}`: the device-style login poll (C3).
-    CheckState {
-        state: &'p str,
-    },
-    /// The authorization server metadata (C1), at its three paths.
+    /// The device-style login poll.
+    CheckState,
+    /// The authorization server metadata.
     OAuthMetadata,
     /// RFC 9728 protected resource metadata for `/mcp`.
     ResourceMetadata,
     OAuthRegister,
-    /// `GET /oauth/authorize` or `/oauth2/authorize` (the path is kept for the form action).
-    AuthorizePage {
-        path: &'static str,
-    },
-    AuthorizeSubmit {
-        path: &'static str,
-    },
+    /// The authorization page (the row's path is kept for the form action).
+    AuthorizePage,
+    AuthorizeSubmit,
     OAuthToken,
     OAuthIntrospect,
-    /// `GET`/`POST /mcplogin`: the page the login prompt opens.
+    /// The page the login prompt opens.
     McpLoginPage,
     McpLoginSubmit,
-    /// CORS preflight for the OAuth endpoints browser-based clients call.
-    OAuthPreflight,
-    /// A known path with a method it does not serve.
-    MethodNotAllowed(&'static str),
+}
+
+/// One route. Later needs per route (accepted token kinds and scopes, a body cap)
+/// become fields here with a default in [`ROW`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Route {
+    pub method: &'static str,
+    /// The path without the prefix; `{name}` matches one non-empty segment.
+    pub path: &'static str,
+    pub prefix: Prefix,
+    pub group: RouteGroup,
+    /// The name in the request log: safe to log (no path parameter), shared by aliases.
+    pub name: &'static str,
+    pub access: Access,
+    pub handler: Handler,
+    /// In `template.yaml`: API Gateway sends it to the group's function. `false` for
+    /// what only the local server answers.
+    pub deployed: bool,
+}
+
+/// The defaults of a row. Method, path, group, name, access and handler are every row's
+/// own: the placeholders here are refused by the table's test (and access defaults to the
+/// strictest).
+const ROW: Route = Route {
+    method: "GET",
+    path: "/",
+    prefix: Prefix::Never,
+    group: RouteGroup::All,
+    name: "",
+    access: Access::SignedIn,
+    handler: Handler::Preflight,
+    deployed: true,
+};
+
+const RESOURCE_METADATA: &str = "/.well-known/oauth-protected-resource";
+
+/// Every route. Paths outside the prefix are tried before paths under it, so the prefix
+/// can never hide a fixed path; otherwise the order is for the reader. Every row ends
+/// with `..ROW`, so a new field needs only its default there.
+#[rustfmt::skip]
+#[allow(clippy::needless_update)]
+pub(crate) static ROUTES: &[Route] = {
+    use Access::{Open, SameOrigin, SignedIn};
+    use Handler::*;
+    use Prefix::{After, Leading};
+    use RouteGroup::{Data, Mcp, Oauth, Personal};
+    &[
+        // The MCP endpoint, under the prefix.
+        Route { method: "POST", path: "/mcp", prefix: Leading, group: Mcp, name: "POST /mcp",
+                access: SameOrigin, handler: McpPost, ..ROW },
+        Route { method: "GET", path: "/mcp", prefix: Leading, group: Mcp, name: "GET /mcp",
+                access: SameOrigin, handler: McpPlaceholder, ..ROW },
+        Route { method: "DELETE", path: "/mcp", prefix: Leading, group: Mcp, name: "DELETE /mcp",
+                access: SameOrigin, handler: McpPlaceholder, deployed: false, ..ROW },
+        Route { method: "OPTIONS", path: "/mcp", prefix: Leading, group: Mcp, name: "OPTIONS /mcp",
+                access: SameOrigin, handler: Preflight, ..ROW },
+        Route { method: "POST", path: "/mcp/{secret}", prefix: Leading, group: Mcp,
+                name: "POST /mcp/{secret}", access: SameOrigin, handler: McpPost, ..ROW },
+        Route { method: "OPTIONS", path: "/mcp/{secret}", prefix: Leading, group: Mcp,
+                name: "OPTIONS /mcp", access: SameOrigin, handler: Preflight, ..ROW },
+
+        // The data API.
+        Route { method: "POST", path: "/api/data/health", group: Data,
+                name: "POST /api/data/health", access: SignedIn, handler: DataHealth, ..ROW },
+        Route { method: "POST", path: "/api/data/genotype", group: Data,
+                name: "POST /api/data/genotype", access: SignedIn, handler: DataGenotype, ..ROW },
+        Route { method: "GET", path: "/api/data", group: Data, name: "GET /api/data",
+                access: SignedIn, handler: DataSummary, ..ROW },
+        Route { method: "DELETE", path: "/api/data", group: Data, name: "DELETE /api/data",
+                access: SignedIn, handler: DataDelete, ..ROW },
+
+        // The personal URL, under the prefix, and the caller's external MCP servers.
+        Route { method: "POST", path: "/personal/mcp", prefix: Leading, group: Personal,
+                name: "POST /personal/mcp", access: SignedIn, handler: PersonalUrl, ..ROW },
+        Route { method: "DELETE", path: "/personal/mcp", prefix: Leading, group: Personal,
+                name: "DELETE /personal/mcp", access: SignedIn, handler: PersonalUrlRevoke, ..ROW },
+        Route { method: "OPTIONS", path: "/personal/mcp", prefix: Leading, group: Personal,
+                name: "OPTIONS /personal/mcp", access: SameOrigin, handler: Preflight, ..ROW },
+        Route { method: "GET", path: "/api/user/mcp", group: Personal,
+                name: "GET|POST /api/user/mcp", access: SignedIn, handler: ExternalTable, ..ROW },
+        Route { method: "POST", path: "/api/user/mcp", group: Personal,
+                name: "GET|POST /api/user/mcp", access: SignedIn, handler: ExternalTable, ..ROW },
+        Route { method: "POST", path: "/api/user/mcp/set", group: Personal,
+                name: "POST /api/user/mcp/set", access: SignedIn, handler: ExternalSet, ..ROW },
+        Route { method: "POST", path: "/api/user/mcp/delete", group: Personal,
+                name: "POST /api/user/mcp/delete", access: SignedIn, handler: ExternalRemove,
+                ..ROW },
+        Route { method: "GET", path: "/api/user/mcp-servers", group: Personal,
+                name: "GET /api/user/mcp-servers", access: SignedIn, handler: ExternalList, ..ROW },
+        Route { method: "POST", path: "/api/user/mcp-servers", group: Personal,
+                name: "POST /api/user/mcp-servers", access: SignedIn, handler: ExternalCreate,
+                ..ROW },
+        Route { method: "GET", path: "/api/user/mcp-servers/{name}", group: Personal,
+                name: "GET /api/user/mcp-servers/{name}", access: SignedIn, handler: ExternalGet,
+                ..ROW },
+        Route { method: "PATCH", path: "/api/user/mcp-servers/{name}", group: Personal,
+                name: "PATCH /api/user/mcp-servers/{name}", access: SignedIn,
+                handler: ExternalPatch, ..ROW },
+        Route { method: "DELETE", path: "/api/user/mcp-servers/{name}", group: Personal,
+                name: "DELETE /api/user/mcp-servers/{name}", access: SignedIn,
+                handler: ExternalDelete, ..ROW },
+        Route { method: "POST", path: "/api/user/mcp-servers/{name}/probe", group: Personal,
+                name: "POST /api/user/mcp-servers/{name}/probe", access: SignedIn,
+                handler: ExternalProbe, ..ROW },
+
+        // Accounts and shares.
+        Route { method: "POST", path: "/auth/signup", group: Oauth, name: "POST /auth/signup",
+                access: SameOrigin, handler: SignUp, ..ROW },
+        Route { method: "POST", path: "/auth/signin", group: Oauth, name: "POST /auth/signin",
+                access: SameOrigin, handler: SignIn, ..ROW },
+        Route { method: "POST", path: "/api/shares", group: Oauth, name: "POST /api/shares",
+                access: SignedIn, handler: ShareGrant, ..ROW },
+        Route { method: "DELETE", path: "/api/shares", group: Oauth, name: "DELETE /api/shares",
+                access: SignedIn, handler: ShareRevoke, ..ROW },
+        Route { method: "GET", path: "/oauth2/check_state/{state}", group: Oauth,
+                name: "GET /oauth2/check_state/{state}", access: SameOrigin, handler: CheckState,
+                ..ROW },
+
+        // The authorization server: its metadata at three paths, the resource metadata.
+        Route { method: "GET", path: "/.well-known/oauth-authorization-server", group: Oauth,
+                name: "GET /.well-known/oauth-authorization-server", access: Open,
+                handler: OAuthMetadata, ..ROW },
+        Route { method: "GET", path: "/.well-known/oauth-authorization-server/mcp", group: Oauth,
+                name: "GET /.well-known/oauth-authorization-server", access: Open,
+                handler: OAuthMetadata, ..ROW },
+        Route { method: "GET", path: "/.well-known/mcp-configuration", group: Oauth,
+                name: "GET /.well-known/oauth-authorization-server", access: Open,
+                handler: OAuthMetadata, ..ROW },
+        Route { method: "GET", path: RESOURCE_METADATA, group: Oauth,
+                name: "GET /.well-known/oauth-protected-resource", access: Open,
+                handler: ResourceMetadata, ..ROW },
+        Route { method: "GET", path: "/.well-known/oauth-protected-resource/mcp",
+                prefix: After(RESOURCE_METADATA), group: Oauth,
+                name: "GET /.well-known/oauth-protected-resource", access: Open,
+                handler: ResourceMetadata, ..ROW },
+        Route { method: "OPTIONS", path: "/.well-known/oauth-authorization-server", group: Oauth,
+                name: "OPTIONS /oauth/*", access: Open, handler: Preflight, ..ROW },
+        Route { method: "OPTIONS", path: "/.well-known/oauth-authorization-server/mcp",
+                group: Oauth, name: "OPTIONS /oauth/*", access: Open, handler: Preflight, ..ROW },
+        Route { method: "OPTIONS", path: "/.well-known/mcp-configuration", group: Oauth,
+                name: "OPTIONS /oauth/*", access: Open, handler: Preflight, ..ROW },
+        Route { method: "OPTIONS", path: RESOURCE_METADATA, group: Oauth, name: "OPTIONS /oauth/*",
+                access: Open, handler: Preflight, ..ROW },
+        Route { method: "OPTIONS", path: "/.well-known/oauth-protected-resource/mcp",
+                prefix: After(RESOURCE_METADATA), group: Oauth, name: "OPTIONS /oauth/*",
+                access: Open, handler: Preflight, ..ROW },
+
+        // The authorization server's endpoints (`/oauth2/authorize` is the seed's alias).
+        Route { method: "POST", path: "/oauth/register", group: Oauth, name: "POST /oauth/register",
+                access: Open, handler: OAuthRegister, ..ROW },
+        Route { method: "OPTIONS", path: "/oauth/register", group: Oauth, name: "OPTIONS /oauth/*",
+                access: Open, handler: Preflight, ..ROW },
+        Route { method: "GET", path: "/oauth/authorize", group: Oauth, name: "GET /oauth/authorize",
+                access: SameOrigin, handler: AuthorizePage, ..ROW },
+        Route { method: "POST", path: "/oauth/authorize", group: Oauth,
+                name: "POST /oauth/authorize", access: SameOrigin, handler: AuthorizeSubmit,
+                ..ROW },
+        Route { method: "GET", path: "/oauth2/authorize", group: Oauth,
+                name: "GET /oauth/authorize", access: SameOrigin, handler: AuthorizePage, ..ROW },
+        Route { method: "POST", path: "/oauth2/authorize", group: Oauth,
+                name: "POST /oauth/authorize", access: SameOrigin, handler: AuthorizeSubmit,
+                ..ROW },
+        Route { method: "POST", path: "/oauth/token", group: Oauth, name: "POST /oauth/token",
+                access: Open, handler: OAuthToken, ..ROW },
+        Route { method: "OPTIONS", path: "/oauth/token", group: Oauth, name: "OPTIONS /oauth/*",
+                access: Open, handler: Preflight, ..ROW },
+        Route { method: "POST", path: "/oauth/introspect", group: Oauth,
+                name: "POST /oauth/introspect", access: Open, handler: OAuthIntrospect, ..ROW },
+        Route { method: "OPTIONS", path: "/oauth/introspect", group: Oauth,
+                name: "OPTIONS /oauth/*", access: Open, handler: Preflight, ..ROW },
+        Route { method: "GET", path: "/mcplogin", group: Oauth, name: "GET /mcplogin",
+                access: SameOrigin, handler: McpLoginPage, ..ROW },
+        Route { method: "POST", path: "/mcplogin", group: Oauth, name: "POST /mcplogin",
+                access: SameOrigin, handler: McpLoginSubmit, ..ROW },
+    ]
+};
+
+/// A request's route with the values of its path parameters. Its `Debug` shows the
+/// route's name only: a parameter may be a secret.
+#[derive(Clone)]
+pub struct Matched<'p> {
+    pub(crate) route: &'static Route,
+    params: Vec<(&'static str, &'p str)>,
+}
+
+impl<'p> Matched<'p> {
+    /// The value of `{name}` in the path, if the route's path has it.
+    pub(crate) fn param(&self, name: &str) -> Option<&'p str> {
+        self.params
+            .iter()
+            .find(|(param, _)| *param == name)
+            .map(|(_, value)| *value)
+    }
+}
+
+impl std::fmt::Debug for Matched<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.route.name)
+    }
+}
+
+/// What the table says about a request's method and path.
+#[derive(Debug, Clone)]
+pub enum Resolved<'p> {
+    Route(Matched<'p>),
+    /// A known path with a method it does not serve: the methods it does, for `Allow`.
+    /// (`App::handle` answers it with 404, as it always has.)
+    MethodNotAllowed(String),
     NotFound,
 }
 
-impl Route<'_> {
-    /// A name safe for logs (no secrets).
-    pub fn name(&self) -> &'static str {
-        match self {
-            Route::McpPost { secret: None } => "POST /mcp",
-            Route::McpPost { secret: Some(_) } => "POST /mcp/{secret}",
-            Route::McpGet => "GET /mcp",
-            Route::McpDelete => "DELETE /mcp",
-            Route::McpOptions => "OPTIONS /mcp",
-            Route::DataHealth => "POST /api/data/health",
-            Route::DataGenotype => "POST /api/data/genotype",
-            Route::DataSummary => "GET /api/data",
-            Route::DataDelete => "DELETE /api/data",
-            Route::PersonalUrl => "POST /personal/mcp",
-            Route::PersonalUrlRevoke => "DELETE /personal/mcp",
-            Route::PersonalOptions => "OPTIONS /personal/mcp",
-            Route::ExternalTable => "GET|POST /api/user/mcp",
-            Route::ExternalSet => "POST /api/user/mcp/set",
-            Route::ExternalRemove => "POST /api/user/mcp/delete",
-            Route::ExternalList => "GET /api/user/mcp-servers",
-            Route::ExternalCreate => "POST /api/user/mcp-servers",
-            Route::ExternalGet { .. } => "GET /api/user/mcp-servers/{name}",
-            Route::ExternalPatch { .. } => "PATCH /api/user/mcp-servers/{name}",
-            Route::ExternalDelete { .. } => "DELETE /api/user/mcp-servers/{name}",
-            Route::ExternalProbe { .. } => "POST /api/user/mcp-servers/{name}/probe",
-            Route::SignUp => "POST /auth/signup",
-            Route::SignIn => "POST /auth/signin",
-            Route::ShareGrant => "POST /api/shares",
-            Route::ShareRevoke => "DELETE /api/shares",
-            Route::CheckState { .. } => "GET /oauth2/check_state/{state}",
-            Route::OAuthMetadata => "GET /.well-known/oauth-authorization-server",
-            Route::ResourceMetadata => "GET /.well-known/oauth-protected-resource",
-            Route::OAuthRegister => "POST /oauth/register",
-            Route::AuthorizePage { .. } => "GET /oauth/authorize",
-            Route::AuthorizeSubmit { .. } => "POST /oauth/authorize",
-            Route::OAuthToken => "POST /oauth/token",
-            Route::OAuthIntrospect => "POST /oauth/introspect",
-            Route::McpLoginPage => "GET /mcplogin",
-            Route::McpLoginSubmit => "POST /mcplogin",
-            Route::OAuthPreflight => "OPTIONS /oauth/*",
-            Route::MethodNotAllowed(_) => "method not allowed",
-            Route::NotFound => "not found",
-        }
-    }
-
+impl Resolved<'_> {
+    /// The group whose function serves the route; `None` when nothing does.
     pub fn group(&self) -> Option<RouteGroup> {
         match self {
-            Route::McpPost { .. } | Route::McpGet | Route::McpDelete | Route::McpOptions => {
-                Some(RouteGroup::Mcp)
-            }
-            Route::DataHealth | Route::DataGenotype | Route::DataSummary | Route::DataDelete => {
-                Some(RouteGroup::Data)
-            }
-            Route::PersonalUrl
-            | Route::PersonalUrlRevoke
-            | Route::PersonalOptions
-            | Route::ExternalTable
-            | Route::ExternalSet
-            | Route::ExternalRemove
-            | Route::ExternalList
-            | Route::ExternalCreate
-            | Route::ExternalGet { .. }
-            | Route::ExternalPatch { .. }
-            | Route::ExternalDelete { .. }
-            | Route::ExternalProbe { .. } => Some(RouteGroup::Personal),
-            Route::SignUp
-            | Route::SignIn
-            | Route::ShareGrant
-            | Route::ShareRevoke
-            | Route::CheckState { .. }
-            | Route::OAuthMetadata
-            | Route::ResourceMetadata
-            | Route::OAuthRegister
-            | Route::AuthorizePage { .. }
-            | Route::AuthorizeSubmit { .. }
-            | Route::OAuthToken
-            | Route::OAuthIntrospect
-            | Route::McpLoginPage
-            | Route::McpLoginSubmit
-            | Route::OAuthPreflight => Some(RouteGroup::Oauth),
-            Route::MethodNotAllowed(_) | Route::NotFound => None,
+            Resolved::Route(matched) => Some(matched.route.group),
+            _ => None,
         }
     }
 }
 
-impl std::fmt::Debug for Route<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// Every (method, path template) the product serves, for documentation, the SAM
-/// template check and the sample events. Paths are shown without the prefix.
-pub const ROUTE_TABLE: &[(&str, &str, RouteGroup)] = &[
-    ("POST", "/mcp", RouteGroup::Mcp),
-    ("GET", "/mcp", RouteGroup::Mcp),
-    ("OPTIONS", "/mcp", RouteGroup::Mcp),
-    ("POST", "/mcp/{secret}", RouteGroup::Mcp),
-    ("OPTIONS", "/mcp/{secret}", RouteGroup::Mcp),
-    ("POST", "/api/data/health", RouteGroup::Data),
-    ("POST", "/api/data/genotype", RouteGroup::Data),
-    ("GET", "/api/data", RouteGroup::Data),
-    ("DELETE", "/api/data", RouteGroup::Data),
-    ("POST", "/personal/mcp", RouteGroup::Personal),
-    ("DELETE", "/personal/mcp", RouteGroup::Personal),
-    ("OPTIONS", "/personal/mcp", RouteGroup::Personal),
-    ("GET", "/api/user/mcp", RouteGroup::Personal),
-    ("POST", "/api/user/mcp", RouteGroup::Personal),
-    ("POST", "/api/user/mcp/set", RouteGroup::Personal),
-    ("POST", "/api/user/mcp/delete", RouteGroup::Personal),
-    ("GET", "/api/user/mcp-servers", RouteGroup::Personal),
-    ("POST", "/api/user/mcp-servers", RouteGroup::Personal),
-    ("GET", "/api/user/mcp-servers/{name}", RouteGroup::Personal),
-    (
-        "PATCH",
-        "/api/user/mcp-servers/{name}",
-        RouteGroup::Personal,
-    ),
-    (
-        "DELETE",
-        "/api/user/mcp-servers/{name}",
-        RouteGroup::Personal,
-    ),
-    (
-        "POST",
-        "/api/user/mcp-servers/{name}/probe",
-        RouteGroup::Personal,
-    ),
-    ("POST", "/auth/signup", RouteGroup::Oauth),
-    ("POST", "/auth/signin", RouteGroup::Oauth),
-    ("POST", "/api/shares", RouteGroup::Oauth),
-    ("DELETE", "/api/shares", RouteGroup::Oauth),
-    ("GET", "/oauth2/check_state/{state}", RouteGroup::Oauth),
-    (
-        "GET",
-        "/.well-known/oauth-authorization-server",
-        RouteGroup::Oauth,
-    ),
-    (
-        "GET",
-        "/.well-known/oauth-authorization-server/mcp",
-        RouteGroup::Oauth,
-    ),
-    ("GET", "/.well-known/mcp-configuration", RouteGroup::Oauth),
-    (
-        "GET",
-        "/.well-known/oauth-protected-resource",
-        RouteGroup::Oauth,
-    ),
-    (
-        "GET",
-        "/.well-known/oauth-protected-resource/mcp",
-        RouteGroup::Oauth,
-    ),
-    ("POST", "/oauth/register", RouteGroup::Oauth),
-    ("OPTIONS", "/oauth/register", RouteGroup::Oauth),
-    ("GET", "/oauth/authorize", RouteGroup::Oauth),
-    ("POST", "/oauth/authorize", RouteGroup::Oauth),
-    ("GET", "/oauth2/authorize", RouteGroup::Oauth),
-    ("POST", "/oauth2/authorize", RouteGroup::Oauth),
-    ("POST", "/oauth/token", RouteGroup::Oauth),
-    ("OPTIONS", "/oauth/token", RouteGroup::Oauth),
-    ("POST", "/oauth/introspect", RouteGroup::Oauth),
-    ("OPTIONS", "/oauth/introspect", RouteGroup::Oauth),
-    (
-        "OPTIONS",
-        "/.well-known/oauth-authorization-server",
-        RouteGroup::Oauth,
-    ),
-    (
-        "OPTIONS",
-        "/.well-known/oauth-authorization-server/mcp",
-        RouteGroup::Oauth,
-    ),
-    (
-        "OPTIONS",
-        "/.well-known/mcp-configuration",
-        RouteGroup::Oauth,
-    ),
-    (
-        "OPTIONS",
-        "/.well-known/oauth-protected-resource",
-        RouteGroup::Oauth,
-    ),
-    (
-        "OPTIONS",
-        "/.well-known/oauth-protected-resource/mcp",
-        RouteGroup::Oauth,
-    ),
-    ("GET", "/mcplogin", RouteGroup::Oauth),
-    ("POST", "/mcplogin", RouteGroup::Oauth),
-];
-
-pub fn route<'p>(method: &Method, path: &'p str, prefix: &str) -> Route<'p> {
-    let trimmed = if path.len() > 1 {
+/// Finds the route for `method` and `path` with the configured prefix. Trailing slashes
+/// are ignored; paths outside the prefix are tried first.
+pub fn resolve<'p>(method: &Method, path: &'p str, prefix: &str) -> Resolved<'p> {
+    let path = if path.len() > 1 {
         path.trim_end_matches('/')
     } else {
         path
     };
-    match (trimmed, method) {
-        ("/api/data/health", &Method::POST) => return Route::DataHealth,
-        ("/api/data/genotype", &Method::POST) => return Route::DataGenotype,
-        ("/api/data", &Method::GET) => return Route::DataSummary,
-        ("/api/data", &Method::DELETE) => return Route::DataDelete,
-        ("/api/data/health" | "/api/data/genotype", _) => return Route::MethodNotAllowed("POST"),
-        ("/api/data", _) => return Route::MethodNotAllowed("GET, DELETE"),
-        ("/auth/signup", &Method::POST) => return Route::SignUp,
-        ("/auth/signin", &Method::POST) => return Route::SignIn,
-        ("/auth/signup" | "/auth/signin", _) => return Route::MethodNotAllowed("POST"),
-        ("/api/shares", &Method::POST) => return Route::ShareGrant,
-        ("/api/shares", &Method::DELETE) => return Route::ShareRevoke,
-        ("/api/shares", _) => return Route::MethodNotAllowed("POST, DELETE"),
-        ("/api/user/mcp", &Method::GET | &Method::POST) => return Route::ExternalTable,
-        ("/api/user/mcp", _) => return Route::MethodNotAllowed("GET, POST"),
-        ("/api/user/mcp/set", &Method::POST) => return Route::ExternalSet,
-        ("/api/user/mcp/delete", &Method::POST) => return Route::ExternalRemove,
-        ("/api/user/mcp/set" | "/api/user/mcp/delete", _) => {
-            return Route::MethodNotAllowed("POST");
-        }
-        ("/api/user/mcp-servers", &Method::GET) => return Route::ExternalList,
-        ("/api/user/mcp-servers", &Method::POST) => return Route::ExternalCreate,
-        ("/api/user/mcp-servers", _) => return Route::MethodNotAllowed("GET, POST"),
-        _ => {}
-    }
-    if let Some(rest) = trimmed.strip_prefix("/api/user/mcp-servers/") {
-        let (name, probe) = match rest.strip_suffix("/probe") {
-            Some(name) => (name, true),
-            None => (rest, false),
-        };
-        if name.is_empty() || name.contains('/') {
-            return Route::NotFound;
-        }
-        return match (*method == Method::POST, probe) {
-            (true, true) => Route::ExternalProbe { name },
-            (false, true) => Route::MethodNotAllowed("POST"),
-            _ => match *method {
-                Method::GET => Route::ExternalGet { name },
-                Method::PATCH => Route::ExternalPatch { name },
-                Method::DELETE => Route::ExternalDelete { name },
-                _ => Route::MethodNotAllowed("GET, PATCH, DELETE"),
-            },
-        };
-    }
-    match (trimmed, method) {
-        (
-            "/.well-known/oauth-authorization-server"
-            | "/.well-known/oauth-authorization-server/mcp"
-            | "/.well-known/mcp-configuration",
-            &Method::GET,
-        ) => return Route::OAuthMetadata,
-        (
-            "/.well-known/oauth-authorization-server"
-            | "/.well-known/oauth-authorization-server/mcp"
-            | "/.well-known/mcp-configuration",
-            &Method::OPTIONS,
-        ) => return Route::OAuthPreflight,
-        ("/oauth/register", &Method::POST) => return Route::OAuthRegister,
-        ("/oauth/authorize", &Method::GET) => {
-            return Route::AuthorizePage {
-                path: "/oauth/authorize",
+    for under_prefix in [false, true] {
+        let mut allowed: Vec<&str> = Vec::new();
+        for route in ROUTES {
+            if (route.prefix == Prefix::Leading) != under_prefix {
+                continue;
+            }
+            let Some(params) = captures(route, prefix, path) else {
+                continue;
             };
+            if route.method == method.as_str() {
+                return Resolved::Route(Matched { route, params });
+            }
+            if !allowed.contains(&route.method) {
+                allowed.push(route.method);
+            }
         }
-        ("/oauth/authorize", &Method::POST) => {
-            return Route::AuthorizeSubmit {
-                path: "/oauth/authorize",
-            };
+        if !allowed.is_empty() {
+            return Resolved::MethodNotAllowed(allowed.join(", "));
         }
-        ("/oauth2/authorize", &Method::GET) => {
-            return Route::AuthorizePage {
-                path: "/oauth2/authorize",
-            };
-        }
-        ("/oauth2/authorize", &Method::POST) => {
-            return Route::AuthorizeSubmit {
-                path: "/oauth2/authorize",
-            };
-        }
-        ("/oauth/token", &Method::POST) => return Route::OAuthToken,
-        ("/oauth/introspect", &Method::POST) => return Route::OAuthIntrospect,
-        ("/mcplogin", &Method::GET) => return Route::McpLoginPage,
-        ("/mcplogin", &Method::POST) => return Route::McpLoginSubmit,
-        ("/oauth/register" | "/oauth/token" | "/oauth/introspect", &Method::OPTIONS) => {
-            return Route::OAuthPreflight;
-        }
-        ("/oauth/register" | "/oauth/token" | "/oauth/introspect", _) => {
-            return Route::MethodNotAllowed("POST, OPTIONS");
-        }
-        ("/oauth/authorize" | "/oauth2/authorize" | "/mcplogin", _) => {
-            return Route::MethodNotAllowed("GET, POST");
-        }
-        _ => {}
     }
-    if let Some(rest) = trimmed.strip_prefix("/.well-known/oauth-protected-resource") {
-        let known = rest.is_empty() || rest == format!("{prefix}/mcp");
-        return match *method {
-            Method::GET if known => Route::ResourceMetadata,
-            Method::OPTIONS if known => Route::OAuthPreflight,
-            _ if known => Route::MethodNotAllowed("GET, OPTIONS"),
-            _ => Route::NotFound,
-        };
-    }
-    if let Some(state) = trimmed.strip_prefix("/oauth2/check_state/") {
-        return match *method {
-            Method::GET if !state.is_empty() && !state.contains('/') => Route::CheckState { state },
-            Method::GET => Route::NotFound,
-            _ => Route::MethodNotAllowed("GET"),
-        };
-    }
-    let Some(rest) = path.strip_prefix(prefix) else {
-        return Route::NotFound;
+    Resolved::NotFound
+}
+
+/// The path parameters when `path` is the route's path with the prefix placed by its rule.
+fn captures<'p>(
+    route: &Route,
+    prefix: &str,
+    path: &'p str,
+) -> Option<Vec<(&'static str, &'p str)>> {
+    let (head, inserted) = match route.prefix {
+        Prefix::Never => ("", ""),
+        Prefix::Leading => ("", prefix),
+        Prefix::After(head) => (head, prefix),
     };
-    let rest = if rest.len() > 1 {
-        rest.trim_end_matches('/')
-    } else {
-        rest
+    let rest = path.strip_prefix(head)?.strip_prefix(inserted)?;
+    let template = &route.path[head.len()..];
+    // Most paths have no parameter: one comparison.
+    let Some(literal) = template.find('{') else {
+        return (rest == template).then(Vec::new);
     };
-    match rest {
-        "/personal/mcp" => match *method {
-            Method::POST => Route::PersonalUrl,
-            Method::DELETE => Route::PersonalUrlRevoke,
-            Method::OPTIONS => Route::PersonalOptions,
-            _ => Route::MethodNotAllowed("POST, DELETE, OPTIONS"),
-        },
-        "/mcp" => match *method {
-            Method::POST => Route::McpPost { secret: None },
-            Method::GET => Route::McpGet,
-            Method::DELETE => Route::McpDelete,
-            Method::OPTIONS => Route::McpOptions,
-            _ => Route::MethodNotAllowed("GET, POST, OPTIONS"),
-        },
-        _ => match rest.strip_prefix("/mcp/") {
-            Some(secret) if !secret.is_empty() && !secret.contains('/') => match *method {
-                Method::POST => Route::McpPost {
-                    secret: Some(secret),
-                },
-                Method::OPTIONS => Route::McpOptions,
-                _ => Route::MethodNotAllowed("POST, OPTIONS"),
-            },
-            _ => Route::NotFound,
-        },
+    if !rest.starts_with(&template[..literal]) {
+        return None;
     }
+    let mut template = template.split('/');
+    let mut segments = rest.split('/');
+    let mut params = Vec::new();
+    loop {
+        match (template.next(), segments.next()) {
+            (None, None) => return Some(params),
+            (Some(part), Some(segment)) => {
+                match part.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
+                    Some(name) if !segment.is_empty() => params.push((name, segment)),
+                    Some(_) => return None,
+                    None if part == segment => {}
+                    None => return None,
+                }
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// The methods a route's path is served with, except by `excluded` (for an `Allow` header).
+pub(crate) fn methods_at(route: &Route, excluded: Handler) -> String {
+    let mut methods: Vec<&str> = Vec::new();
+    for other in ROUTES {
+        let same = other.path == route.path && other.prefix == route.prefix;
+        if same && other.handler != excluded && !methods.contains(&other.method) {
+            methods.push(other.method);
+        }
+    }
+    methods.join(", ")
+}
+
+/// Every deployed (method, path without the prefix, group): what `template.yaml`
+/// routes and the sample events exercise.
+pub fn templates() -> impl Iterator<Item = (&'static str, &'static str, RouteGroup)> {
+    ROUTES
+        .iter()
+        .filter(|route| route.deployed)
+        .map(|route| (route.method, route.path, route.group))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The route's name and its one path parameter, or `None` for no route.
+    fn found<'p>(
+        method: Method,
+        path: &'p str,
+        prefix: &str,
+    ) -> Option<(&'static str, Option<&'p str>)> {
+        match resolve(&method, path, prefix) {
+            Resolved::Route(matched) => {
+                let param = matched.params.first().map(|(_, value)| *value);
+                Some((matched.route.name, param))
+            }
+            _ => None,
+        }
+    }
+
     #[test]
     fn mcp_routes_live_under_the_prefix() {
+        assert_eq!(found(Method::POST, "/mcp", ""), Some(("POST /mcp", None)));
         assert_eq!(
-            route(&Method::POST, "/mcp", ""),
-            Route::McpPost { secret: None }
+            found(Method::POST, "/api/mcp", "/api"),
+            Some(("POST /mcp", None))
+        );
+        assert_eq!(found(Method::POST, "/mcp", "/api"), None);
+        assert_eq!(
+            found(Method::POST, "/api/mcp/s3cr3t", "/api"),
+            Some(("POST /mcp/{secret}", Some("s3cr3t")))
+        );
+        assert_eq!(found(Method::GET, "/mcp/", ""), Some(("GET /mcp", None)));
+        assert_eq!(found(Method::POST, "/mcp/a/b", ""), None);
+        assert_eq!(found(Method::POST, "/mcp/", ""), Some(("POST /mcp", None)));
+        assert_eq!(
+            found(Method::POST, "/api/personal/mcp", "/api"),
+            Some(("POST /personal/mcp", None))
+        );
+    }
+
+    #[test]
+    fn well_known_documents_and_apis_never_take_the_prefix() {
+        for path in [
+            "/.well-known/oauth-authorization-server",
+            "/.well-known/mcp-configuration",
+            "/.well-known/oauth-protected-resource",
+            "/oauth/token",
+            "/api/data",
+        ] {
+            let method = if path.starts_with("/oauth") {
+                Method::POST
+            } else {
+                Method::GET
+            };
+            assert!(found(method.clone(), path, "/api").is_some(), "{path}");
+            assert!(
+                found(method, &format!("/api{path}"), "/api").is_none(),
+                "{path}"
+            );
+        }
+        // RFC 9728: the prefixed resource's metadata has the prefix after the well-known name.
+        let name = Some(("GET /.well-known/oauth-protected-resource", None));
+        assert_eq!(
+            found(
+                Method::GET,
+                "/.well-known/oauth-protected-resource/api/mcp",
+                "/api"
+            ),
+            name
         );
         assert_eq!(
-            route(&Method::POST, "/api/mcp", "/api"),
-            Route::McpPost { secret: None }
+            found(
+                Method::GET,
+                "/.well-known/oauth-protected-resource/mcp",
+                "/api"
+            ),
+            None
         );
-        assert_eq!(route(&Method::POST, "/mcp", "/api"), Route::NotFound);
         assert_eq!(
-            route(&Method::POST, "/api/mcp/s3cr3t", "/api"),
-            Route::McpPost {
-                secret: Some("s3cr3t")
-            }
+            found(Method::GET, "/.well-known/oauth-protected-resource/mcp", ""),
+            name
         );
-        assert_eq!(route(&Method::GET, "/mcp/", ""), Route::McpGet);
-        assert_eq!(route(&Method::POST, "/mcp/a/b", ""), Route::NotFound);
+    }
+
+    #[test]
+    fn aliases_share_their_names() {
+        assert_eq!(
+            found(Method::GET, "/oauth2/authorize", ""),
+            Some(("GET /oauth/authorize", None))
+        );
+        assert_eq!(
+            found(Method::POST, "/api/user/mcp", ""),
+            Some(("GET|POST /api/user/mcp", None))
+        );
+        assert_eq!(
+            found(Method::OPTIONS, "/mcp/s3cr3t", ""),
+            Some(("OPTIONS /mcp", Some("s3cr3t")))
+        );
+        assert_eq!(
+            found(Method::GET, "/.well-known/mcp-configuration", ""),
+            Some(("GET /.well-known/oauth-authorization-server", None))
+        );
+    }
+
+    #[test]
+    fn a_parameter_is_one_non_empty_segment() {
+        let probe = Some(("POST /api/user/mcp-servers/{name}/probe", Some("shop")));
+        assert_eq!(
+            found(Method::POST, "/api/user/mcp-servers/shop/probe/", ""),
+            probe
+        );
+        assert_eq!(
+            found(Method::GET, "/api/user/mcp-servers/probe", ""),
+            Some(("GET /api/user/mcp-servers/{name}", Some("probe")))
+        );
+        assert_eq!(
+            found(Method::POST, "/api/user/mcp-servers//probe", ""),
+            None
+        );
+        assert_eq!(found(Method::GET, "/api/user/mcp-servers/a/b", ""), None);
+        assert_eq!(found(Method::GET, "/oauth2/check_state/", ""), None);
+        assert_eq!(found(Method::GET, "/oauth2/check_state/a/b", ""), None);
+    }
+
+    #[test]
+    fn a_known_path_with_another_method_lists_the_methods_it_serves() {
+        let allow = |method: Method, path: &str| match resolve(&method, path, "") {
+            Resolved::MethodNotAllowed(allow) => allow,
+            other => panic!("{method} {path}: {other:?}"),
+        };
+        assert_eq!(allow(Method::PUT, "/api/data"), "GET, DELETE");
+        assert_eq!(allow(Method::GET, "/api/data/health"), "POST");
+        assert_eq!(
+            allow(Method::GET, "/api/user/mcp-servers/shop/probe"),
+            "POST"
+        );
+        assert_eq!(
+            allow(Method::POST, "/api/user/mcp-servers/shop"),
+            "GET, PATCH, DELETE"
+        );
+        assert_eq!(allow(Method::GET, "/oauth/token"), "POST, OPTIONS");
+        assert_eq!(allow(Method::PUT, "/personal/mcp"), "POST, DELETE, OPTIONS");
+        assert!(matches!(
+            resolve(&Method::GET, "/nowhere", ""),
+            Resolved::NotFound
+        ));
+    }
+
+    #[test]
+    fn a_prefix_never_hides_a_fixed_path() {
+        assert_eq!(
+            found(Method::GET, "/api/user/mcp", "/api/user"),
+            Some(("GET|POST /api/user/mcp", None))
+        );
+        assert!(matches!(
+            resolve(&Method::DELETE, "/api/user/mcp", "/api/user"),
+            Resolved::MethodNotAllowed(_)
+        ));
+    }
+
+    #[test]
+    fn the_placeholder_allows_what_mcp_answers() {
+        let get = ROUTES.iter().find(|r| r.name == "GET /mcp").unwrap();
+        assert_eq!(methods_at(get, Handler::McpPlaceholder), "POST, OPTIONS");
     }
 
     #[test]
     fn every_route_table_entry_routes_to_its_own_group() {
-        for (method, path, group) in ROUTE_TABLE {
+        for (method, path, group) in templates() {
             let method: Method = method.parse().unwrap();
             let path = path
                 .replace("{secret}", "s3cr3t")
                 .replace("{state}", "st4te")
                 .replace("{name}", "shop");
             assert_eq!(
-                route(&method, &path, "").group(),
-                Some(*group),
+                resolve(&method, &path, "").group(),
+                Some(group),
                 "{method} {path}"
             );
         }
     }
 
     #[test]
+    fn rows_are_well_formed_and_distinct() {
+        for (i, route) in ROUTES.iter().enumerate() {
+            assert!(route.path.starts_with('/'), "{}", route.path);
+            assert!(route.group != RouteGroup::All, "{}: no group", route.path);
+            // The name starts with the method(s) it stands for (aliases share one name).
+            let (methods, _) = route.name.split_once(' ').unwrap_or_default();
+            assert!(
+                methods.split('|').any(|m| m == route.method),
+                "{}",
+                route.name
+            );
+            assert_eq!(
+                route.handler == Handler::Preflight,
+                route.method == "OPTIONS",
+                "{}",
+                route.name
+            );
+            if let Prefix::After(head) = route.prefix {
+                assert!(
+                    route.path.starts_with(head) && !head.contains('{'),
+                    "{}",
+                    route.path
+                );
+            }
+            let twin = ROUTES[..i].iter().any(|other| {
+                other.method == route.method
+                    && other.path == route.path
+                    && other.prefix == route.prefix
+            });
+            assert!(!twin, "{} {} twice", route.method, route.path);
+        }
+    }
+
+    #[test]
     fn route_names_never_show_the_secret() {
-        let r = route(&Method::POST, "/mcp/top-secret-value", "");
-        assert!(!format!("{r:?} {}", r.name()).contains("top-secret-value"));
+        let Resolved::Route(matched) = resolve(&Method::POST, "/mcp/top-secret-value", "") else {
+            panic!("no route");
+        };
+        let shown = format!("{matched:?} {}", matched.route.name);
+        assert!(!shown.contains("top-secret-value"));
     }
 }

@@ -1,13 +1,20 @@
 //! The login prompt (A7 step 3, C4): what an anonymous call to a tool that needs a
 //! user gets instead of an error. Creates a ten-minute device-login state that
 //! `/oauth2/check_state/{state}` answers, and a `/mcplogin` link built from the
-//! public URL.
+//! public URL. The poll that answers it is here too.
+//!
+//! Must not log or show a state's token to anyone but its poller.
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+use http::{Response, StatusCode};
 use serde_json::{Value, json};
 
+use super::Sealer;
 use super::secret::random_secret;
+use crate::clock::Clock;
+use crate::http::{self as web, ApiError};
 use crate::store::{LoginState, LoginStatus, Store, StoreError};
 
 /// How long the browser step may take.
@@ -70,5 +77,61 @@ impl LoginPrompts {
                 "max_wait_time": POLL_MAX_WAIT
             }
         }))
+    }
+}
+
+/// The device-style login poll, `GET /oauth2/check_state/{state}`: 404 for an unknown
+/// state, 410 once expired, 200 pending, 200 completed with the token, 400 without a
+/// state. Built once per process; without keys a completed login cannot be read back.
+pub(crate) struct LoginPoll {
+    pub store: Arc<dyn Store>,
+    pub sealer: Option<Arc<Sealer>>,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl LoginPoll {
+    pub(crate) async fn check(&self, state: &str) -> Result<Response<Bytes>, ApiError> {
+        if state.trim().is_empty() {
+            return Err(ApiError::LoginPoll(
+                StatusCode::BAD_REQUEST,
+                "error",
+                "state is required",
+            ));
+        }
+        match self.store.login_state(state).await? {
+            None => Err(ApiError::LoginPoll(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no such login",
+            )),
+            Some(r) if r.expires_at <= self.clock.now() => Err(ApiError::LoginPoll(
+                StatusCode::GONE,
+                "expired",
+                "the login expired; start again",
+            )),
+            Some(r) => match r.status {
+                LoginStatus::Pending => Ok(web::json(
+                    StatusCode::OK,
+                    &json!({"status": "pending", "message": "waiting for the browser sign-in"}),
+                )),
+                LoginStatus::Completed { sealed_token } => {
+                    let token = self
+                        .sealer
+                        .as_ref()
+                        .and_then(|s| s.open(&sealed_token, &format!("login-state:{state}")))
+                        .and_then(|t| String::from_utf8(t).ok())
+                        .ok_or_else(|| {
+                            ApiError::refused(
+                                StatusCode::INTERNAL_SERVER_ERROR,
+                                "the login could not be read back",
+                            )
+                        })?;
+                    Ok(web::json(
+                        StatusCode::OK,
+                        &json!({"status": "completed", "token": token, "token_type": "Bearer"}),
+                    ))
+                }
+            },
+        }
     }
 }

@@ -1,9 +1,10 @@
 //! Who is calling: keys, JWTs, passwords, URL secrets, caller resolution (A7), the
-//! login prompt, and personal and temporary MCP URLs (B1-B4).
+//! login prompt and its poll, and personal and temporary MCP URLs (B1-B4).
 //!
 //! Owns the pinned JWT algorithm and claims rules, the order of caller resolution,
 //! and every bearer secret's lifecycle. Never logs a token, a URL secret or a password.
 
+mod caller;
 mod jwt;
 mod keys;
 mod login;
@@ -13,8 +14,11 @@ mod secret;
 mod sign_in;
 mod urls;
 
+pub use caller::Caller;
+pub(crate) use caller::CallerResolver;
 pub use jwt::{Claims, Grant, JwtError, Jwts};
 pub use keys::{KeyError, Keys};
+pub(crate) use login::LoginPoll;
 pub use login::{LOGIN_STATE_SECS, LoginPrompts};
 pub use password::{MIN_PASSWORD, hash_password, verify_password};
 pub use seal::Sealer;

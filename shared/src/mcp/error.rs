@@ -39,6 +39,12 @@ pub enum McpError {
     },
     /// Something broke on our side (-32603). The message is generic on the wire.
     Internal,
+    /// The request's `Origin` or `Host` is not allowed (DNS rebinding): -32600 with 403,
+    /// before any body is read.
+    ForbiddenOrigin,
+    /// `GET` or `DELETE /mcp`, a placeholder for a future WebSocket transport: -32000
+    /// with 405.
+    PostOnly,
 }
 
 impl McpError {
@@ -55,6 +61,8 @@ impl McpError {
             McpError::MissingCapability(_) => -32021,
             McpError::UnsupportedVersion { .. } => wire::UNSUPPORTED_PROTOCOL_VERSION,
             McpError::Internal => -32603,
+            McpError::ForbiddenOrigin => -32600,
+            McpError::PostOnly => -32000,
         }
     }
 
@@ -75,6 +83,10 @@ impl McpError {
                 format!("Unsupported protocol version: {requested}")
             }
             McpError::Internal => "Internal error".into(),
+            McpError::ForbiddenOrigin => "Forbidden: Origin or Host not allowed".into(),
+            McpError::PostOnly => "Method not allowed: GET /mcp is a placeholder for a future \
+                                   WebSocket transport; send JSON-RPC requests with POST"
+                .into(),
         }
     }
 
@@ -96,6 +108,11 @@ impl McpError {
     /// transport spec's table; legacy clients get 200 with the error in the body, as
     /// the original server answered them, except for bodies that are not a request at all.
     pub fn http_status(&self, era: Era) -> StatusCode {
+        match self {
+            McpError::ForbiddenOrigin => return StatusCode::FORBIDDEN,
+            McpError::PostOnly => return StatusCode::METHOD_NOT_ALLOWED,
+            _ => {}
+        }
         match era {
             Era::Modern => match self {
                 McpError::MethodNotFound(_) => StatusCode::NOT_FOUND,
@@ -113,5 +130,11 @@ impl McpError {
                 _ => StatusCode::OK,
             },
         }
+    }
+
+    /// The whole body of an error answered before any JSON-RPC request was read
+    /// (`ForbiddenOrigin`, `PostOnly`): no `id`, as there is no request to name.
+    pub fn transport_body(&self) -> Value {
+        json!({ "jsonrpc": "2.0", "error": { "code": self.code(), "message": self.message() } })
     }
 }

@@ -75,25 +75,7 @@ impl ToolSpec {
     }
 }
 
-/// The user a tool acts for, as resolved by the server (A7).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Caller {
-    pub user_id: String,
-    /// Set by a temporary URL (B3): the conversation it was minted for.
-    pub session_id: Option<String>,
-    /// Set by a temporary URL (B3): narrows the tools to this agent's lists (A8).
-    pub agent: Option<String>,
-}
-
-impl Caller {
-    pub fn user(user_id: impl Into<String>) -> Self {
-        Caller {
-            user_id: user_id.into(),
-            session_id: None,
-            agent: None,
-        }
-    }
-}
+pub use crate::identity::Caller;
 
 /// Everything a tool gets for one call.
 pub struct ToolCall<'a> {

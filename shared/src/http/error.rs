@@ -1,0 +1,125 @@
+//! `ApiError`: every refusal of the REST endpoints (accounts, shares, the personal URL,
+//! the data API, the registry API, the login poll) and of the app's own checks (a
+//! missing or invalid bearer token, a URL secret nobody minted, no keys), with its HTTP
+//! status and body rendered in this one place.
+//!
+//! Owns the envelopes: the router's 404, the account API's `{"code": <status>, "msg": …}` (a 401 adds its
+//! `WWW-Authenticate` challenge), the registry's two forms, the login poll's
+//! `{"status": …, "message": …}`. Must not: know JSON-RPC (the MCP endpoint's errors are
+//! `McpError`), or put a credential or a request body into a message.
+
+use std::borrow::Cow;
+
+use bytes::Bytes;
+use http::header::WWW_AUTHENTICATE;
+use http::{HeaderValue, Response, StatusCode};
+use serde_json::json;
+
+use super::json;
+use crate::store::StoreError;
+
+/// What every endpoint says when the store fails (the data API says more: see there).
+pub(crate) const STORAGE_UNAVAILABLE: &str = "storage is unavailable; try again shortly";
+
+/// A refusal of a REST endpoint. Handlers return `Result<Response<Bytes>, ApiError>`
+/// and use `?`; a store failure becomes the one 503.
+#[derive(Debug)]
+pub(crate) enum ApiError {
+    /// No route (or not in this function's group): 404 `{"error": "not found"}`.
+    NoRoute,
+    /// `{"code": <status>, "msg": …}`.
+    Refused(StatusCode, Cow<'static, str>),
+    /// 401 `{"code": 401, "msg": …}` with this `WWW-Authenticate` challenge.
+    Unauthorized(&'static str, HeaderValue),
+    /// The store failed: 503, [`STORAGE_UNAVAILABLE`].
+    Unavailable,
+    /// No signing keys on this deployment: accounts, OAuth and sign-in are off (503).
+    NoKeys,
+    /// A refusal with a stable machine code (the registry API's), in one of its forms.
+    Coded {
+        status: StatusCode,
+        code: &'static str,
+        message: String,
+        form: Form,
+    },
+    /// The login poll: `{"status": <state>, "message": …}`.
+    LoginPoll(StatusCode, &'static str, &'static str),
+}
+
+/// The two envelopes of the registry API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// The seed's table endpoints (`/api/user/mcp*`): `{"success": false, "code":
+    /// <status>, "msg": …, "error": <code>}`.
+    Seed,
+    /// The REST endpoints (`/api/user/mcp-servers*`): `{"error": {"code", "message"}}`.
+    Rest,
+}
+
+impl ApiError {
+    pub(crate) fn refused(status: StatusCode, msg: impl Into<Cow<'static, str>>) -> Self {
+        ApiError::Refused(status, msg.into())
+    }
+
+    pub(crate) fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Refused(status, _)
+            | ApiError::Coded { status, .. }
+            | ApiError::LoginPoll(status, _, _) => *status,
+            ApiError::NoRoute => StatusCode::NOT_FOUND,
+            ApiError::Unauthorized(..) => StatusCode::UNAUTHORIZED,
+            ApiError::Unavailable | ApiError::NoKeys => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    pub(crate) fn into_response(self) -> Response<Bytes> {
+        let status = self.status();
+        let account = |msg: &str| json(status, &json!({ "code": status.as_u16(), "msg": msg }));
+        match self {
+            ApiError::NoRoute => json(status, &json!({"error": "not found"})),
+            ApiError::Refused(_, msg) => account(&msg),
+            ApiError::Unauthorized(msg, challenge) => {
+                let mut response = account(msg);
+                response.headers_mut().insert(WWW_AUTHENTICATE, challenge);
+                response
+            }
+            ApiError::Unavailable => account(STORAGE_UNAVAILABLE),
+            ApiError::NoKeys => {
+                account("accounts are not configured on this deployment (no signing keys)")
+            }
+            ApiError::Coded {
+                code,
+                message,
+                form: Form::Seed,
+                ..
+            } => json(
+                status,
+                &json!({
+                    "success": false,
+                    "code": status.as_u16(),
+                    "msg": message,
+                    "error": code,
+                }),
+            ),
+            ApiError::Coded {
+                code,
+                message,
+                form: Form::Rest,
+                ..
+            } => json(
+                status,
+                &json!({ "error": { "code": code, "message": message } }),
+            ),
+            ApiError::LoginPoll(_, state, message) => {
+                json(status, &json!({ "status": state, "message": message }))
+            }
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        tracing::warn!(%error, "store failure");
+        ApiError::Unavailable
+    }
+}

@@ -1,0 +1,160 @@
+//! Caller resolution: turns a request's credentials into the user a tool or an API
+//! acts for.
+//!
+//! Owns the order: the `Authorization` bearer JWT, then the MCP URL's secret, else
+//! anonymous; a bearer token that does not verify is refused (401 with a challenge
+//! pointing at the protected resource metadata), never treated as anonymous. Does not
+//! know which tools exist or what a caller may see; never logs a token or a secret.
+
+use std::sync::Arc;
+
+use http::header::AUTHORIZATION;
+use http::{HeaderMap, HeaderValue, StatusCode};
+
+use super::{Jwts, McpUrls};
+use crate::clock::Clock;
+use crate::http::ApiError;
+
+/// The user a tool acts for, as resolved by the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub user_id: String,
+    /// Set by a temporary URL: the conversation it was minted for.
+    pub session_id: Option<String>,
+    /// Set by a temporary URL: narrows the tools to this agent's allowed and disallowed lists.
+    pub agent: Option<String>,
+}
+
+impl Caller {
+    pub fn user(user_id: impl Into<String>) -> Self {
+        Caller {
+            user_id: user_id.into(),
+            session_id: None,
+            agent: None,
+        }
+    }
+}
+
+/// Who the `Authorization` header says the caller is.
+enum Bearer {
+    Absent,
+    User(Caller),
+    /// A bearer token that does not verify: refused with 401, never treated as anonymous.
+    Invalid,
+}
+
+/// Resolves callers; built once per process. Without keys no token verifies and no URL
+/// secret is known.
+pub(crate) struct CallerResolver {
+    jwts: Option<Arc<Jwts>>,
+    urls: Option<Arc<McpUrls>>,
+    clock: Arc<dyn Clock>,
+    /// A bearer token that does not verify.
+    invalid_token: HeaderValue,
+    /// `MIROBODY_REQUIRE_AUTH` and no credentials. No `error` (RFC 6750 section 3.1: the
+    /// request had no authentication information); the scope a client should ask for, so
+    /// it does not request every scope the metadata lists.
+    sign_in: HeaderValue,
+}
+
+impl CallerResolver {
+    /// `resource_metadata_url`: where a 401's challenge points (RFC 9728).
+    pub(crate) fn new(
+        jwts: Option<Arc<Jwts>>,
+        urls: Option<Arc<McpUrls>>,
+        clock: Arc<dyn Clock>,
+        resource_metadata_url: &str,
+    ) -> Self {
+        let value = |text: String| {
+            HeaderValue::from_str(&text).unwrap_or(HeaderValue::from_static("Bearer"))
+        };
+        CallerResolver {
+            jwts,
+            urls,
+            clock,
+            invalid_token: value(format!(
+                "Bearer error=\"invalid_token\", resource_metadata=\"{resource_metadata_url}\""
+            )),
+            sign_in: value(format!(
+                "Bearer resource_metadata=\"{resource_metadata_url}\", scope=\"mcp:tools\""
+            )),
+        }
+    }
+
+    /// The `Authorization` JWT.
+    fn bearer(&self, headers: &HeaderMap) -> Bearer {
+        let Some(value) = headers.get(AUTHORIZATION) else {
+            return Bearer::Absent;
+        };
+        let token = value.to_str().ok().and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        });
+        match (token, &self.jwts) {
+            (Some(token), Some(jwts)) => match jwts.verify(token.trim()) {
+                Ok(claims) => Bearer::User(Caller::user(claims.sub)),
+                Err(_) => Bearer::Invalid,
+            },
+            _ => Bearer::Invalid,
+        }
+    }
+
+    /// A signed-in route's caller: a bearer token that verifies, else 401.
+    pub(crate) fn signed_in(&self, headers: &HeaderMap) -> Result<Caller, ApiError> {
+        match self.bearer(headers) {
+            Bearer::User(caller) => Ok(caller),
+            Bearer::Absent | Bearer::Invalid => Err(self.unauthorized()),
+        }
+    }
+
+    /// The MCP endpoint's caller, in order: the JWT, then the URL secret (temporary
+    /// grants carry a session and an agent; personal ones do not), else anonymous.
+    pub(crate) async fn resolve(
+        &self,
+        headers: &HeaderMap,
+        secret: Option<&str>,
+    ) -> Result<Option<Caller>, ApiError> {
+        match self.bearer(headers) {
+            Bearer::User(caller) => return Ok(Some(caller)),
+            Bearer::Invalid => return Err(self.unauthorized()),
+            Bearer::Absent => {}
+        }
+        let Some(secret) = secret else {
+            return Ok(None);
+        };
+        let Some(urls) = &self.urls else {
+            return Err(unknown_url());
+        };
+        match urls.grant(secret, self.clock.now()).await? {
+            Some(grant) => Ok(Some(Caller {
+                user_id: grant.user_id,
+                session_id: grant.session_id,
+                agent: grant.agent_name,
+            })),
+            None => Err(unknown_url()),
+        }
+    }
+
+    /// 401 for a bearer token that is missing, expired or not ours.
+    pub(crate) fn unauthorized(&self) -> ApiError {
+        ApiError::Unauthorized(
+            "a valid Bearer token is required (it is missing, expired or not ours)",
+            self.invalid_token.clone(),
+        )
+    }
+
+    /// `MIROBODY_REQUIRE_AUTH`: 401 for a request without credentials.
+    pub(crate) fn sign_in_required(&self) -> ApiError {
+        ApiError::Unauthorized(
+            "this server requires sign-in: send a Bearer token (OAuth, see WWW-Authenticate)",
+            self.sign_in.clone(),
+        )
+    }
+}
+
+fn unknown_url() -> ApiError {
+    ApiError::refused(
+        StatusCode::NOT_FOUND,
+        "this MCP URL is not valid (revoked or expired); ask for a new one",
+    )
+}

@@ -1,0 +1,113 @@
+//! What the app is built on (the store, the keys, the clock), opened once per process
+//! from the settings, so that no binary assembles them by hand.
+//!
+//! Owns where each comes from: the configured store; the keys from the dev key file
+//! locally, from the Secrets Manager secret in Lambda (none without one). Tests that
+//! swap a part build `Services` by hand. Knows nothing of routes or requests.
+
+use std::sync::Arc;
+
+use chrono::NaiveDate;
+
+use crate::app::{TOKEN_AUDIENCE, TOKEN_ISSUER};
+use crate::clock::{Clock, SystemClock};
+use crate::config::{Config, Runtime};
+use crate::identity::{Jwts, KeyError, Keys};
+use crate::store::{Store, StoreError, open_store};
+
+/// What the app is built on: built once per cold start by the binary that runs it.
+pub struct Services {
+    pub store: Arc<dyn Store>,
+    /// `None` when no keys are configured: every caller is anonymous and the
+    /// account endpoints answer 503.
+    pub keys: Option<Keys>,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// Why the services could not be opened. Shows the underlying message unchanged.
+#[derive(Debug)]
+pub enum StartupError {
+    Store(StoreError),
+    Keys(KeyError),
+}
+
+impl std::fmt::Display for StartupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartupError::Store(error) => error.fmt(f),
+            StartupError::Keys(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for StartupError {}
+
+impl From<StoreError> for StartupError {
+    fn from(error: StoreError) -> Self {
+        StartupError::Store(error)
+    }
+}
+
+impl From<KeyError> for StartupError {
+    fn from(error: KeyError) -> Self {
+        StartupError::Keys(error)
+    }
+}
+
+impl Services {
+    /// Opens the configured store, then loads the keys, with the system clock.
+    pub async fn open(config: &Config) -> Result<Services, StartupError> {
+        let store = open_store(config).await?;
+        let keys = load_keys(config).await?;
+        Ok(Services {
+            store,
+            keys,
+            clock: Arc::new(SystemClock),
+        })
+    }
+
+    /// A session token for `user`, signed with the configured keys, without opening the
+    /// store (the local server's `mint-token`). `None` without keys.
+    pub async fn mint_token(
+        config: &Config,
+        user: &str,
+        lifetime_secs: u64,
+    ) -> Result<Option<String>, StartupError> {
+        let keys = load_keys(config).await?;
+        Ok(keys.map(|keys| {
+            Jwts::new(&keys.jwt, TOKEN_ISSUER, TOKEN_AUDIENCE).mint(
+                user,
+                lifetime_secs,
+                SystemClock.now(),
+            )
+        }))
+    }
+
+    /// Loads the generated demo account's readings (from `first_day`) and genotypes
+    /// for `user`; returns how many of each.
+    pub async fn seed_demo(
+        &self,
+        user: &str,
+        first_day: NaiveDate,
+    ) -> Result<(usize, usize), StoreError> {
+        let readings = crate::demo::readings(first_day);
+        let genotypes = crate::demo::genotypes();
+        self.store.put_readings(user, &readings).await?;
+        self.store.put_genotypes(user, &genotypes).await?;
+        Ok((readings.len(), genotypes.len()))
+    }
+}
+
+/// The dev key file under the data directory locally (created the first time); in
+/// Lambda the keys secret, read once per cold start, or none without one.
+async fn load_keys(config: &Config) -> Result<Option<Keys>, KeyError> {
+    match (config.runtime, &config.keys_secret) {
+        (Runtime::Local, _) => Keys::dev(&config.data_dir).map(Some),
+        (Runtime::Lambda, Some(secret)) => {
+            Keys::from_secrets_manager(secret, config.secretsmanager_endpoint.as_deref())
+                .await
+                .map(Some)
+        }
+        (Runtime::Lambda, None) => Ok(None),
+    }
+}
