@@ -481,7 +481,7 @@ async fn b4_a_whole_session_logs_no_token_url_secret_or_password() {
 #[tokio::test]
 async fn b3_a_temporary_url_expires_after_ten_minutes() {
     let process = in_process(&[("ALLOWED_TOOLS_HELPER", "get_genetic_data")]);
-    let genotype = mirobody::store::Genotype {
+    let genotype = mirobody::domain::Genotype {
         rsid: "rs1".into(),
         chromosome: "1".into(),
         position: 5,

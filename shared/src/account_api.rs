@@ -14,9 +14,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::clock::Clock;
+use crate::domain::Account;
 use crate::http as web;
 use crate::identity::{Jwts, MIN_PASSWORD, McpUrls, authenticate, hash_password, random_secret};
-use crate::store::{Account, Created, Store, StoreError};
+use crate::store::{Created, Store, StoreError};
 use crate::tools::Caller;
 
 /// Lifetime of a token from sign-in.

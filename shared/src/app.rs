@@ -18,6 +18,7 @@ use crate::account_api::{AccountApi, refused};
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
 use crate::data_api::DataApi;
+use crate::domain::LoginStatus;
 use crate::external::{CONNECT_BUDGET, ExternalServers, PROBE_BUDGET};
 use crate::http::{self as web, OriginPolicy, Route, RouteGroup};
 use crate::identity::{Jwts, Keys, LoginPrompts, McpUrls, Sealer};
@@ -26,7 +27,7 @@ use crate::oauth::{OAuthApi, OAuthServices};
 use crate::prompts::Prompts;
 use crate::remote::{AddressGuard, GuardPolicy, GuardedHttp};
 use crate::resources::Resources;
-use crate::store::{LoginStatus, Store};
+use crate::store::Store;
 use crate::tools::{self, AgentPolicy, Caller, Registry};
 
 /// JWT issuer and audience until OAuth (issue 5) binds the audience to the resource.

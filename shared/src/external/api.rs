@@ -19,8 +19,8 @@ use super::credentials::{self, AuthInput};
 use super::naming::namespace;
 use super::probe::{self, Probe};
 use super::{ExternalServers, RegistryError};
+use crate::domain::{McpAuth, McpServerRecord, McpServerWrite};
 use crate::http as web;
-use crate::store::{McpAuth, McpServerRecord, McpServerWrite};
 use crate::tools::Caller;
 
 /// Longest server name: the namespace must leave room for tool names within 64.

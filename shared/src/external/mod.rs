@@ -24,10 +24,11 @@ use http::{Response, StatusCode};
 use serde_json::json;
 
 use crate::clock::Clock;
+use crate::domain::McpServerRecord;
 use crate::http as web;
 use crate::identity::Sealer;
 use crate::remote::{GuardedHttp, INVALID_URL_CODE};
-use crate::store::{McpServerRecord, Store, StoreError};
+use crate::store::{Store, StoreError};
 
 pub use naming::{PREFIX as TOOL_PREFIX, namespaced};
 pub use probe::PROBE_BUDGET;

@@ -24,9 +24,10 @@ use super::ExternalServers;
 use super::credentials;
 use super::naming::{PREFIX, namespace, namespaced_tools};
 use super::probe::{CLOSE_TIMEOUT, connect_and_list};
+use crate::domain::McpServerRecord;
 use crate::mcp::McpError;
 use crate::remote::{Dialect, HttpError, McpConnection, RemoteError, RemoteTool};
-use crate::store::{McpServerRecord, StoreError};
+use crate::store::StoreError;
 use crate::tools::Caller;
 
 /// Each server gets this long to connect and list (D8), all of them in parallel.

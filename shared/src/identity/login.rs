@@ -8,7 +8,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::secret::random_secret;
-use crate::store::{LoginState, LoginStatus, Store, StoreError};
+use crate::domain::{LoginState, LoginStatus};
+use crate::store::{Store, StoreError};
 
 /// How long the browser step may take.
 pub const LOGIN_STATE_SECS: u64 = 600;

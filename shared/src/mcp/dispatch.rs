@@ -15,11 +15,12 @@ use super::era::{self, Era, META_SERVER_INFO, RequestMeta};
 use super::error::McpError;
 use super::jsonrpc::{self, Incoming};
 use crate::clock::Clock;
+use crate::domain::DataPresence;
 use crate::external::{ExternalListing, ExternalServers, TOOL_PREFIX};
 use crate::identity::LoginPrompts;
 use crate::prompts::{PromptOutput, PromptRequest, Prompts};
 use crate::resources::{Resources, Substitutions};
-use crate::store::{DataPresence, Store};
+use crate::store::Store;
 use crate::tools::{
     CallContext, Caller, DataKind, Notifier, Registry, ToolOutput, ToolSpec, call_result,
 };

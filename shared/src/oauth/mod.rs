@@ -22,10 +22,11 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::clock::Clock;
+use crate::domain::{AuthCode, OAuthClient, RefreshRecord, RefreshUse};
 use crate::http as web;
 use crate::identity::{Grant, Jwts, Sealer, authenticate, random_secret, secret_hash};
 use crate::remote::GuardedHttp;
-use crate::store::{AuthCode, OAuthClient, RefreshRecord, RefreshUse, Store, StoreError};
+use crate::store::{Store, StoreError};
 
 pub use metadata::SCOPES;
 

@@ -5,11 +5,11 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::{
-    Account, AuthCode, Created, DataPresence, DynamoStore, DynamoTables, EmbeddedStore, Genotype,
-    LoginState, LoginStatus, McpAuth, McpServerRecord, McpServerWrite, McpToolSnapshot,
-    OAuthClient, PersonalUrl, Reading, ReadingQuery, ReadingValue, RefreshRecord, RefreshUse,
-    Store, UrlGrant,
+use super::{Created, DynamoStore, DynamoTables, EmbeddedStore, ReadingQuery, Store};
+use crate::domain::{
+    Account, AuthCode, DataPresence, Genotype, LoginState, LoginStatus, McpAuth, McpServerRecord,
+    McpServerWrite, McpToolSnapshot, OAuthClient, PersonalUrl, Reading, ReadingValue,
+    RefreshRecord, RefreshUse, UrlGrant,
 };
 use crate::testing::Moto;
 

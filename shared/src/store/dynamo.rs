@@ -65,10 +65,13 @@ use sha2::{Digest, Sha256};
 use tokio::task::JoinSet;
 
 use super::{
-    Account, AuthCode, Created, DataPresence, Genotype, LoginState, LoginStatus, McpServerBody,
-    McpServerParts, McpServerRecord, McpServerWrite, OAuthClient, PersonalUrl, Reading,
-    ReadingQuery, ReadingValue, RefreshRecord, RefreshUse, Store, StoreError, StoreFuture,
-    UrlGrant, WriteReport,
+    Created, McpServerBody, McpServerParts, ReadingQuery, Store, StoreError, StoreFuture,
+    WriteReport,
+};
+use crate::domain::{
+    Account, AuthCode, DataPresence, Genotype, LoginState, LoginStatus, McpServerRecord,
+    McpServerWrite, OAuthClient, PersonalUrl, Reading, ReadingValue, RefreshRecord, RefreshUse,
+    UrlGrant,
 };
 
 type Item = HashMap<String, AttributeValue>;

@@ -37,10 +37,13 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehav
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Account, AuthCode, Created, DataPresence, Genotype, LoginState, LoginStatus, McpServerBody,
-    McpServerParts, McpServerRecord, McpServerWrite, OAuthClient, PersonalUrl, Reading,
-    ReadingQuery, ReadingValue, RefreshRecord, RefreshUse, Store, StoreError, StoreFuture,
-    UrlGrant, WriteReport,
+    Created, McpServerBody, McpServerParts, ReadingQuery, Store, StoreError, StoreFuture,
+    WriteReport,
+};
+use crate::domain::{
+    Account, AuthCode, DataPresence, Genotype, LoginState, LoginStatus, McpServerRecord,
+    McpServerWrite, OAuthClient, PersonalUrl, Reading, ReadingValue, RefreshRecord, RefreshUse,
+    UrlGrant,
 };
 
 /// How long a statement waits for another process's write lock before giving up.
@@ -1416,7 +1419,7 @@ mod tests {
         let server = McpServerRecord {
             name: "weather".into(),
             url: "https://weather.example/mcp".into(),
-            auth: crate::store::McpAuth::None,
+            auth: crate::domain::McpAuth::None,
             sealed_credential: None,
             enabled: true,
             order: 0,

@@ -11,6 +11,12 @@ use std::pin::Pin;
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::{
+    Account, AuthCode, DataPresence, Genotype, LoginState, McpAuth, McpServerRecord,
+    McpServerWrite, McpToolSnapshot, OAuthClient, PersonalUrl, Reading, RefreshRecord, RefreshUse,
+    UrlGrant,
+};
+
 #[cfg(test)]
 mod contract;
 mod dynamo;
@@ -42,44 +48,6 @@ impl std::fmt::Display for StoreError {
 }
 
 impl std::error::Error for StoreError {}
-
-/// One health reading. Its identity is (indicator key, time, source): writing the
-/// same reading twice keeps one row (re-uploads never duplicate).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Reading {
-    /// The indicator's name as uploaded ("Hemoglobin A1c").
-    pub indicator: String,
-    /// A number when the value is numeric, else the text as uploaded.
-    pub value: ReadingValue,
-    pub unit: Option<String>,
-    /// Naive local time, `YYYY-MM-DDTHH:MM:SS` (sortable as text).
-    pub time: String,
-    /// e.g. `LOINC` and `4548-4`.
-    pub code_system: Option<String>,
-    pub code: Option<String>,
-    /// Where it came from (a lab, a device, a file name); part of the identity.
-    pub source: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum ReadingValue {
-    Number(f64),
-    Text(String),
-}
-
-impl Reading {
-    /// The indicator key: the name lower-cased with runs of non-alphanumerics as one
-    /// space, so "HbA1c" and "hba1c " are one indicator.
-    pub fn indicator_key(name: &str) -> String {
-        let lowered = name.to_lowercase();
-        lowered
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|p| !p.is_empty())
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-}
 
 /// Which readings to return.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -115,51 +83,11 @@ impl ReadingQuery {
     }
 }
 
-/// One genotype call from a consumer raw file (23andMe, AncestryDNA).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Genotype {
-    /// `rs…` or a vendor id (`i…`), lower-cased.
-    pub rsid: String,
-    /// `1`-`22`, `X`, `Y`, `MT`.
-    pub chromosome: String,
-    pub position: u64,
-    /// e.g. `AG`, `--` for no call.
-    pub genotype: String,
-}
-
-impl Genotype {
-    /// Rsids as stored and looked up: lower-cased, sorted, without repeats.
-    pub(crate) fn normalized_rsids(rsids: &[String]) -> Vec<String> {
-        let mut rsids: Vec<String> = rsids.iter().map(|r| r.to_lowercase()).collect();
-        rsids.sort();
-        rsids.dedup();
-        rsids
-    }
-}
-
-/// What kinds of data a user has (availability gating, A5).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct DataPresence {
-    pub health: bool,
-    pub genotype: bool,
-}
-
 /// What a batch write did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriteReport {
     /// Rows written (new or replaced; a re-upload replaces in place).
     pub written: usize,
-}
-
-/// An account (data table `<user>/account`; keys table `email#<e-mail>` → user id).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Account {
-    pub user_id: String,
-    /// Lower-cased and trimmed by the caller.
-    pub email: String,
-    /// An Argon2id PHC string; never the password.
-    pub password_hash: String,
-    pub created_at: u64,
 }
 
 /// The outcome of creating an account.
@@ -168,142 +96,6 @@ pub enum Created {
     Created,
     /// The e-mail already belongs to an account (nothing was written).
     EmailTaken,
-}
-
-/// What a URL secret grants (keys table `url#<sha256 of the secret>`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UrlGrant {
-    pub user_id: String,
-    /// Temporary URLs (B3) carry a session id and an agent name.
-    pub session_id: Option<String>,
-    pub agent_name: Option<String>,
-    /// Epoch seconds (the TTL attribute).
-    pub expires_at: u64,
-}
-
-/// A user's personal URL (keys table `user-url#<user>`): the secret sealed for
-/// re-issue (B1), and the hash that keys its `url#` grant.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PersonalUrl {
-    pub sealed_secret: String,
-    pub secret_hash: String,
-    pub expires_at: u64,
-}
-
-/// A device-style login (keys table `state#<state>`), polled by `/oauth2/check_state`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LoginState {
-    pub status: LoginStatus,
-    pub expires_at: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum LoginStatus {
-    Pending,
-    /// The browser step finished; the token is sealed at rest.
-    Completed {
-        sealed_token: String,
-    },
-}
-
-/// A registered OAuth client (keys table `client#<client id>`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OAuthClient {
-    pub client_id: String,
-    /// SHA-256 (hex) of the client secret; `None` for public clients.
-    pub secret_hash: Option<String>,
-    pub redirect_uris: Vec<String>,
-    pub grant_types: Vec<String>,
-    /// `none`, `client_secret_post` or `client_secret_basic`.
-    pub token_endpoint_auth_method: String,
-    pub client_name: Option<String>,
-    pub created_at: u64,
-}
-
-/// An authorization code's grant (keys table `code#<sha256 of the code>`): single
-/// use, ten minutes, bound to client, redirect URI, PKCE challenge and resource.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AuthCode {
-    pub client_id: String,
-    pub user_id: String,
-    pub scope: String,
-    pub redirect_uri: String,
-    /// The S256 `code_challenge`.
-    pub code_challenge: String,
-    /// RFC 8707 `resource`, bound into the token audience.
-    pub resource: Option<String>,
-    pub expires_at: u64,
-}
-
-/// A refresh token's record (keys table `refresh#<sha256 of the token>`). Rotation:
-/// each use marks it used and issues a new one in the same family; presenting a used
-/// one again revokes the whole family (reuse detection).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RefreshRecord {
-    pub user_id: String,
-    pub client_id: String,
-    pub scope: String,
-    pub resource: Option<String>,
-    pub family_id: String,
-    pub expires_at: u64,
-}
-
-/// What presenting a refresh token found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RefreshUse {
-    /// First use, unexpired, family not revoked: now marked used.
-    Fresh(RefreshRecord),
-    /// Already used (or its family revoked): a replay. The caller revokes the family.
-    Reused(RefreshRecord),
-    /// Unknown or expired.
-    Unknown,
-}
-
-/// How a user's external MCP server is authenticated (D5). Only the kind and the
-/// header name are stored in the clear; the token or header value is sealed
-/// separately ([`McpServerRecord::sealed_credential`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "UPPERCASE")]
-pub enum McpAuth {
-    None,
-    Bearer,
-    Header { name: String },
-}
-
-/// One tool as the registration probe saw it (D6: description cut to 500 characters).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct McpToolSnapshot {
-    pub name: String,
-    pub description: Option<String>,
-}
-
-/// A user's external MCP server (data table `<user>/mcp#<name>`, plus
-/// `<user>/mcpurl#<sha256 of the url>` so a url is registered once per account).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct McpServerRecord {
-    /// The registry key and tool namespace; unique per account.
-    pub name: String,
-    /// The normalised https URL; unique per account and never changed (D6).
-    pub url: String,
-    pub auth: McpAuth,
-    /// The bearer token or header value, AES-256-GCM sealed and bound to the account
-    /// and the url; `None` for [`McpAuth::None`].
-    pub sealed_credential: Option<String>,
-    pub enabled: bool,
-    /// Listing order among the user's servers (the seed's `order`).
-    pub order: i64,
-    /// `None`: every tool, including ones the server adds later (D7).
-    pub allowed_tools: Option<Vec<String>>,
-    /// The tools the last probe saw (at most 256).
-    pub tools: Vec<McpToolSnapshot>,
-    /// The server's self-reported `serverInfo.name`.
-    pub server_name: Option<String>,
-    pub created_at: u64,
-    pub updated_at: u64,
-    /// Epoch seconds of the last successful connection (D8).
-    pub last_connected_at: Option<u64>,
-    /// Why the last connection failed; cleared by a successful one.
-    pub last_connect_error: Option<String>,
 }
 
 /// How both backends keep a server record: the key (`name`), the `url` and the
@@ -379,20 +171,6 @@ impl McpServerRecord {
             last_connect_error,
         }
     }
-}
-
-/// The outcome of writing an external server's record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum McpServerWrite {
-    Written,
-    /// Create: the account already has a server of that name (nothing written).
-    NameTaken,
-    /// Create: the account already registered that url (nothing written).
-    UrlTaken,
-    /// Replace: there is no server of that name (nothing written).
-    Missing,
-    /// Replace: the stored url differs from the record's (nothing written; D6).
-    UrlChanged,
 }
 
 pub trait Store: Send + Sync {

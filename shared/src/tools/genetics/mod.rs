@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::store::{Genotype, Store};
+use crate::domain::Genotype;
+use crate::store::Store;
 use crate::tools::{BoxFuture, DataKind, Tool, ToolCall, ToolOutput, ToolSpec};
 use crate::upload::is_rsid;
 
