@@ -487,7 +487,7 @@ async fn b3_a_temporary_url_expires_after_ten_minutes() {
         position: 5,
         genotype: "AA".into(),
     };
-    mirobody::store::Store::put_genotypes(process.store.as_ref(), "u_temp", &[genotype])
+    mirobody::store::HealthStore::put_genotypes(process.store.as_ref(), "u_temp", &[genotype])
         .await
         .unwrap();
     let url = process

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::{Created, DynamoStore, DynamoTables, EmbeddedStore, ReadingQuery, Store};
+use super::{Created, DynamoStore, DynamoTables, EmbeddedStore, HealthStore, ReadingQuery, Store};
 use crate::domain::{
     Account, AuthCode, DataPresence, Genotype, LoginState, LoginStatus, McpAuth, McpServerRecord,
     McpServerWrite, McpToolSnapshot, OAuthClient, PersonalUrl, Reading, ReadingValue,

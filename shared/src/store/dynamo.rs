@@ -65,8 +65,8 @@ use sha2::{Digest, Sha256};
 use tokio::task::JoinSet;
 
 use super::{
-    Created, McpServerBody, McpServerParts, ReadingQuery, Store, StoreError, StoreFuture,
-    WriteReport,
+    AccountStore, Created, HealthStore, McpServerBody, McpServerParts, McpServerStore, OAuthStore,
+    ReadingQuery, StoreError, StoreFuture, WriteReport,
 };
 use crate::domain::{
     Account, AuthCode, DataPresence, Genotype, LoginState, LoginStatus, McpServerRecord,
@@ -1105,7 +1105,7 @@ fn mcp_item(op: &'static str, user: &str, record: &McpServerRecord) -> Result<It
         body,
         last_connected_at,
         last_connect_error,
-    } = record.clone().into_parts();
+    } = McpServerParts::from(record.clone());
     let body = serde_json::to_string(&body)
         .map_err(|_| StoreError::Unavailable(format!("{op}: cannot encode the record")))?;
     let mut item = HashMap::from([
@@ -1130,7 +1130,7 @@ fn mcp_from_item(op: &'static str, item: &Item) -> Result<McpServerRecord, Store
         None | Some(AttributeValue::Null(_)) => None,
         Some(_) => Some(get_u64(op, item, LAST_CONNECTED_AT)?),
     };
-    Ok(McpServerRecord::from_parts(McpServerParts {
+    Ok(McpServerRecord::from(McpServerParts {
         name: name.to_string(),
         url: get_s(op, item, MCP_URL)?,
         body,
@@ -1147,7 +1147,7 @@ fn put_request(op: &'static str, item: Item) -> Result<WriteRequest, StoreError>
     Ok(WriteRequest::builder().put_request(put).build())
 }
 
-impl Store for DynamoStore {
+impl HealthStore for DynamoStore {
     fn data_presence<'a>(&'a self, user: &'a str) -> StoreFuture<'a, DataPresence> {
         Box::pin(async move {
             let item = self
@@ -1376,7 +1376,9 @@ impl Store for DynamoStore {
             Ok(())
         })
     }
+}
 
+impl AccountStore for DynamoStore {
     fn create_account<'a>(&'a self, account: &'a Account) -> StoreFuture<'a, Created> {
         Box::pin(async move {
             let op = "create_account";
@@ -1709,7 +1711,9 @@ impl Store for DynamoStore {
             Ok(conditional(op, result)?.is_some())
         })
     }
+}
 
+impl OAuthStore for DynamoStore {
     fn put_client<'a>(&'a self, client: &'a OAuthClient) -> StoreFuture<'a, bool> {
         Box::pin(async move {
             let op = "put_client";
@@ -1865,7 +1869,9 @@ impl Store for DynamoStore {
             conditional(op, result).map(drop)
         })
     }
+}
 
+impl McpServerStore for DynamoStore {
     fn mcp_servers<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Vec<McpServerRecord>> {
         Box::pin(async move {
             let op = "mcp_servers";

@@ -37,8 +37,8 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehav
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Created, McpServerBody, McpServerParts, ReadingQuery, Store, StoreError, StoreFuture,
-    WriteReport,
+    AccountStore, Created, HealthStore, McpServerBody, McpServerParts, McpServerStore, OAuthStore,
+    ReadingQuery, StoreError, StoreFuture, WriteReport,
 };
 use crate::domain::{
     Account, AuthCode, DataPresence, Genotype, LoginState, LoginStatus, McpServerRecord,
@@ -205,7 +205,7 @@ impl McpRow {
             body,
             last_connected_at,
             last_connect_error,
-        } = record.into_parts();
+        } = McpServerParts::from(record);
         Ok(McpRow {
             name,
             url,
@@ -246,7 +246,7 @@ fn mcp_from_row(row: &Row<'_>) -> rusqlite::Result<McpServerRecord> {
         rusqlite::types::ValueRef::Null => None,
         _ => Some(seconds_from_column(row, 3)?),
     };
-    Ok(McpServerRecord::from_parts(McpServerParts {
+    Ok(McpServerRecord::from(McpServerParts {
         name: row.get(0)?,
         url: row.get(1)?,
         body,
@@ -495,7 +495,7 @@ fn genotype_from_row(row: &Row<'_>) -> rusqlite::Result<Genotype> {
     })
 }
 
-impl Store for EmbeddedStore {
+impl HealthStore for EmbeddedStore {
     fn data_presence<'a>(&'a self, user: &'a str) -> StoreFuture<'a, DataPresence> {
         let user = user.to_string();
         Box::pin(self.run("data_presence", move |conn| presence_of(conn, &user)))
@@ -690,7 +690,9 @@ impl Store for EmbeddedStore {
             tx.commit()
         }))
     }
+}
 
+impl AccountStore for EmbeddedStore {
     fn create_account<'a>(&'a self, account: &'a Account) -> StoreFuture<'a, Created> {
         let op = "create_account";
         let account = account.clone();
@@ -970,7 +972,9 @@ impl Store for EmbeddedStore {
             Ok(true)
         }))
     }
+}
 
+impl OAuthStore for EmbeddedStore {
     fn put_client<'a>(&'a self, client: &'a OAuthClient) -> StoreFuture<'a, bool> {
         let op = "put_client";
         let key = format!("{CLIENT_PREFIX}{}", client.client_id);
@@ -1122,7 +1126,9 @@ impl Store for EmbeddedStore {
             Ok(())
         }))
     }
+}
 
+impl McpServerStore for EmbeddedStore {
     fn mcp_servers<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Vec<McpServerRecord>> {
         let user = user.to_string();
         Box::pin(self.run("mcp_servers", move |conn| mcp_servers_of(conn, &user)))
