@@ -28,8 +28,8 @@ pub struct UrlGrant {
     pub expires_at: u64,
 }
 
-/// A user's personal URL: the secret sealed for re-issue (B1), and the hash that
-/// keys its grant.
+/// A user's personal URL: the secret, sealed so that the same URL can be shown again,
+/// and the hash that keys its grant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PersonalUrl {
     pub sealed_secret: String,

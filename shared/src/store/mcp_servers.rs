@@ -94,7 +94,8 @@ pub trait McpServerStore: Send + Sync {
 
     /// [`HealthStore::data_presence`](crate::store::HealthStore::data_presence) and
     /// [`McpServerStore::mcp_servers`] in one round trip: what every signed-in
-    /// `tools/list` needs (A5 gating, D8).
+    /// `tools/list` needs (which tools the user's data makes available, and the user's
+    /// servers).
     fn presence_and_mcp_servers<'a>(
         &'a self,
         user: &'a str,

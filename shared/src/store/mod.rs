@@ -1,10 +1,29 @@
-//! Storage: a small domain-level `Store` trait and its two implementations,
-//! DynamoDB (`dynamo`) and embedded SQLite (`embedded`), which one contract test
-//! suite (`contract`) runs against unchanged.
+//! Storage: what the product keeps about its users, behind one trait per domain, and
+//! the two backends that implement them all.
 //!
-//! Owns the storage model of DESIGN ("Storage"): the data table keyed by user, with
-//! kind-prefixed sort keys. Only this module talks to a database; it never sees an
-//! HTTP type and never logs user data (health readings and genotypes are health data).
+//! - The traits, each in its own file with the query and outcome types of its
+//!   operations: [`HealthStore`] (readings, genotypes, presence, deleting a user's
+//!   data), [`AccountStore`] (accounts, shares, URL grants, personal URLs, login
+//!   states), [`OAuthStore`] (clients, codes, refresh tokens) and [`McpServerStore`]
+//!   (a user's external MCP servers, and presence with them in one read). [`Store`]
+//!   is all four: consumers hold an `Arc<dyn Store>`, and one that needs a single
+//!   domain can take that trait instead. The records are [`crate::domain`]'s.
+//! - The backends, one folder each with one file per domain: `dynamo` (DynamoDB, a
+//!   `keys` table found by opaque key and a `data` table keyed by user with
+//!   kind-prefixed sort keys; the Lambda default) and `embedded` (one SQLite file with
+//!   the same model in typed tables; the local default). `select` opens the
+//!   configured one, once per process.
+//! - `contract`: one suite of behaviours a user would notice, every case a test on
+//!   both backends.
+//!
+//! A new operation is a method on its domain's trait, its implementation in that
+//! domain's file of each backend, and a case in that domain's contract file, listed
+//! in `contract/mod.rs`.
+//!
+//! Only this module talks to a database. It never sees an HTTP type and never logs
+//! user data (health readings and genotypes are health data); its errors and log
+//! lines name the operation, never a key or a value. Every read of an expiring record
+//! checks its expiry itself.
 
 use std::future::Future;
 use std::pin::Pin;
