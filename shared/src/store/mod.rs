@@ -76,3 +76,38 @@ impl std::error::Error for StoreError {}
 pub trait Store: HealthStore + AccountStore + OAuthStore + McpServerStore {}
 
 impl<T: HealthStore + AccountStore + OAuthStore + McpServerStore> Store for T {}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// A consumer holding `Arc<dyn Store>` can hand out just the domain trait another
+    /// one needs.
+    #[tokio::test]
+    async fn a_store_upcasts_to_each_domain_trait() {
+        let dir = std::env::temp_dir().join(format!(
+            "mirobody-upcast-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(dir.join("db.sqlite3")).unwrap());
+        let health: Arc<dyn HealthStore> = store.clone();
+        let accounts: Arc<dyn AccountStore> = store.clone();
+        let oauth: Arc<dyn OAuthStore> = store.clone();
+        let servers: Arc<dyn McpServerStore> = store;
+        assert_eq!(
+            health.data_presence("u").await.unwrap(),
+            crate::domain::DataPresence::default()
+        );
+        assert_eq!(accounts.account("u").await.unwrap(), None);
+        assert_eq!(oauth.client("c").await.unwrap(), None);
+        assert!(servers.mcp_servers("u").await.unwrap().is_empty());
+        drop((health, accounts, oauth, servers));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -242,11 +242,13 @@ fn fresh_tables() -> DynamoTables {
 
 /// The moto server the DynamoDB cases use, and what keeps it running.
 ///
-/// `MIROBODY_TEST_MOTO` names a moto server that is already running (its endpoint URL),
-/// to share one among many test processes (nextest runs each test in its own); each
-/// case still creates its own tables there. Without it, one moto per process is
-/// started on first use and shared by the cases running at the same time (`cargo
-/// test` runs them all in one process); it stops when the last of them ends.
+/// `MIROBODY_TEST_MOTO` names a running `infra/moto-serial` (its endpoint URL; the
+/// racing cases need its one-request-at-a-time semantics), so that many test processes
+/// share one: nextest runs each test in its own, and starting moto costs each DynamoDB
+/// case more than the case itself. `scripts/test` starts one and sets it. Each case
+/// still creates its own tables there. Without it, one moto per process is started on
+/// first use and shared by the cases running at the same time (`cargo test` runs them
+/// all in one process); it stops when the last of them ends.
 fn moto_endpoint() -> (String, Option<Arc<Moto>>) {
     if let Some(endpoint) = std::env::var("MIROBODY_TEST_MOTO")
         .ok()
