@@ -1,5 +1,8 @@
 //! Contract cases for [`AccountStore`](crate::store::AccountStore): accounts, shares,
 //! URL grants, personal URLs and login states.
+//!
+//! Each case speaks only through the `Store` trait, never a backend's own API, so both
+//! backends run it unchanged; its users are its own, so no case sees another's data.
 
 use super::{YEAR, strings};
 use crate::domain::{Account, LoginState, LoginStatus, PersonalUrl, UrlGrant};

@@ -1,5 +1,8 @@
 //! Contract cases for [`HealthStore`](crate::store::HealthStore): presence, readings,
 //! genotypes, and deleting a user's data.
+//!
+//! Each case speaks only through the `Store` trait, never a backend's own API, so both
+//! backends run it unchanged; its users are its own, so no case sees another's data.
 
 use super::{all, genotype, reading};
 use crate::domain::{DataPresence, Genotype, Reading, ReadingValue};

@@ -1,5 +1,8 @@
 //! Contract cases for [`McpServerStore`](crate::store::McpServerStore): server records,
 //! their name and url uniqueness, connections, and the combined read with presence.
+//!
+//! Each case speaks only through the `Store` trait, never a backend's own API, so both
+//! backends run it unchanged; its users are its own, so no case sees another's data.
 
 use super::{all, genotype, reading, strings};
 use crate::domain::{DataPresence, McpAuth, McpServerRecord, McpServerWrite, McpToolSnapshot};

@@ -1,5 +1,8 @@
 //! Contract cases for [`OAuthStore`](crate::store::OAuthStore): clients, single-use
 //! codes, refresh token rotation and family revocation.
+//!
+//! Each case speaks only through the `Store` trait, never a backend's own API, so both
+//! backends run it unchanged; its users are its own, so no case sees another's data.
 
 use super::{YEAR, strings};
 use crate::domain::{AuthCode, OAuthClient, RefreshRecord, RefreshUse};

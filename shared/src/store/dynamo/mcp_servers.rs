@@ -2,6 +2,7 @@
 //! (`mcpurl#<hash>`), written and deleted together in one transaction.
 //!
 //! Also the combined read of presence and servers: one Query over one key range.
+//! Keeps the credential only sealed, as given; never logs a record.
 
 use std::collections::HashMap;
 

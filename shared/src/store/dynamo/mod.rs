@@ -44,7 +44,8 @@ pub struct DynamoTables {
     pub data: String,
 }
 
-/// The DynamoDB implementation of [`Store`](crate::store::Store). Cheap to clone (the client is shared).
+/// The DynamoDB implementation of [`Store`](crate::store::Store). Cheap to clone (the
+/// client is shared).
 #[derive(Debug, Clone)]
 pub struct DynamoStore {
     client: Client,

@@ -1,5 +1,7 @@
 //! [`McpServerStore`] on SQLite: the `mcp_servers` table, whose url is unique per
 //! user, and the combined read of presence and servers on one connection.
+//!
+//! Keeps the credential only sealed, as given; never logs a record.
 
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
