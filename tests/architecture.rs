@@ -167,3 +167,23 @@ fn binaries_only_open_services_and_serve() {
         }),
     );
 }
+
+#[test]
+fn domain_types_stand_on_nothing() {
+    assert_none(
+        "shared/src/domain imports the rest of the crate (it is the ground floor)",
+        offenders("shared/src/domain", &[], |code| {
+            code.contains("crate::") && !code.contains("crate::domain")
+        }),
+    );
+}
+
+#[test]
+fn upload_parsers_stay_pure() {
+    assert_none(
+        "shared/src/upload reaches the store (parsers return domain records; the data API writes them)",
+        offenders("shared/src/upload", &[], |code| {
+            code.contains("crate::store")
+        }),
+    );
+}

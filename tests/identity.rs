@@ -481,13 +481,13 @@ async fn b4_a_whole_session_logs_no_token_url_secret_or_password() {
 #[tokio::test]
 async fn b3_a_temporary_url_expires_after_ten_minutes() {
     let process = in_process(&[("ALLOWED_TOOLS_HELPER", "get_genetic_data")]);
-    let genotype = mirobody::store::Genotype {
+    let genotype = mirobody::domain::Genotype {
         rsid: "rs1".into(),
         chromosome: "1".into(),
         position: 5,
         genotype: "AA".into(),
     };
-    mirobody::store::Store::put_genotypes(process.store.as_ref(), "u_temp", &[genotype])
+    mirobody::store::HealthStore::put_genotypes(process.store.as_ref(), "u_temp", &[genotype])
         .await
         .unwrap();
     let url = process

@@ -14,11 +14,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::clock::Clock;
+use crate::domain::Account;
 use crate::http::{self as web, ApiError};
 use crate::identity::{
     Caller, Jwts, MIN_PASSWORD, McpUrls, authenticate, hash_password, random_secret,
 };
-use crate::store::{Account, Created, Store};
+use crate::store::{Created, Store};
 
 /// Lifetime of a token from sign-in.
 pub const SESSION_TOKEN_SECS: u64 = 24 * 3600;

@@ -2,7 +2,7 @@
 //! deterministic (seeded), no real person's data. Used by `mirobody-local seed-demo`
 //! and by tests that need realistic volumes.
 
-use crate::store::{Genotype, Reading, ReadingValue};
+use crate::domain::{Genotype, Reading, ReadingValue};
 
 /// A small deterministic generator (xorshift64*): reproducible demo data without a dependency.
 struct Dice(u64);

@@ -9,6 +9,7 @@ pub mod clock;
 pub mod config;
 mod data_api;
 pub mod demo;
+pub mod domain;
 pub mod external;
 pub mod http;
 pub mod identity;

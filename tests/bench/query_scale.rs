@@ -16,8 +16,9 @@ use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
 use bytes::Bytes;
 use mirobody::clock::{Clock, SystemClock};
+use mirobody::domain::{Reading, ReadingValue};
 use mirobody::identity::{Jwts, Keys};
-use mirobody::store::{DynamoStore, DynamoTables, EmbeddedStore, Reading, ReadingValue, Store};
+use mirobody::store::{DynamoStore, DynamoTables, EmbeddedStore, Store};
 use mirobody::{App, Config, RouteGroup, Runtime, Services, TOKEN_AUDIENCE, TOKEN_ISSUER};
 use serde_json::{Value, json};
 

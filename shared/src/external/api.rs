@@ -19,9 +19,9 @@ use super::credentials::{self, AuthInput};
 use super::naming::namespace;
 use super::probe::{self, Probe};
 use super::{ExternalServers, RegistryError};
+use crate::domain::{McpAuth, McpServerRecord, McpServerWrite};
 use crate::http::{self as web, ApiError};
 use crate::identity::Caller;
-use crate::store::{McpAuth, McpServerRecord, McpServerWrite};
 
 /// Longest server name: the namespace must leave room for tool names within 64.
 pub const MAX_SERVER_NAME: usize = 32;

@@ -9,8 +9,8 @@
 use http::{HeaderMap, HeaderName, HeaderValue, header};
 use serde::Deserialize;
 
+use crate::domain::{McpAuth, McpServerRecord};
 use crate::identity::Sealer;
-use crate::store::{McpAuth, McpServerRecord};
 
 /// The longest token or header value accepted.
 const MAX_SECRET: usize = 8 * 1024;

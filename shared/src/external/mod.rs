@@ -23,10 +23,11 @@ use std::time::Duration;
 use http::StatusCode;
 
 use crate::clock::Clock;
+use crate::domain::McpServerRecord;
 use crate::http::{ApiError, Form, STORAGE_UNAVAILABLE};
 use crate::identity::Sealer;
 use crate::remote::{GuardedHttp, INVALID_URL_CODE};
-use crate::store::{McpServerRecord, Store, StoreError};
+use crate::store::{Store, StoreError};
 
 pub use naming::namespaced;
 pub use probe::PROBE_BUDGET;

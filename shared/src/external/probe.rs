@@ -12,8 +12,8 @@ use std::time::Duration;
 use http::HeaderMap;
 
 use super::RegistryError;
+use crate::domain::McpToolSnapshot;
 use crate::remote::{GuardedHttp, HttpError, McpConnection, RemoteError, RemoteTool};
-use crate::store::McpToolSnapshot;
 
 /// The whole probe: connection, handshake and every `tools/list` page. 25 s leaves the
 /// 29 s function time (and API Gateway's 30 s) room for the store writes around it.

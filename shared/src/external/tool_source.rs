@@ -27,8 +27,9 @@ use super::ExternalServers;
 use super::credentials;
 use super::naming::{PREFIX, namespace, namespaced_tools};
 use super::probe::{CLOSE_TIMEOUT, connect_and_list};
+use crate::domain::McpServerRecord;
 use crate::remote::{Dialect, HttpError, McpConnection, RemoteError, RemoteTool};
-use crate::store::{McpServerRecord, StoreError};
+use crate::store::StoreError;
 use crate::tools::{
     Caller, ListedTool, SourceListing, ToolError, ToolOutput, ToolSource, Unavailable,
 };

@@ -14,8 +14,9 @@ use serde_json::{Value, json};
 use super::Sealer;
 use super::secret::random_secret;
 use crate::clock::Clock;
+use crate::domain::{LoginState, LoginStatus};
 use crate::http::{self as web, ApiError};
-use crate::store::{LoginState, LoginStatus, Store, StoreError};
+use crate::store::{Store, StoreError};
 
 /// How long the browser step may take.
 pub const LOGIN_STATE_SECS: u64 = 600;

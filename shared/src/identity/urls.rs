@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use super::seal::Sealer;
 use super::secret::{PERSONAL_SECRET_BYTES, TEMPORARY_SECRET_BYTES, random_secret, secret_hash};
-use crate::store::{PersonalUrl, Store, StoreError, UrlGrant};
+use crate::domain::{PersonalUrl, UrlGrant};
+use crate::store::{Store, StoreError};
 
 /// B1: one year.
 pub const PERSONAL_URL_SECS: u64 = 365 * 24 * 3600;

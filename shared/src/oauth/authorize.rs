@@ -14,9 +14,9 @@ use super::signin::SignInForm;
 use super::{
     CODE_SECS, Form, OAuthApi, field, form, html, known_scopes, no_store, pages, query, unavailable,
 };
+use crate::domain::{AuthCode, OAuthClient};
 use crate::http as web;
 use crate::identity::{random_secret, secret_hash};
-use crate::store::{AuthCode, OAuthClient};
 
 fn redirect(location: &str) -> Response<Bytes> {
     let mut response = web::empty(StatusCode::FOUND);

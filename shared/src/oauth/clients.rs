@@ -7,7 +7,8 @@
 use serde_json::Value;
 
 use super::OAuthApi;
-use crate::store::{OAuthClient, StoreError};
+use crate::domain::OAuthClient;
+use crate::store::StoreError;
 
 /// Fetching a client's metadata document: time and size bounds.
 const CIMD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);

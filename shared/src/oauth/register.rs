@@ -10,9 +10,9 @@ use serde_json::{Value, json};
 
 use super::clients::{acceptable_redirects, client_name};
 use super::{OAuthApi, no_store, oauth_error, unavailable};
+use crate::domain::OAuthClient;
 use crate::http as web;
 use crate::identity::{random_secret, secret_hash};
-use crate::store::OAuthClient;
 
 impl OAuthApi {
     /// Open dynamic client registration (RFC 7591) with validated redirect URIs.

@@ -17,9 +17,9 @@ use super::{
     ACCESS_TOKEN_SECS, Form, OAuthApi, REFRESH_TOKEN_SECS, field, form, known_scopes, no_store,
     oauth_error, unavailable,
 };
+use crate::domain::{OAuthClient, RefreshRecord, RefreshUse};
 use crate::http as web;
 use crate::identity::{Grant, random_secret, secret_hash};
-use crate::store::{OAuthClient, RefreshRecord, RefreshUse};
 
 /// PKCE S256: BASE64URL(SHA256(verifier)) == challenge, verifier 43-128 unreserved characters.
 fn pkce_matches(verifier: &str, challenge: &str) -> bool {

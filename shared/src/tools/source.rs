@@ -14,7 +14,8 @@ use serde_json::{Map, Value};
 
 use super::output::{ToolError, ToolOutput};
 use super::registry::Caller;
-use crate::store::{McpServerRecord, StoreError};
+use crate::domain::McpServerRecord;
+use crate::store::StoreError;
 
 /// A source of tools beside the built-in ones.
 pub(crate) trait ToolSource: Send + Sync {

@@ -20,8 +20,9 @@ use super::output::{ToolError, ToolOutput};
 use super::registry::{Caller, DataKind, Registry, ToolCall, ToolSpec};
 use super::source::{SourceListing, ToolSource, Unavailable};
 use crate::clock::Clock;
+use crate::domain::DataPresence;
 use crate::identity::LoginPrompts;
-use crate::store::{DataPresence, Store};
+use crate::store::Store;
 
 /// Every tool a request can reach. Built once per process.
 pub(crate) struct Toolbox {
@@ -214,7 +215,8 @@ mod tests {
 
     use super::*;
     use crate::clock::FakeClock;
-    use crate::store::{EmbeddedStore, McpServerRecord, StoreError};
+    use crate::domain::McpServerRecord;
+    use crate::store::{EmbeddedStore, StoreError};
     use crate::tools::{ListedTool, Tool};
 
     /// A tool that echoes its arguments, with the spec each test needs.

@@ -3,7 +3,7 @@
 //! X, Y, XY, MT), tab- or comma-separated, `#` comments and a header row allowed.
 
 use super::{MAX_ROWS, UploadError};
-use crate::store::Genotype;
+use crate::domain::Genotype;
 
 fn error(line: usize, problem: &str) -> UploadError {
     UploadError {

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::{MAX_ROWS, UploadError};
-use crate::store::{Reading, ReadingValue};
+use crate::domain::{Reading, ReadingValue};
 
 fn error(location: String, problem: impl Into<String>) -> UploadError {
     UploadError {

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
-use crate::store::{Genotype, Store};
+use crate::domain::Genotype;
+use crate::store::Store;
 use crate::tools::{DataKind, Tool, ToolCall, ToolOutput, ToolSpec};
 use crate::upload::is_rsid;
 

@@ -5,7 +5,7 @@
 use std::sync::LazyLock;
 
 use super::synonyms::LAB_INDICATORS;
-use crate::store::Reading;
+use crate::domain::Reading;
 
 /// A synonym group with its names as indicator keys.
 struct KeyedIndicator {

@@ -14,7 +14,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::matching::{self, Keyword};
-use crate::store::{Reading, ReadingQuery, ReadingValue, Store};
+use crate::domain::{Reading, ReadingValue};
+use crate::store::{ReadingQuery, Store};
 use crate::tools::{DataKind, Tool, ToolCall, ToolOutput, ToolSpec};
 
 const DEFAULT_LIMIT: u32 = 50;

@@ -1,0 +1,54 @@
+//! Accounts and what grants access to a user's data: the account itself, URL secrets
+//! (personal and temporary), and device-style login states.
+//!
+//! Plain records: secrets appear here only as hashes or sealed text, never in the
+//! clear. Knows nothing of how they are issued, checked or stored.
+
+use serde::{Deserialize, Serialize};
+
+/// An account: one user, found by id or by e-mail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Account {
+    pub user_id: String,
+    /// Lower-cased and trimmed by the caller.
+    pub email: String,
+    /// An Argon2id PHC string; never the password.
+    pub password_hash: String,
+    pub created_at: u64,
+}
+
+/// What a URL secret grants; found by the SHA-256 of the secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UrlGrant {
+    pub user_id: String,
+    /// Temporary URLs (B3) carry a session id and an agent name.
+    pub session_id: Option<String>,
+    pub agent_name: Option<String>,
+    /// Epoch seconds; from then on the grant resolves to nothing.
+    pub expires_at: u64,
+}
+
+/// A user's personal URL: the secret, sealed so that the same URL can be shown again,
+/// and the hash that keys its grant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersonalUrl {
+    pub sealed_secret: String,
+    pub secret_hash: String,
+    pub expires_at: u64,
+}
+
+/// A device-style login, polled by `/oauth2/check_state`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoginState {
+    pub status: LoginStatus,
+    pub expires_at: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LoginStatus {
+    Pending,
+    /// The browser step finished; the token is sealed at rest.
+    Completed {
+        sealed_token: String,
+    },
+}

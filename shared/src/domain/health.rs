@@ -1,0 +1,74 @@
+//! Health data: readings (lab results, vitals, wearables), genotype calls, and which
+//! kinds of them a user holds.
+//!
+//! Owns what makes two readings or two genotypes the same one (the indicator key, the
+//! lower-cased rsid). Knows nothing of how they are parsed, stored or shown.
+
+use serde::{Deserialize, Serialize};
+
+/// One health reading. Its identity is (indicator key, time, source): writing the
+/// same reading twice keeps one row (re-uploads never duplicate).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reading {
+    /// The indicator's name as uploaded ("Hemoglobin A1c").
+    pub indicator: String,
+    /// A number when the value is numeric, else the text as uploaded.
+    pub value: ReadingValue,
+    pub unit: Option<String>,
+    /// Naive local time, `YYYY-MM-DDTHH:MM:SS` (sortable as text).
+    pub time: String,
+    /// e.g. `LOINC` and `4548-4`.
+    pub code_system: Option<String>,
+    pub code: Option<String>,
+    /// Where it came from (a lab, a device, a file name); part of the identity.
+    pub source: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ReadingValue {
+    Number(f64),
+    Text(String),
+}
+
+impl Reading {
+    /// The indicator key: the name lower-cased with runs of non-alphanumerics as one
+    /// space, so "HbA1c" and "hba1c " are one indicator.
+    pub fn indicator_key(name: &str) -> String {
+        let lowered = name.to_lowercase();
+        lowered
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|p| !p.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// One genotype call from a consumer raw file (23andMe, AncestryDNA).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Genotype {
+    /// `rs…` or a vendor id (`i…`), lower-cased.
+    pub rsid: String,
+    /// `1`-`22`, `X`, `Y`, `MT`.
+    pub chromosome: String,
+    pub position: u64,
+    /// e.g. `AG`, `--` for no call.
+    pub genotype: String,
+}
+
+impl Genotype {
+    /// Rsids as stored and looked up: lower-cased, sorted, without repeats.
+    pub(crate) fn normalized_rsids(rsids: &[String]) -> Vec<String> {
+        let mut rsids: Vec<String> = rsids.iter().map(|r| r.to_lowercase()).collect();
+        rsids.sort();
+        rsids.dedup();
+        rsids
+    }
+}
+
+/// What kinds of data a user has (availability gating, A5).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DataPresence {
+    pub health: bool,
+    pub genotype: bool,
+}

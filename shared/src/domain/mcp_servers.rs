@@ -1,0 +1,68 @@
+//! A user's own external MCP servers: the registry record (url, auth kind, sealed
+//! credential, allowed tools, the probe's tool snapshot, connection health) and the
+//! outcomes of writing one.
+//!
+//! Plain records: the credential appears only sealed. Knows nothing of probing,
+//! forwarding or storage.
+
+use serde::{Deserialize, Serialize};
+
+/// How a user's external MCP server is authenticated (D5). Only the kind and the
+/// header name are stored in the clear; the token or header value is sealed
+/// separately ([`McpServerRecord::sealed_credential`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "UPPERCASE")]
+pub enum McpAuth {
+    None,
+    Bearer,
+    Header { name: String },
+}
+
+/// One tool as the registration probe saw it (D6: description cut to 500 characters).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpToolSnapshot {
+    pub name: String,
+    pub description: Option<String>,
+}
+
+/// A user's external MCP server. Its name and its url are each unique per account.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpServerRecord {
+    /// The registry key and tool namespace; unique per account.
+    pub name: String,
+    /// The normalised https URL; unique per account and never changed (D6).
+    pub url: String,
+    pub auth: McpAuth,
+    /// The bearer token or header value, AES-256-GCM sealed and bound to the account
+    /// and the url; `None` for [`McpAuth::None`].
+    pub sealed_credential: Option<String>,
+    pub enabled: bool,
+    /// Listing order among the user's servers (the seed's `order`).
+    pub order: i64,
+    /// `None`: every tool, including ones the server adds later (D7).
+    pub allowed_tools: Option<Vec<String>>,
+    /// The tools the last probe saw (at most 256).
+    pub tools: Vec<McpToolSnapshot>,
+    /// The server's self-reported `serverInfo.name`.
+    pub server_name: Option<String>,
+    pub created_at: u64,
+    pub updated_at: u64,
+    /// Epoch seconds of the last successful connection (D8).
+    pub last_connected_at: Option<u64>,
+    /// Why the last connection failed; cleared by a successful one.
+    pub last_connect_error: Option<String>,
+}
+
+/// The outcome of writing an external server's record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpServerWrite {
+    Written,
+    /// Create: the account already has a server of that name (nothing written).
+    NameTaken,
+    /// Create: the account already registered that url (nothing written).
+    UrlTaken,
+    /// Replace: there is no server of that name (nothing written).
+    Missing,
+    /// Replace: the stored url differs from the record's (nothing written; D6).
+    UrlChanged,
+}

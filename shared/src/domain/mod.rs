@@ -1,0 +1,17 @@
+//! The product's vocabulary: what it keeps about a user (health readings, genotypes,
+//! accounts and grants, OAuth clients and tokens, external MCP server records), as
+//! plain data with the normalisations that define their identity.
+//!
+//! The ground floor: the store, the upload parsers and the tools all build on these
+//! types. It imports nothing else from the crate, does no I/O and knows no storage
+//! layout or wire format; how a record is kept is the store's business.
+
+mod accounts;
+mod health;
+mod mcp_servers;
+mod oauth;
+
+pub use accounts::{Account, LoginState, LoginStatus, PersonalUrl, UrlGrant};
+pub use health::{DataPresence, Genotype, Reading, ReadingValue};
+pub use mcp_servers::{McpAuth, McpServerRecord, McpServerWrite, McpToolSnapshot};
+pub use oauth::{AuthCode, OAuthClient, RefreshRecord, RefreshUse};

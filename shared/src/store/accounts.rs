@@ -1,0 +1,92 @@
+//! Accounts and what grants access to a user's data: shares between accounts, URL
+//! secrets (personal and temporary), and device-login states.
+//!
+//! Owns the [`AccountStore`] trait and the outcome of creating an account. Stores
+//! secrets only as hashes or sealed text, as it is given them; checks every expiry
+//! itself.
+
+use super::StoreFuture;
+use crate::domain::{Account, LoginState, PersonalUrl, UrlGrant};
+
+/// The outcome of creating an account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Created {
+    Created,
+    /// The e-mail already belongs to an account (nothing was written).
+    EmailTaken,
+}
+
+/// Accounts (DynamoDB: keys table `email#…`, data table `<user>/account`), shares,
+/// URL grants, personal URL claims and login states.
+pub trait AccountStore: Send + Sync {
+    /// Creates the account and its e-mail lookup in one transaction; an e-mail that
+    /// is taken writes nothing. A user id that already has an account is an error
+    /// (nothing written; ids are generated, so it means a bug).
+    fn create_account<'a>(&'a self, account: &'a Account) -> StoreFuture<'a, Created>;
+
+    /// The account whose (lower-cased) e-mail is exactly `email`.
+    fn account_by_email<'a>(&'a self, email: &'a str) -> StoreFuture<'a, Option<Account>>;
+
+    fn account<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, Option<Account>>;
+
+    // ----- Shares between accounts (data table `<owner>/share#<grantee>`) -----
+
+    /// Grants (replaces) `grantee`'s permissions on `owner`'s data.
+    fn put_share<'a>(
+        &'a self,
+        owner: &'a str,
+        grantee: &'a str,
+        permissions: &'a [String],
+    ) -> StoreFuture<'a, ()>;
+
+    fn delete_share<'a>(&'a self, owner: &'a str, grantee: &'a str) -> StoreFuture<'a, ()>;
+
+    /// The permissions `owner` granted `grantee`, if any.
+    fn share<'a>(
+        &'a self,
+        owner: &'a str,
+        grantee: &'a str,
+    ) -> StoreFuture<'a, Option<Vec<String>>>;
+
+    // ----- URL secrets (keys table `url#<hash>`, `user-url#<user>`) -----
+
+    fn put_url_grant<'a>(
+        &'a self,
+        secret_hash: &'a str,
+        grant: &'a UrlGrant,
+    ) -> StoreFuture<'a, ()>;
+
+    /// The grant for a secret hash; `None` when absent or expired at `now`.
+    fn url_grant<'a>(&'a self, secret_hash: &'a str, now: u64)
+    -> StoreFuture<'a, Option<UrlGrant>>;
+
+    /// The user's live personal URL if there is one (unchanged); otherwise stores
+    /// `candidate` and its `url#` grant in one conditional transaction and returns it.
+    /// Two racing callers get the same URL.
+    fn claim_personal_url<'a>(
+        &'a self,
+        user_id: &'a str,
+        candidate: &'a PersonalUrl,
+        now: u64,
+    ) -> StoreFuture<'a, PersonalUrl>;
+
+    /// Deletes the personal URL and its grant; true if there was one (expired or not:
+    /// the store is not told the time here).
+    fn revoke_personal_url<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, bool>;
+
+    // ----- Device-login states (keys table `state#<state>`) -----
+
+    fn put_login_state<'a>(&'a self, state: &'a str, record: &'a LoginState)
+    -> StoreFuture<'a, ()>;
+
+    /// The state as stored, even when expired (the poll answers 410 for those).
+    fn login_state<'a>(&'a self, state: &'a str) -> StoreFuture<'a, Option<LoginState>>;
+
+    /// Pending and unexpired at `now` → completed with the sealed token; else false.
+    fn complete_login_state<'a>(
+        &'a self,
+        state: &'a str,
+        sealed_token: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, bool>;
+}

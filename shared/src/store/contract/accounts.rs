@@ -1,0 +1,405 @@
+//! Contract cases for [`AccountStore`](crate::store::AccountStore): accounts, shares,
+//! URL grants, personal URLs and login states.
+//!
+//! Each case speaks only through the `Store` trait, never a backend's own API, so both
+//! backends run it unchanged; its users are its own, so no case sees another's data.
+
+use super::{YEAR, strings};
+use crate::domain::{Account, LoginState, LoginStatus, PersonalUrl, UrlGrant};
+use crate::store::{Created, Store};
+
+fn account(user_id: &str, email: &str, password_hash: &str) -> Account {
+    Account {
+        user_id: user_id.to_string(),
+        email: email.to_string(),
+        password_hash: password_hash.to_string(),
+        created_at: 1_700_000_000,
+    }
+}
+
+/// A personal URL; `tag` makes its secret and hash distinct.
+fn personal(user: &str, tag: &str, expires_at: u64) -> PersonalUrl {
+    PersonalUrl {
+        sealed_secret: format!("sealed-{user}-{tag}"),
+        secret_hash: format!("hash-{user}-{tag}"),
+        expires_at,
+    }
+}
+
+/// The grant a personal URL's secret resolves to.
+fn personal_grant(user: &str, url: &PersonalUrl) -> UrlGrant {
+    UrlGrant {
+        user_id: user.to_string(),
+        session_id: None,
+        agent_name: None,
+        expires_at: url.expires_at,
+    }
+}
+
+fn pending(expires_at: u64) -> LoginState {
+    LoginState {
+        status: LoginStatus::Pending,
+        expires_at,
+    }
+}
+
+pub(super) async fn accounts_found_by_email_and_id(store: &dyn Store, user: &str) {
+    let email = format!("{user}@example.com");
+    assert_eq!(store.account_by_email(&email).await.unwrap(), None);
+    assert_eq!(store.account(user).await.unwrap(), None);
+
+    let ada = account(user, &email, "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA");
+    assert_eq!(store.create_account(&ada).await.unwrap(), Created::Created);
+    assert_eq!(
+        store.account_by_email(&email).await.unwrap(),
+        Some(ada.clone()),
+        "found by e-mail"
+    );
+    assert_eq!(
+        store.account(user).await.unwrap(),
+        Some(ada.clone()),
+        "found by id"
+    );
+    assert_eq!(
+        store
+            .account_by_email(&format!("other-{email}"))
+            .await
+            .unwrap(),
+        None
+    );
+
+    // Deleting the user's data leaves the account.
+    store.delete_user_data(user).await.unwrap();
+    assert_eq!(store.account(user).await.unwrap(), Some(ada));
+}
+
+pub(super) async fn taken_email_writes_nothing(store: &dyn Store, first: &str, second: &str) {
+    let email = format!("{first}@example.com");
+    let original = account(first, &email, "hash-of-first");
+    assert_eq!(
+        store.create_account(&original).await.unwrap(),
+        Created::Created
+    );
+
+    let intruder = Account {
+        created_at: 1_800_000_000,
+        ..account(second, &email, "hash-of-second")
+    };
+    assert_eq!(
+        store.create_account(&intruder).await.unwrap(),
+        Created::EmailTaken
+    );
+    assert_eq!(
+        store.create_account(&original).await.unwrap(),
+        Created::EmailTaken,
+        "creating the same account again"
+    );
+    assert_eq!(
+        store.account_by_email(&email).await.unwrap(),
+        Some(original.clone()),
+        "the first account is unchanged"
+    );
+    assert_eq!(store.account(first).await.unwrap(), Some(original));
+    assert_eq!(
+        store.account(second).await.unwrap(),
+        None,
+        "the refused account was not written"
+    );
+
+    // The refused user id is free for another e-mail.
+    let retry = account(second, &format!("{second}@example.com"), "hash-of-second");
+    assert_eq!(
+        store.create_account(&retry).await.unwrap(),
+        Created::Created
+    );
+    assert_eq!(store.account(second).await.unwrap(), Some(retry));
+}
+
+pub(super) async fn shares_follow_owner_and_grantee(
+    store: &dyn Store,
+    owner: &str,
+    grantee: &str,
+    third: &str,
+) {
+    assert_eq!(store.share(owner, grantee).await.unwrap(), None);
+
+    let read = strings(&["read:health"]);
+    store.put_share(owner, grantee, &read).await.unwrap();
+    assert_eq!(store.share(owner, grantee).await.unwrap(), Some(read));
+    assert_eq!(
+        store.share(grantee, owner).await.unwrap(),
+        None,
+        "a share goes one way"
+    );
+    assert_eq!(store.share(owner, third).await.unwrap(), None);
+    assert_eq!(store.share(third, grantee).await.unwrap(), None);
+
+    let wider = strings(&["read:health", "read:genetics"]);
+    store.put_share(owner, grantee, &wider).await.unwrap();
+    assert_eq!(
+        store.share(owner, grantee).await.unwrap(),
+        Some(wider.clone()),
+        "put replaces"
+    );
+
+    let back = strings(&["read:genetics"]);
+    store.put_share(grantee, owner, &back).await.unwrap();
+    store.put_share(owner, third, &back).await.unwrap();
+    assert_eq!(
+        store.share(owner, grantee).await.unwrap(),
+        Some(wider.clone()),
+        "other pairs are separate"
+    );
+
+    // Deleting the user's health data leaves shares.
+    store.delete_user_data(owner).await.unwrap();
+    assert_eq!(store.share(owner, grantee).await.unwrap(), Some(wider));
+
+    store.delete_share(owner, grantee).await.unwrap();
+    assert_eq!(store.share(owner, grantee).await.unwrap(), None);
+    assert_eq!(
+        store.share(grantee, owner).await.unwrap(),
+        Some(back.clone()),
+        "the reverse share stays"
+    );
+    assert_eq!(store.share(owner, third).await.unwrap(), Some(back));
+    store.delete_share(owner, grantee).await.unwrap();
+}
+
+pub(super) async fn url_grants_expire(store: &dyn Store, user: &str, now: u64) {
+    let temporary = UrlGrant {
+        user_id: user.to_string(),
+        session_id: Some("session-1".to_string()),
+        agent_name: Some("Claude".to_string()),
+        expires_at: now + 600,
+    };
+    let hash = format!("{user}-temporary");
+    store.put_url_grant(&hash, &temporary).await.unwrap();
+    assert_eq!(
+        store.url_grant(&hash, now).await.unwrap(),
+        Some(temporary.clone())
+    );
+    assert_eq!(
+        store.url_grant(&hash, now + 599).await.unwrap(),
+        Some(temporary.clone())
+    );
+    assert_eq!(
+        store.url_grant(&hash, now + 600).await.unwrap(),
+        None,
+        "expired at expires_at"
+    );
+    assert_eq!(store.url_grant(&hash, now + 10 * YEAR).await.unwrap(), None);
+    assert_eq!(
+        store.url_grant(&hash, now).await.unwrap(),
+        Some(temporary),
+        "expired reads hide the grant without deleting it"
+    );
+
+    let plain = UrlGrant {
+        user_id: user.to_string(),
+        session_id: None,
+        agent_name: None,
+        expires_at: now + YEAR,
+    };
+    let plain_hash = format!("{user}-plain");
+    store.put_url_grant(&plain_hash, &plain).await.unwrap();
+    assert_eq!(
+        store.url_grant(&plain_hash, now).await.unwrap(),
+        Some(plain)
+    );
+    assert_eq!(
+        store
+            .url_grant(&format!("{user}-unknown"), now)
+            .await
+            .unwrap(),
+        None
+    );
+}
+
+pub(super) async fn personal_url_is_claimed_once(store: &dyn Store, user: &str, now: u64) {
+    let first = personal(user, "first", now + YEAR);
+    assert_eq!(
+        store.claim_personal_url(user, &first, now).await.unwrap(),
+        first
+    );
+    let second = personal(user, "second", now + YEAR + 60);
+    assert_eq!(
+        store
+            .claim_personal_url(user, &second, now + 60)
+            .await
+            .unwrap(),
+        first,
+        "a live URL is returned unchanged"
+    );
+    assert_eq!(
+        store.url_grant(&first.secret_hash, now).await.unwrap(),
+        Some(personal_grant(user, &first)),
+        "the claimed secret resolves to the user"
+    );
+    assert_eq!(
+        store.url_grant(&second.secret_hash, now).await.unwrap(),
+        None,
+        "the losing candidate wrote nothing"
+    );
+}
+
+pub(super) async fn racing_claims_get_one_url(store: &dyn Store, user: &str, now: u64) {
+    let a = personal(user, "a", now + YEAR);
+    let b = personal(user, "b", now + YEAR);
+    let (got_a, got_b) = tokio::join!(
+        store.claim_personal_url(user, &a, now),
+        store.claim_personal_url(user, &b, now)
+    );
+    let (got_a, got_b) = (got_a.unwrap(), got_b.unwrap());
+    assert_eq!(got_a, got_b, "both callers get the same URL");
+    assert!(got_a == a || got_a == b);
+    let loser = if got_a == a { &b } else { &a };
+    assert_eq!(
+        store.url_grant(&got_a.secret_hash, now).await.unwrap(),
+        Some(personal_grant(user, &got_a))
+    );
+    assert_eq!(
+        store.url_grant(&loser.secret_hash, now).await.unwrap(),
+        None,
+        "only the winner's secret resolves"
+    );
+}
+
+pub(super) async fn expired_personal_url_is_replaced(store: &dyn Store, user: &str, now: u64) {
+    let old = personal(user, "old", now + 100);
+    assert_eq!(
+        store.claim_personal_url(user, &old, now).await.unwrap(),
+        old
+    );
+
+    let later = now + 100; // expires_at <= now: expired
+    let new = personal(user, "new", later + YEAR);
+    assert_eq!(
+        store.claim_personal_url(user, &new, later).await.unwrap(),
+        new,
+        "an expired URL is replaced"
+    );
+    assert_eq!(
+        store.url_grant(&old.secret_hash, now).await.unwrap(),
+        None,
+        "the old secret's grant is gone, not just expired"
+    );
+    assert_eq!(
+        store.url_grant(&new.secret_hash, later).await.unwrap(),
+        Some(personal_grant(user, &new))
+    );
+    let another = personal(user, "another", later + YEAR + 1);
+    assert_eq!(
+        store
+            .claim_personal_url(user, &another, later + 1)
+            .await
+            .unwrap(),
+        new,
+        "the replacement is the live one now"
+    );
+}
+
+pub(super) async fn revoked_personal_url_stops_resolving(store: &dyn Store, user: &str, now: u64) {
+    assert!(
+        !store.revoke_personal_url(user).await.unwrap(),
+        "nothing to revoke"
+    );
+    let first = personal(user, "first", now + YEAR);
+    assert_eq!(
+        store.claim_personal_url(user, &first, now).await.unwrap(),
+        first
+    );
+    assert!(store.revoke_personal_url(user).await.unwrap());
+    assert_eq!(
+        store.url_grant(&first.secret_hash, now).await.unwrap(),
+        None,
+        "a revoked secret resolves to nothing"
+    );
+    assert!(!store.revoke_personal_url(user).await.unwrap());
+
+    let second = personal(user, "second", now + YEAR);
+    assert_eq!(
+        store.claim_personal_url(user, &second, now).await.unwrap(),
+        second,
+        "after revoking, a claim gives a new URL"
+    );
+    assert_eq!(
+        store.url_grant(&second.secret_hash, now).await.unwrap(),
+        Some(personal_grant(user, &second))
+    );
+    assert_eq!(
+        store.url_grant(&first.secret_hash, now).await.unwrap(),
+        None
+    );
+}
+
+pub(super) async fn login_state_completes_once(store: &dyn Store, run: &str, now: u64) {
+    let state = format!("{run}-state");
+    assert_eq!(store.login_state(&state).await.unwrap(), None);
+    store
+        .put_login_state(&state, &pending(now + 600))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.login_state(&state).await.unwrap(),
+        Some(pending(now + 600))
+    );
+
+    assert!(
+        store
+            .complete_login_state(&state, "sealed-token-1", now + 10)
+            .await
+            .unwrap()
+    );
+    let completed = LoginState {
+        status: LoginStatus::Completed {
+            sealed_token: "sealed-token-1".to_string(),
+        },
+        expires_at: now + 600,
+    };
+    assert_eq!(
+        store.login_state(&state).await.unwrap(),
+        Some(completed.clone())
+    );
+    assert!(
+        !store
+            .complete_login_state(&state, "sealed-token-2", now + 20)
+            .await
+            .unwrap(),
+        "completing twice"
+    );
+    assert_eq!(
+        store.login_state(&state).await.unwrap(),
+        Some(completed),
+        "the first token stays"
+    );
+
+    // Expired while pending: it cannot complete, and still reads back (a 410, not a 404).
+    let late = format!("{run}-late");
+    store
+        .put_login_state(&late, &pending(now + 600))
+        .await
+        .unwrap();
+    assert!(
+        !store
+            .complete_login_state(&late, "sealed-token", now + 600)
+            .await
+            .unwrap(),
+        "completing at expires_at"
+    );
+    assert_eq!(
+        store.login_state(&late).await.unwrap(),
+        Some(pending(now + 600)),
+        "an expired state is still returned, with its expiry"
+    );
+
+    // An unknown state cannot be completed (and completing does not create it).
+    let unknown = format!("{run}-unknown");
+    assert!(
+        !store
+            .complete_login_state(&unknown, "sealed-token", now)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.login_state(&unknown).await.unwrap(), None);
+}

@@ -1,0 +1,628 @@
+//! Contract cases for [`HealthStore`](crate::store::HealthStore): presence, readings,
+//! genotypes, and deleting a user's data.
+//!
+//! Each case speaks only through the `Store` trait, never a backend's own API, so both
+//! backends run it unchanged; its users are its own, so no case sees another's data.
+
+use super::{all, genotype, reading};
+use crate::domain::{DataPresence, Genotype, Reading, ReadingValue};
+use crate::store::{ReadingQuery, Store};
+
+fn keys(keys: &[&str]) -> ReadingQuery {
+    ReadingQuery {
+        indicator_keys: Some(keys.iter().map(|k| k.to_string()).collect()),
+        ..ReadingQuery::default()
+    }
+}
+
+fn window(from: Option<&str>, to: Option<&str>) -> ReadingQuery {
+    ReadingQuery {
+        indicator_keys: None,
+        from: from.map(String::from),
+        to: to.map(String::from),
+    }
+}
+
+fn times(readings: &[Reading]) -> Vec<&str> {
+    readings.iter().map(|r| r.time.as_str()).collect()
+}
+
+fn positions(genotypes: &[Genotype]) -> Vec<u64> {
+    genotypes.iter().map(|g| g.position).collect()
+}
+
+fn sorted_rsids(genotypes: &[Genotype]) -> Vec<String> {
+    let mut rsids: Vec<String> = genotypes.iter().map(|g| g.rsid.clone()).collect();
+    rsids.sort();
+    rsids
+}
+
+pub(super) async fn presence_follows_writes(store: &dyn Store, user: &str) {
+    assert_eq!(
+        store.data_presence(user).await.unwrap(),
+        DataPresence::default(),
+        "empty user has nothing"
+    );
+    store.put_readings(user, &[]).await.unwrap();
+    store.put_genotypes(user, &[]).await.unwrap();
+    assert_eq!(
+        store.data_presence(user).await.unwrap(),
+        DataPresence::default(),
+        "empty writes change nothing"
+    );
+
+    store
+        .put_readings(
+            user,
+            &[reading("Glucose", "2024-01-01T08:00:00", "lab", 90.0)],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store.data_presence(user).await.unwrap(),
+        DataPresence {
+            health: true,
+            genotype: false
+        }
+    );
+
+    store
+        .put_genotypes(user, &[genotype("rs1", "1", 100, "AG")])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.data_presence(user).await.unwrap(),
+        DataPresence {
+            health: true,
+            genotype: true
+        }
+    );
+}
+
+pub(super) async fn readings_upsert_by_identity(store: &dyn Store, user: &str) {
+    let first = reading("Hemoglobin A1c", "2024-02-01T09:00:00", "lab-a", 5.9);
+    let report = store
+        .put_readings(user, std::slice::from_ref(&first))
+        .await
+        .unwrap();
+    assert_eq!(report.written, 1);
+
+    // Same identity (indicator key, time, source), new value and spelling: replaced in place.
+    let mut again = reading("hemoglobin  a1c ", "2024-02-01T09:00:00", "lab-a", 6.1);
+    again.unit = Some("%".to_string());
+    let report = store
+        .put_readings(user, std::slice::from_ref(&again))
+        .await
+        .unwrap();
+    assert_eq!(report.written, 1);
+    assert_eq!(
+        store.readings(user, &all()).await.unwrap(),
+        vec![again.clone()],
+        "re-upload replaces"
+    );
+
+    // Another source is another reading.
+    let other_source = reading("Hemoglobin A1c", "2024-02-01T09:00:00", "lab-b", 6.0);
+    store
+        .put_readings(user, std::slice::from_ref(&other_source))
+        .await
+        .unwrap();
+    let rows = store.readings(user, &all()).await.unwrap();
+    assert_eq!(rows.len(), 2, "different source, two rows");
+
+    // A batch naming one identity twice keeps one row: the last one.
+    let dup_a = reading("LDL", "2024-02-02T09:00:00", "lab-a", 100.0);
+    let dup_b = reading("ldl", "2024-02-02T09:00:00", "lab-a", 101.0);
+    store
+        .put_readings(user, &[dup_a, dup_b.clone()])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.readings(user, &keys(&["ldl"])).await.unwrap(),
+        vec![dup_b],
+        "last of a repeated identity wins"
+    );
+}
+
+pub(super) async fn readings_round_trip_every_field(store: &dyn Store, user: &str) {
+    let text = Reading {
+        indicator: "Urine Protein (dipstick)".to_string(),
+        value: ReadingValue::Text("trace, see note: ±".to_string()),
+        unit: None,
+        time: "2024-03-01T10:00:00".to_string(),
+        code_system: None,
+        code: None,
+        source: "report.pdf#page=2".to_string(),
+    };
+    let tiny = reading(
+        "Troponin",
+        "2024-03-01T10:00:00",
+        "lab",
+        0.000_123_456_789_012_345_6,
+    );
+    let negative = reading("Base Excess", "2024-03-01T10:00:00", "lab", -2.5);
+    let integer = reading("Platelets", "2024-03-01T10:00:00", "lab", 250_000.0);
+    let written = vec![text, tiny, negative, integer];
+    store.put_readings(user, &written).await.unwrap();
+    let mut expected = written.clone();
+    expected.sort_by_key(|r| Reading::indicator_key(&r.indicator));
+    assert_eq!(
+        store.readings(user, &all()).await.unwrap(),
+        expected,
+        "every field reads back exactly"
+    );
+}
+
+pub(super) async fn readings_filter_by_indicator_and_time(store: &dyn Store, user: &str) {
+    let data = [
+        reading("Glucose", "2024-01-01T08:00:00", "lab", 90.0),
+        reading("Glucose", "2024-01-15T08:00:00", "lab", 95.0),
+        reading("Glucose", "2024-01-31T23:00:00", "lab", 99.0),
+        reading("Glucose", "2024-02-01T00:00:00", "lab", 101.0),
+        reading("LDL", "2024-01-15T08:00:00", "lab", 120.0),
+        reading("HDL", "2024-01-15T08:00:00", "lab", 50.0),
+    ];
+    store.put_readings(user, &data).await.unwrap();
+
+    let picked = store
+        .readings(user, &keys(&["glucose", "hdl"]))
+        .await
+        .unwrap();
+    let names: Vec<&str> = picked.iter().map(|r| r.indicator.as_str()).collect();
+    assert_eq!(
+        names,
+        ["Glucose", "Glucose", "Glucose", "Glucose", "HDL"],
+        "only the asked indicators"
+    );
+    assert!(
+        store.readings(user, &keys(&[])).await.unwrap().is_empty(),
+        "no keys, no readings"
+    );
+    assert!(
+        store
+            .readings(user, &keys(&["unknown"]))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // Bounds are inclusive at both ends, compared as text.
+    let exact = ReadingQuery {
+        indicator_keys: Some(vec!["glucose".to_string()]),
+        from: Some("2024-01-15T08:00:00".to_string()),
+        to: Some("2024-01-31T23:00:00".to_string()),
+    };
+    assert_eq!(
+        times(&store.readings(user, &exact).await.unwrap()),
+        ["2024-01-15T08:00:00", "2024-01-31T23:00:00"]
+    );
+
+    // A date as `to` covers that whole day.
+    let january = store
+        .readings(user, &window(Some("2024-01-01"), Some("2024-01-31")))
+        .await
+        .unwrap();
+    assert_eq!(january.len(), 5, "all of January, every indicator");
+    assert!(january.iter().all(|r| r.time.starts_with("2024-01")));
+    let glucose_january = ReadingQuery {
+        to: Some("2024-01-31".to_string()),
+        ..keys(&["glucose"])
+    };
+    assert_eq!(
+        store.readings(user, &glucose_january).await.unwrap().len(),
+        3
+    );
+
+    let from_feb = store
+        .readings(user, &window(Some("2024-02-01"), None))
+        .await
+        .unwrap();
+    assert_eq!(times(&from_feb), ["2024-02-01T00:00:00"]);
+    assert!(
+        store
+            .readings(user, &window(Some("2024-03-01"), Some("2024-02-01")))
+            .await
+            .unwrap()
+            .is_empty(),
+        "empty window"
+    );
+    let swapped = ReadingQuery {
+        from: Some("2024-03-01".to_string()),
+        to: Some("2024-02-01".to_string()),
+        ..keys(&["glucose"])
+    };
+    assert!(
+        store.readings(user, &swapped).await.unwrap().is_empty(),
+        "empty window by key"
+    );
+}
+
+pub(super) async fn readings_ordered_by_indicator_then_time(store: &dyn Store, user: &str) {
+    // Written out of order; "a b" and "a" are the pair a `#`-separated sort key orders wrongly.
+    let data = [
+        reading("Zinc", "2024-01-02T00:00:00", "lab", 1.0),
+        reading("A", "2024-01-03T00:00:00", "lab", 2.0),
+        reading("A B", "2024-01-01T00:00:00", "lab", 3.0),
+        reading("A", "2024-01-01T00:00:00", "lab", 4.0),
+        reading("Zinc", "2024-01-01T00:00:00", "lab", 5.0),
+        reading("A", "2024-01-02", "lab", 6.0),
+        reading("A", "2024-01-02T00:00:00", "lab", 7.0),
+    ];
+    store.put_readings(user, &data).await.unwrap();
+    let expected = [
+        ("a", "2024-01-01T00:00:00"),
+        ("a", "2024-01-02"),
+        ("a", "2024-01-02T00:00:00"),
+        ("a", "2024-01-03T00:00:00"),
+        ("a b", "2024-01-01T00:00:00"),
+        ("zinc", "2024-01-01T00:00:00"),
+        ("zinc", "2024-01-02T00:00:00"),
+    ];
+    for query in [all(), keys(&["zinc", "a b", "a"])] {
+        let got = store.readings(user, &query).await.unwrap();
+        let got: Vec<(String, &str)> = got
+            .iter()
+            .map(|r| (Reading::indicator_key(&r.indicator), r.time.as_str()))
+            .collect();
+        let want: Vec<(String, &str)> = expected.iter().map(|(k, t)| (k.to_string(), *t)).collect();
+        assert_eq!(got, want, "ordered by indicator key, then time ({query:?})");
+    }
+}
+
+pub(super) async fn genotypes_upsert_and_lookup_by_rsid(store: &dyn Store, user: &str) {
+    let report = store
+        .put_genotypes(
+            user,
+            &[
+                genotype("rs42", "7", 117_559_590, "AG"),
+                genotype("i5000", "X", 5, "--"),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(report.written, 2);
+    // Same rsid again: replaced, not duplicated.
+    store
+        .put_genotypes(user, &[genotype("rs42", "7", 117_559_590, "GG")])
+        .await
+        .unwrap();
+
+    let ask: Vec<String> = ["rs42", "rs999999", "i5000", "rs42"]
+        .map(String::from)
+        .to_vec();
+    let mut found = store.genotypes_by_rsid(user, &ask).await.unwrap();
+    found.sort_by(|a, b| a.rsid.cmp(&b.rsid));
+    assert_eq!(
+        found,
+        vec![
+            genotype("i5000", "X", 5, "--"),
+            genotype("rs42", "7", 117_559_590, "GG")
+        ],
+        "unknown rsids absent"
+    );
+
+    // Hostile input is data, never query text.
+    let hostile: Vec<String> = [
+        "rs1' OR 1=1 --",
+        "rs42\" OR \"1\"=\"1",
+        "%",
+        "*",
+        "",
+        "g#rs42",
+        "rs42#",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert!(
+        store
+            .genotypes_by_rsid(user, &hostile)
+            .await
+            .unwrap()
+            .is_empty(),
+        "injection finds nothing"
+    );
+    let odd = genotype("rs1' or 1=1 --", "1", 1, "AA");
+    store
+        .put_genotypes(user, std::slice::from_ref(&odd))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .genotypes_by_rsid(user, &["rs1' or 1=1 --".to_string()])
+            .await
+            .unwrap(),
+        vec![odd]
+    );
+    assert_eq!(
+        store
+            .genotypes_by_rsid(user, &["rs42".to_string()])
+            .await
+            .unwrap()
+            .len(),
+        1,
+        "other rows untouched"
+    );
+    assert_eq!(
+        store.data_presence(user).await.unwrap(),
+        DataPresence {
+            health: false,
+            genotype: true
+        }
+    );
+}
+
+pub(super) async fn genotype_ranges_ordered_and_confined(
+    store: &dyn Store,
+    user: &str,
+    other: &str,
+) {
+    let data = [
+        genotype("rs300", "1", 300, "CC"),
+        genotype("rs100", "1", 100, "AA"),
+        genotype("rs250", "1", 250, "AT"),
+        genotype("rs200", "1", 200, "AG"),
+        genotype("rs150x", "11", 150, "GG"),
+        genotype("rs150y", "X", 150, "TT"),
+        genotype("rs150z", "10", 200, "TT"),
+    ];
+    store.put_genotypes(user, &data).await.unwrap();
+    store
+        .put_genotypes(
+            other,
+            &[
+                genotype("rs999", "1", 150, "CC"),
+                genotype("rs250", "1", 250, "GG"),
+            ],
+        )
+        .await
+        .unwrap();
+
+    let got = store.genotypes_in_range(user, "1", 100, 250).await.unwrap();
+    assert_eq!(
+        positions(&got),
+        [100, 200, 250],
+        "inclusive, ordered by position"
+    );
+    assert!(got.iter().all(|g| g.chromosome == "1"));
+    assert_eq!(
+        got[2],
+        genotype("rs250", "1", 250, "AT"),
+        "the user's own call, not the other user's"
+    );
+
+    assert_eq!(
+        positions(
+            &store
+                .genotypes_in_range(user, "1", 0, u64::MAX)
+                .await
+                .unwrap()
+        ),
+        [100, 200, 250, 300]
+    );
+    assert_eq!(
+        positions(&store.genotypes_in_range(user, "1", 101, 199).await.unwrap()),
+        Vec::<u64>::new()
+    );
+    assert!(
+        store
+            .genotypes_in_range(user, "1", 300, 100)
+            .await
+            .unwrap()
+            .is_empty(),
+        "from > to is empty"
+    );
+    assert_eq!(
+        sorted_rsids(&store.genotypes_in_range(user, "11", 0, 1000).await.unwrap()),
+        ["rs150x"]
+    );
+    assert!(
+        store
+            .genotypes_in_range(user, "2", 0, u64::MAX)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // Moving a SNP (new build coordinates) moves it in range queries too.
+    store
+        .put_genotypes(user, &[genotype("rs100", "1", 400, "AA")])
+        .await
+        .unwrap();
+    assert_eq!(
+        positions(
+            &store
+                .genotypes_in_range(user, "1", 0, u64::MAX)
+                .await
+                .unwrap()
+        ),
+        [200, 250, 300, 400]
+    );
+}
+
+pub(super) async fn users_are_isolated(store: &dyn Store, alice: &str, bob: &str) {
+    let shared_reading = reading("Glucose", "2024-01-01T08:00:00", "lab", 90.0);
+    store
+        .put_readings(alice, std::slice::from_ref(&shared_reading))
+        .await
+        .unwrap();
+    store
+        .put_genotypes(alice, &[genotype("rs1", "1", 1, "AA")])
+        .await
+        .unwrap();
+
+    assert_eq!(
+        store.data_presence(bob).await.unwrap(),
+        DataPresence::default()
+    );
+    assert!(store.readings(bob, &all()).await.unwrap().is_empty());
+    assert!(
+        store
+            .genotypes_by_rsid(bob, &["rs1".to_string()])
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .genotypes_in_range(bob, "1", 0, u64::MAX)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // Bob writing the same identities does not touch Alice's rows.
+    let mut bobs = shared_reading.clone();
+    bobs.value = ReadingValue::Number(200.0);
+    store.put_readings(bob, &[bobs]).await.unwrap();
+    store
+        .put_genotypes(bob, &[genotype("rs1", "1", 1, "TT")])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.readings(alice, &all()).await.unwrap(),
+        vec![shared_reading]
+    );
+    assert_eq!(
+        store
+            .genotypes_by_rsid(alice, &["rs1".to_string()])
+            .await
+            .unwrap(),
+        vec![genotype("rs1", "1", 1, "AA")]
+    );
+}
+
+pub(super) async fn delete_removes_everything(store: &dyn Store, user: &str, bystander: &str) {
+    let readings: Vec<Reading> = (0..30)
+        .map(|i| {
+            reading(
+                &format!("Indicator {}", i % 3),
+                &format!("2024-01-{:02}T00:00:00", i + 1),
+                "lab",
+                f64::from(i),
+            )
+        })
+        .collect();
+    let genotypes: Vec<Genotype> = (0..30)
+        .map(|i| genotype(&format!("rs{i}"), "2", 1000 + i, "AG"))
+        .collect();
+    for who in [user, bystander] {
+        store.put_readings(who, &readings).await.unwrap();
+        store.put_genotypes(who, &genotypes).await.unwrap();
+    }
+
+    store.delete_user_data(user).await.unwrap();
+    assert_eq!(
+        store.data_presence(user).await.unwrap(),
+        DataPresence::default(),
+        "presence off after delete"
+    );
+    assert!(store.readings(user, &all()).await.unwrap().is_empty());
+    let rsids: Vec<String> = genotypes.iter().map(|g| g.rsid.clone()).collect();
+    assert!(
+        store
+            .genotypes_by_rsid(user, &rsids)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .genotypes_in_range(user, "2", 0, u64::MAX)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // Others keep theirs; deleting again is harmless; the user can upload again.
+    assert_eq!(store.readings(bystander, &all()).await.unwrap().len(), 30);
+    assert_eq!(
+        store.data_presence(bystander).await.unwrap(),
+        DataPresence {
+            health: true,
+            genotype: true
+        }
+    );
+    store.delete_user_data(user).await.unwrap();
+    store.put_genotypes(user, &genotypes[..1]).await.unwrap();
+    assert_eq!(
+        store.data_presence(user).await.unwrap(),
+        DataPresence {
+            health: false,
+            genotype: true
+        }
+    );
+}
+
+pub(super) async fn large_batches_round_trip(store: &dyn Store, user: &str) {
+    // 1,000 readings: 10 indicators x 100 days, written in one call in scrambled order.
+    let mut readings: Vec<Reading> = (0..1000u32)
+        .map(|i| {
+            let day = i / 10;
+            let time = format!("2023-{:02}-{:02}T07:30:00", day / 28 + 1, day % 28 + 1);
+            reading(
+                &format!("Marker {}", i % 10),
+                &time,
+                "wearable",
+                f64::from(i) / 10.0,
+            )
+        })
+        .collect();
+    readings.reverse();
+    readings.swap(0, 500);
+    let report = store.put_readings(user, &readings).await.unwrap();
+    assert_eq!(report.written, 1000);
+
+    let back = store.readings(user, &all()).await.unwrap();
+    assert_eq!(back.len(), 1000, "every reading reads back");
+    let mut expected = readings.clone();
+    expected.sort_by_cached_key(|r| (Reading::indicator_key(&r.indicator), r.time.clone()));
+    assert_eq!(back, expected, "complete and ordered");
+    let one = store
+        .readings(user, &keys(&["marker 3", "marker 7"]))
+        .await
+        .unwrap();
+    assert_eq!(one.len(), 200);
+
+    // 1,000 genotypes: lookups span several BatchGetItem requests, ranges several pages.
+    let genotypes: Vec<Genotype> = (0..1000u64)
+        .map(|i| genotype(&format!("rs{}", 1_000_000 - i), "3", 10 * i + 1, "CT"))
+        .collect();
+    assert_eq!(
+        store.put_genotypes(user, &genotypes).await.unwrap().written,
+        1000
+    );
+    let rsids: Vec<String> = genotypes
+        .iter()
+        .step_by(3)
+        .map(|g| g.rsid.clone())
+        .chain(["rs1".to_string()])
+        .collect();
+    let found = store.genotypes_by_rsid(user, &rsids).await.unwrap();
+    assert_eq!(found.len(), 334, "every stored rsid asked for, none other");
+    let range = store
+        .genotypes_in_range(user, "3", 1, 10 * 999 + 1)
+        .await
+        .unwrap();
+    assert_eq!(range.len(), 1000);
+    assert!(
+        range.windows(2).all(|w| w[0].position < w[1].position),
+        "ordered by position"
+    );
+
+    store.delete_user_data(user).await.unwrap();
+    assert!(
+        store.readings(user, &all()).await.unwrap().is_empty(),
+        "bulk delete pages through everything"
+    );
+    assert!(
+        store
+            .genotypes_in_range(user, "3", 0, u64::MAX)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store.data_presence(user).await.unwrap(),
+        DataPresence::default()
+    );
+}

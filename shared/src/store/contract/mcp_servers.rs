@@ -1,0 +1,446 @@
+//! Contract cases for [`McpServerStore`](crate::store::McpServerStore): server records,
+//! their name and url uniqueness, connections, and the combined read with presence.
+//!
+//! Each case speaks only through the `Store` trait, never a backend's own API, so both
+//! backends run it unchanged; its users are its own, so no case sees another's data.
+
+use super::{all, genotype, reading, strings};
+use crate::domain::{DataPresence, McpAuth, McpServerRecord, McpServerWrite, McpToolSnapshot};
+use crate::store::Store;
+
+/// An external MCP server with every field set (a header credential, a tool list with
+/// and without descriptions, an allow-list).
+fn mcp_server(name: &str, url: &str) -> McpServerRecord {
+    McpServerRecord {
+        name: name.to_string(),
+        url: url.to_string(),
+        auth: McpAuth::Header {
+            name: "X-Api-Key".to_string(),
+        },
+        sealed_credential: Some(format!("sealed-credential-for-{name}")),
+        enabled: true,
+        order: 2,
+        allowed_tools: Some(strings(&["forecast"])),
+        tools: vec![
+            McpToolSnapshot {
+                name: "forecast".to_string(),
+                description: Some("Weather \"forecast\", ±5 days.".to_string()),
+            },
+            McpToolSnapshot {
+                name: "alerts".to_string(),
+                description: None,
+            },
+        ],
+        server_name: Some("Weather Server".to_string()),
+        created_at: 1_700_000_000,
+        updated_at: 1_700_000_100,
+        last_connected_at: None,
+        last_connect_error: None,
+    }
+}
+
+/// The plainest server: no auth, every tool, nothing probed.
+fn plain_mcp_server(name: &str, url: &str) -> McpServerRecord {
+    McpServerRecord {
+        auth: McpAuth::None,
+        sealed_credential: None,
+        enabled: false,
+        order: -1,
+        allowed_tools: None,
+        tools: Vec::new(),
+        server_name: None,
+        ..mcp_server(name, url)
+    }
+}
+
+fn names(servers: &[McpServerRecord]) -> Vec<&str> {
+    servers.iter().map(|s| s.name.as_str()).collect()
+}
+
+pub(super) async fn mcp_servers_round_trip_in_name_order(store: &dyn Store, user: &str) {
+    assert!(store.mcp_servers(user).await.unwrap().is_empty());
+    assert_eq!(store.mcp_server(user, "weather").await.unwrap(), None);
+
+    // Written out of name order; a header credential and a plain one.
+    let weather = mcp_server("weather", "https://weather.example/mcp?region=eu&x=1");
+    let alpha = plain_mcp_server("alpha", "https://alpha.example/mcp");
+    let bearer = McpServerRecord {
+        auth: McpAuth::Bearer,
+        allowed_tools: Some(Vec::new()),
+        last_connected_at: Some(1_700_000_200),
+        last_connect_error: Some("timed out".to_string()),
+        ..mcp_server("beta_2", "https://beta.example/mcp")
+    };
+    for server in [&weather, &alpha, &bearer] {
+        assert_eq!(
+            store.create_mcp_server(user, server).await.unwrap(),
+            McpServerWrite::Written
+        );
+    }
+    assert_eq!(
+        store.mcp_server(user, "weather").await.unwrap(),
+        Some(weather.clone()),
+        "every field reads back"
+    );
+    assert_eq!(
+        store.mcp_server(user, "alpha").await.unwrap(),
+        Some(alpha.clone())
+    );
+    assert_eq!(
+        store.mcp_server(user, "beta_2").await.unwrap(),
+        Some(bearer.clone()),
+        "an empty allow-list is not every tool"
+    );
+    assert_eq!(
+        store.mcp_servers(user).await.unwrap(),
+        vec![alpha, bearer, weather],
+        "listed by name"
+    );
+    assert_eq!(store.mcp_server(user, "weath").await.unwrap(), None);
+}
+
+pub(super) async fn mcp_server_names_and_urls_are_taken_once(store: &dyn Store, user: &str) {
+    let original = mcp_server("weather", "https://weather.example/mcp");
+    assert_eq!(
+        store.create_mcp_server(user, &original).await.unwrap(),
+        McpServerWrite::Written
+    );
+
+    let same_name = mcp_server("weather", "https://other.example/mcp");
+    assert_eq!(
+        store.create_mcp_server(user, &same_name).await.unwrap(),
+        McpServerWrite::NameTaken
+    );
+    let same_url = mcp_server("forecast", "https://weather.example/mcp");
+    assert_eq!(
+        store.create_mcp_server(user, &same_url).await.unwrap(),
+        McpServerWrite::UrlTaken
+    );
+    assert_eq!(
+        store.create_mcp_server(user, &original).await.unwrap(),
+        McpServerWrite::NameTaken,
+        "the same server again: the name is reported"
+    );
+    assert_eq!(
+        store.mcp_servers(user).await.unwrap(),
+        vec![original.clone()],
+        "refused creates wrote nothing"
+    );
+
+    // Neither refused create claimed anything: the other name and url are both free.
+    let other = mcp_server("forecast", "https://other.example/mcp");
+    assert_eq!(
+        store.create_mcp_server(user, &other).await.unwrap(),
+        McpServerWrite::Written
+    );
+    assert_eq!(
+        names(&store.mcp_servers(user).await.unwrap()),
+        ["forecast", "weather"]
+    );
+}
+
+pub(super) async fn mcp_server_replace_keeps_its_url(store: &dyn Store, user: &str) {
+    let original = mcp_server("weather", "https://weather.example/mcp");
+    assert_eq!(
+        store.create_mcp_server(user, &original).await.unwrap(),
+        McpServerWrite::Written
+    );
+
+    let moved = McpServerRecord {
+        updated_at: 1_800_000_000,
+        ..mcp_server("weather", "https://weather.example/v2/mcp")
+    };
+    assert_eq!(
+        store.replace_mcp_server(user, &moved).await.unwrap(),
+        McpServerWrite::UrlChanged
+    );
+    assert_eq!(
+        store.mcp_server(user, "weather").await.unwrap(),
+        Some(original.clone()),
+        "a changed url writes nothing"
+    );
+
+    let unknown = mcp_server("unknown", "https://unknown.example/mcp");
+    assert_eq!(
+        store.replace_mcp_server(user, &unknown).await.unwrap(),
+        McpServerWrite::Missing
+    );
+    assert_eq!(
+        store.mcp_server(user, "unknown").await.unwrap(),
+        None,
+        "replace never creates"
+    );
+
+    let edited = McpServerRecord {
+        auth: McpAuth::Bearer,
+        sealed_credential: Some("resealed".to_string()),
+        enabled: false,
+        order: 7,
+        allowed_tools: None,
+        tools: vec![McpToolSnapshot {
+            name: "forecast_v2".to_string(),
+            description: Some("New.".to_string()),
+        }],
+        server_name: None,
+        updated_at: 1_800_000_000,
+        last_connected_at: Some(1_800_000_000),
+        ..original.clone()
+    };
+    assert_eq!(
+        store.replace_mcp_server(user, &edited).await.unwrap(),
+        McpServerWrite::Written
+    );
+    assert_eq!(
+        store.mcp_server(user, "weather").await.unwrap(),
+        Some(edited.clone())
+    );
+    assert_eq!(store.mcp_servers(user).await.unwrap(), vec![edited]);
+    assert_eq!(
+        store
+            .create_mcp_server(user, &mcp_server("other", &original.url))
+            .await
+            .unwrap(),
+        McpServerWrite::UrlTaken,
+        "the replaced server still holds its url"
+    );
+}
+
+pub(super) async fn mcp_connections_are_recorded(store: &dyn Store, user: &str) {
+    let server = mcp_server("weather", "https://weather.example/mcp");
+    store.create_mcp_server(user, &server).await.unwrap();
+
+    store
+        .record_mcp_connection(user, "weather", 1_800_000_000, None)
+        .await
+        .unwrap();
+    let connected = McpServerRecord {
+        last_connected_at: Some(1_800_000_000),
+        ..server.clone()
+    };
+    assert_eq!(
+        store.mcp_server(user, "weather").await.unwrap(),
+        Some(connected.clone()),
+        "success sets the time and touches nothing else"
+    );
+
+    store
+        .record_mcp_connection(user, "weather", 1_800_000_100, Some("HTTP 503 from server"))
+        .await
+        .unwrap();
+    let failed = McpServerRecord {
+        last_connect_error: Some("HTTP 503 from server".to_string()),
+        ..connected
+    };
+    assert_eq!(
+        store.mcp_server(user, "weather").await.unwrap(),
+        Some(failed),
+        "failure sets the error and keeps the last success"
+    );
+
+    store
+        .record_mcp_connection(user, "weather", 1_800_000_200, None)
+        .await
+        .unwrap();
+    let recovered = McpServerRecord {
+        last_connected_at: Some(1_800_000_200),
+        ..server
+    };
+    assert_eq!(
+        store.mcp_server(user, "weather").await.unwrap(),
+        Some(recovered.clone()),
+        "success clears the error"
+    );
+
+    // A server that is gone (or never was) stays gone.
+    for error in [None, Some("refused")] {
+        store
+            .record_mcp_connection(user, "gone", 1_800_000_300, error)
+            .await
+            .unwrap();
+    }
+    assert_eq!(store.mcp_server(user, "gone").await.unwrap(), None);
+    assert_eq!(store.mcp_servers(user).await.unwrap(), vec![recovered]);
+}
+
+pub(super) async fn mcp_server_delete_frees_its_url(store: &dyn Store, user: &str) {
+    let url = "https://weather.example/mcp";
+    let first = mcp_server("weather", url);
+    let bystander = mcp_server("other", "https://other.example/mcp");
+    for server in [&first, &bystander] {
+        store.create_mcp_server(user, server).await.unwrap();
+    }
+
+    assert!(store.delete_mcp_server(user, "weather").await.unwrap());
+    assert_eq!(store.mcp_server(user, "weather").await.unwrap(), None);
+    assert!(
+        !store.delete_mcp_server(user, "weather").await.unwrap(),
+        "deleting again"
+    );
+    assert!(!store.delete_mcp_server(user, "never").await.unwrap());
+    assert_eq!(
+        store.mcp_servers(user).await.unwrap(),
+        vec![bystander.clone()],
+        "other servers stay"
+    );
+
+    // The url is free again, under another name (and its old name is free too).
+    let renamed = mcp_server("forecast", url);
+    assert_eq!(
+        store.create_mcp_server(user, &renamed).await.unwrap(),
+        McpServerWrite::Written
+    );
+    assert_eq!(
+        store
+            .create_mcp_server(user, &mcp_server("weather", "https://new.example/mcp"))
+            .await
+            .unwrap(),
+        McpServerWrite::Written
+    );
+    assert_eq!(
+        names(&store.mcp_servers(user).await.unwrap()),
+        ["forecast", "other", "weather"]
+    );
+}
+
+pub(super) async fn mcp_servers_are_per_user(store: &dyn Store, alice: &str, bob: &str) {
+    let alices = mcp_server("weather", "https://weather.example/mcp");
+    store.create_mcp_server(alice, &alices).await.unwrap();
+    assert!(store.mcp_servers(bob).await.unwrap().is_empty());
+    assert_eq!(store.mcp_server(bob, "weather").await.unwrap(), None);
+
+    // The same name and url under another account.
+    let bobs = McpServerRecord {
+        sealed_credential: Some("bobs-credential".to_string()),
+        ..alices.clone()
+    };
+    assert_eq!(
+        store.create_mcp_server(bob, &bobs).await.unwrap(),
+        McpServerWrite::Written
+    );
+    store
+        .record_mcp_connection(bob, "weather", 1_800_000_000, Some("refused"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.mcp_server(alice, "weather").await.unwrap(),
+        Some(alices.clone()),
+        "another user's writes leave Alice's server alone"
+    );
+
+    assert!(store.delete_mcp_server(bob, "weather").await.unwrap());
+    assert!(store.mcp_servers(bob).await.unwrap().is_empty());
+    assert_eq!(
+        store.mcp_servers(alice).await.unwrap(),
+        vec![alices.clone()]
+    );
+    assert_eq!(
+        store
+            .create_mcp_server(alice, &mcp_server("again", &alices.url))
+            .await
+            .unwrap(),
+        McpServerWrite::UrlTaken,
+        "Alice's url claim survives Bob's delete"
+    );
+}
+
+pub(super) async fn mcp_servers_are_not_user_data(store: &dyn Store, user: &str) {
+    let server = mcp_server("weather", "https://weather.example/mcp");
+    store.create_mcp_server(user, &server).await.unwrap();
+    assert_eq!(
+        store.data_presence(user).await.unwrap(),
+        DataPresence::default(),
+        "a server alone is no health or genotype data"
+    );
+    assert!(store.readings(user, &all()).await.unwrap().is_empty());
+
+    store
+        .put_readings(
+            user,
+            &[reading("Glucose", "2024-01-01T08:00:00", "lab", 90.0)],
+        )
+        .await
+        .unwrap();
+    store
+        .put_genotypes(user, &[genotype("rs1", "1", 1, "AA")])
+        .await
+        .unwrap();
+    assert_eq!(store.readings(user, &all()).await.unwrap().len(), 1);
+    store.delete_user_data(user).await.unwrap();
+    assert_eq!(
+        store.data_presence(user).await.unwrap(),
+        DataPresence::default()
+    );
+    assert_eq!(
+        store.mcp_servers(user).await.unwrap(),
+        vec![server],
+        "deleting the user's data leaves their servers"
+    );
+    assert_eq!(
+        store
+            .create_mcp_server(user, &mcp_server("other", "https://weather.example/mcp"))
+            .await
+            .unwrap(),
+        McpServerWrite::UrlTaken,
+        "and their url claims"
+    );
+}
+
+/// The combined read answers exactly what the two separate reads answer, whatever else
+/// the user (or the user sorted next) holds.
+pub(super) async fn presence_and_servers_come_in_one_read(
+    store: &dyn Store,
+    user: &str,
+    next: &str,
+) {
+    let both = |user: String| async move {
+        let combined = store.presence_and_mcp_servers(&user).await.unwrap();
+        let separate = (
+            store.data_presence(&user).await.unwrap(),
+            store.mcp_servers(&user).await.unwrap(),
+        );
+        assert_eq!(combined, separate, "{user}");
+        combined
+    };
+    assert_eq!(
+        both(user.to_string()).await,
+        (DataPresence::default(), vec![])
+    );
+
+    let weather = mcp_server("weather", "https://weather.example/mcp");
+    let atlas = mcp_server("atlas", "https://atlas.example/mcp");
+    store.create_mcp_server(user, &weather).await.unwrap();
+    store.create_mcp_server(user, &atlas).await.unwrap();
+    store
+        .put_share(user, next, &["chat".to_string()])
+        .await
+        .unwrap();
+    store
+        .create_mcp_server(next, &mcp_server("other", "https://other.example/mcp"))
+        .await
+        .unwrap();
+    let (presence, servers) = both(user.to_string()).await;
+    assert_eq!(presence, DataPresence::default());
+    assert_eq!(servers, vec![atlas.clone(), weather.clone()]);
+
+    store
+        .put_readings(
+            user,
+            &[reading("Glucose", "2024-01-01T08:00:00", "lab", 90.0)],
+        )
+        .await
+        .unwrap();
+    store
+        .put_genotypes(user, &[genotype("rs1", "1", 1, "AA")])
+        .await
+        .unwrap();
+    let (presence, servers) = both(user.to_string()).await;
+    assert_eq!(
+        presence,
+        DataPresence {
+            health: true,
+            genotype: true
+        }
+    );
+    assert_eq!(servers, vec![atlas, weather]);
+    assert_eq!(both(next.to_string()).await.1.len(), 1);
+}

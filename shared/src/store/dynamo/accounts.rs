@@ -1,0 +1,424 @@
+//! [`AccountStore`] on DynamoDB: accounts (`account` and the `email#` lookup, written
+//! together), shares (`share#`), URL grants (`url#`), personal URL claims
+//! (`user-url#`) and login states (`state#`).
+//!
+//! Every read of an expiring item checks `expires_at` itself (TTL deletion lags).
+
+use std::collections::HashMap;
+
+use super::codec::{
+    Item, get_opt_s, get_s, get_strings, get_u64, insert_optional, n, s, string_list,
+};
+use super::schema::{
+    ACCOUNT_SK, COMPLETED, EMAIL_PREFIX, EXPIRES_AT, KEY, PENDING, PK, SHARE_PREFIX, SK,
+    STATE_PREFIX, URL_PREFIX, USER_URL_PREFIX, keys_key,
+};
+use super::transact::{Attempt, Committed, condition, conditional, contended, tx_delete, tx_put};
+use super::{DynamoStore, corrupt, sdk_error};
+use crate::domain::{Account, LoginState, LoginStatus, PersonalUrl, UrlGrant};
+use crate::store::{AccountStore, Created, StoreError, StoreFuture};
+
+fn account_from_item(op: &'static str, user_id: &str, item: &Item) -> Result<Account, StoreError> {
+    Ok(Account {
+        user_id: user_id.to_string(),
+        email: get_s(op, item, "email")?,
+        password_hash: get_s(op, item, "password_hash")?,
+        created_at: get_u64(op, item, "created_at")?,
+    })
+}
+
+fn url_grant_item(secret_hash: &str, grant: &UrlGrant) -> Item {
+    let mut item = HashMap::from([
+        (KEY.to_string(), s(format!("{URL_PREFIX}{secret_hash}"))),
+        ("user_id".to_string(), s(grant.user_id.as_str())),
+        (EXPIRES_AT.to_string(), n(grant.expires_at)),
+    ]);
+    insert_optional(
+        &mut item,
+        &[
+            ("session_id", &grant.session_id),
+            ("agent_name", &grant.agent_name),
+        ],
+    );
+    item
+}
+
+fn url_grant_from_item(op: &'static str, item: &Item) -> Result<UrlGrant, StoreError> {
+    Ok(UrlGrant {
+        user_id: get_s(op, item, "user_id")?,
+        session_id: get_opt_s(op, item, "session_id")?,
+        agent_name: get_opt_s(op, item, "agent_name")?,
+        expires_at: get_u64(op, item, EXPIRES_AT)?,
+    })
+}
+
+fn personal_url_item(user_id: &str, url: &PersonalUrl) -> Item {
+    HashMap::from([
+        (KEY.to_string(), s(format!("{USER_URL_PREFIX}{user_id}"))),
+        ("sealed_secret".to_string(), s(url.sealed_secret.as_str())),
+        ("secret_hash".to_string(), s(url.secret_hash.as_str())),
+        (EXPIRES_AT.to_string(), n(url.expires_at)),
+    ])
+}
+
+fn personal_url_from_item(op: &'static str, item: &Item) -> Result<PersonalUrl, StoreError> {
+    Ok(PersonalUrl {
+        sealed_secret: get_s(op, item, "sealed_secret")?,
+        secret_hash: get_s(op, item, "secret_hash")?,
+        expires_at: get_u64(op, item, EXPIRES_AT)?,
+    })
+}
+
+fn login_state_from_item(op: &'static str, item: &Item) -> Result<LoginState, StoreError> {
+    let status = match get_s(op, item, "status")?.as_str() {
+        PENDING => LoginStatus::Pending,
+        COMPLETED => LoginStatus::Completed {
+            sealed_token: get_s(op, item, "sealed_token")?,
+        },
+        _ => return Err(corrupt(op)),
+    };
+    Ok(LoginState {
+        status,
+        expires_at: get_u64(op, item, EXPIRES_AT)?,
+    })
+}
+
+/// Permissions as written (a list), or a string set written by hand.
+fn permissions_from_item(op: &'static str, item: &Item) -> Result<Vec<String>, StoreError> {
+    get_strings(op, item, "permissions")
+}
+
+impl AccountStore for DynamoStore {
+    fn create_account<'a>(&'a self, account: &'a Account) -> StoreFuture<'a, Created> {
+        Box::pin(async move {
+            let op = "create_account";
+            let email_item = HashMap::from([
+                (
+                    KEY.to_string(),
+                    s(format!("{EMAIL_PREFIX}{}", account.email)),
+                ),
+                ("user_id".to_string(), s(account.user_id.as_str())),
+            ]);
+            let account_item = HashMap::from([
+                (PK.to_string(), s(account.user_id.as_str())),
+                (SK.to_string(), s(ACCOUNT_SK)),
+                ("email".to_string(), s(account.email.as_str())),
+                (
+                    "password_hash".to_string(),
+                    s(account.password_hash.as_str()),
+                ),
+                ("created_at".to_string(), n(account.created_at)),
+            ]);
+            let (email_item, account_item) = (&email_item, &account_item);
+            contended(op, || async move {
+                let items = vec![
+                    tx_put(
+                        op,
+                        &self.tables.keys,
+                        email_item.clone(),
+                        condition("attribute_not_exists(#k)", &[("#k", KEY)], vec![]),
+                    )?,
+                    tx_put(
+                        op,
+                        &self.tables.data,
+                        account_item.clone(),
+                        condition("attribute_not_exists(#pk)", &[("#pk", PK)], vec![]),
+                    )?,
+                ];
+                let outcome = self.transact(op, items).await?;
+                if matches!(outcome, Committed::Yes) {
+                    return Ok(Attempt::Done(Created::Created));
+                }
+                if outcome.condition_failed(0) {
+                    return Ok(Attempt::Done(Created::EmailTaken));
+                }
+                if outcome.condition_failed(1) {
+                    tracing::warn!(
+                        operation = op,
+                        "dynamodb store: user id already has an account"
+                    );
+                    return Err(StoreError::Unavailable(format!(
+                        "{op}: user id already has an account"
+                    )));
+                }
+                outcome.retry(op)
+            })
+            .await
+        })
+    }
+
+    fn account_by_email<'a>(&'a self, email: &'a str) -> StoreFuture<'a, Option<Account>> {
+        Box::pin(async move {
+            let op = "account_by_email";
+            let Some(lookup) = self.key_item(op, format!("{EMAIL_PREFIX}{email}")).await? else {
+                return Ok(None);
+            };
+            let user_id = get_s(op, &lookup, "user_id")?;
+            // Both items are written in one transaction: one without the other, or an
+            // account with another e-mail, is a bug or a manual edit.
+            let item = self
+                .data_item(op, &user_id, ACCOUNT_SK.to_string())
+                .await?
+                .ok_or_else(|| corrupt(op))?;
+            let account = account_from_item(op, &user_id, &item)?;
+            if account.email != email {
+                return Err(corrupt(op));
+            }
+            Ok(Some(account))
+        })
+    }
+
+    fn account<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, Option<Account>> {
+        Box::pin(async move {
+            let op = "account";
+            self.data_item(op, user_id, ACCOUNT_SK.to_string())
+                .await?
+                .map(|item| account_from_item(op, user_id, &item))
+                .transpose()
+        })
+    }
+
+    fn put_share<'a>(
+        &'a self,
+        owner: &'a str,
+        grantee: &'a str,
+        permissions: &'a [String],
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let op = "put_share";
+            self.client
+                .put_item()
+                .table_name(&self.tables.data)
+                .item(PK, s(owner))
+                .item(SK, s(format!("{SHARE_PREFIX}{grantee}")))
+                .item("permissions", string_list(permissions))
+                .send()
+                .await
+                .map_err(|e| sdk_error(op, e))?;
+            Ok(())
+        })
+    }
+
+    fn delete_share<'a>(&'a self, owner: &'a str, grantee: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let op = "delete_share";
+            self.client
+                .delete_item()
+                .table_name(&self.tables.data)
+                .key(PK, s(owner))
+                .key(SK, s(format!("{SHARE_PREFIX}{grantee}")))
+                .send()
+                .await
+                .map_err(|e| sdk_error(op, e))?;
+            Ok(())
+        })
+    }
+
+    fn share<'a>(
+        &'a self,
+        owner: &'a str,
+        grantee: &'a str,
+    ) -> StoreFuture<'a, Option<Vec<String>>> {
+        Box::pin(async move {
+            let op = "share";
+            self.data_item(op, owner, format!("{SHARE_PREFIX}{grantee}"))
+                .await?
+                .map(|item| permissions_from_item(op, &item))
+                .transpose()
+        })
+    }
+
+    fn put_url_grant<'a>(
+        &'a self,
+        secret_hash: &'a str,
+        grant: &'a UrlGrant,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(self.put_key_item("put_url_grant", url_grant_item(secret_hash, grant)))
+    }
+
+    fn url_grant<'a>(
+        &'a self,
+        secret_hash: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, Option<UrlGrant>> {
+        Box::pin(async move {
+            let op = "url_grant";
+            let Some(item) = self
+                .key_item(op, format!("{URL_PREFIX}{secret_hash}"))
+                .await?
+            else {
+                return Ok(None);
+            };
+            let grant = url_grant_from_item(op, &item)?;
+            // TTL deletion lags: an expired item may still be there.
+            Ok((grant.expires_at > now).then_some(grant))
+        })
+    }
+
+    fn claim_personal_url<'a>(
+        &'a self,
+        user_id: &'a str,
+        candidate: &'a PersonalUrl,
+        now: u64,
+    ) -> StoreFuture<'a, PersonalUrl> {
+        Box::pin(async move {
+            let op = "claim_personal_url";
+            let user_key = format!("{USER_URL_PREFIX}{user_id}");
+            let grant = UrlGrant {
+                user_id: user_id.to_string(),
+                session_id: None,
+                agent_name: None,
+                expires_at: candidate.expires_at,
+            };
+            let (user_key, grant) = (&user_key, &grant);
+            contended(op, || async move {
+                let current = self
+                    .key_item(op, user_key.clone())
+                    .await?
+                    .map(|item| personal_url_from_item(op, &item))
+                    .transpose()?;
+                if let Some(current) = &current
+                    && current.expires_at > now
+                {
+                    return Ok(Attempt::Done(current.clone()));
+                }
+                // Absent or expired: put the candidate, unless someone else has put a
+                // live one since the read.
+                let mut items = vec![
+                    tx_put(
+                        op,
+                        &self.tables.keys,
+                        personal_url_item(user_id, candidate),
+                        condition(
+                            "attribute_not_exists(#k) OR #exp <= :now",
+                            &[("#k", KEY), ("#exp", EXPIRES_AT)],
+                            vec![(":now", n(now))],
+                        ),
+                    )?,
+                    tx_put(
+                        op,
+                        &self.tables.keys,
+                        url_grant_item(&candidate.secret_hash, grant),
+                        None,
+                    )?,
+                ];
+                // The replaced URL's grant goes in the same transaction (it has expired,
+                // but TTL deletion lags, and the secret should resolve to nothing).
+                if let Some(old) = current.filter(|old| old.secret_hash != candidate.secret_hash) {
+                    items.push(tx_delete(
+                        op,
+                        &self.tables.keys,
+                        keys_key(format!("{URL_PREFIX}{}", old.secret_hash)),
+                        None,
+                    )?);
+                }
+                let outcome = self.transact(op, items).await?;
+                if matches!(outcome, Committed::Yes) {
+                    return Ok(Attempt::Done(candidate.clone()));
+                }
+                // A racing caller won: read again and return theirs.
+                outcome.retry(op)
+            })
+            .await
+        })
+    }
+
+    fn revoke_personal_url<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let op = "revoke_personal_url";
+            let user_key = &format!("{USER_URL_PREFIX}{user_id}");
+            contended(op, || async move {
+                let Some(item) = self.key_item(op, user_key.clone()).await? else {
+                    return Ok(Attempt::Done(false));
+                };
+                let current = personal_url_from_item(op, &item)?;
+                // Both go together, and only if the URL is still the one read (a racing
+                // claim may have replaced it; then its grant is the one to delete).
+                let items = vec![
+                    tx_delete(
+                        op,
+                        &self.tables.keys,
+                        keys_key(user_key.clone()),
+                        condition(
+                            "#hash = :hash",
+                            &[("#hash", "secret_hash")],
+                            vec![(":hash", s(current.secret_hash.as_str()))],
+                        ),
+                    )?,
+                    tx_delete(
+                        op,
+                        &self.tables.keys,
+                        keys_key(format!("{URL_PREFIX}{}", current.secret_hash)),
+                        None,
+                    )?,
+                ];
+                let outcome = self.transact(op, items).await?;
+                if matches!(outcome, Committed::Yes) {
+                    return Ok(Attempt::Done(true));
+                }
+                outcome.retry(op)
+            })
+            .await
+        })
+    }
+
+    fn put_login_state<'a>(
+        &'a self,
+        state: &'a str,
+        record: &'a LoginState,
+    ) -> StoreFuture<'a, ()> {
+        let mut item = HashMap::from([
+            (KEY.to_string(), s(format!("{STATE_PREFIX}{state}"))),
+            (EXPIRES_AT.to_string(), n(record.expires_at)),
+        ]);
+        match &record.status {
+            LoginStatus::Pending => {
+                item.insert("status".to_string(), s(PENDING));
+            }
+            LoginStatus::Completed { sealed_token } => {
+                item.insert("status".to_string(), s(COMPLETED));
+                item.insert("sealed_token".to_string(), s(sealed_token.as_str()));
+            }
+        }
+        Box::pin(self.put_key_item("put_login_state", item))
+    }
+
+    fn login_state<'a>(&'a self, state: &'a str) -> StoreFuture<'a, Option<LoginState>> {
+        Box::pin(async move {
+            let op = "login_state";
+            self.key_item(op, format!("{STATE_PREFIX}{state}"))
+                .await?
+                .map(|item| login_state_from_item(op, &item))
+                .transpose()
+        })
+    }
+
+    fn complete_login_state<'a>(
+        &'a self,
+        state: &'a str,
+        sealed_token: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let op = "complete_login_state";
+            // The condition also fails on an absent item, so this never creates one.
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.tables.keys)
+                .key(KEY, s(format!("{STATE_PREFIX}{state}")))
+                .update_expression("SET #status = :completed, #token = :token")
+                .condition_expression("#status = :pending AND #exp > :now")
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_names("#token", "sealed_token")
+                .expression_attribute_names("#exp", EXPIRES_AT)
+                .expression_attribute_values(":completed", s(COMPLETED))
+                .expression_attribute_values(":pending", s(PENDING))
+                .expression_attribute_values(":token", s(sealed_token))
+                .expression_attribute_values(":now", n(now))
+                .send()
+                .await;
+            Ok(conditional(op, result)?.is_some())
+        })
+    }
+}

@@ -1,0 +1,353 @@
+//! [`AccountStore`] on SQLite: the `accounts` and `shares` tables, and the `keys` rows
+//! of URL grants (`url#`), personal URLs (`user-url#`) and login states (`state#`).
+//!
+//! Every read of an expiring row checks `expires_at` itself.
+
+use rusqlite::{OptionalExtension, Row, Transaction, TransactionBehavior, params};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    EmbeddedStore, json_column, json_from_column, now_column, put_key, seconds_column,
+    seconds_from_column,
+};
+use crate::domain::{Account, LoginState, LoginStatus, PersonalUrl, UrlGrant};
+use crate::store::{AccountStore, Created, StoreError, StoreFuture};
+
+const URL_PREFIX: &str = "url#";
+
+const USER_URL_PREFIX: &str = "user-url#";
+
+const STATE_PREFIX: &str = "state#";
+
+/// A `url#` row's value (`expires_at` is the column).
+#[derive(Serialize, Deserialize)]
+struct GrantValue {
+    user_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    agent_name: Option<String>,
+}
+
+/// A `user-url#` row's value.
+#[derive(Serialize, Deserialize)]
+struct PersonalUrlValue {
+    sealed_secret: String,
+    secret_hash: String,
+}
+
+/// A `state#` row's value: `{"status":"pending"}` or
+/// `{"status":"completed","sealed_token":…}`, as the DynamoDB attributes.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+enum StateValue {
+    Pending,
+    Completed { sealed_token: String },
+}
+
+fn personal_url_row(row: &Row<'_>) -> rusqlite::Result<PersonalUrl> {
+    let value: PersonalUrlValue = json_from_column(row, 0)?;
+    Ok(PersonalUrl {
+        sealed_secret: value.sealed_secret,
+        secret_hash: value.secret_hash,
+        expires_at: seconds_from_column(row, 1)?,
+    })
+}
+
+/// The user's personal URL as stored, live or not.
+fn personal_url_in(tx: &Transaction<'_>, user_key: &str) -> rusqlite::Result<Option<PersonalUrl>> {
+    tx.prepare_cached("SELECT value, expires_at FROM keys WHERE key = ?1")?
+        .query_row([user_key], personal_url_row)
+        .optional()
+}
+
+fn account_from_row(row: &Row<'_>) -> rusqlite::Result<Account> {
+    Ok(Account {
+        user_id: row.get(0)?,
+        email: row.get(1)?,
+        password_hash: row.get(2)?,
+        created_at: seconds_from_column(row, 3)?,
+    })
+}
+
+impl AccountStore for EmbeddedStore {
+    fn create_account<'a>(&'a self, account: &'a Account) -> StoreFuture<'a, Created> {
+        let op = "create_account";
+        let account = account.clone();
+        Box::pin(async move {
+            // `None`: the user id already has an account.
+            let created = self
+                .run(op, move |conn| {
+                    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                    let (email_taken, id_taken): (bool, bool) = tx
+                        .prepare_cached(
+                            "SELECT EXISTS (SELECT 1 FROM accounts WHERE email = ?1), \
+                                    EXISTS (SELECT 1 FROM accounts WHERE user_id = ?2)",
+                        )?
+                        .query_row(params![account.email, account.user_id], |row| {
+                            Ok((row.get(0)?, row.get(1)?))
+                        })?;
+                    if email_taken {
+                        return Ok(Some(Created::EmailTaken));
+                    }
+                    if id_taken {
+                        return Ok(None);
+                    }
+                    tx.prepare_cached(
+                        "INSERT INTO accounts (user_id, email, password_hash, created_at) \
+                         VALUES (?1, ?2, ?3, ?4)",
+                    )?
+                    .execute(params![
+                        account.user_id,
+                        account.email,
+                        account.password_hash,
+                        seconds_column(account.created_at)?
+                    ])?;
+                    tx.commit()?;
+                    Ok(Some(Created::Created))
+                })
+                .await?;
+            created.ok_or_else(|| {
+                tracing::warn!(
+                    operation = op,
+                    "embedded store: user id already has an account"
+                );
+                StoreError::Unavailable(format!("{op}: user id already has an account"))
+            })
+        })
+    }
+
+    fn account_by_email<'a>(&'a self, email: &'a str) -> StoreFuture<'a, Option<Account>> {
+        let email = email.to_string();
+        Box::pin(self.run("account_by_email", move |conn| {
+            conn.prepare_cached(
+                "SELECT user_id, email, password_hash, created_at FROM accounts WHERE email = ?1",
+            )
+            .and_then(|mut stmt| stmt.query_row([&email], account_from_row).optional())
+        }))
+    }
+
+    fn account<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, Option<Account>> {
+        let user_id = user_id.to_string();
+        Box::pin(self.run("account", move |conn| {
+            conn.prepare_cached(
+                "SELECT user_id, email, password_hash, created_at FROM accounts WHERE user_id = ?1",
+            )
+            .and_then(|mut stmt| stmt.query_row([&user_id], account_from_row).optional())
+        }))
+    }
+
+    fn put_share<'a>(
+        &'a self,
+        owner: &'a str,
+        grantee: &'a str,
+        permissions: &'a [String],
+    ) -> StoreFuture<'a, ()> {
+        let owner = owner.to_string();
+        let grantee = grantee.to_string();
+        let permissions = permissions.to_vec();
+        Box::pin(self.run("put_share", move |conn| {
+            conn.prepare_cached(
+                "INSERT INTO shares (owner, grantee, permissions) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (owner, grantee) DO UPDATE SET permissions = excluded.permissions",
+            )?
+            .execute(params![owner, grantee, json_column(&permissions)?])?;
+            Ok(())
+        }))
+    }
+
+    fn delete_share<'a>(&'a self, owner: &'a str, grantee: &'a str) -> StoreFuture<'a, ()> {
+        let owner = owner.to_string();
+        let grantee = grantee.to_string();
+        Box::pin(self.run("delete_share", move |conn| {
+            conn.prepare_cached("DELETE FROM shares WHERE owner = ?1 AND grantee = ?2")
+                .and_then(|mut stmt| stmt.execute([&owner, &grantee]))
+                .map(drop)
+        }))
+    }
+
+    fn share<'a>(
+        &'a self,
+        owner: &'a str,
+        grantee: &'a str,
+    ) -> StoreFuture<'a, Option<Vec<String>>> {
+        let owner = owner.to_string();
+        let grantee = grantee.to_string();
+        Box::pin(self.run("share", move |conn| {
+            conn.prepare_cached("SELECT permissions FROM shares WHERE owner = ?1 AND grantee = ?2")
+                .and_then(|mut stmt| {
+                    stmt.query_row([&owner, &grantee], |row| json_from_column(row, 0))
+                        .optional()
+                })
+        }))
+    }
+
+    fn put_url_grant<'a>(
+        &'a self,
+        secret_hash: &'a str,
+        grant: &'a UrlGrant,
+    ) -> StoreFuture<'a, ()> {
+        let key = format!("{URL_PREFIX}{secret_hash}");
+        let grant = grant.clone();
+        Box::pin(self.run("put_url_grant", move |conn| {
+            let value = json_column(&GrantValue {
+                user_id: grant.user_id,
+                session_id: grant.session_id,
+                agent_name: grant.agent_name,
+            })?;
+            put_key(conn, &key, &value, grant.expires_at)
+        }))
+    }
+
+    fn url_grant<'a>(
+        &'a self,
+        secret_hash: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, Option<UrlGrant>> {
+        let key = format!("{URL_PREFIX}{secret_hash}");
+        Box::pin(self.run("url_grant", move |conn| {
+            conn.prepare_cached(
+                "SELECT value, expires_at FROM keys WHERE key = ?1 AND expires_at > ?2",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row(params![key, now_column(now)], |row| {
+                    let value: GrantValue = json_from_column(row, 0)?;
+                    Ok(UrlGrant {
+                        user_id: value.user_id,
+                        session_id: value.session_id,
+                        agent_name: value.agent_name,
+                        expires_at: seconds_from_column(row, 1)?,
+                    })
+                })
+                .optional()
+            })
+        }))
+    }
+
+    fn claim_personal_url<'a>(
+        &'a self,
+        user_id: &'a str,
+        candidate: &'a PersonalUrl,
+        now: u64,
+    ) -> StoreFuture<'a, PersonalUrl> {
+        let op = "claim_personal_url";
+        let user_id = user_id.to_string();
+        let candidate = candidate.clone();
+        Box::pin(self.run(op, move |conn| {
+            let user_key = format!("{USER_URL_PREFIX}{user_id}");
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let current = personal_url_in(&tx, &user_key)?;
+            if let Some(current) = current.as_ref().filter(|c| c.expires_at > now) {
+                return Ok(current.clone());
+            }
+            // Absent or expired: the candidate replaces it, and the old secret's
+            // grant goes with it.
+            if let Some(old) = current.filter(|old| old.secret_hash != candidate.secret_hash) {
+                tx.prepare_cached("DELETE FROM keys WHERE key = ?1")?
+                    .execute([format!("{URL_PREFIX}{}", old.secret_hash)])?;
+            }
+            let value = json_column(&PersonalUrlValue {
+                sealed_secret: candidate.sealed_secret.clone(),
+                secret_hash: candidate.secret_hash.clone(),
+            })?;
+            put_key(&tx, &user_key, &value, candidate.expires_at)?;
+            let grant = json_column(&GrantValue {
+                user_id: user_id.clone(),
+                session_id: None,
+                agent_name: None,
+            })?;
+            put_key(
+                &tx,
+                &format!("{URL_PREFIX}{}", candidate.secret_hash),
+                &grant,
+                candidate.expires_at,
+            )?;
+            tx.commit()?;
+            Ok(candidate.clone())
+        }))
+    }
+
+    fn revoke_personal_url<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, bool> {
+        let op = "revoke_personal_url";
+        let user_key = format!("{USER_URL_PREFIX}{user_id}");
+        Box::pin(self.run(op, move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some(current) = personal_url_in(&tx, &user_key)? else {
+                return Ok(false);
+            };
+            {
+                let mut delete = tx.prepare_cached("DELETE FROM keys WHERE key = ?1")?;
+                delete.execute([&user_key])?;
+                delete.execute([format!("{URL_PREFIX}{}", current.secret_hash)])?;
+            }
+            tx.commit()?;
+            Ok(true)
+        }))
+    }
+
+    fn put_login_state<'a>(
+        &'a self,
+        state: &'a str,
+        record: &'a LoginState,
+    ) -> StoreFuture<'a, ()> {
+        let key = format!("{STATE_PREFIX}{state}");
+        let record = record.clone();
+        Box::pin(self.run("put_login_state", move |conn| {
+            let value = json_column(&match record.status {
+                LoginStatus::Pending => StateValue::Pending,
+                LoginStatus::Completed { sealed_token } => StateValue::Completed { sealed_token },
+            })?;
+            put_key(conn, &key, &value, record.expires_at)
+        }))
+    }
+
+    fn login_state<'a>(&'a self, state: &'a str) -> StoreFuture<'a, Option<LoginState>> {
+        let key = format!("{STATE_PREFIX}{state}");
+        Box::pin(self.run("login_state", move |conn| {
+            conn.prepare_cached("SELECT value, expires_at FROM keys WHERE key = ?1")
+                .and_then(|mut stmt| {
+                    stmt.query_row([&key], |row| {
+                        let status = match json_from_column(row, 0)? {
+                            StateValue::Pending => LoginStatus::Pending,
+                            StateValue::Completed { sealed_token } => {
+                                LoginStatus::Completed { sealed_token }
+                            }
+                        };
+                        Ok(LoginState {
+                            status,
+                            expires_at: seconds_from_column(row, 1)?,
+                        })
+                    })
+                    .optional()
+                })
+        }))
+    }
+
+    fn complete_login_state<'a>(
+        &'a self,
+        state: &'a str,
+        sealed_token: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, bool> {
+        let op = "complete_login_state";
+        let key = format!("{STATE_PREFIX}{state}");
+        let sealed_token = sealed_token.to_string();
+        Box::pin(self.run(op, move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let pending = tx
+                .prepare_cached("SELECT value FROM keys WHERE key = ?1 AND expires_at > ?2")?
+                .query_row(params![key, now_column(now)], |row| {
+                    json_from_column::<StateValue>(row, 0)
+                })
+                .optional()?;
+            if !matches!(pending, Some(StateValue::Pending)) {
+                return Ok(false);
+            }
+            let value = json_column(&StateValue::Completed { sealed_token })?;
+            tx.prepare_cached("UPDATE keys SET value = ?2 WHERE key = ?1")?
+                .execute([&key, &value])?;
+            tx.commit()?;
+            Ok(true)
+        }))
+    }
+}

@@ -1,0 +1,220 @@
+//! [`McpServerStore`] on SQLite: the `mcp_servers` table, whose url is unique per
+//! user, and the combined read of presence and servers on one connection.
+//!
+//! Keeps the credential only sealed, as given; never logs a record.
+
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+
+use super::health::presence_of;
+use super::{EmbeddedStore, json_column, json_from_column, seconds_column, seconds_from_column};
+use crate::domain::{DataPresence, McpServerRecord, McpServerWrite};
+use crate::store::{McpServerBody, McpServerParts, McpServerStore, StoreFuture};
+
+/// An `mcp_servers` row's columns after `user`: name, url, record, last_connected_at,
+/// last_connect_error.
+struct McpRow {
+    name: String,
+    url: String,
+    record: String,
+    last_connected_at: Option<i64>,
+    last_connect_error: Option<String>,
+}
+
+impl McpRow {
+    fn of(record: McpServerRecord) -> rusqlite::Result<McpRow> {
+        let McpServerParts {
+            name,
+            url,
+            body,
+            last_connected_at,
+            last_connect_error,
+        } = McpServerParts::from(record);
+        Ok(McpRow {
+            name,
+            url,
+            record: json_column(&body)?,
+            last_connected_at: last_connected_at.map(seconds_column).transpose()?,
+            last_connect_error,
+        })
+    }
+}
+
+const MCP_COLUMNS: &str = "name, url, record, last_connected_at, last_connect_error";
+
+fn mcp_servers_of(conn: &Connection, user: &str) -> rusqlite::Result<Vec<McpServerRecord>> {
+    // BINARY collation: UTF-8 byte order, as DynamoDB orders sort keys.
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {MCP_COLUMNS} FROM mcp_servers WHERE user = ?1 ORDER BY name"
+    ))?;
+    let rows = stmt.query_map([user], mcp_from_row)?;
+    rows.collect()
+}
+
+fn mcp_from_row(row: &Row<'_>) -> rusqlite::Result<McpServerRecord> {
+    let body: McpServerBody = json_from_column(row, 2)?;
+    let last_connected_at = match row.get_ref(3)? {
+        rusqlite::types::ValueRef::Null => None,
+        _ => Some(seconds_from_column(row, 3)?),
+    };
+    Ok(McpServerRecord::from(McpServerParts {
+        name: row.get(0)?,
+        url: row.get(1)?,
+        body,
+        last_connected_at,
+        last_connect_error: row.get(4)?,
+    }))
+}
+
+impl McpServerStore for EmbeddedStore {
+    fn mcp_servers<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Vec<McpServerRecord>> {
+        let user = user.to_string();
+        Box::pin(self.run("mcp_servers", move |conn| mcp_servers_of(conn, &user)))
+    }
+
+    fn presence_and_mcp_servers<'a>(
+        &'a self,
+        user: &'a str,
+    ) -> StoreFuture<'a, (DataPresence, Vec<McpServerRecord>)> {
+        let user = user.to_string();
+        Box::pin(self.run("presence_and_mcp_servers", move |conn| {
+            Ok((presence_of(conn, &user)?, mcp_servers_of(conn, &user)?))
+        }))
+    }
+
+    fn mcp_server<'a>(
+        &'a self,
+        user: &'a str,
+        name: &'a str,
+    ) -> StoreFuture<'a, Option<McpServerRecord>> {
+        let op = "mcp_server";
+        let user = user.to_string();
+        let name = name.to_string();
+        Box::pin(self.run(op, move |conn| {
+            conn.prepare_cached(&format!(
+                "SELECT {MCP_COLUMNS} FROM mcp_servers WHERE user = ?1 AND name = ?2"
+            ))
+            .and_then(|mut stmt| stmt.query_row([&user, &name], mcp_from_row).optional())
+        }))
+    }
+
+    fn create_mcp_server<'a>(
+        &'a self,
+        user: &'a str,
+        record: &'a McpServerRecord,
+    ) -> StoreFuture<'a, McpServerWrite> {
+        let op = "create_mcp_server";
+        let user = user.to_string();
+        let record = record.clone();
+        Box::pin(self.run(op, move |conn| {
+            let row = McpRow::of(record)?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let (name_taken, url_taken): (bool, bool) = tx
+                .prepare_cached(
+                    "SELECT EXISTS (SELECT 1 FROM mcp_servers WHERE user = ?1 AND name = ?2), \
+                            EXISTS (SELECT 1 FROM mcp_servers WHERE user = ?1 AND url = ?3)",
+                )?
+                .query_row(params![user, row.name, row.url], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?;
+            // Both taken (the same server again) reads as the name, as in DynamoDB.
+            if name_taken {
+                return Ok(McpServerWrite::NameTaken);
+            }
+            if url_taken {
+                return Ok(McpServerWrite::UrlTaken);
+            }
+            tx.prepare_cached(&format!(
+                "INSERT INTO mcp_servers (user, {MCP_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+            ))?
+            .execute(params![
+                user,
+                row.name,
+                row.url,
+                row.record,
+                row.last_connected_at,
+                row.last_connect_error
+            ])?;
+            tx.commit()?;
+            Ok(McpServerWrite::Written)
+        }))
+    }
+
+    fn replace_mcp_server<'a>(
+        &'a self,
+        user: &'a str,
+        record: &'a McpServerRecord,
+    ) -> StoreFuture<'a, McpServerWrite> {
+        let op = "replace_mcp_server";
+        let user = user.to_string();
+        let record = record.clone();
+        Box::pin(self.run(op, move |conn| {
+            let row = McpRow::of(record)?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let stored: Option<String> = tx
+                .prepare_cached("SELECT url FROM mcp_servers WHERE user = ?1 AND name = ?2")?
+                .query_row([&user, &row.name], |r| r.get(0))
+                .optional()?;
+            match stored {
+                None => return Ok(McpServerWrite::Missing),
+                Some(url) if url != row.url => return Ok(McpServerWrite::UrlChanged),
+                Some(_) => {}
+            }
+            tx.prepare_cached(
+                "UPDATE mcp_servers SET record = ?3, last_connected_at = ?4, \
+                   last_connect_error = ?5 WHERE user = ?1 AND name = ?2",
+            )?
+            .execute(params![
+                user,
+                row.name,
+                row.record,
+                row.last_connected_at,
+                row.last_connect_error
+            ])?;
+            tx.commit()?;
+            Ok(McpServerWrite::Written)
+        }))
+    }
+
+    fn record_mcp_connection<'a>(
+        &'a self,
+        user: &'a str,
+        name: &'a str,
+        at: u64,
+        error: Option<&'a str>,
+    ) -> StoreFuture<'a, ()> {
+        let op = "record_mcp_connection";
+        let user = user.to_string();
+        let name = name.to_string();
+        let error = error.map(str::to_string);
+        Box::pin(self.run(op, move |conn| {
+            // One UPDATE: it touches only these columns, and an absent row stays absent.
+            match error {
+                None => conn
+                    .prepare_cached(
+                        "UPDATE mcp_servers SET last_connected_at = ?3, \
+                           last_connect_error = NULL WHERE user = ?1 AND name = ?2",
+                    )?
+                    .execute(params![user, name, seconds_column(at)?])?,
+                Some(error) => conn
+                    .prepare_cached(
+                        "UPDATE mcp_servers SET last_connect_error = ?3 \
+                         WHERE user = ?1 AND name = ?2",
+                    )?
+                    .execute(params![user, name, error])?,
+            };
+            Ok(())
+        }))
+    }
+
+    fn delete_mcp_server<'a>(&'a self, user: &'a str, name: &'a str) -> StoreFuture<'a, bool> {
+        let op = "delete_mcp_server";
+        let user = user.to_string();
+        let name = name.to_string();
+        Box::pin(self.run(op, move |conn| {
+            // The url's uniqueness is the row's own: deleting the row frees it.
+            conn.prepare_cached("DELETE FROM mcp_servers WHERE user = ?1 AND name = ?2")
+                .and_then(|mut stmt| stmt.execute([&user, &name]))
+                .map(|deleted| deleted == 1)
+        }))
+    }
+}

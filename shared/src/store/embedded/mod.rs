@@ -1,0 +1,468 @@
+//! The embedded store: one SQLite file (the local default), safe for several processes
+//! at once (`cargo lambda watch` runs one per function).
+//!
+//! `mod.rs` opens the file, holds the connection, the schema and its migrations, and
+//! the column conversions every domain uses; each domain's trait is implemented in its
+//! own file (`health`, `accounts`, `oauth`, `mcp_servers`).
+//!
+//! Same model as the DynamoDB store, in typed tables keyed by user:
+//! - `readings`: identity (user, indicator key, time, source); a re-upload replaces in place.
+//! - `genotypes`: identity (user, rsid), plus the index `genotypes_by_position`
+//!   (user, chromosome, position) for range queries.
+//! - `accounts`: one row per user; the e-mail is unique (the `email#` lookup of the
+//!   DynamoDB keys table).
+//! - `shares`: identity (owner, grantee), the permissions as a JSON array.
+//! - `keys`: the rest of the DynamoDB keys table, same keys (`url#<hash>`,
+//!   `user-url#<user>`, `state#<state>`, `client#<id>`, `code#<hash>`, `refresh#<hash>`,
+//!   `family#<id>`), the attributes as a JSON object and `expires_at` as a column (NULL
+//!   for clients, which do not expire). Nothing deletes expired rows by itself (as with
+//!   DynamoDB's late TTL), so every read checks `expires_at`.
+//! - `mcp_servers`: identity (user, name), the url unique per user (the `mcpurl#` claim
+//!   of the DynamoDB store), the record's other fields as JSON, and the connection
+//!   fields as columns of their own.
+//!
+//! Check-then-write sequences (a taken e-mail or server name or url, a live personal
+//! URL, a pending login, a code's single use, a refresh token's rotation) run inside one `BEGIN IMMEDIATE`
+//! transaction, which holds the file's write lock from the start, so they are atomic
+//! across processes too; a conditional insert (a new client) is one statement.
+//!
+//! Presence is two `EXISTS` probes in one statement (one round trip, no summary row
+//! to keep in step). Every statement is parameterised and prepared once per connection
+//! (cached); batch writes are one transaction. The blocking SQLite calls run on tokio's
+//! blocking pool, one connection per store behind a mutex; several processes coordinate
+//! through WAL and a busy timeout.
+
+mod accounts;
+mod health;
+mod mcp_servers;
+mod oauth;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rusqlite::{Connection, Row, TransactionBehavior, params};
+use serde::{Deserialize, Serialize};
+
+use crate::store::StoreError;
+
+/// How long a statement waits for another process's write lock before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Prepared statements kept per connection: room for every statement of this backend
+/// (34), so each is prepared once (rusqlite's default keeps 16, least recently used).
+const STATEMENT_CACHE: usize = 64;
+
+/// The schema version this code reads and writes (`PRAGMA user_version`).
+/// 1: readings, genotypes. 2: adds accounts, shares, keys. 3: adds mcp_servers.
+const SCHEMA_VERSION: i64 = 3;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS readings (
+    user          TEXT NOT NULL,
+    indicator_key TEXT NOT NULL,
+    time          TEXT NOT NULL,
+    source        TEXT NOT NULL,
+    indicator     TEXT NOT NULL,
+    value_number  REAL,
+    value_text    TEXT,
+    unit          TEXT,
+    code_system   TEXT,
+    code          TEXT,
+    PRIMARY KEY (user, indicator_key, time, source),
+    CHECK ((value_number IS NULL) <> (value_text IS NULL))
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS genotypes (
+    user       TEXT NOT NULL,
+    rsid       TEXT NOT NULL,
+    chromosome TEXT NOT NULL,
+    position   INTEGER NOT NULL,
+    genotype   TEXT NOT NULL,
+    PRIMARY KEY (user, rsid)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS genotypes_by_position ON genotypes (user, chromosome, position);
+CREATE TABLE IF NOT EXISTS accounts (
+    user_id       TEXT NOT NULL PRIMARY KEY,
+    email         TEXT NOT NULL UNIQUE,
+    password_hash TEXT NOT NULL,
+    created_at    INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS shares (
+    owner       TEXT NOT NULL,
+    grantee     TEXT NOT NULL,
+    permissions TEXT NOT NULL,
+    PRIMARY KEY (owner, grantee)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS keys (
+    key        TEXT NOT NULL PRIMARY KEY,
+    value      TEXT NOT NULL,
+    expires_at INTEGER
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS mcp_servers (
+    user               TEXT NOT NULL,
+    name               TEXT NOT NULL,
+    url                TEXT NOT NULL,
+    record             TEXT NOT NULL,
+    last_connected_at  INTEGER,
+    last_connect_error TEXT,
+    PRIMARY KEY (user, name),
+    UNIQUE (user, url)
+) WITHOUT ROWID;
+";
+
+/// The embedded (SQLite) implementation of [`Store`](crate::store::Store).
+#[derive(Clone)]
+pub struct EmbeddedStore {
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl std::fmt::Debug for EmbeddedStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddedStore").finish_non_exhaustive()
+    }
+}
+
+impl EmbeddedStore {
+    /// Opens (creating if needed) the database file at `path` and its parent
+    /// directories, switches it to WAL and brings the schema up to date.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref();
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|_| {
+                StoreError::Unavailable("open: cannot create the database directory".into())
+            })?;
+        }
+        let mut conn = Connection::open(path).map_err(|e| sql_error("open", e))?;
+        prepare(&mut conn).map_err(|e| sql_error("open", e))?;
+        Ok(EmbeddedStore {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    /// Runs `work` on the blocking pool with the connection; a SQLite failure becomes
+    /// the store error for `op` ([`sql_error`]).
+    async fn run<T, F>(&self, op: &'static str, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || {
+            // A panic elsewhere while holding the lock leaves no open transaction behind
+            // (a dropped rusqlite transaction rolls back), so the connection is still good.
+            let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+            work(&mut conn).map_err(|e| sql_error(op, e))
+        })
+        .await
+        .map_err(|_| StoreError::Unavailable(format!("{op}: worker task failed")))?
+    }
+}
+
+/// Connection settings and schema. Safe to run from several processes at once.
+fn prepare(conn: &mut Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    // WAL: readers never block the writer, and the setting sticks to the file.
+    let mode: String =
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!(journal_mode = %mode, "embedded store: WAL unavailable, concurrent use will be slower");
+    }
+    // NORMAL is durable across application crashes in WAL mode (a power cut may lose
+    // the last transactions, never corrupt the file).
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let version: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    if version > SCHEMA_VERSION {
+        // A newer build wrote this file; refusing is safer than guessing.
+        return Err(rusqlite::Error::InvalidQuery);
+    }
+    // Every statement is `IF NOT EXISTS`: on a fresh file it creates everything, on an
+    // older one (version 1 or 2) it adds the tables that version lacks.
+    tx.execute_batch(SCHEMA)?;
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.commit()
+}
+
+/// Epoch seconds as stored (SQLite integers are signed 64-bit).
+fn seconds_column(seconds: u64) -> rusqlite::Result<i64> {
+    i64::try_from(seconds).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+}
+
+/// `now` for comparisons: past the column's range, everything stored has expired.
+fn now_column(now: u64) -> i64 {
+    i64::try_from(now).unwrap_or(i64::MAX)
+}
+
+fn seconds_from_column(row: &Row<'_>, index: usize) -> rusqlite::Result<u64> {
+    let value: i64 = row.get(index)?;
+    u64::try_from(value).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(
+            index,
+            rusqlite::types::Type::Integer,
+            Box::new(e),
+        )
+    })
+}
+
+/// A JSON column's value; unreadable JSON is a corrupt row.
+fn json_from_column<T: for<'de> Deserialize<'de>>(
+    row: &Row<'_>,
+    index: usize,
+) -> rusqlite::Result<T> {
+    let text: String = row.get(index)?;
+    serde_json::from_str(&text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+fn json_column<T: Serialize>(value: &T) -> rusqlite::Result<String> {
+    serde_json::to_string(value).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+}
+
+/// Writes (inserts or replaces) one `keys` row.
+fn put_key(tx: &Connection, key: &str, value: &str, expires_at: u64) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO keys (key, value, expires_at) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
+    )?
+    .execute(params![key, value, seconds_column(expires_at)?])?;
+    Ok(())
+}
+
+/// Maps a SQLite failure to a store error naming the operation only (a SQLite message
+/// can quote stored values; it is neither returned nor logged).
+fn sql_error(op: &'static str, err: rusqlite::Error) -> StoreError {
+    let kind = match &err {
+        rusqlite::Error::SqliteFailure(e, _) => match e.code {
+            rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked => "busy",
+            rusqlite::ErrorCode::DiskFull => "disk full",
+            rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::PermissionDenied => "read only",
+            rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase => {
+                "corrupt file"
+            }
+            rusqlite::ErrorCode::CannotOpen => "cannot open",
+            rusqlite::ErrorCode::ConstraintViolation => "constraint",
+            _ => "sqlite failure",
+        },
+        rusqlite::Error::InvalidQuery => "schema newer than this build",
+        rusqlite::Error::FromSqlConversionFailure(..) | rusqlite::Error::InvalidColumnType(..) => {
+            tracing::warn!(operation = op, "embedded store: unreadable row");
+            return StoreError::Corrupt(op.to_string());
+        }
+        _ => "sqlite error",
+    };
+    tracing::warn!(operation = op, kind, "embedded store: operation failed");
+    StoreError::Unavailable(format!("{op}: {kind}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Account, McpAuth, McpServerRecord, McpServerWrite, Reading, ReadingValue};
+    use crate::store::{AccountStore, Created, HealthStore, McpServerStore, ReadingQuery};
+
+    fn reading(i: usize, source: &str) -> Reading {
+        Reading {
+            indicator: format!("Marker {}", i % 7),
+            value: ReadingValue::Number(i as f64),
+            unit: None,
+            time: format!("2024-01-01T00:00:{:02}.{i:05}", i % 60),
+            code_system: None,
+            code: None,
+            source: source.to_string(),
+        }
+    }
+
+    fn temp_path(label: &str) -> std::path::PathBuf {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        std::env::temp_dir()
+            .join(format!("mirobody-{label}-{}-{nanos}", std::process::id()))
+            .join("db.sqlite3")
+    }
+
+    fn user_version(store: &EmbeddedStore) -> i64 {
+        store
+            .conn
+            .lock()
+            .unwrap()
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .unwrap()
+    }
+
+    /// The schema as version 1 wrote it (readings and genotypes only).
+    const SCHEMA_V1: &str = "
+        CREATE TABLE readings (
+            user TEXT NOT NULL, indicator_key TEXT NOT NULL, time TEXT NOT NULL,
+            source TEXT NOT NULL, indicator TEXT NOT NULL, value_number REAL, value_text TEXT,
+            unit TEXT, code_system TEXT, code TEXT,
+            PRIMARY KEY (user, indicator_key, time, source),
+            CHECK ((value_number IS NULL) <> (value_text IS NULL))
+        ) WITHOUT ROWID;
+        CREATE TABLE genotypes (
+            user TEXT NOT NULL, rsid TEXT NOT NULL, chromosome TEXT NOT NULL,
+            position INTEGER NOT NULL, genotype TEXT NOT NULL, PRIMARY KEY (user, rsid)
+        ) WITHOUT ROWID;
+        CREATE INDEX genotypes_by_position ON genotypes (user, chromosome, position);
+        INSERT INTO readings (user, indicator_key, time, source, indicator, value_number)
+            VALUES ('u1', 'glucose', '2024-01-01T08:00:00', 'lab', 'Glucose', 90.0);
+        PRAGMA user_version = 1;
+    ";
+
+    /// A file written by version 1 opens: its data stays and the new tables work.
+    #[tokio::test]
+    async fn version_1_file_is_migrated() {
+        let path = temp_path("migrate");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(SCHEMA_V1)
+            .unwrap();
+
+        let store = EmbeddedStore::open(&path).unwrap();
+        assert_eq!(user_version(&store), SCHEMA_VERSION);
+        let readings = store
+            .readings("u1", &ReadingQuery::default())
+            .await
+            .unwrap();
+        assert_eq!(readings.len(), 1, "version 1 data kept");
+        let account = Account {
+            user_id: "u1".into(),
+            email: "u1@example.com".into(),
+            password_hash: "hash".into(),
+            created_at: 1,
+        };
+        assert_eq!(
+            store.create_account(&account).await.unwrap(),
+            Created::Created
+        );
+        assert_eq!(store.account("u1").await.unwrap(), Some(account));
+        drop(store);
+        // Opening again (already current) changes nothing.
+        let again = EmbeddedStore::open(&path).unwrap();
+        assert!(again.account("u1").await.unwrap().is_some());
+        drop(again);
+
+        // A file from a newer build is refused rather than guessed at.
+        Connection::open(&path)
+            .unwrap()
+            .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        assert!(EmbeddedStore::open(&path).is_err());
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    /// What version 2 added to version 1's schema (accounts, shares, keys), with a row.
+    const SCHEMA_V2_ADDED: &str = "
+        CREATE TABLE accounts (
+            user_id TEXT NOT NULL PRIMARY KEY, email TEXT NOT NULL UNIQUE,
+            password_hash TEXT NOT NULL, created_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE shares (
+            owner TEXT NOT NULL, grantee TEXT NOT NULL, permissions TEXT NOT NULL,
+            PRIMARY KEY (owner, grantee)
+        ) WITHOUT ROWID;
+        CREATE TABLE keys (
+            key TEXT NOT NULL PRIMARY KEY, value TEXT NOT NULL, expires_at INTEGER
+        ) WITHOUT ROWID;
+        INSERT INTO accounts (user_id, email, password_hash, created_at)
+            VALUES ('u1', 'u1@example.com', 'hash', 1);
+        PRAGMA user_version = 2;
+    ";
+
+    /// A file written by version 2 opens: its data stays and external servers work.
+    #[tokio::test]
+    async fn version_2_file_is_migrated() {
+        let path = temp_path("migrate-v2");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(SCHEMA_V1).unwrap();
+        old.execute_batch(SCHEMA_V2_ADDED).unwrap();
+        drop(old);
+
+        let store = EmbeddedStore::open(&path).unwrap();
+        assert_eq!(user_version(&store), SCHEMA_VERSION);
+        assert_eq!(
+            store
+                .readings("u1", &ReadingQuery::default())
+                .await
+                .unwrap()
+                .len(),
+            1,
+            "version 1 data kept"
+        );
+        assert!(
+            store.account("u1").await.unwrap().is_some(),
+            "version 2 data kept"
+        );
+        let server = McpServerRecord {
+            name: "weather".into(),
+            url: "https://weather.example/mcp".into(),
+            auth: McpAuth::None,
+            sealed_credential: None,
+            enabled: true,
+            order: 0,
+            allowed_tools: None,
+            tools: Vec::new(),
+            server_name: None,
+            created_at: 1,
+            updated_at: 1,
+            last_connected_at: None,
+            last_connect_error: None,
+        };
+        assert_eq!(
+            store.create_mcp_server("u1", &server).await.unwrap(),
+            McpServerWrite::Written
+        );
+        drop(store);
+        let again = EmbeddedStore::open(&path).unwrap();
+        assert_eq!(again.mcp_servers("u1").await.unwrap(), vec![server]);
+        drop(again);
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    /// Two handles on one file (as two processes hold it) writing and reading at once:
+    /// writers queue on the lock (busy timeout, immediate transactions), nobody fails.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_handles_on_one_file_wait_for_each_other() {
+        let path = temp_path("embedded");
+        let dir = path.parent().unwrap().to_path_buf();
+        let stores = [
+            EmbeddedStore::open(&path).unwrap(),
+            EmbeddedStore::open(&path).unwrap(),
+        ];
+        let mut tasks = tokio::task::JoinSet::new();
+        for (n, store) in stores.iter().enumerate() {
+            let store = store.clone();
+            tasks.spawn(async move {
+                let source = format!("writer-{n}");
+                for batch in 0..20 {
+                    let rows: Vec<Reading> = (batch * 50..batch * 50 + 50)
+                        .map(|i| reading(i, &source))
+                        .collect();
+                    store.put_readings("shared-user", &rows).await.unwrap();
+                    store
+                        .readings("shared-user", &ReadingQuery::default())
+                        .await
+                        .unwrap();
+                }
+            });
+        }
+        while let Some(done) = tasks.join_next().await {
+            done.unwrap();
+        }
+        assert_eq!(
+            stores[0]
+                .readings("shared-user", &ReadingQuery::default())
+                .await
+                .unwrap()
+                .len(),
+            2000
+        );
+        drop(stores);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -1,0 +1,237 @@
+//! [`OAuthStore`] on SQLite: the `keys` rows of clients (`client#`), codes (`code#`),
+//! refresh tokens (`refresh#`) and revoked families (`family#`).
+//!
+//! A code's single use and a token's rotation each run in one immediate transaction.
+
+use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    EmbeddedStore, json_column, json_from_column, now_column, put_key, seconds_column,
+    seconds_from_column,
+};
+use crate::domain::{AuthCode, OAuthClient, RefreshRecord, RefreshUse};
+use crate::store::{OAuthStore, StoreFuture};
+
+const CLIENT_PREFIX: &str = "client#";
+
+const CODE_PREFIX: &str = "code#";
+
+const REFRESH_PREFIX: &str = "refresh#";
+
+const FAMILY_PREFIX: &str = "family#";
+
+/// A `code#` row's value (`expires_at` is the column).
+#[derive(Serialize, Deserialize)]
+struct CodeValue {
+    client_id: String,
+    user_id: String,
+    scope: String,
+    redirect_uri: String,
+    code_challenge: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    resource: Option<String>,
+}
+
+/// A `refresh#` row's value: the record and whether it has been used.
+#[derive(Serialize, Deserialize)]
+struct RefreshValue {
+    user_id: String,
+    client_id: String,
+    scope: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    resource: Option<String>,
+    family_id: String,
+    used: bool,
+}
+
+impl RefreshValue {
+    fn of(record: &RefreshRecord, used: bool) -> RefreshValue {
+        RefreshValue {
+            user_id: record.user_id.clone(),
+            client_id: record.client_id.clone(),
+            scope: record.scope.clone(),
+            resource: record.resource.clone(),
+            family_id: record.family_id.clone(),
+            used,
+        }
+    }
+}
+
+/// A `family#` row's value: the family's tokens are revoked until `expires_at`.
+#[derive(Serialize, Deserialize)]
+struct FamilyValue {
+    revoked: bool,
+}
+
+/// A `refresh#` row as stored (live or not): the record and its `used` flag.
+fn refresh_in(tx: &Transaction<'_>, key: &str) -> rusqlite::Result<Option<(RefreshRecord, bool)>> {
+    tx.prepare_cached("SELECT value, expires_at FROM keys WHERE key = ?1")?
+        .query_row([key], |row| {
+            let value: RefreshValue = json_from_column(row, 0)?;
+            let record = RefreshRecord {
+                user_id: value.user_id,
+                client_id: value.client_id,
+                scope: value.scope,
+                resource: value.resource,
+                family_id: value.family_id,
+                expires_at: seconds_from_column(row, 1)?,
+            };
+            Ok((record, value.used))
+        })
+        .optional()
+}
+
+impl OAuthStore for EmbeddedStore {
+    fn put_client<'a>(&'a self, client: &'a OAuthClient) -> StoreFuture<'a, bool> {
+        let op = "put_client";
+        let key = format!("{CLIENT_PREFIX}{}", client.client_id);
+        let client = client.clone();
+        Box::pin(self.run(op, move |conn| {
+            // One statement, so the check and the insert are one atomic step.
+            let inserted = conn
+                .prepare_cached(
+                    "INSERT INTO keys (key, value, expires_at) VALUES (?1, ?2, NULL) \
+                     ON CONFLICT (key) DO NOTHING",
+                )?
+                .execute(params![key, json_column(&client)?])?;
+            Ok(inserted == 1)
+        }))
+    }
+
+    fn client<'a>(&'a self, client_id: &'a str) -> StoreFuture<'a, Option<OAuthClient>> {
+        let op = "client";
+        let key = format!("{CLIENT_PREFIX}{client_id}");
+        Box::pin(self.run(op, move |conn| {
+            conn.prepare_cached("SELECT value FROM keys WHERE key = ?1")
+                .and_then(|mut stmt| {
+                    stmt.query_row([&key], |row| json_from_column(row, 0))
+                        .optional()
+                })
+        }))
+    }
+
+    fn put_code<'a>(&'a self, code_hash: &'a str, code: &'a AuthCode) -> StoreFuture<'a, ()> {
+        let op = "put_code";
+        let key = format!("{CODE_PREFIX}{code_hash}");
+        let code = code.clone();
+        Box::pin(self.run(op, move |conn| {
+            let value = json_column(&CodeValue {
+                client_id: code.client_id,
+                user_id: code.user_id,
+                scope: code.scope,
+                redirect_uri: code.redirect_uri,
+                code_challenge: code.code_challenge,
+                resource: code.resource,
+            })?;
+            put_key(conn, &key, &value, code.expires_at)
+        }))
+    }
+
+    fn take_code<'a>(&'a self, code_hash: &'a str, now: u64) -> StoreFuture<'a, Option<AuthCode>> {
+        let op = "take_code";
+        let key = format!("{CODE_PREFIX}{code_hash}");
+        Box::pin(self.run(op, move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some(code) = tx
+                .prepare_cached("SELECT value, expires_at FROM keys WHERE key = ?1")?
+                .query_row([&key], |row| {
+                    let value: CodeValue = json_from_column(row, 0)?;
+                    Ok(AuthCode {
+                        client_id: value.client_id,
+                        user_id: value.user_id,
+                        scope: value.scope,
+                        redirect_uri: value.redirect_uri,
+                        code_challenge: value.code_challenge,
+                        resource: value.resource,
+                        expires_at: seconds_from_column(row, 1)?,
+                    })
+                })
+                .optional()?
+            else {
+                return Ok(None);
+            };
+            // Deleted whether live or expired: a code is never read twice.
+            tx.prepare_cached("DELETE FROM keys WHERE key = ?1")?
+                .execute([&key])?;
+            tx.commit()?;
+            Ok((code.expires_at > now).then_some(code))
+        }))
+    }
+
+    fn put_refresh<'a>(
+        &'a self,
+        token_hash: &'a str,
+        record: &'a RefreshRecord,
+    ) -> StoreFuture<'a, ()> {
+        let op = "put_refresh";
+        let key = format!("{REFRESH_PREFIX}{token_hash}");
+        let value = RefreshValue::of(record, false);
+        let expires_at = record.expires_at;
+        Box::pin(self.run(op, move |conn| {
+            put_key(conn, &key, &json_column(&value)?, expires_at)
+        }))
+    }
+
+    fn use_refresh<'a>(&'a self, token_hash: &'a str, now: u64) -> StoreFuture<'a, RefreshUse> {
+        let op = "use_refresh";
+        let key = format!("{REFRESH_PREFIX}{token_hash}");
+        Box::pin(self.run(op, move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some((record, used)) = refresh_in(&tx, &key)? else {
+                return Ok(RefreshUse::Unknown);
+            };
+            if record.expires_at <= now {
+                return Ok(RefreshUse::Unknown);
+            }
+            if used {
+                return Ok(RefreshUse::Reused(record));
+            }
+            let revoked = tx
+                .prepare_cached("SELECT value FROM keys WHERE key = ?1 AND expires_at > ?2")?
+                .query_row(
+                    params![
+                        format!("{FAMILY_PREFIX}{}", record.family_id),
+                        now_column(now)
+                    ],
+                    |row| json_from_column::<FamilyValue>(row, 0),
+                )
+                .optional()?
+                .is_some_and(|family| family.revoked);
+            // Marked used either way (as the DynamoDB store does): a token of a revoked
+            // family stays dead even after the revocation marker expires.
+            let value = json_column(&RefreshValue::of(&record, true))?;
+            tx.prepare_cached("UPDATE keys SET value = ?2 WHERE key = ?1")?
+                .execute([&key, &value])?;
+            tx.commit()?;
+            Ok(if revoked {
+                RefreshUse::Reused(record)
+            } else {
+                RefreshUse::Fresh(record)
+            })
+        }))
+    }
+
+    fn revoke_refresh_family<'a>(
+        &'a self,
+        family_id: &'a str,
+        expires_at: u64,
+    ) -> StoreFuture<'a, ()> {
+        let op = "revoke_refresh_family";
+        let key = format!("{FAMILY_PREFIX}{family_id}");
+        Box::pin(self.run(op, move |conn| {
+            // A family already revoked until later stays revoked until then.
+            conn.prepare_cached(
+                "INSERT INTO keys (key, value, expires_at) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, \
+                   expires_at = max(coalesce(expires_at, 0), excluded.expires_at)",
+            )?
+            .execute(params![
+                key,
+                json_column(&FamilyValue { revoked: true })?,
+                seconds_column(expires_at)?
+            ])?;
+            Ok(())
+        }))
+    }
+}

@@ -1,0 +1,140 @@
+//! A user's external MCP server records, with their name and url each unique per
+//! account, and the split of a record into the parts both backends keep.
+//!
+//! Owns the [`McpServerStore`] trait. Keeps the credential only sealed, as given;
+//! never probes or calls a server.
+
+use serde::{Deserialize, Serialize};
+
+use super::StoreFuture;
+use crate::domain::{DataPresence, McpAuth, McpServerRecord, McpServerWrite, McpToolSnapshot};
+
+/// How both backends keep a server record: the key (`name`), the `url` and the
+/// connection fields are columns (attributes) of their own, so that uniqueness and
+/// `record_mcp_connection` touch them alone; the rest is this JSON body.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct McpServerBody {
+    auth: McpAuth,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sealed_credential: Option<String>,
+    enabled: bool,
+    order: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    allowed_tools: Option<Vec<String>>,
+    tools: Vec<McpToolSnapshot>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    server_name: Option<String>,
+    created_at: u64,
+    updated_at: u64,
+}
+
+/// A record split the way the backends store it.
+pub(crate) struct McpServerParts {
+    pub name: String,
+    pub url: String,
+    pub body: McpServerBody,
+    pub last_connected_at: Option<u64>,
+    pub last_connect_error: Option<String>,
+}
+
+impl From<McpServerRecord> for McpServerParts {
+    fn from(record: McpServerRecord) -> Self {
+        McpServerParts {
+            name: record.name,
+            url: record.url,
+            body: McpServerBody {
+                auth: record.auth,
+                sealed_credential: record.sealed_credential,
+                enabled: record.enabled,
+                order: record.order,
+                allowed_tools: record.allowed_tools,
+                tools: record.tools,
+                server_name: record.server_name,
+                created_at: record.created_at,
+                updated_at: record.updated_at,
+            },
+            last_connected_at: record.last_connected_at,
+            last_connect_error: record.last_connect_error,
+        }
+    }
+}
+
+impl From<McpServerParts> for McpServerRecord {
+    fn from(parts: McpServerParts) -> Self {
+        let McpServerParts {
+            name,
+            url,
+            body,
+            last_connected_at,
+            last_connect_error,
+        } = parts;
+        McpServerRecord {
+            name,
+            url,
+            auth: body.auth,
+            sealed_credential: body.sealed_credential,
+            enabled: body.enabled,
+            order: body.order,
+            allowed_tools: body.allowed_tools,
+            tools: body.tools,
+            server_name: body.server_name,
+            created_at: body.created_at,
+            updated_at: body.updated_at,
+            last_connected_at,
+            last_connect_error,
+        }
+    }
+}
+
+/// A user's external MCP servers (DynamoDB: data table `<user>/mcp#<name>`,
+/// `<user>/mcpurl#<hash>`), and the combined read a signed-in `tools/list` makes.
+pub trait McpServerStore: Send + Sync {
+    /// Every server of the user, ordered by name.
+    fn mcp_servers<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Vec<McpServerRecord>>;
+
+    /// [`HealthStore::data_presence`](crate::store::HealthStore::data_presence) and
+    /// [`McpServerStore::mcp_servers`] in one round trip: what every signed-in
+    /// `tools/list` needs (which tools the user's data makes available, and the user's
+    /// servers).
+    fn presence_and_mcp_servers<'a>(
+        &'a self,
+        user: &'a str,
+    ) -> StoreFuture<'a, (DataPresence, Vec<McpServerRecord>)>;
+
+    fn mcp_server<'a>(
+        &'a self,
+        user: &'a str,
+        name: &'a str,
+    ) -> StoreFuture<'a, Option<McpServerRecord>>;
+
+    /// Creates the record and claims its url in one transaction: `Written`,
+    /// `NameTaken` or `UrlTaken` (then nothing was written).
+    fn create_mcp_server<'a>(
+        &'a self,
+        user: &'a str,
+        record: &'a McpServerRecord,
+    ) -> StoreFuture<'a, McpServerWrite>;
+
+    /// Replaces the record of `record.name`, conditionally on it existing with the
+    /// same url: `Written`, `Missing` or `UrlChanged`.
+    fn replace_mcp_server<'a>(
+        &'a self,
+        user: &'a str,
+        record: &'a McpServerRecord,
+    ) -> StoreFuture<'a, McpServerWrite>;
+
+    /// Records one connection (D8): success (`error` is `None`) sets
+    /// `last_connected_at = at` and clears `last_connect_error`; failure sets
+    /// `last_connect_error` and keeps `last_connected_at`. Touches nothing else, and
+    /// writes nothing when the server no longer exists.
+    fn record_mcp_connection<'a>(
+        &'a self,
+        user: &'a str,
+        name: &'a str,
+        at: u64,
+        error: Option<&'a str>,
+    ) -> StoreFuture<'a, ()>;
+
+    /// Deletes the record and its url claim in one transaction; true if it existed.
+    fn delete_mcp_server<'a>(&'a self, user: &'a str, name: &'a str) -> StoreFuture<'a, bool>;
+}
