@@ -19,7 +19,7 @@ use crate::http::{self as web, ApiError};
 use crate::identity::{
     Caller, Jwts, MIN_PASSWORD, McpUrls, authenticate, hash_password, random_secret,
 };
-use crate::store::{Created, Store};
+use crate::store::{AccountStore, Created};
 
 /// Lifetime of a token from sign-in.
 pub const SESSION_TOKEN_SECS: u64 = 24 * 3600;
@@ -27,7 +27,7 @@ pub const SESSION_TOKEN_SECS: u64 = 24 * 3600;
 pub const CHAT_PERMISSION: &str = "chat";
 
 pub struct AccountApi {
-    pub store: Arc<dyn Store>,
+    pub store: Arc<dyn AccountStore>,
     pub jwts: Arc<Jwts>,
     pub urls: Arc<McpUrls>,
     pub clock: Arc<dyn Clock>,

@@ -82,7 +82,7 @@ impl App {
     pub fn new(config: Config, group: RouteGroup, services: Services) -> Result<Self, ConfigError> {
         let Services { store, keys, clock } = services;
         let mut registry = Registry::new();
-        tools::register_builtin(&mut registry, &store);
+        tools::register_builtin(&mut registry, store.clone());
         let mut resources = Resources::new();
         resources.load_dirs(&config.resource_dirs)?;
         let mut prompts = Prompts::new();

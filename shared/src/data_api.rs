@@ -16,11 +16,11 @@ use serde_json::{Value, json};
 use crate::account_api;
 use crate::http::ApiError;
 use crate::identity::Caller;
-use crate::store::{Store, StoreError};
+use crate::store::{HealthStore, StoreError};
 use crate::upload::{self, UploadError};
 
 pub struct DataApi {
-    pub store: Arc<dyn Store>,
+    pub store: Arc<dyn HealthStore>,
 }
 
 fn ok(data: Value) -> Response<Bytes> {

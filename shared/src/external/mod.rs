@@ -27,7 +27,7 @@ use crate::domain::McpServerRecord;
 use crate::http::{ApiError, Form, STORAGE_UNAVAILABLE};
 use crate::identity::Sealer;
 use crate::remote::{GuardedHttp, INVALID_URL_CODE};
-use crate::store::{Store, StoreError};
+use crate::store::{McpServerStore, StoreError};
 
 pub use naming::namespaced;
 pub use probe::PROBE_BUDGET;
@@ -35,7 +35,7 @@ pub use tool_source::{CONNECT_BUDGET, SNAPSHOT_TTL};
 
 /// The external-server side of the app, built once per process.
 pub struct ExternalServers {
-    store: Arc<dyn Store>,
+    store: Arc<dyn McpServerStore>,
     sealer: Arc<Sealer>,
     http: Arc<GuardedHttp>,
     clock: Arc<dyn Clock>,
@@ -46,7 +46,7 @@ pub struct ExternalServers {
 
 impl ExternalServers {
     pub fn new(
-        store: Arc<dyn Store>,
+        store: Arc<dyn McpServerStore>,
         sealer: Arc<Sealer>,
         http: Arc<GuardedHttp>,
         clock: Arc<dyn Clock>,

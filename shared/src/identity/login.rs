@@ -16,7 +16,7 @@ use super::secret::random_secret;
 use crate::clock::Clock;
 use crate::domain::{LoginState, LoginStatus};
 use crate::http::{self as web, ApiError};
-use crate::store::{Store, StoreError};
+use crate::store::{AccountStore, StoreError};
 
 /// How long the browser step may take.
 pub const LOGIN_STATE_SECS: u64 = 600;
@@ -25,7 +25,7 @@ pub const POLL_INTERVAL: u64 = 10;
 pub const POLL_MAX_WAIT: u64 = 300;
 
 pub struct LoginPrompts {
-    pub store: Arc<dyn Store>,
+    pub store: Arc<dyn AccountStore>,
     /// The public origin (C4): no prefix, no trailing slash.
     pub origin: String,
 }
@@ -85,7 +85,7 @@ impl LoginPrompts {
 /// state, 410 once expired, 200 pending, 200 completed with the token, 400 without a
 /// state. Built once per process; without keys a completed login cannot be read back.
 pub(crate) struct LoginPoll {
-    pub store: Arc<dyn Store>,
+    pub store: Arc<dyn AccountStore>,
     pub sealer: Option<Arc<Sealer>>,
     pub clock: Arc<dyn Clock>,
 }

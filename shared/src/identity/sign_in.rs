@@ -3,7 +3,7 @@
 
 use super::password::{hash_password, verify_password};
 use super::secret::random_secret;
-use crate::store::{Store, StoreError};
+use crate::store::{AccountStore, StoreError};
 
 /// An Argon2id hash of a random string, verified against when the e-mail is unknown.
 /// Made once per process, on the first unknown e-mail.
@@ -14,7 +14,7 @@ static DUMMY_HASH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 /// so timing does not reveal which e-mails have accounts. The hashing runs off the
 /// async workers.
 pub async fn authenticate(
-    store: &dyn Store,
+    store: &dyn AccountStore,
     email: &str,
     password: &str,
 ) -> Result<Option<String>, StoreError> {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::seal::Sealer;
 use super::secret::{PERSONAL_SECRET_BYTES, TEMPORARY_SECRET_BYTES, random_secret, secret_hash};
 use crate::domain::{PersonalUrl, UrlGrant};
-use crate::store::{Store, StoreError};
+use crate::store::{AccountStore, StoreError};
 
 /// B1: one year.
 pub const PERSONAL_URL_SECS: u64 = 365 * 24 * 3600;
@@ -18,7 +18,7 @@ pub const PERSONAL_URL_SECS: u64 = 365 * 24 * 3600;
 pub const TEMPORARY_URL_SECS: u64 = 600;
 
 pub struct McpUrls {
-    pub store: Arc<dyn Store>,
+    pub store: Arc<dyn AccountStore>,
     pub sealer: Arc<Sealer>,
     /// `<public origin><prefix>`; URLs are `<base>/mcp/<secret>`.
     pub base: String,

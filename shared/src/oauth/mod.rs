@@ -62,6 +62,8 @@ pub struct OAuthApi {
 
 /// What the authorization server is built on (built once per process).
 pub struct OAuthServices {
+    /// The whole store: the authorization server spans three domains (its own clients,
+    /// codes and refresh tokens; accounts for sign-in; login states for `/mcplogin`).
     pub store: Arc<dyn Store>,
     pub jwts: Arc<Jwts>,
     pub sealer: Arc<Sealer>,

@@ -29,10 +29,10 @@ pub(crate) use toolbox::{CallContext, Retry, Toolbox};
 
 use std::sync::Arc;
 
-use crate::store::Store;
+use crate::store::HealthStore;
 
 /// Registers the product's own tools. Adding a tool is one module and one line here.
-pub fn register_builtin(registry: &mut Registry, store: &Arc<dyn Store>) {
+pub fn register_builtin(registry: &mut Registry, store: Arc<dyn HealthStore>) {
     registry.register(health::QueryHealthIndicators::new(store.clone()));
     registry.register(genetics::GetGeneticData::new(store.clone()));
 }

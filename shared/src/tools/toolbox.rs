@@ -22,14 +22,14 @@ use super::source::{SourceListing, ToolSource, Unavailable};
 use crate::clock::Clock;
 use crate::domain::DataPresence;
 use crate::identity::LoginPrompts;
-use crate::store::Store;
+use crate::store::McpServerStore;
 
 /// Every tool a request can reach. Built once per process.
 pub(crate) struct Toolbox {
     pub(crate) registry: Registry,
     /// Answers which kinds of data a caller holds (the availability gate) and which MCP
     /// servers they registered, in one read per `tools/list`.
-    pub(crate) store: Arc<dyn Store>,
+    pub(crate) store: Arc<dyn McpServerStore>,
     /// What an anonymous call to a tool that needs a user gets: a link to sign in.
     pub(crate) login: LoginPrompts,
     pub(crate) clock: Arc<dyn Clock>,
@@ -282,7 +282,8 @@ mod tests {
             .as_nanos();
         let dir =
             std::env::temp_dir().join(format!("mirobody-toolbox-{}-{nanos}", std::process::id()));
-        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(dir.join("db.sqlite")).unwrap());
+        let store: Arc<dyn crate::store::Store> =
+            Arc::new(EmbeddedStore::open(dir.join("db.sqlite")).unwrap());
         let genotypes = crate::demo::genotypes();
         store.put_genotypes("u", &genotypes[..1]).await.unwrap();
         let mut registry = Registry::new();

@@ -8,7 +8,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use crate::domain::Genotype;
-use crate::store::Store;
+use crate::store::HealthStore;
 use crate::tools::{DataKind, Tool, ToolCall, ToolOutput, ToolSpec};
 use crate::upload::is_rsid;
 
@@ -19,7 +19,7 @@ const MAX_RANGE: u64 = 10_000_000;
 const NEARBY_PER_HIT: usize = 20;
 
 pub struct GetGeneticData {
-    pub store: Arc<dyn Store>,
+    pub store: Arc<dyn HealthStore>,
 }
 
 impl Tool for GetGeneticData {
@@ -122,7 +122,7 @@ fn chromosome_rank(chromosome: &str) -> u32 {
 }
 
 impl GetGeneticData {
-    pub(crate) fn new(store: Arc<dyn Store>) -> Self {
+    pub(crate) fn new(store: Arc<dyn HealthStore>) -> Self {
         GetGeneticData { store }
     }
 
@@ -246,7 +246,8 @@ mod tests {
             .as_nanos();
         let dir =
             std::env::temp_dir().join(format!("mirobody-genetics-{}-{nanos}", std::process::id()));
-        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(dir.join("db.sqlite")).unwrap());
+        let store: Arc<dyn HealthStore> =
+            Arc::new(EmbeddedStore::open(dir.join("db.sqlite")).unwrap());
         let genotypes = crate::demo::genotypes();
         store.put_genotypes("u", &genotypes).await.unwrap();
         let tool = GetGeneticData {

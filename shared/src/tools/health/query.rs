@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::matching::{self, Keyword};
 use crate::domain::{Reading, ReadingValue};
-use crate::store::{ReadingQuery, Store};
+use crate::store::{HealthStore, ReadingQuery};
 use crate::tools::{DataKind, Tool, ToolCall, ToolOutput, ToolSpec};
 
 const DEFAULT_LIMIT: u32 = 50;
@@ -23,7 +23,7 @@ const MAX_LIMIT: u32 = 500;
 const MAX_CATALOGUE: usize = 200;
 
 pub struct QueryHealthIndicators {
-    pub store: Arc<dyn Store>,
+    pub store: Arc<dyn HealthStore>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -91,7 +91,7 @@ impl Tool for QueryHealthIndicators {
 }
 
 impl QueryHealthIndicators {
-    pub(crate) fn new(store: Arc<dyn Store>) -> Self {
+    pub(crate) fn new(store: Arc<dyn HealthStore>) -> Self {
         QueryHealthIndicators { store }
     }
 
