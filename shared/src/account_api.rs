@@ -22,11 +22,11 @@ use crate::identity::{
 use crate::store::{AccountStore, Created};
 
 /// Lifetime of a token from sign-in.
-pub const SESSION_TOKEN_SECS: u64 = 24 * 3600;
+pub(crate) const SESSION_TOKEN_SECS: u64 = 24 * 3600;
 /// The permission B2 checks before minting a URL for another account.
-pub const CHAT_PERMISSION: &str = "chat";
+pub(crate) const CHAT_PERMISSION: &str = "chat";
 
-pub struct AccountApi {
+pub(crate) struct AccountApi {
     pub store: Arc<dyn AccountStore>,
     pub jwts: Arc<Jwts>,
     pub urls: Arc<McpUrls>,
@@ -100,7 +100,7 @@ impl AccountApi {
         )
     }
 
-    pub async fn sign_up(&self, body: &[u8]) -> Result<Response<Bytes>, ApiError> {
+    pub(crate) async fn sign_up(&self, body: &[u8]) -> Result<Response<Bytes>, ApiError> {
         let request = serde_json::from_slice::<Credentials>(body).map_err(|_| bad_credentials())?;
         let Some(email) = normalise_email(&request.email) else {
             return Err(ApiError::refused(
@@ -133,7 +133,7 @@ impl AccountApi {
         }
     }
 
-    pub async fn sign_in(&self, body: &[u8]) -> Result<Response<Bytes>, ApiError> {
+    pub(crate) async fn sign_in(&self, body: &[u8]) -> Result<Response<Bytes>, ApiError> {
         let request = serde_json::from_slice::<Credentials>(body).map_err(|_| bad_credentials())?;
         let wrong = || ApiError::refused(StatusCode::UNAUTHORIZED, "wrong e-mail or password");
         let email = normalise_email(&request.email).ok_or_else(wrong)?;
@@ -144,7 +144,11 @@ impl AccountApi {
     }
 
     /// B2: the caller (owner) grants another account permissions on their data.
-    pub async fn share(&self, caller: &Caller, body: &[u8]) -> Result<Response<Bytes>, ApiError> {
+    pub(crate) async fn share(
+        &self,
+        caller: &Caller,
+        body: &[u8],
+    ) -> Result<Response<Bytes>, ApiError> {
         let request = parse::<ShareRequest>(body, false).ok_or_else(bad_body)?;
         let grantee = self.grantee(&request.grantee).await?;
         let permissions = request
@@ -165,7 +169,11 @@ impl AccountApi {
         ))
     }
 
-    pub async fn unshare(&self, caller: &Caller, body: &[u8]) -> Result<Response<Bytes>, ApiError> {
+    pub(crate) async fn unshare(
+        &self,
+        caller: &Caller,
+        body: &[u8],
+    ) -> Result<Response<Bytes>, ApiError> {
         let request = parse::<ShareRequest>(body, false).ok_or_else(bad_body)?;
         let grantee = self.grantee(&request.grantee).await?;
         self.store
@@ -187,7 +195,7 @@ impl AccountApi {
     }
 
     /// B1/B2: the personal URL of the caller, or of an account that shared "chat" with them.
-    pub async fn personal_url(
+    pub(crate) async fn personal_url(
         &self,
         caller: &Caller,
         body: &[u8],
@@ -215,7 +223,10 @@ impl AccountApi {
         Ok(ok(StatusCode::OK, json!({ "url": url })))
     }
 
-    pub async fn revoke_personal_url(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
+    pub(crate) async fn revoke_personal_url(
+        &self,
+        caller: &Caller,
+    ) -> Result<Response<Bytes>, ApiError> {
         let revoked = self.urls.revoke(&caller.user_id).await?;
         Ok(ok(StatusCode::OK, json!({ "revoked": revoked })))
     }

@@ -404,7 +404,7 @@ impl App {
             server_url: &server_url,
         };
         match self.mcp.handle(exchange).await {
-            Reply::Json { status, body, .. } => web::json(status, &body),
+            Reply::Json { status, body } => web::json(status, &body),
             Reply::Stream {
                 notifications,
                 response,

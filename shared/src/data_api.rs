@@ -19,7 +19,7 @@ use crate::identity::Caller;
 use crate::store::{HealthStore, StoreError};
 use crate::upload::{self, UploadError};
 
-pub struct DataApi {
+pub(crate) struct DataApi {
     pub store: Arc<dyn HealthStore>,
 }
 
@@ -48,7 +48,7 @@ fn store_failed(what: &'static str) -> impl FnOnce(StoreError) -> ApiError {
 }
 
 impl DataApi {
-    pub async fn health(
+    pub(crate) async fn health(
         &self,
         caller: &Caller,
         request: &Request<Bytes>,
@@ -80,7 +80,7 @@ impl DataApi {
         ))
     }
 
-    pub async fn genotype(
+    pub(crate) async fn genotype(
         &self,
         caller: &Caller,
         request: &Request<Bytes>,
@@ -96,7 +96,7 @@ impl DataApi {
         ))
     }
 
-    pub async fn summary(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
+    pub(crate) async fn summary(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
         let p = self
             .store
             .data_presence(&caller.user_id)
@@ -105,7 +105,7 @@ impl DataApi {
         Ok(ok(json!({ "health": p.health, "genotype": p.genotype })))
     }
 
-    pub async fn delete(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
+    pub(crate) async fn delete(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
         self.store
             .delete_user_data(&caller.user_id)
             .await

@@ -42,7 +42,7 @@ fn rounded(value: f64, decimals: i32) -> f64 {
 
 /// Monthly lab panels for the year starting `first_day` (YYYY-MM-DD), plus daily
 /// resting heart rate: about 485 readings.
-pub fn readings(first_day: chrono::NaiveDate) -> Vec<Reading> {
+pub(crate) fn readings(first_day: chrono::NaiveDate) -> Vec<Reading> {
     let mut dice = Dice(0x6d69_726f_626f_6479);
     let mut out = Vec::new();
     for month in 0..12u32 {
@@ -78,7 +78,7 @@ pub fn readings(first_day: chrono::NaiveDate) -> Vec<Reading> {
 }
 
 /// A few hundred genotypes: well-known variants first, then filler around them.
-pub fn genotypes() -> Vec<Genotype> {
+pub(crate) fn genotypes() -> Vec<Genotype> {
     let known: &[(&str, &str, u64, &str)] = &[
         ("rs429358", "19", 44_908_684, "TC"),
         ("rs7412", "19", 44_908_822, "CC"),

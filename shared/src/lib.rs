@@ -3,27 +3,29 @@
 //!
 //! See `ARCHITECTURE.md` at the repository root for the map.
 
+#![warn(unreachable_pub)]
+
 mod account_api;
 mod app;
 pub mod clock;
-pub mod config;
+mod config;
 mod data_api;
-pub mod demo;
+mod demo;
 pub mod domain;
-pub mod external;
+mod external;
 pub mod http;
 pub mod identity;
-pub mod mcp;
-pub mod oauth;
-pub mod prompts;
-pub mod remote;
-pub mod resources;
+mod mcp;
+mod oauth;
+mod prompts;
+mod remote;
+mod resources;
 mod services;
 pub mod store;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
-pub mod tools;
-pub mod upload;
+mod tools;
+mod upload;
 
 pub use app::{App, TOKEN_AUDIENCE, TOKEN_ISSUER};
 pub use config::{Config, ConfigError, Runtime, StoreKind};

@@ -7,14 +7,13 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 /// One `prompts/get` request, including a multi-round retry's answers.
-pub struct PromptRequest<'a> {
+pub(crate) struct PromptRequest<'a> {
     pub arguments: &'a Map<String, Value>,
     pub input_responses: Option<&'a Map<String, Value>>,
-    pub request_state: Option<&'a str>,
 }
 
 /// What rendering a prompt produced.
-pub enum PromptOutput {
+pub(crate) enum PromptOutput {
     Messages(Value),
     /// The prompt needs the client's input first (MRTR).
     InputRequired {
@@ -26,10 +25,10 @@ pub enum PromptOutput {
 }
 
 /// Builds a prompt's messages from its request.
-pub type PromptRenderer = Arc<dyn Fn(PromptRequest<'_>) -> PromptOutput + Send + Sync>;
+pub(crate) type PromptRenderer = Arc<dyn Fn(PromptRequest<'_>) -> PromptOutput + Send + Sync>;
 
 #[derive(Clone)]
-pub struct Prompt {
+pub(crate) struct Prompt {
     pub name: String,
     pub title: Option<String>,
     pub description: Option<String>,
@@ -39,21 +38,21 @@ pub struct Prompt {
 }
 
 #[derive(Clone, Default)]
-pub struct Prompts {
+pub(crate) struct Prompts {
     by_name: BTreeMap<String, Prompt>,
 }
 
 impl Prompts {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
-    pub fn add(&mut self, prompt: Prompt) -> &mut Self {
+    pub(crate) fn add(&mut self, prompt: Prompt) -> &mut Self {
         self.by_name.insert(prompt.name.clone(), prompt);
         self
     }
 
-    pub fn list(&self) -> Vec<Value> {
+    pub(crate) fn list(&self) -> Vec<Value> {
         self.by_name
             .values()
             .map(|p| {
@@ -72,7 +71,7 @@ impl Prompts {
             .collect()
     }
 
-    pub fn get(&self, name: &str) -> Option<&Prompt> {
+    pub(crate) fn get(&self, name: &str) -> Option<&Prompt> {
         self.by_name.get(name)
     }
 }

@@ -17,14 +17,14 @@ use serde_json::{Map, Value, json};
 use crate::config::ConfigError;
 
 #[derive(Debug, Clone)]
-pub enum ResourceBody {
+pub(crate) enum ResourceBody {
     Text(String),
     /// Base64-encoded bytes.
     Blob(String),
 }
 
 #[derive(Debug, Clone)]
-pub struct Resource {
+pub(crate) struct Resource {
     pub uri: String,
     pub name: String,
     pub title: Option<String>,
@@ -34,11 +34,11 @@ pub struct Resource {
 }
 
 /// Reads a templated resource: the uri matched the template; `None` if nothing is there.
-pub type TemplateReader =
+pub(crate) type TemplateReader =
     Arc<dyn Fn(&str, &BTreeMap<String, String>) -> Option<Resource> + Send + Sync>;
 
 #[derive(Clone)]
-pub struct ResourceTemplate {
+pub(crate) struct ResourceTemplate {
     pub uri_template: String,
     pub name: String,
     pub description: Option<String>,
@@ -47,25 +47,28 @@ pub struct ResourceTemplate {
 }
 
 /// Values substituted into resource text on read, for one request.
-pub struct Substitutions<'a> {
+pub(crate) struct Substitutions<'a> {
     pub server_url: &'a str,
     /// The caller's `Authorization` value, if any.
     pub token: Option<&'a str>,
 }
 
 #[derive(Clone, Default)]
-pub struct Resources {
+pub(crate) struct Resources {
     by_uri: BTreeMap<String, Resource>,
     templates: Vec<ResourceTemplate>,
 }
 
 impl Resources {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Loads every `*.json` descriptor in the given directories.
-    pub fn load_dirs(&mut self, dirs: &[impl AsRef<Path>]) -> Result<&mut Self, ConfigError> {
+    pub(crate) fn load_dirs(
+        &mut self,
+        dirs: &[impl AsRef<Path>],
+    ) -> Result<&mut Self, ConfigError> {
         for dir in dirs {
             let dir = dir.as_ref();
             let entries =
@@ -83,28 +86,24 @@ impl Resources {
         Ok(self)
     }
 
-    pub fn add(&mut self, resource: Resource) -> &mut Self {
+    pub(crate) fn add(&mut self, resource: Resource) -> &mut Self {
         self.by_uri.insert(resource.uri.clone(), resource);
         self
     }
 
-    pub fn add_template(&mut self, template: ResourceTemplate) -> &mut Self {
+    pub(crate) fn add_template(&mut self, template: ResourceTemplate) -> &mut Self {
         self.templates.push(template);
         self.templates
             .sort_by(|a, b| a.uri_template.cmp(&b.uri_template));
         self
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.by_uri.is_empty() && self.templates.is_empty()
-    }
-
     /// `resources/list` entries, sorted by uri, without their text.
-    pub fn list(&self) -> Vec<Value> {
+    pub(crate) fn list(&self) -> Vec<Value> {
         self.by_uri.values().map(describe).collect()
     }
 
-    pub fn list_templates(&self) -> Vec<Value> {
+    pub(crate) fn list_templates(&self) -> Vec<Value> {
         self.templates
             .iter()
             .map(|t| {
@@ -122,7 +121,7 @@ impl Resources {
 
     /// `resources/read` contents for `uri`, substituted for this request; `None` when
     /// no resource or template serves it.
-    pub fn read(&self, uri: &str, subs: &Substitutions<'_>) -> Option<Value> {
+    pub(crate) fn read(&self, uri: &str, subs: &Substitutions<'_>) -> Option<Value> {
         // A loaded resource is read in place; only its substituted text is copied.
         let found = match self.by_uri.get(uri) {
             Some(resource) => Cow::Borrowed(resource),

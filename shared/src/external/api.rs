@@ -24,13 +24,13 @@ use crate::http::{self as web, ApiError};
 use crate::identity::Caller;
 
 /// Longest server name: the namespace must leave room for tool names within 64.
-pub const MAX_SERVER_NAME: usize = 32;
+pub(super) const MAX_SERVER_NAME: usize = 32;
 
 /// At most this many `allowed_tools` names (the tool bound, D6).
 const MAX_ALLOWED: usize = 256;
 
 /// At most this many servers per account.
-pub const MAX_SERVERS: usize = 20;
+pub(super) const MAX_SERVERS: usize = 20;
 
 /// `Some(None)` for an explicit `null`, `None` when the field is absent.
 fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(

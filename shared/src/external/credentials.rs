@@ -34,7 +34,7 @@ const RESERVED: &[&str] = &[
 /// The auth part of a registration or an update, as the client sent it.
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "UPPERCASE", deny_unknown_fields)]
-pub enum AuthInput {
+pub(super) enum AuthInput {
     None,
     Bearer { token: String },
     Header { name: String, value: String },
@@ -68,7 +68,7 @@ fn secret_ok(secret: &str) -> bool {
 
 /// Checks `input` and seals its secret: the stored auth kind and sealed credential.
 /// The error names what is wrong, never the secret.
-pub fn seal(
+pub(super) fn seal(
     sealer: &Sealer,
     user: &str,
     url: &str,
@@ -104,7 +104,11 @@ pub fn seal(
 
 /// The headers that authenticate requests to the record's server. An error means the
 /// sealed credential does not open (another key, or a record copied across accounts).
-pub fn headers(sealer: &Sealer, user: &str, record: &McpServerRecord) -> Result<HeaderMap, String> {
+pub(super) fn headers(
+    sealer: &Sealer,
+    user: &str,
+    record: &McpServerRecord,
+) -> Result<HeaderMap, String> {
     let mut headers = HeaderMap::new();
     let open = || -> Result<HeaderValue, String> {
         let sealed = record

@@ -29,12 +29,11 @@ use crate::identity::Sealer;
 use crate::remote::{GuardedHttp, INVALID_URL_CODE};
 use crate::store::{McpServerStore, StoreError};
 
-pub use naming::namespaced;
-pub use probe::PROBE_BUDGET;
-pub use tool_source::{CONNECT_BUDGET, SNAPSHOT_TTL};
+pub(crate) use probe::PROBE_BUDGET;
+pub(crate) use tool_source::CONNECT_BUDGET;
 
 /// The external-server side of the app, built once per process.
-pub struct ExternalServers {
+pub(crate) struct ExternalServers {
     store: Arc<dyn McpServerStore>,
     sealer: Arc<Sealer>,
     http: Arc<GuardedHttp>,
@@ -45,7 +44,7 @@ pub struct ExternalServers {
 }
 
 impl ExternalServers {
-    pub fn new(
+    pub(crate) fn new(
         store: Arc<dyn McpServerStore>,
         sealer: Arc<Sealer>,
         http: Arc<GuardedHttp>,
@@ -63,7 +62,7 @@ impl ExternalServers {
     }
 
     /// Shorter budgets (tests of slow servers).
-    pub fn with_budgets(mut self, probe: Duration, connect: Duration) -> Self {
+    pub(crate) fn with_budgets(mut self, probe: Duration, connect: Duration) -> Self {
         self.probe_budget = probe;
         self.connect_budget = connect;
         self
@@ -78,7 +77,7 @@ fn sort_for_listing(records: &mut [McpServerRecord]) {
 /// A refusal of the registry API: one status, one stable code, one message. Becomes an
 /// `ApiError` in the seed's envelope or the REST form, which renders it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RegistryError {
+pub(crate) struct RegistryError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
@@ -93,15 +92,15 @@ impl RegistryError {
         }
     }
 
-    pub fn bad_request(message: impl Into<String>) -> Self {
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
     }
 
-    pub fn invalid_url(message: impl Into<String>) -> Self {
+    pub(crate) fn invalid_url(message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, INVALID_URL_CODE, message)
     }
 
-    pub fn probe_failed(why: &str) -> Self {
+    pub(crate) fn probe_failed(why: &str) -> Self {
         let why: String = why.chars().take(300).collect();
         Self::new(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -110,7 +109,7 @@ impl RegistryError {
         )
     }
 
-    pub fn unknown_tool(names: &[&str]) -> Self {
+    pub(crate) fn unknown_tool(names: &[&str]) -> Self {
         Self::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "unknown_mcp_tool",
@@ -121,7 +120,7 @@ impl RegistryError {
         )
     }
 
-    pub fn immutable(field: &str) -> Self {
+    pub(crate) fn immutable(field: &str) -> Self {
         Self::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "immutable_field",
@@ -129,7 +128,7 @@ impl RegistryError {
         )
     }
 
-    pub fn name_taken(name: &str) -> Self {
+    pub(crate) fn name_taken(name: &str) -> Self {
         Self::new(
             StatusCode::CONFLICT,
             "mcp_server_name_taken",
@@ -139,7 +138,7 @@ impl RegistryError {
         )
     }
 
-    pub fn url_taken() -> Self {
+    pub(crate) fn url_taken() -> Self {
         Self::new(
             StatusCode::CONFLICT,
             "mcp_server_url_taken",
@@ -147,7 +146,7 @@ impl RegistryError {
         )
     }
 
-    pub fn not_found(name: &str) -> Self {
+    pub(crate) fn not_found(name: &str) -> Self {
         Self::new(
             StatusCode::NOT_FOUND,
             "not_found",
@@ -155,7 +154,7 @@ impl RegistryError {
         )
     }
 
-    pub fn unavailable(error: StoreError) -> Self {
+    pub(crate) fn unavailable(error: StoreError) -> Self {
         tracing::warn!(%error, "external server registry store failure");
         Self::new(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -7,10 +7,10 @@
 use sha2::{Digest, Sha256};
 
 /// The prefix of every external tool name.
-pub const PREFIX: &str = "mcp__";
+pub(super) const PREFIX: &str = "mcp__";
 
 /// The longest name a model API accepts.
-pub const MAX_NAME: usize = 64;
+pub(super) const MAX_NAME: usize = 64;
 
 /// Letters, digits and underscores as they are; anything else (hyphens included)
 /// becomes an underscore.
@@ -30,12 +30,12 @@ fn hashed(name: &str, server: &str, tool: &str) -> String {
 }
 
 /// The tool namespace of a server name (`my-shop` → `my_shop`).
-pub fn namespace(server: &str) -> String {
+pub(super) fn namespace(server: &str) -> String {
     clean(server)
 }
 
 /// `mcp__<server>__<tool>`, cut with a hash past 64 characters.
-pub fn namespaced(server: &str, tool: &str) -> String {
+pub(crate) fn namespaced(server: &str, tool: &str) -> String {
     let name = format!("{PREFIX}{}__{}", clean(server), clean(tool));
     if name.len() > MAX_NAME {
         hashed(&name, server, tool)
@@ -47,7 +47,10 @@ pub fn namespaced(server: &str, tool: &str) -> String {
 /// The exposed name of each of `tools` (a server's tools in its own order): a tool
 /// whose name collides with an earlier one once cleaned (`a-b`, `a.b`) gets the
 /// hashed form, so every exposed name is unique and stable for the same list.
-pub fn namespaced_tools<'t>(server: &str, tools: impl IntoIterator<Item = &'t str>) -> Vec<String> {
+pub(super) fn namespaced_tools<'t>(
+    server: &str,
+    tools: impl IntoIterator<Item = &'t str>,
+) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     tools
         .into_iter()

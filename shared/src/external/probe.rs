@@ -17,26 +17,26 @@ use crate::remote::{GuardedHttp, HttpError, McpConnection, RemoteError, RemoteTo
 
 /// The whole probe: connection, handshake and every `tools/list` page. 25 s leaves the
 /// 29 s function time (and API Gateway's 30 s) room for the store writes around it.
-pub const PROBE_BUDGET: Duration = Duration::from_secs(25);
+pub(crate) const PROBE_BUDGET: Duration = Duration::from_secs(25);
 
 /// How long ending a legacy session may take (best effort).
-pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+pub(super) const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Tool names longer than this are not kept (D6).
-pub const MAX_TOOL_NAME: usize = 128;
+pub(super) const MAX_TOOL_NAME: usize = 128;
 
 /// Stored descriptions are cut to this many characters (D6).
-pub const MAX_STORED_DESCRIPTION: usize = 500;
+pub(super) const MAX_STORED_DESCRIPTION: usize = 500;
 
 /// What a successful probe saw.
-pub struct Probe {
+pub(super) struct Probe {
     pub server_name: Option<String>,
     /// At most 256 tools (the client's bound), names of at most 128 characters.
     pub tools: Vec<RemoteTool>,
 }
 
 /// Why connecting and listing failed.
-pub enum ListFailure {
+pub(super) enum ListFailure {
     /// The address guard refused the url; nothing was sent.
     Refused(String),
     /// The server answered wrongly, refused, or could not be reached.
@@ -56,7 +56,7 @@ impl std::fmt::Display for ListFailure {
 
 /// Connects to `url` with `auth` and lists every tool, the whole exchange within
 /// `budget`: the one way both the registration probe and `/mcp` open a server.
-pub async fn connect_and_list(
+pub(super) async fn connect_and_list(
     http: &GuardedHttp,
     url: &str,
     auth: &HeaderMap,
@@ -78,7 +78,7 @@ pub async fn connect_and_list(
 }
 
 /// Connects to `url` with `auth`, lists its tools, all within `budget`.
-pub async fn probe(
+pub(super) async fn probe(
     http: &GuardedHttp,
     url: &str,
     auth: &HeaderMap,
@@ -101,7 +101,7 @@ pub async fn probe(
 }
 
 /// What is stored of the tools (D6): names, descriptions cut to 500 characters.
-pub fn snapshot(tools: &[RemoteTool]) -> Vec<McpToolSnapshot> {
+pub(super) fn snapshot(tools: &[RemoteTool]) -> Vec<McpToolSnapshot> {
     tools
         .iter()
         .map(|tool| McpToolSnapshot {
@@ -115,7 +115,7 @@ pub fn snapshot(tools: &[RemoteTool]) -> Vec<McpToolSnapshot> {
 }
 
 /// D7: every name in `allowed` must be one of the probed tools.
-pub fn check_allowed(
+pub(super) fn check_allowed(
     allowed: Option<&[String]>,
     tools: &[McpToolSnapshot],
 ) -> Result<(), RegistryError> {

@@ -35,13 +35,13 @@ use crate::tools::{
 };
 
 /// Each server gets this long to connect and list (D8), all of them in parallel.
-pub const CONNECT_BUDGET: Duration = Duration::from_secs(20);
+pub(crate) const CONNECT_BUDGET: Duration = Duration::from_secs(20);
 
 /// How long a server's tool list is reused before it is fetched again.
-pub const SNAPSHOT_TTL: Duration = Duration::from_secs(60);
+pub(crate) const SNAPSHOT_TTL: Duration = Duration::from_secs(60);
 
 /// How long a failed server is left out before it is tried again.
-pub const FAILURE_TTL: Duration = Duration::from_secs(15);
+pub(super) const FAILURE_TTL: Duration = Duration::from_secs(15);
 
 /// Entries kept at most (oldest dropped first).
 const CACHE_CAPACITY: usize = 4096;
@@ -83,7 +83,7 @@ struct Entry {
 }
 
 #[derive(Default)]
-pub struct SnapshotCache {
+pub(super) struct SnapshotCache {
     entries: Mutex<HashMap<(String, String), Entry>>,
 }
 
@@ -123,7 +123,7 @@ impl SnapshotCache {
         );
     }
 
-    pub fn forget(&self, user: &str, name: &str) {
+    pub(super) fn forget(&self, user: &str, name: &str) {
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         entries.remove(&(user.to_string(), name.to_string()));
     }

@@ -12,14 +12,14 @@ use http::{Response, StatusCode};
 use serde_json::Value;
 
 pub(crate) use error::{ApiError, Form, STORAGE_UNAVAILABLE};
-pub use origin::OriginPolicy;
+pub(crate) use origin::OriginPolicy;
 pub(crate) use routes::{Access, Handler, methods_at};
 pub use routes::{Matched, Resolved, RouteGroup, resolve, templates};
 
 const ALLOW_HEADERS: &str = "Content-Type, Authorization, Accept, MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Session-Id, Last-Event-ID";
 const EXPOSE_HEADERS: &str = "MCP-Protocol-Version, WWW-Authenticate";
 
-pub fn json(status: StatusCode, body: &Value) -> Response<Bytes> {
+pub(crate) fn json(status: StatusCode, body: &Value) -> Response<Bytes> {
     let mut response = Response::new(Bytes::from(body.to_string()));
     *response.status_mut() = status;
     response.headers_mut().insert(
@@ -30,7 +30,7 @@ pub fn json(status: StatusCode, body: &Value) -> Response<Bytes> {
 }
 
 /// A complete `text/event-stream` body: each message one `data:` line.
-pub fn event_stream(notifications: &[Value], response: &Value) -> Response<Bytes> {
+pub(crate) fn event_stream(notifications: &[Value], response: &Value) -> Response<Bytes> {
     let mut body = String::new();
     for message in notifications.iter().chain(std::iter::once(response)) {
         body.push_str("event: message\ndata: ");
@@ -49,7 +49,7 @@ pub fn event_stream(notifications: &[Value], response: &Value) -> Response<Bytes
 }
 
 /// A JSON body that is already serialised.
-pub fn json_bytes(status: StatusCode, body: Bytes) -> Response<Bytes> {
+pub(crate) fn json_bytes(status: StatusCode, body: Bytes) -> Response<Bytes> {
     let mut response = Response::new(body);
     *response.status_mut() = status;
     response.headers_mut().insert(
@@ -59,14 +59,14 @@ pub fn json_bytes(status: StatusCode, body: Bytes) -> Response<Bytes> {
     response
 }
 
-pub fn empty(status: StatusCode) -> Response<Bytes> {
+pub(crate) fn empty(status: StatusCode) -> Response<Bytes> {
     let mut response = Response::new(Bytes::new());
     *response.status_mut() = status;
     response
 }
 
 /// Adds CORS headers for an allowed browser origin (or `*` when the request has none).
-pub fn add_cors(
+pub(crate) fn add_cors(
     response: &mut Response<Bytes>,
     allowed_origin: Option<&str>,
     methods: &'static str,

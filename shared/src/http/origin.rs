@@ -12,7 +12,7 @@ use crate::config::{Config, Runtime};
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
 #[derive(Debug, Clone)]
-pub struct OriginPolicy {
+pub(crate) struct OriginPolicy {
     /// The public origin, exactly (`https://mcp.example.com`).
     public_origin: Option<String>,
     /// The public host (with port if any), for the `Host` check.
@@ -23,7 +23,7 @@ pub struct OriginPolicy {
 }
 
 impl OriginPolicy {
-    pub fn new(config: &Config) -> Self {
+    pub(crate) fn new(config: &Config) -> Self {
         let public_origin = config
             .public_url
             .as_ref()
@@ -40,13 +40,13 @@ impl OriginPolicy {
     }
 
     /// The origin to echo in CORS headers, if the request's `Origin` is allowed.
-    pub fn allowed_origin<'h>(&self, headers: &'h HeaderMap) -> Option<&'h str> {
+    pub(crate) fn allowed_origin<'h>(&self, headers: &'h HeaderMap) -> Option<&'h str> {
         let origin = headers.get(ORIGIN)?.to_str().ok()?;
         self.origin_allowed(origin).then_some(origin)
     }
 
     /// False when the request must be refused with 403.
-    pub fn allows(&self, headers: &HeaderMap) -> bool {
+    pub(crate) fn allows(&self, headers: &HeaderMap) -> bool {
         if let Some(origin) = headers.get(ORIGIN) {
             let Ok(origin) = origin.to_str() else {
                 return false;

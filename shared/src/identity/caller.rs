@@ -17,7 +17,7 @@ use crate::http::ApiError;
 
 /// The user a tool acts for, as resolved by the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Caller {
+pub(crate) struct Caller {
     pub user_id: String,
     /// Set by a temporary URL: the conversation it was minted for.
     pub session_id: Option<String>,
@@ -26,7 +26,7 @@ pub struct Caller {
 }
 
 impl Caller {
-    pub fn user(user_id: impl Into<String>) -> Self {
+    pub(crate) fn user(user_id: impl Into<String>) -> Self {
         Caller {
             user_id: user_id.into(),
             session_id: None,

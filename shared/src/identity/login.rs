@@ -19,12 +19,12 @@ use crate::http::{self as web, ApiError};
 use crate::store::{AccountStore, StoreError};
 
 /// How long the browser step may take.
-pub const LOGIN_STATE_SECS: u64 = 600;
+pub(crate) const LOGIN_STATE_SECS: u64 = 600;
 /// How often the client should poll, and for how long (seconds).
-pub const POLL_INTERVAL: u64 = 10;
-pub const POLL_MAX_WAIT: u64 = 300;
+pub(super) const POLL_INTERVAL: u64 = 10;
+pub(super) const POLL_MAX_WAIT: u64 = 300;
 
-pub struct LoginPrompts {
+pub(crate) struct LoginPrompts {
     pub store: Arc<dyn AccountStore>,
     /// The public origin (C4): no prefix, no trailing slash.
     pub origin: String,
@@ -44,7 +44,7 @@ fn encode(value: &str) -> String {
 
 impl LoginPrompts {
     /// The prompt, shaped as the original's (REFERENCE section 2).
-    pub async fn prompt(&self, now: u64) -> Result<Value, StoreError> {
+    pub(crate) async fn prompt(&self, now: u64) -> Result<Value, StoreError> {
         let state = random_secret(24);
         let record = LoginState {
             status: LoginStatus::Pending,

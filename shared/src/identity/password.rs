@@ -7,9 +7,9 @@ use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, Salt
 use super::secret::random_bytes;
 
 /// Shortest password accepted at sign-up.
-pub const MIN_PASSWORD: usize = 10;
+pub(crate) const MIN_PASSWORD: usize = 10;
 
-pub fn hash_password(password: &str) -> String {
+pub(crate) fn hash_password(password: &str) -> String {
     let salt = SaltString::encode_b64(&random_bytes::<16>()).expect("16 bytes is a valid salt");
     Argon2::default()
         .hash_password(password.as_bytes(), &salt)
@@ -17,7 +17,7 @@ pub fn hash_password(password: &str) -> String {
         .to_string()
 }
 
-pub fn verify_password(password: &str, hash: &str) -> bool {
+pub(crate) fn verify_password(password: &str, hash: &str) -> bool {
     PasswordHash::new(hash).is_ok_and(|parsed| {
         Argon2::default()
             .verify_password(password.as_bytes(), &parsed)

@@ -8,12 +8,12 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use super::secret::random_bytes;
 
-pub struct Sealer {
+pub(crate) struct Sealer {
     key: LessSafeKey,
 }
 
 impl Sealer {
-    pub fn new(key: &[u8; 32]) -> Self {
+    pub(crate) fn new(key: &[u8; 32]) -> Self {
         Sealer {
             key: LessSafeKey::new(
                 UnboundKey::new(&AES_256_GCM, key).expect("a 32-byte AES-256 key"),
@@ -22,7 +22,7 @@ impl Sealer {
     }
 
     /// `nonce || ciphertext || tag`, base64url.
-    pub fn seal(&self, plaintext: &[u8], associated: &str) -> String {
+    pub(crate) fn seal(&self, plaintext: &[u8], associated: &str) -> String {
         let nonce: [u8; NONCE_LEN] = random_bytes();
         let mut data = plaintext.to_vec();
         self.key
@@ -38,7 +38,7 @@ impl Sealer {
     }
 
     /// The plaintext, if `sealed` was sealed with this key and the same associated data.
-    pub fn open(&self, sealed: &str, associated: &str) -> Option<Vec<u8>> {
+    pub(crate) fn open(&self, sealed: &str, associated: &str) -> Option<Vec<u8>> {
         let bytes = URL_SAFE_NO_PAD.decode(sealed).ok()?;
         if bytes.len() < NONCE_LEN + 16 {
             return None;

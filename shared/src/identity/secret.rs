@@ -6,22 +6,22 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
 
 /// A personal URL secret: 96 random bytes (B1), 128 URL-safe characters.
-pub const PERSONAL_SECRET_BYTES: usize = 96;
+pub(super) const PERSONAL_SECRET_BYTES: usize = 96;
 /// A temporary URL secret: 32 random bytes (B3).
-pub const TEMPORARY_SECRET_BYTES: usize = 32;
+pub(super) const TEMPORARY_SECRET_BYTES: usize = 32;
 
 fn fill(buffer: &mut [u8]) {
     getrandom::fill(buffer).expect("the operating system provides random bytes");
 }
 
 /// `N` bytes from the operating system's generator (keys, nonces, salts).
-pub fn random_bytes<const N: usize>() -> [u8; N] {
+pub(crate) fn random_bytes<const N: usize>() -> [u8; N] {
     let mut bytes = [0u8; N];
     fill(&mut bytes);
     bytes
 }
 
-pub fn random_secret(bytes: usize) -> String {
+pub(crate) fn random_secret(bytes: usize) -> String {
     let mut buffer = vec![0u8; bytes];
     fill(&mut buffer);
     URL_SAFE_NO_PAD.encode(buffer)
@@ -33,7 +33,7 @@ pub(super) fn hex(bytes: &[u8]) -> String {
 }
 
 /// The storage key of a secret: hex SHA-256. The secret itself is never stored.
-pub fn secret_hash(secret: &str) -> String {
+pub(crate) fn secret_hash(secret: &str) -> String {
     hex(&Sha256::digest(secret.as_bytes()))
 }
 

@@ -13,7 +13,7 @@ static DUMMY_HASH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 /// surrounding spaces ignored). An unknown e-mail costs one password verification too,
 /// so timing does not reveal which e-mails have accounts. The hashing runs off the
 /// async workers.
-pub async fn authenticate(
+pub(crate) async fn authenticate(
     store: &dyn AccountStore,
     email: &str,
     password: &str,

@@ -13,11 +13,11 @@ use crate::domain::{PersonalUrl, UrlGrant};
 use crate::store::{AccountStore, StoreError};
 
 /// B1: one year.
-pub const PERSONAL_URL_SECS: u64 = 365 * 24 * 3600;
+pub(crate) const PERSONAL_URL_SECS: u64 = 365 * 24 * 3600;
 /// B3: ten minutes.
-pub const TEMPORARY_URL_SECS: u64 = 600;
+pub(crate) const TEMPORARY_URL_SECS: u64 = 600;
 
-pub struct McpUrls {
+pub(crate) struct McpUrls {
     pub store: Arc<dyn AccountStore>,
     pub sealer: Arc<Sealer>,
     /// `<public origin><prefix>`; URLs are `<base>/mcp/<secret>`.
@@ -34,7 +34,7 @@ impl McpUrls {
     }
 
     /// The user's personal URL: the live one if there is one, else a new one.
-    pub async fn personal(&self, user_id: &str, now: u64) -> Result<String, StoreError> {
+    pub(crate) async fn personal(&self, user_id: &str, now: u64) -> Result<String, StoreError> {
         let secret = random_secret(PERSONAL_SECRET_BYTES);
         let candidate = PersonalUrl {
             sealed_secret: self.sealer.seal(secret.as_bytes(), &binding(user_id)),
@@ -57,13 +57,13 @@ impl McpUrls {
     }
 
     /// Revokes the personal URL; the next request mints a new one.
-    pub async fn revoke(&self, user_id: &str) -> Result<bool, StoreError> {
+    pub(crate) async fn revoke(&self, user_id: &str) -> Result<bool, StoreError> {
         self.store.revoke_personal_url(user_id).await
     }
 
     /// B3: a ten-minute URL for one conversation and one agent. Other code (a chat
     /// backend, an agent runner) calls this to hand an agent its own MCP URL.
-    pub async fn temporary(
+    pub(crate) async fn temporary(
         &self,
         user_id: &str,
         session_id: &str,
@@ -84,7 +84,11 @@ impl McpUrls {
     }
 
     /// The grant behind a URL secret, if it is live.
-    pub async fn grant(&self, secret: &str, now: u64) -> Result<Option<UrlGrant>, StoreError> {
+    pub(crate) async fn grant(
+        &self,
+        secret: &str,
+        now: u64,
+    ) -> Result<Option<UrlGrant>, StoreError> {
         self.store.url_grant(&secret_hash(secret), now).await
     }
 }

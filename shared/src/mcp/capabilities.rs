@@ -7,17 +7,17 @@ use super::wire::{META_SERVER_INFO, MODERN_VERSIONS};
 
 /// What the server announces about itself. Built once per process.
 #[derive(Debug, Clone)]
-pub struct Declaration {
+pub(crate) struct Declaration {
     pub capabilities: Value,
     pub server_info: Value,
     pub instructions: Option<&'static str>,
 }
 
-pub const INSTRUCTIONS: &str = "Reads the signed-in user's own health data. \
+pub(super) const INSTRUCTIONS: &str = "Reads the signed-in user's own health data. \
 Call tools/list to see which tools are available for this account.";
 
 impl Declaration {
-    pub fn new(server_name: &str, with_completions: bool) -> Self {
+    pub(crate) fn new(server_name: &str, with_completions: bool) -> Self {
         let mut capabilities = json!({
             "tools": { "listChanged": false },
             "resources": {},
@@ -34,7 +34,7 @@ impl Declaration {
     }
 
     /// The legacy handshake's result body.
-    pub fn initialize_result(&self, version: &str) -> Map<String, Value> {
+    pub(crate) fn initialize_result(&self, version: &str) -> Map<String, Value> {
         let mut result = Map::new();
         result.insert("protocolVersion".into(), version.into());
         result.insert("capabilities".into(), self.capabilities.clone());
@@ -50,7 +50,7 @@ impl Declaration {
     }
 
     /// `server/discover`'s result body (caching fields are added by the dispatcher).
-    pub fn discover_result(&self) -> Map<String, Value> {
+    pub(crate) fn discover_result(&self) -> Map<String, Value> {
         let mut result = Map::new();
         result.insert("supportedVersions".into(), json!(MODERN_VERSIONS));
         result.insert("capabilities".into(), self.capabilities.clone());

@@ -23,10 +23,10 @@ use crate::resources::{Resources, Substitutions};
 use crate::tools::{CallContext, Caller, Notifier, Retry, ToolOutput, Toolbox};
 
 /// How long clients may cache list and discovery results.
-pub const CACHE_TTL_MS: u64 = 300_000;
+pub(crate) const CACHE_TTL_MS: u64 = 300_000;
 
 /// The MCP server: everything a request needs, built once per process.
-pub struct McpServer {
+pub(crate) struct McpServer {
     pub declaration: Declaration,
     /// Every tool a request can reach: built-in ones and the caller's own servers.
     pub(crate) tools: Toolbox,
@@ -35,7 +35,7 @@ pub struct McpServer {
 }
 
 /// One request as the transport hands it over.
-pub struct Exchange<'a> {
+pub(crate) struct Exchange<'a> {
     pub headers: &'a HeaderMap,
     pub body: &'a [u8],
     /// The resolved caller, when there is one.
@@ -48,13 +48,9 @@ pub struct Exchange<'a> {
 
 /// What goes back on the wire.
 #[derive(Debug)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// A JSON-RPC response (result or error) with its HTTP status.
-    Json {
-        status: StatusCode,
-        body: Value,
-        era: Era,
-    },
+    Json { status: StatusCode, body: Value },
     /// Notifications the request asked for (progress, log messages), then the
     /// response: written as one `text/event-stream` body.
     Stream {
@@ -107,7 +103,7 @@ fn notifier_for(params: Option<&Value>, era: Era) -> Notifier {
 }
 
 impl McpServer {
-    pub async fn handle(&self, exchange: Exchange<'_>) -> Reply {
+    pub(crate) async fn handle(&self, exchange: Exchange<'_>) -> Reply {
         let incoming = match jsonrpc::parse(exchange.body) {
             Ok(incoming) => incoming,
             Err(rejected) => {
@@ -143,7 +139,6 @@ impl McpServer {
             Ok(result) => Reply::Json {
                 status: StatusCode::OK,
                 body: jsonrpc::result(&id, self.shape(result, &incoming.method, era)),
-                era,
             },
             Err(error) => error_reply(&id, &error, era),
         };
@@ -156,7 +151,6 @@ impl McpServer {
             Reply::Json {
                 status: StatusCode::OK,
                 body,
-                ..
             } if !notifications.is_empty() => Reply::Stream {
                 notifications,
                 response: body,
@@ -229,7 +223,6 @@ impl McpServer {
                 let request = PromptRequest {
                     arguments: &arguments,
                     input_responses: retry.input_responses,
-                    request_state: retry.request_state,
                 };
                 match (prompt.render)(request) {
                     PromptOutput::Messages(messages) => {
@@ -408,7 +401,6 @@ fn error_reply(id: &Value, error: &McpError, era: Era) -> Reply {
     Reply::Json {
         status: error.http_status(era),
         body: jsonrpc::error(id, error),
-        era,
     }
 }
 

@@ -18,7 +18,7 @@ use super::wire::{
 
 /// How a request is served, decided per request from what it carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Era {
+pub(crate) enum Era {
     /// 2026-07-28: per-request `_meta`, header validation, `resultType` on results.
     Modern,
     /// 2024-11-05 … 2025-11-25: `initialize` handshake, errors over HTTP 200.
@@ -28,7 +28,7 @@ pub enum Era {
 }
 
 /// `initialize` negotiation: echo a supported version, otherwise answer the newest.
-pub fn negotiate(requested: Option<&str>) -> &'static str {
+pub(crate) fn negotiate(requested: Option<&str>) -> &'static str {
     requested
         .and_then(|v| SUPPORTED_VERSIONS.iter().find(|s| **s == v))
         .copied()
@@ -38,7 +38,7 @@ pub fn negotiate(requested: Option<&str>) -> &'static str {
 /// A request is modern when its `_meta` names a protocol version, or when its
 /// `MCP-Protocol-Version` header names a version that is not a legacy one
 /// (then a missing `_meta` is reported rather than silently served as legacy).
-pub fn classify(params: Option<&Value>, headers: &HeaderMap) -> Era {
+pub(crate) fn classify(params: Option<&Value>, headers: &HeaderMap) -> Era {
     let meta_version = params
         .and_then(|p| p.get("_meta"))
         .and_then(|m| m.get(META_PROTOCOL_VERSION));
@@ -54,12 +54,12 @@ pub fn classify(params: Option<&Value>, headers: &HeaderMap) -> Era {
 
 /// What a validated modern request declared about itself.
 #[derive(Debug, Clone, Default)]
-pub struct RequestMeta {
+pub(crate) struct RequestMeta {
     pub client_capabilities: Map<String, Value>,
 }
 
 /// Checks a modern request in the order the spec's clients expect.
-pub fn validate_modern(
+pub(crate) fn validate_modern(
     method: &str,
     params: Option<&Value>,
     headers: &HeaderMap,

@@ -13,7 +13,7 @@ use super::wire;
 /// Everything that can make an MCP request fail at the protocol level.
 /// Tool failures are not here: they are results with `isError: true`.
 #[derive(Debug, Clone, PartialEq)]
-pub enum McpError {
+pub(crate) enum McpError {
     /// The body is not JSON (-32700).
     Parse,
     /// The body is JSON but not a JSON-RPC request object (-32600).
@@ -48,7 +48,7 @@ pub enum McpError {
 }
 
 impl McpError {
-    pub fn code(&self) -> i64 {
+    pub(crate) fn code(&self) -> i64 {
         match self {
             McpError::Parse => -32700,
             McpError::InvalidRequest(_) => -32600,
@@ -66,7 +66,7 @@ impl McpError {
         }
     }
 
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         match self {
             McpError::Parse => "Parse error: the body is not valid JSON".into(),
             McpError::InvalidRequest(why) => format!("Invalid Request: {why}"),
@@ -90,7 +90,7 @@ impl McpError {
         }
     }
 
-    pub fn data(&self) -> Option<Value> {
+    pub(crate) fn data(&self) -> Option<Value> {
         match self {
             McpError::ResourceNotFound(uri) => Some(json!({ "uri": uri })),
             McpError::MissingCapability(required) => {
@@ -107,7 +107,7 @@ impl McpError {
     /// The HTTP status for this error. Modern (2026-07-28) requests follow the
     /// transport spec's table; legacy clients get 200 with the error in the body, as
     /// the original server answered them, except for bodies that are not a request at all.
-    pub fn http_status(&self, era: Era) -> StatusCode {
+    pub(crate) fn http_status(&self, era: Era) -> StatusCode {
         match self {
             McpError::ForbiddenOrigin => return StatusCode::FORBIDDEN,
             McpError::PostOnly => return StatusCode::METHOD_NOT_ALLOWED,
@@ -134,7 +134,7 @@ impl McpError {
 
     /// The whole body of an error answered before any JSON-RPC request was read
     /// (`ForbiddenOrigin`, `PostOnly`): no `id`, as there is no request to name.
-    pub fn transport_body(&self) -> Value {
+    pub(crate) fn transport_body(&self) -> Value {
         json!({ "jsonrpc": "2.0", "error": { "code": self.code(), "message": self.message() } })
     }
 }

@@ -10,7 +10,7 @@ use super::error::McpError;
 
 /// One parsed JSON-RPC message from a client.
 #[derive(Debug)]
-pub struct Incoming {
+pub(super) struct Incoming {
     /// `None` for a notification: it gets no response body.
     pub id: Option<Value>,
     pub method: String,
@@ -20,12 +20,12 @@ pub struct Incoming {
 /// Why a body could not be read as a request, with whatever id could be recovered
 /// (every error echoes the request id when there is one).
 #[derive(Debug)]
-pub struct Rejected {
+pub(super) struct Rejected {
     pub id: Value,
     pub error: McpError,
 }
 
-pub fn parse(body: &[u8]) -> Result<Incoming, Rejected> {
+pub(super) fn parse(body: &[u8]) -> Result<Incoming, Rejected> {
     let value: Value = serde_json::from_slice(body).map_err(|_| Rejected {
         id: Value::Null,
         error: McpError::Parse,
@@ -86,17 +86,17 @@ fn reject(id: Value, why: &str) -> Rejected {
 
 /// A response envelope for results serialised straight to bytes.
 #[derive(serde::Serialize)]
-pub struct Envelope<'a, R: serde::Serialize> {
+pub(super) struct Envelope<'a, R: serde::Serialize> {
     pub jsonrpc: &'static str,
     pub id: &'a Value,
     pub result: R,
 }
 
-pub fn result(id: &Value, result: Map<String, Value>) -> Value {
+pub(super) fn result(id: &Value, result: Map<String, Value>) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "result": result })
 }
 
-pub fn error(id: &Value, error: &McpError) -> Value {
+pub(super) fn error(id: &Value, error: &McpError) -> Value {
     let mut body = json!({ "code": error.code(), "message": error.message() });
     if let Some(data) = error.data() {
         body["data"] = data;

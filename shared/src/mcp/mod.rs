@@ -5,13 +5,13 @@
 
 mod capabilities;
 mod dispatch;
-pub mod era;
+pub(crate) mod era;
 mod error;
 mod jsonrpc;
 mod results;
 pub(crate) mod wire;
 
-pub use capabilities::Declaration;
-pub use dispatch::{CACHE_TTL_MS, Exchange, McpServer, Reply};
-pub use era::Era;
-pub use error::McpError;
+pub(crate) use capabilities::Declaration;
+pub(crate) use dispatch::{Exchange, McpServer, Reply};
+pub(crate) use era::Era;
+pub(crate) use error::McpError;

@@ -161,7 +161,11 @@ impl OAuthApi {
     }
 
     /// `GET /oauth/authorize`: the sign-in and consent page.
-    pub async fn authorize_page(&self, request: &Request<Bytes>, action: &str) -> Response<Bytes> {
+    pub(crate) async fn authorize_page(
+        &self,
+        request: &Request<Bytes>,
+        action: &str,
+    ) -> Response<Bytes> {
         let params = query(request);
         let auth = match self.authorize_request(&params).await {
             Ok(auth) => auth,
@@ -197,7 +201,7 @@ impl OAuthApi {
 
     /// `POST /oauth/authorize`: check the form, the credentials and the decision, then
     /// redirect with a code (or `access_denied`), `state` and `iss`.
-    pub async fn authorize_submit(
+    pub(crate) async fn authorize_submit(
         &self,
         request: &Request<Bytes>,
         action: &str,

@@ -12,7 +12,7 @@ use crate::http as web;
 
 impl OAuthApi {
     /// `POST /oauth/introspect` (RFC 7662).
-    pub fn introspect(&self, request: &Request<Bytes>) -> Response<Bytes> {
+    pub(crate) fn introspect(&self, request: &Request<Bytes>) -> Response<Bytes> {
         let params = form(request.body());
         let body = match field(&params, "token").map(|t| self.jwts.verify(t)) {
             Some(Ok(claims)) => {

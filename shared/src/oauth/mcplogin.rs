@@ -46,7 +46,7 @@ impl OAuthApi {
     }
 
     /// `GET /mcplogin`: the page the login prompt opens.
-    pub async fn login_page(&self, request: &Request<Bytes>) -> Response<Bytes> {
+    pub(crate) async fn login_page(&self, request: &Request<Bytes>) -> Response<Bytes> {
         let params = query(request);
         let Some(state) = Self::login_state_of(&params) else {
             return html(
@@ -61,7 +61,7 @@ impl OAuthApi {
     }
 
     /// `POST /mcplogin`: sign in, then complete the login state with a sealed token.
-    pub async fn login_submit(&self, request: &Request<Bytes>) -> Response<Bytes> {
+    pub(crate) async fn login_submit(&self, request: &Request<Bytes>) -> Response<Bytes> {
         let params = form(request.body());
         let Some(state) = Self::login_state_of(&params) else {
             return html(

@@ -8,7 +8,7 @@ use serde_json::json;
 use super::OAuthApi;
 use crate::http as web;
 
-pub const SCOPES: &[&str] = &[
+pub(crate) const SCOPES: &[&str] = &[
     "openid",
     "profile",
     "email",
@@ -22,7 +22,7 @@ pub const SCOPES: &[&str] = &[
 
 /// The authorization server metadata: exactly what the server does, with absolute
 /// URLs from the public origin (C4). Always at the service root.
-pub fn authorization_server(origin: &str) -> Bytes {
+pub(super) fn authorization_server(origin: &str) -> Bytes {
     let doc = json!({
         "issuer": origin,
         "authorization_endpoint": format!("{origin}/oauth/authorize"),
@@ -45,7 +45,7 @@ pub fn authorization_server(origin: &str) -> Bytes {
 }
 
 /// RFC 9728 protected resource metadata for the MCP endpoint.
-pub fn protected_resource(origin: &str, resource: &str) -> Bytes {
+pub(super) fn protected_resource(origin: &str, resource: &str) -> Bytes {
     let doc = json!({
         "resource": resource,
         "authorization_servers": [origin],
@@ -58,11 +58,11 @@ pub fn protected_resource(origin: &str, resource: &str) -> Bytes {
 
 impl OAuthApi {
     /// C1: the same bytes at every authorization-server metadata path.
-    pub fn server_metadata(&self) -> Response<Bytes> {
+    pub(crate) fn server_metadata(&self) -> Response<Bytes> {
         web::json_bytes(StatusCode::OK, self.server_metadata.clone())
     }
 
-    pub fn resource_metadata(&self) -> Response<Bytes> {
+    pub(crate) fn resource_metadata(&self) -> Response<Bytes> {
         web::json_bytes(StatusCode::OK, self.resource_metadata.clone())
     }
 }

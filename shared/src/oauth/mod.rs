@@ -34,16 +34,16 @@ use crate::identity::{Jwts, Sealer};
 use crate::remote::GuardedHttp;
 use crate::store::{Store, StoreError};
 
-pub use metadata::SCOPES;
+pub(crate) use metadata::SCOPES;
 
 /// Authorization codes live ten minutes and are single use.
-pub const CODE_SECS: u64 = 600;
-pub const ACCESS_TOKEN_SECS: u64 = 3600;
-pub const REFRESH_TOKEN_SECS: u64 = 30 * 24 * 3600;
+pub(crate) const CODE_SECS: u64 = 600;
+pub(crate) const ACCESS_TOKEN_SECS: u64 = 3600;
+pub(crate) const REFRESH_TOKEN_SECS: u64 = 30 * 24 * 3600;
 /// A token the `/mcplogin` flow hands to a polling client.
-pub const LOGIN_TOKEN_SECS: u64 = 24 * 3600;
+pub(crate) const LOGIN_TOKEN_SECS: u64 = 24 * 3600;
 
-pub struct OAuthApi {
+pub(crate) struct OAuthApi {
     pub store: Arc<dyn Store>,
     pub jwts: Arc<Jwts>,
     pub sealer: Arc<Sealer>,
@@ -61,7 +61,7 @@ pub struct OAuthApi {
 }
 
 /// What the authorization server is built on (built once per process).
-pub struct OAuthServices {
+pub(crate) struct OAuthServices {
     /// The whole store: the authorization server spans three domains (its own clients,
     /// codes and refresh tokens; accounts for sign-in; login states for `/mcplogin`).
     pub store: Arc<dyn Store>,
@@ -142,7 +142,7 @@ fn known_scopes(scope: &str) -> bool {
 
 impl OAuthApi {
     /// `origin` is the issuer; `resource` the MCP endpoint's URL.
-    pub fn new(services: OAuthServices, origin: String, resource: String) -> Self {
+    pub(crate) fn new(services: OAuthServices, origin: String, resource: String) -> Self {
         let OAuthServices {
             store,
             jwts,

@@ -1,7 +1,7 @@
 //! Server-rendered HTML for the sign-in and consent pages. Plain forms that work
 //! without JavaScript; every value is HTML-escaped.
 
-pub fn escape(text: &str) -> String {
+pub(super) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -20,7 +20,7 @@ button{{margin:1rem .5rem 0 0;padding:.5rem 1rem}}.error{{color:#a00}}</style></
 }
 
 /// Hidden inputs carrying the request's parameters through the form post.
-pub fn hidden(fields: &[(&str, &str)]) -> String {
+pub(super) fn hidden(fields: &[(&str, &str)]) -> String {
     fields
         .iter()
         .map(|(name, value)| {
@@ -34,7 +34,7 @@ pub fn hidden(fields: &[(&str, &str)]) -> String {
 }
 
 /// Sign-in (and, for OAuth clients, consent) form posting back to `action`.
-pub fn sign_in(
+pub(super) fn sign_in(
     action: &str,
     client_name: Option<&str>,
     scope: &str,
@@ -65,6 +65,6 @@ pub fn sign_in(
     )
 }
 
-pub fn message(title: &str, text: &str) -> String {
+pub(super) fn message(title: &str, text: &str) -> String {
     page(title, &format!("<p id=\"message\">{}</p>", escape(text)))
 }

@@ -16,7 +16,7 @@ use crate::identity::{random_secret, secret_hash};
 
 impl OAuthApi {
     /// Open dynamic client registration (RFC 7591) with validated redirect URIs.
-    pub async fn register(&self, body: &[u8]) -> Response<Bytes> {
+    pub(crate) async fn register(&self, body: &[u8]) -> Response<Bytes> {
         let Ok(request) = serde_json::from_slice::<Value>(body) else {
             return oauth_error(
                 StatusCode::BAD_REQUEST,

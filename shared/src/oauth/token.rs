@@ -81,7 +81,7 @@ impl OAuthApi {
     }
 
     /// `POST /oauth/token`.
-    pub async fn token(&self, request: &Request<Bytes>) -> Response<Bytes> {
+    pub(crate) async fn token(&self, request: &Request<Bytes>) -> Response<Bytes> {
         let params = form(request.body());
         let client = match self.client(request, &params).await {
             Ok(client) => client,

@@ -19,17 +19,17 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 use super::guard::{AddressGuard, CheckedUrl, GuardError};
 
 /// The response size bound when the caller has no better one.
-pub const DEFAULT_MAX_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BYTES: usize = 4 * 1024 * 1024;
 
 /// The most a connection may take to open (within the request's own timeout).
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 const USER_AGENT: &str = concat!("mirobody/", env!("CARGO_PKG_VERSION"));
 
 /// Why an outbound request failed. Messages never contain the URL (its path or query
 /// may carry a secret) or any header.
 #[derive(Debug)]
-pub enum HttpError {
+pub(crate) enum HttpError {
     /// The guard refused the URL; nothing was sent.
     Guard(GuardError),
     /// The server answered with a redirect, which is not followed.
@@ -91,11 +91,9 @@ impl HttpError {
     }
 }
 
-/// A client that can reach only `checked`'s addresses. Send requests to
-/// `checked.url()` with it; any other host name fails to resolve. (An IP-literal host
-/// is connected to as written, which is the address the guard checked; the client is
-/// meant for `checked.url()` only, and [`GuardedHttp`] uses it that way.)
-pub fn pinned_client(
+/// A client that can reach only `checked`'s addresses (tests reach a server with it).
+#[cfg(test)]
+pub(crate) fn pinned_client(
     checked: &CheckedUrl,
     timeout: Duration,
 ) -> Result<reqwest::Client, HttpError> {
@@ -129,7 +127,7 @@ fn build_pinned(
 
 /// Reads `response`'s body, refusing it as soon as it is known to exceed `max_bytes`
 /// (from `Content-Length`, or while reading).
-pub async fn read_limited(
+pub(crate) async fn read_limited(
     mut response: reqwest::Response,
     max_bytes: usize,
 ) -> Result<Bytes, HttpError> {
@@ -152,7 +150,7 @@ pub async fn read_limited(
 
 /// A finished response: any status but a redirect, and the whole (bounded) body.
 #[derive(Debug, Clone)]
-pub struct RemoteResponse {
+pub(crate) struct RemoteResponse {
     pub status: StatusCode,
     pub headers: HeaderMap,
     pub body: Bytes,
@@ -160,16 +158,16 @@ pub struct RemoteResponse {
 
 /// Requests to user-supplied URLs: check, pinned client, request, bounded read.
 #[derive(Clone)]
-pub struct GuardedHttp {
+pub(crate) struct GuardedHttp {
     guard: AddressGuard,
 }
 
 impl GuardedHttp {
-    pub fn new(guard: AddressGuard) -> Self {
+    pub(crate) fn new(guard: AddressGuard) -> Self {
         GuardedHttp { guard }
     }
 
-    pub fn guard(&self) -> &AddressGuard {
+    pub(crate) fn guard(&self) -> &AddressGuard {
         &self.guard
     }
 
@@ -177,7 +175,8 @@ impl GuardedHttp {
     /// `headers` (`Content-Type: application/json` unless given). `timeout` bounds the
     /// whole exchange, resolution and body included; `max_bytes` bounds the body.
     /// Any status other than a redirect is returned for the caller to judge.
-    pub async fn post_json(
+    #[cfg(test)]
+    pub(crate) async fn post_json(
         &self,
         url: &str,
         headers: &HeaderMap,
@@ -199,7 +198,7 @@ impl GuardedHttp {
 /// several requests (one MCP connection): the guard ran once, when it was made (D9:
 /// each connection re-validates), and the kept-alive connection goes nowhere else.
 #[derive(Clone)]
-pub struct PinnedEndpoint {
+pub(crate) struct PinnedEndpoint {
     checked: CheckedUrl,
     client: reqwest::Client,
     timeout: Duration,
@@ -215,7 +214,7 @@ impl fmt::Debug for PinnedEndpoint {
 impl GuardedHttp {
     /// Checks `url` and builds a client pinned to it; `timeout` bounds the check and
     /// then each request on the endpoint.
-    pub async fn endpoint(
+    pub(crate) async fn endpoint(
         &self,
         url: &str,
         timeout: Duration,
@@ -253,7 +252,7 @@ impl PinnedEndpoint {
     }
 
     /// A DELETE with `headers` (ending a legacy MCP session): the status, or the failure.
-    pub async fn delete(&self, headers: &HeaderMap) -> Result<StatusCode, HttpError> {
+    pub(crate) async fn delete(&self, headers: &HeaderMap) -> Result<StatusCode, HttpError> {
         let response = self
             .send(
                 |client, url| client.delete(url).headers(headers.clone()),
@@ -264,7 +263,7 @@ impl PinnedEndpoint {
     }
 
     /// POSTs `body` as JSON, like [`GuardedHttp::post_json`], to the checked URL.
-    pub async fn post_json(
+    pub(crate) async fn post_json(
         &self,
         headers: &HeaderMap,
         body: &serde_json::Value,
@@ -283,7 +282,7 @@ impl PinnedEndpoint {
     }
 
     /// A GET asking for JSON.
-    pub async fn get(&self, max_bytes: usize) -> Result<RemoteResponse, HttpError> {
+    pub(crate) async fn get(&self, max_bytes: usize) -> Result<RemoteResponse, HttpError> {
         self.send(
             |client, url| client.get(url).header(header::ACCEPT, "application/json"),
             max_bytes,
@@ -294,7 +293,7 @@ impl PinnedEndpoint {
 
 impl GuardedHttp {
     /// A guarded GET (documents such as OAuth client metadata): same checks as `post_json`.
-    pub async fn get(
+    pub(crate) async fn get(
         &self,
         url: &str,
         timeout: Duration,

@@ -30,17 +30,17 @@ use url::{Host, Url};
 use crate::config::Runtime;
 
 /// The one error code of every refusal here; the registration API answers it with 422.
-pub const INVALID_URL_CODE: &str = "invalid_mcp_server_url";
+pub(crate) const INVALID_URL_CODE: &str = "invalid_mcp_server_url";
 
 /// Turns a host name into addresses. The guard checks whatever this returns, and the
 /// client later connects to exactly those addresses; tests inject a fake.
-pub trait Resolver: Send + Sync {
+pub(crate) trait Resolver: Send + Sync {
     fn resolve<'a>(&'a self, host: &'a str, port: u16) -> BoxFuture<'a, io::Result<Vec<IpAddr>>>;
 }
 
 /// The operating system's resolver (`getaddrinfo` through tokio).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct SystemResolver;
+pub(crate) struct SystemResolver;
 
 impl Resolver for SystemResolver {
     fn resolve<'a>(&'a self, host: &'a str, port: u16) -> BoxFuture<'a, io::Result<Vec<IpAddr>>> {
@@ -53,13 +53,13 @@ impl Resolver for SystemResolver {
 
 /// What the guard lets through. The default is the production policy.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GuardPolicy {
+pub(crate) struct GuardPolicy {
     allow_insecure_loopback: bool,
 }
 
 impl GuardPolicy {
     /// The production policy: `https` only, public addresses only.
-    pub const fn strict() -> Self {
+    pub(crate) const fn strict() -> Self {
         GuardPolicy {
             allow_insecure_loopback: false,
         }
@@ -73,7 +73,7 @@ impl GuardPolicy {
     /// `None` when running in Lambda, where `127.0.0.1:9001` is the Runtime API: there
     /// this setting cannot be had at all (and `Config` refuses the variable that asks
     /// for it).
-    pub fn insecure_loopback(runtime: Runtime) -> Option<Self> {
+    pub(crate) fn insecure_loopback(runtime: Runtime) -> Option<Self> {
         match runtime {
             Runtime::Lambda => None,
             Runtime::Local => Some(GuardPolicy {
@@ -82,7 +82,7 @@ impl GuardPolicy {
         }
     }
 
-    pub fn allows_insecure_loopback(&self) -> bool {
+    pub(crate) fn allows_insecure_loopback(&self) -> bool {
         self.allow_insecure_loopback
     }
 }
@@ -90,7 +90,7 @@ impl GuardPolicy {
 /// A URL that passed the guard, with the addresses that were checked. Only
 /// [`AddressGuard::check`] makes one, so holding one means the check happened.
 #[derive(Clone)]
-pub struct CheckedUrl {
+pub(crate) struct CheckedUrl {
     url: Url,
     host: String,
     port: u16,
@@ -99,28 +99,29 @@ pub struct CheckedUrl {
 
 impl CheckedUrl {
     /// The parsed URL (without its fragment): what the request must be sent to.
-    pub fn url(&self) -> &Url {
+    pub(crate) fn url(&self) -> &Url {
         &self.url
     }
 
     /// The host as the URL names it: a lower-case (punycode) name, or an IP address
     /// without brackets.
-    pub fn host(&self) -> &str {
+    pub(crate) fn host(&self) -> &str {
         &self.host
     }
 
     /// The port (the scheme's default when the URL has none).
-    pub fn port(&self) -> u16 {
+    #[cfg(test)]
+    pub(crate) fn port(&self) -> u16 {
         self.port
     }
 
     /// Every checked address with the port: the only places a connection may go.
-    pub fn addrs(&self) -> &[SocketAddr] {
+    pub(crate) fn addrs(&self) -> &[SocketAddr] {
         &self.addrs
     }
 
     /// Whether the host is an IP literal (then there is nothing to resolve).
-    pub fn is_ip_literal(&self) -> bool {
+    pub(crate) fn is_ip_literal(&self) -> bool {
         self.host.parse::<IpAddr>().is_ok()
     }
 }
@@ -140,7 +141,7 @@ impl fmt::Debug for CheckedUrl {
 /// Why a URL was refused. Messages name the host or address at most: never the URL,
 /// its user information, path or query.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GuardError {
+pub(crate) enum GuardError {
     /// Not a URL (the parser's reason; it never quotes the input).
     Parse(url::ParseError),
     /// A scheme other than `https` (or `http` under the development setting).
@@ -166,7 +167,8 @@ pub enum GuardError {
 
 impl GuardError {
     /// The stable code; the same for every refusal.
-    pub fn code(&self) -> &'static str {
+    #[cfg(test)]
+    pub(crate) fn code(&self) -> &'static str {
         INVALID_URL_CODE
     }
 }
@@ -212,27 +214,27 @@ impl std::error::Error for GuardError {}
 
 /// The guard: a policy and a resolver, built once and shared.
 #[derive(Clone)]
-pub struct AddressGuard {
+pub(crate) struct AddressGuard {
     policy: GuardPolicy,
     resolver: Arc<dyn Resolver>,
 }
 
 impl AddressGuard {
-    pub fn new(policy: GuardPolicy, resolver: Arc<dyn Resolver>) -> Self {
+    pub(crate) fn new(policy: GuardPolicy, resolver: Arc<dyn Resolver>) -> Self {
         AddressGuard { policy, resolver }
     }
 
     /// The guard with the operating system's resolver.
-    pub fn system(policy: GuardPolicy) -> Self {
+    pub(crate) fn system(policy: GuardPolicy) -> Self {
         AddressGuard::new(policy, Arc::new(SystemResolver))
     }
 
-    pub fn policy(&self) -> GuardPolicy {
+    pub(crate) fn policy(&self) -> GuardPolicy {
         self.policy
     }
 
     /// Parses `raw` and checks it and every address its host stands for.
-    pub async fn check(&self, raw: &str) -> Result<CheckedUrl, GuardError> {
+    pub(crate) async fn check(&self, raw: &str) -> Result<CheckedUrl, GuardError> {
         let mut url = Url::parse(raw).map_err(GuardError::Parse)?;
         let insecure = match url.scheme() {
             "https" => false,

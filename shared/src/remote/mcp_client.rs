@@ -39,16 +39,16 @@ use crate::mcp::wire::{
 const HANDSHAKE_VERSION: &str = STREAMABLE_HANDSHAKE_VERSIONS[0];
 
 /// At most this many `tools/list` pages are read.
-pub const MAX_TOOL_PAGES: usize = 10;
+pub(crate) const MAX_TOOL_PAGES: usize = 10;
 
 /// At most this many tools are kept (D6).
-pub const MAX_TOOLS: usize = 256;
+pub(crate) const MAX_TOOLS: usize = 256;
 
 const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 
 /// Which generation of Streamable HTTP a server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
+pub(crate) enum Dialect {
     /// 2026-07-28: no handshake, no session; every request carries its version.
     Stateless,
     /// 2025-03-26 to 2025-11-25: `initialize` first, then the session id, if any.
@@ -58,7 +58,7 @@ pub enum Dialect {
 /// Why talking to a remote MCP server failed. Messages never contain the URL, a header
 /// or a credential.
 #[derive(Debug)]
-pub enum RemoteError {
+pub(crate) enum RemoteError {
     /// The HTTP exchange failed (guard refusal, redirect, timeout, size, transport).
     Http(HttpError),
     /// The server answered, but not with what the protocol asks for.
@@ -93,14 +93,14 @@ fn protocol(detail: impl Into<String>) -> RemoteError {
 
 /// One tool as the remote server describes it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RemoteTool {
+pub(crate) struct RemoteTool {
     pub name: String,
     pub description: Option<String>,
     pub input_schema: Value,
 }
 
 /// An open connection to one remote MCP server.
-pub struct McpConnection {
+pub(crate) struct McpConnection {
     endpoint: PinnedEndpoint,
     auth: HeaderMap,
     dialect: Dialect,
@@ -146,7 +146,7 @@ impl McpConnection {
     /// known to speak 2026-07-28 (`Some(Stateless)`) is adopted without a probe: stateless
     /// requests need no handshake, so its first request is the real one. `auth` is sent
     /// on every request; `timeout` bounds each request.
-    pub async fn connect(
+    pub(crate) async fn connect(
         http: &GuardedHttp,
         url: &str,
         auth: &HeaderMap,
@@ -298,29 +298,31 @@ impl McpConnection {
     }
 
     /// The server's self-reported name (`serverInfo.name`), if it gave one.
-    pub fn server_name(&self) -> Option<&str> {
+    pub(crate) fn server_name(&self) -> Option<&str> {
         self.server_name.as_deref()
     }
 
     /// The protocol version in use.
-    pub fn protocol_version(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn protocol_version(&self) -> &str {
         &self.protocol_version
     }
 
     /// The dialect the server speaks.
-    pub fn dialect(&self) -> Dialect {
+    pub(crate) fn dialect(&self) -> Dialect {
         self.dialect
     }
 
     /// Whether the server handed out a session id.
-    pub fn has_session(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn has_session(&self) -> bool {
         self.session_id.is_some()
     }
 
     /// Every tool, following `nextCursor` for at most [`MAX_TOOL_PAGES`] pages and
     /// keeping at most [`MAX_TOOLS`] tools. On 2026-07-28 a tool whose `x-mcp-header`
     /// annotations are invalid is left out, as the transport spec requires.
-    pub async fn list_tools(&self) -> Result<Vec<RemoteTool>, RemoteError> {
+    pub(crate) async fn list_tools(&self) -> Result<Vec<RemoteTool>, RemoteError> {
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_TOOL_PAGES {
@@ -365,7 +367,7 @@ impl McpConnection {
     /// JSON-RPC error becomes [`RemoteError::Remote`]; a tool error (`isError: true`)
     /// is a normal result. A 2026-07-28 tool that asks for more input
     /// (`input_required`) cannot be answered on the user's behalf: a protocol error.
-    pub async fn call_tool(
+    pub(crate) async fn call_tool(
         &self,
         tool: &RemoteTool,
         arguments: Map<String, Value>,
@@ -398,7 +400,7 @@ impl McpConnection {
     /// Ends the session a 2025-era server handed out (HTTP DELETE, as that revision asks
     /// of a client that is done), within `timeout`; failures are ignored. Nothing to do
     /// on 2026-07-28, which has no sessions.
-    pub async fn close(self, timeout: Duration) {
+    pub(crate) async fn close(self, timeout: Duration) {
         let Some(session) = &self.session_id else {
             return;
         };

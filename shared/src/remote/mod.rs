@@ -13,11 +13,6 @@ mod client;
 mod guard;
 mod mcp_client;
 
-pub use client::{
-    CONNECT_TIMEOUT, DEFAULT_MAX_BYTES, GuardedHttp, HttpError, PinnedEndpoint, RemoteResponse,
-    pinned_client, read_limited,
-};
-pub use guard::{
-    AddressGuard, CheckedUrl, GuardError, GuardPolicy, INVALID_URL_CODE, Resolver, SystemResolver,
-};
-pub use mcp_client::{Dialect, MAX_TOOL_PAGES, MAX_TOOLS, McpConnection, RemoteError, RemoteTool};
+pub(crate) use client::{GuardedHttp, HttpError};
+pub(crate) use guard::{AddressGuard, GuardPolicy, INVALID_URL_CODE};
+pub(crate) use mcp_client::{Dialect, McpConnection, RemoteError, RemoteTool};

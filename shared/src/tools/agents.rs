@@ -6,14 +6,14 @@
 use std::collections::HashMap;
 
 #[derive(Debug, Clone, Default)]
-pub struct AgentPolicy {
+pub(crate) struct AgentPolicy {
     allowed: HashMap<String, Vec<String>>,
     disallowed: HashMap<String, Vec<String>>,
 }
 
 impl AgentPolicy {
     /// Lists keyed by the upper-cased agent name (as `Config` reads them).
-    pub fn new(
+    pub(crate) fn new(
         allowed: HashMap<String, Vec<String>>,
         disallowed: HashMap<String, Vec<String>>,
     ) -> Self {
@@ -24,7 +24,7 @@ impl AgentPolicy {
     }
 
     /// May `agent` (none: an ordinary caller) see and call `tool`?
-    pub fn allows(&self, agent: Option<&str>, tool: &str) -> bool {
+    pub(crate) fn allows(&self, agent: Option<&str>, tool: &str) -> bool {
         let Some(agent) = agent else { return true };
         let key = agent.trim().to_uppercase();
         let allowed = self.allowed.get(&key);

@@ -7,23 +7,23 @@
 
 mod agents;
 #[cfg(feature = "fixtures")]
-pub mod fixtures;
+pub(crate) mod fixtures;
 mod genetics;
 mod health;
 mod notifier;
 mod output;
 mod registry;
-pub mod request_state;
+pub(crate) mod request_state;
 mod source;
 mod toolbox;
 
-pub use agents::AgentPolicy;
+pub(crate) use agents::AgentPolicy;
 pub(crate) use notifier::Notification;
-pub use notifier::Notifier;
+pub(crate) use notifier::Notifier;
 pub(crate) use output::ToolError;
-pub use output::ToolOutput;
-pub use registry::{Caller, DataKind, PAGE_SIZE, Registry, Tool, ToolCall, ToolSpec};
-pub use request_state::StateSeal;
+pub(crate) use output::ToolOutput;
+pub(crate) use registry::{Caller, DataKind, Registry, Tool, ToolCall, ToolSpec};
+pub(crate) use request_state::StateSeal;
 pub(crate) use source::{ListedTool, SourceListing, ToolSource, Unavailable};
 pub(crate) use toolbox::{CallContext, Retry, Toolbox};
 
@@ -32,7 +32,7 @@ use std::sync::Arc;
 use crate::store::HealthStore;
 
 /// Registers the product's own tools. Adding a tool is one module and one line here.
-pub fn register_builtin(registry: &mut Registry, store: Arc<dyn HealthStore>) {
+pub(crate) fn register_builtin(registry: &mut Registry, store: Arc<dyn HealthStore>) {
     registry.register(health::QueryHealthIndicators::new(store.clone()));
     registry.register(genetics::GetGeneticData::new(store.clone()));
 }

@@ -12,7 +12,7 @@ use serde_json::Value;
 /// Collects the notifications a tool sends while it runs (progress, log messages).
 /// The transport writes them to the request's event stream before the result.
 #[derive(Debug, Default)]
-pub struct Notifier {
+pub(crate) struct Notifier {
     progress_token: Option<Value>,
     log_level: Option<String>,
     sent: Mutex<Vec<Notification>>,
@@ -49,7 +49,7 @@ const LEVELS: [&str; 8] = [
 impl Notifier {
     /// `progress_token` and `log_level` come from the request's `_meta`: without
     /// them the client asked for no notifications, and none are sent.
-    pub fn new(progress_token: Option<Value>, log_level: Option<String>) -> Self {
+    pub(crate) fn new(progress_token: Option<Value>, log_level: Option<String>) -> Self {
         Notifier {
             progress_token,
             log_level,
@@ -57,7 +57,7 @@ impl Notifier {
         }
     }
 
-    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+    pub(crate) fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
         let Some(token) = &self.progress_token else {
             return;
         };
@@ -70,7 +70,7 @@ impl Notifier {
     }
 
     /// A log message, sent only when the request asked for this level or a lower one.
-    pub fn log(&self, level: &str, data: Value) {
+    pub(crate) fn log(&self, level: &str, data: Value) {
         let rank = |l: &str| LEVELS.iter().position(|x| *x == l);
         let Some(wanted) = self.log_level.as_deref().and_then(rank) else {
             return;

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 /// What a tool returns.
 #[derive(Debug, Clone)]
-pub enum ToolOutput {
+pub(crate) enum ToolOutput {
     /// The product's tool shape: an object with `success` and `data` or `error`,
     /// which `mcp` maps to text content, `structuredContent` and `isError`.
     Json(Value),
@@ -41,7 +41,7 @@ pub enum ToolOutput {
 impl ToolOutput {
     /// A data tool's answer in the product's tool shape: `{success: true, data}`, or
     /// `{success: false, error}` for a problem the model can explain.
-    pub fn data(answer: Result<Value, String>) -> Self {
+    pub(crate) fn data(answer: Result<Value, String>) -> Self {
         match answer {
             Ok(data) => ToolOutput::Json(json!({ "success": true, "data": data })),
             Err(message) => ToolOutput::Json(json!({ "success": false, "error": message })),
@@ -49,7 +49,7 @@ impl ToolOutput {
     }
 
     /// What a tool that reads the caller's own data returns to an anonymous call.
-    pub fn sign_in_first() -> Self {
+    pub(crate) fn sign_in_first() -> Self {
         ToolOutput::Error("sign in first: this tool reads your own data".into())
     }
 

@@ -18,7 +18,7 @@ use super::output::{ToolError, ToolOutput};
 
 /// How a tool presents itself in `tools/list`.
 #[derive(Debug, Clone)]
-pub struct ToolSpec {
+pub(crate) struct ToolSpec {
     pub name: &'static str,
     pub title: Option<&'static str>,
     pub description: &'static str,
@@ -36,13 +36,13 @@ pub struct ToolSpec {
 
 /// Kinds of user data a tool can depend on (availability gating, A5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DataKind {
+pub(crate) enum DataKind {
     Health,
     Genotype,
 }
 
 impl ToolSpec {
-    pub fn new(name: &'static str, description: &'static str, input_schema: Value) -> Self {
+    pub(crate) fn new(name: &'static str, description: &'static str, input_schema: Value) -> Self {
         ToolSpec {
             name,
             title: None,
@@ -56,29 +56,29 @@ impl ToolSpec {
     }
 
     /// Listed only for callers who hold this kind of data (A5).
-    pub fn requires(mut self, kind: DataKind) -> Self {
+    pub(crate) fn requires(mut self, kind: DataKind) -> Self {
         self.requires = Some(kind);
         self
     }
 
     /// The annotations every data tool of the original carries.
-    pub fn read_only(mut self) -> Self {
+    pub(crate) fn read_only(mut self) -> Self {
         self.annotations = Some(json!({
             "readOnlyHint": true, "destructiveHint": false, "openWorldHint": false
         }));
         self
     }
 
-    pub fn needs_caller(mut self) -> Self {
+    pub(crate) fn needs_caller(mut self) -> Self {
         self.needs_caller = true;
         self
     }
 }
 
-pub use crate::identity::Caller;
+pub(crate) use crate::identity::Caller;
 
 /// Everything a tool gets for one call.
-pub struct ToolCall<'a> {
+pub(crate) struct ToolCall<'a> {
     pub arguments: Map<String, Value>,
     /// Set for tools that need the caller; `None` for the others.
     pub caller: Option<&'a Caller>,
@@ -91,7 +91,7 @@ pub struct ToolCall<'a> {
     pub notifier: &'a Notifier,
 }
 
-pub trait Tool: Send + Sync + 'static {
+pub(crate) trait Tool: Send + Sync + 'static {
     fn spec(&self) -> ToolSpec;
     fn call<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput>;
 }
@@ -105,27 +105,27 @@ struct Entry {
 }
 
 /// A page of `tools/list`.
-pub struct ToolPage<'r> {
+pub(crate) struct ToolPage<'r> {
     pub tools: Vec<&'r RawValue>,
     pub next_cursor: Option<String>,
 }
 
 /// All tools, sorted by name. Built once; read-only afterwards.
 #[derive(Default)]
-pub struct Registry {
+pub(crate) struct Registry {
     entries: BTreeMap<&'static str, Entry>,
 }
 
 /// Tools per `tools/list` page.
-pub const PAGE_SIZE: usize = 100;
+pub(crate) const PAGE_SIZE: usize = 100;
 
 impl Registry {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Adds a tool. Registration is one line per tool; a duplicate name is a bug.
-    pub fn register(&mut self, tool: impl Tool) -> &mut Self {
+    pub(crate) fn register(&mut self, tool: impl Tool) -> &mut Self {
         let spec = tool.spec();
         let listing = listing_json(&spec);
         let strict_arguments = matches!(
@@ -145,19 +145,7 @@ impl Registry {
         self
     }
 
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.entries.keys().copied()
-    }
-
-    pub fn spec(&self, name: &str) -> Option<&ToolSpec> {
+    pub(crate) fn spec(&self, name: &str) -> Option<&ToolSpec> {
         self.entries.get(name).map(|e| &e.spec)
     }
 

@@ -10,31 +10,27 @@ use sha2::Sha256;
 
 /// Seals and opens request states with one key.
 #[derive(Clone)]
-pub struct StateSeal {
+pub(crate) struct StateSeal {
     key: [u8; 32],
 }
 
 impl StateSeal {
-    pub fn new(key: [u8; 32]) -> Self {
-        StateSeal { key }
-    }
-
     /// A seal with a fresh random key: states survive only as long as the process,
     /// which suits round trips that last seconds.
-    pub fn random() -> Self {
+    pub(crate) fn random() -> Self {
         StateSeal {
             key: crate::identity::random_bytes(),
         }
     }
 
-    pub fn seal(&self, state: &Value) -> String {
+    pub(crate) fn seal(&self, state: &Value) -> String {
         let payload = URL_SAFE_NO_PAD.encode(state.to_string());
         let tag = URL_SAFE_NO_PAD.encode(self.mac(payload.as_bytes()).finalize().into_bytes());
         format!("{payload}.{tag}")
     }
 
     /// The state, if `sealed` is exactly what [`seal`](Self::seal) produced.
-    pub fn open(&self, sealed: &str) -> Option<Value> {
+    pub(crate) fn open(&self, sealed: &str) -> Option<Value> {
         let (payload, tag) = sealed.split_once('.')?;
         let tag = URL_SAFE_NO_PAD.decode(tag).ok()?;
         self.mac(payload.as_bytes()).verify_slice(&tag).ok()?;

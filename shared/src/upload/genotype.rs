@@ -29,7 +29,7 @@ fn chromosome(raw: &str) -> Option<String> {
 
 /// What a variant id looks like (lower-cased): `rs` or `i` (a vendor id), then 1 to
 /// 12 digits. The genetics tool accepts the same ids.
-pub fn is_rsid(id: &str) -> bool {
+pub(crate) fn is_rsid(id: &str) -> bool {
     id.strip_prefix("rs")
         .or_else(|| id.strip_prefix('i'))
         .is_some_and(|d| !d.is_empty() && d.len() <= 12 && d.bytes().all(|b| b.is_ascii_digit()))
@@ -42,7 +42,7 @@ fn allele_ok(a: &str) -> bool {
             .all(|c| matches!(c, 'A' | 'C' | 'G' | 'T' | 'D' | 'I' | '-' | '0'))
 }
 
-pub fn parse_genotype_file(body: &[u8]) -> Result<Vec<Genotype>, UploadError> {
+pub(crate) fn parse_genotype_file(body: &[u8]) -> Result<Vec<Genotype>, UploadError> {
     let text = std::str::from_utf8(body).map_err(|_| error(1, "the file is not UTF-8 text"))?;
     let mut genotypes = Vec::new();
     for (i, raw_line) in text.lines().enumerate() {

@@ -94,7 +94,10 @@ fn reading(
     })
 }
 
-pub fn parse_health_json(body: &[u8], default_source: &str) -> Result<Vec<Reading>, UploadError> {
+pub(crate) fn parse_health_json(
+    body: &[u8],
+    default_source: &str,
+) -> Result<Vec<Reading>, UploadError> {
     let doc: Value = serde_json::from_slice(body)
         .map_err(|e| error(format!("line {}", e.line()), "not valid JSON"))?;
     let rows = match &doc {
@@ -147,7 +150,10 @@ pub fn parse_health_json(body: &[u8], default_source: &str) -> Result<Vec<Readin
         .collect()
 }
 
-pub fn parse_health_csv(body: &[u8], default_source: &str) -> Result<Vec<Reading>, UploadError> {
+pub(crate) fn parse_health_csv(
+    body: &[u8],
+    default_source: &str,
+) -> Result<Vec<Reading>, UploadError> {
     let mut reader = csv::ReaderBuilder::new()
         .flexible(true)
         .trim(csv::Trim::All)

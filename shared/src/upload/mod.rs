@@ -9,12 +9,12 @@
 mod genotype;
 mod health;
 
-pub use genotype::{is_rsid, parse_genotype_file};
-pub use health::{parse_health_csv, parse_health_json};
+pub(crate) use genotype::{is_rsid, parse_genotype_file};
+pub(crate) use health::{parse_health_csv, parse_health_json};
 
 /// Why an upload was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UploadError {
+pub(crate) struct UploadError {
     /// 1-based line (CSV, raw files) or 0-based index into `readings` (JSON).
     pub location: String,
     pub problem: String,
@@ -27,4 +27,4 @@ impl std::fmt::Display for UploadError {
 }
 
 /// The most rows one upload may carry (API Gateway's payload limits come first).
-pub const MAX_ROWS: usize = 1_000_000;
+pub(crate) const MAX_ROWS: usize = 1_000_000;

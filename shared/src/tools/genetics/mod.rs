@@ -18,7 +18,7 @@ const DEFAULT_RANGE: u64 = 1_000_000;
 const MAX_RANGE: u64 = 10_000_000;
 const NEARBY_PER_HIT: usize = 20;
 
-pub struct GetGeneticData {
+pub(super) struct GetGeneticData {
     pub store: Arc<dyn HealthStore>,
 }
 

@@ -40,14 +40,14 @@ fn contains_words(haystack: &str, needle: &str) -> bool {
 }
 
 /// A search keyword, prepared once per request: its key and its synonym groups.
-pub struct Keyword<'k> {
+pub(super) struct Keyword<'k> {
     trimmed: &'k str,
     key: String,
     groups: Vec<&'static KeyedIndicator>,
 }
 
 impl<'k> Keyword<'k> {
-    pub fn new(keyword: &'k str) -> Self {
+    pub(super) fn new(keyword: &'k str) -> Self {
         Keyword {
             trimmed: keyword.trim(),
             key: Reading::indicator_key(keyword),
@@ -57,7 +57,7 @@ impl<'k> Keyword<'k> {
 
     /// Does this keyword name the indicator whose indicator key is `have` (with LOINC
     /// `code`, if known)?
-    pub fn matches(&self, have: &str, code: Option<&str>) -> bool {
+    pub(super) fn matches(&self, have: &str, code: Option<&str>) -> bool {
         let wanted = &self.key;
         if wanted.is_empty() {
             return false;
@@ -78,7 +78,7 @@ impl<'k> Keyword<'k> {
 }
 
 /// The LOINC code the synonym table knows for an indicator name.
-pub fn known_code(name: &str) -> Option<&'static str> {
+pub(super) fn known_code(name: &str) -> Option<&'static str> {
     groups_of(name).next().map(|g| g.loinc)
 }
 

@@ -4,4 +4,4 @@ mod matching;
 mod query;
 mod synonyms;
 
-pub use query::QueryHealthIndicators;
+pub(super) use query::QueryHealthIndicators;

@@ -22,7 +22,7 @@ const DEFAULT_LIMIT: u32 = 50;
 const MAX_LIMIT: u32 = 500;
 const MAX_CATALOGUE: usize = 200;
 
-pub struct QueryHealthIndicators {
+pub(crate) struct QueryHealthIndicators {
     pub store: Arc<dyn HealthStore>,
 }
 

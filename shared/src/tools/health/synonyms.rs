@@ -5,13 +5,13 @@
 
 /// One indicator: its LOINC code, a display name, and the names people use for it
 /// (any language; compared as indicator keys).
-pub struct LabIndicator {
+pub(super) struct LabIndicator {
     pub loinc: &'static str,
     pub name: &'static str,
     pub names: &'static [&'static str],
 }
 
-pub const LAB_INDICATORS: &[LabIndicator] = &[
+pub(super) const LAB_INDICATORS: &[LabIndicator] = &[
     LabIndicator {
         loinc: "4548-4",
         name: "Hemoglobin A1c",
