@@ -1,4 +1,4 @@
-//! A user's external MCP servers end to end (SPEC D1-D9), over HTTP against the real
+//! A user's external MCP servers end to end (requirements D1-D9), over HTTP against the real
 //! `mirobody-local` and real MCP servers on 127.0.0.1, reached through the development
 //! setting `MIROBODY_REMOTE_DEV_LOOPBACK` (the strict guard is tested in
 //! `shared/src/remote/guard.rs`):

@@ -1,4 +1,4 @@
-//! The user's external MCP servers (SPEC D): the registry API and their tools on `/mcp`.
+//! The user's external MCP servers (requirements D1-D9): the registry API and their tools on `/mcp`.
 //!
 //! Owns the per-account registry (the seed's `/api/user/mcp*` table form and the
 //! richer `/api/user/mcp-servers` form, both over the same stored records), the

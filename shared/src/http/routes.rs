@@ -10,7 +10,7 @@
 
 use http::Method;
 
-/// The route groups of DESIGN: one Lambda function each; the local server serves all.
+/// The route groups: one Lambda function each (template.yaml); the local server serves all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RouteGroup {
     Mcp,

@@ -43,7 +43,8 @@ fn encode(value: &str) -> String {
 }
 
 impl LoginPrompts {
-    /// The prompt, shaped as the original's (REFERENCE section 2).
+    /// The prompt, shaped as the original Python server's: `authorization_url`,
+    /// `auto_open_browser` and an `auto_polling` block (docs/REQUIREMENTS.md, A7).
     pub(crate) async fn prompt(&self, now: u64) -> Result<Value, StoreError> {
         let state = random_secret(24);
         let record = LoginState {

@@ -1,4 +1,4 @@
-//! The address guard (SPEC D3, D9): decides whether a user-supplied URL may be connected
+//! The address guard (requirements D3, D9): decides whether a user-supplied URL may be connected
 //! to, and to which addresses.
 //!
 //! Owns the rules, all applied to the *parsed* URL (the `url` crate, which is also what

@@ -1,4 +1,4 @@
-//! The outbound side (SPEC D): every connection this crate makes to a URL a user gave us.
+//! The outbound side (docs/REQUIREMENTS.md, section D): every connection this crate makes to a URL a user gave us.
 //!
 //! Owns every outbound connection. Nothing else in the crate builds an HTTP client:
 //! a connection starts with [`AddressGuard::check`], which parses the URL and checks

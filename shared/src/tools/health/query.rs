@@ -1,7 +1,7 @@
 //! `query_health_indicators` (E1): the caller's own health readings, by keyword or
 //! exact indicator, as raw rows, statistics, or day/week/month buckets.
 //!
-//! Owns the parameters, defaults and bounds of REFERENCE section 2 and the compact
+//! Owns the parameters, defaults and bounds the original Python tool had and the compact
 //! output (constant columns hoisted, then a `|`-separated table). Reads through the
 //! `Store` trait; never logs a reading.
 
