@@ -21,7 +21,7 @@ use crate::config::{Config, ConfigError};
 use crate::data_api::DataApi;
 use crate::external::{CONNECT_BUDGET, ExternalServers, PROBE_BUDGET};
 use crate::http::{
-    self as web, Access, ApiError, Handler, Matched, OriginPolicy, Resolved, RouteGroup,
+    self as web, Access, ApiError, Handler, Matched, OriginPolicy, Resolved, RouteGroup, Router,
 };
 use crate::identity::{Caller, CallerResolver, Jwts, LoginPoll, LoginPrompts, McpUrls, Sealer};
 use crate::mcp::{Declaration, Era, Exchange, McpError, McpServer, Reply};
@@ -48,6 +48,8 @@ struct Signed {
 
 pub struct App {
     config: Config,
+    /// The route table compiled for the configured prefix, once.
+    router: Router,
     group: RouteGroup,
     origin: OriginPolicy,
     mcp: McpServer,
@@ -155,6 +157,7 @@ impl App {
             clock: clock.clone(),
         };
         Ok(App {
+            router: Router::new(&config.uri_prefix),
             origin: OriginPolicy::new(&config),
             mcp: McpServer {
                 declaration,
@@ -229,11 +232,7 @@ impl App {
 
     pub async fn handle(&self, request: Request<Bytes>) -> Response<Bytes> {
         let started = Instant::now();
-        let resolved = web::resolve(
-            request.method(),
-            request.uri().path(),
-            &self.config.uri_prefix,
-        );
+        let resolved = self.router.resolve(request.method(), request.uri().path());
         // A known path with another method answers 404 like an unknown one, as it always has.
         let (name, response) = match resolved {
             Resolved::Route(matched) if self.serves(matched.route.group) => {

@@ -19,7 +19,8 @@ use crate::config::ConfigError;
 #[derive(Debug, Clone)]
 pub(crate) enum ResourceBody {
     Text(String),
-    /// Base64-encoded bytes.
+    /// Base64-encoded bytes (only the fixture pack serves one today).
+    #[cfg_attr(not(feature = "fixtures"), allow(dead_code))]
     Blob(String),
 }
 
@@ -91,6 +92,7 @@ impl Resources {
         self
     }
 
+    #[cfg_attr(not(feature = "fixtures"), allow(dead_code))]
     pub(crate) fn add_template(&mut self, template: ResourceTemplate) -> &mut Self {
         self.templates.push(template);
         self.templates

@@ -8,6 +8,8 @@
 //! OAuth and REST APIs) never has it. Names the handler of each route but knows nothing
 //! about what handlers do; never shows a path parameter in a name.
 
+use std::collections::HashMap;
+
 use http::Method;
 
 /// The route groups: one Lambda function each (template.yaml); the local server serves all.
@@ -321,34 +323,87 @@ impl Resolved<'_> {
 }
 
 /// Finds the route for `method` and `path` with the configured prefix. Trailing slashes
-/// are ignored; paths outside the prefix are tried first.
+/// are ignored; paths outside the prefix are tried first. Builds a [`Router`] per call:
+/// the app builds one once and calls [`Router::resolve`].
 pub fn resolve<'p>(method: &Method, path: &'p str, prefix: &str) -> Resolved<'p> {
-    let path = if path.len() > 1 {
-        path.trim_end_matches('/')
-    } else {
-        path
-    };
-    for under_prefix in [false, true] {
-        let mut allowed: Vec<&str> = Vec::new();
-        for route in ROUTES {
-            if (route.prefix == Prefix::Leading) != under_prefix {
+    Router::new(prefix).resolve(method, path)
+}
+
+/// The route table compiled for one prefix, built once per process: the rows without a
+/// path parameter by the exact path they answer (one hash look-up), and the few rows
+/// with one, tried in table order. Answers exactly as a scan of the rows in order would.
+pub(crate) struct Router {
+    prefix: String,
+    /// Full path (prefix placed) → indices into [`ROUTES`] of the rows without a
+    /// parameter that answer it, in table order.
+    exact: HashMap<String, Vec<usize>>,
+    /// Indices of the rows whose path has a `{param}`, in table order.
+    patterns: Vec<usize>,
+}
+
+impl Router {
+    pub(crate) fn new(prefix: &str) -> Router {
+        let mut exact: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut patterns = Vec::new();
+        for (index, route) in ROUTES.iter().enumerate() {
+            if route.path.contains('{') {
+                patterns.push(index);
                 continue;
             }
-            let Some(params) = captures(route, prefix, path) else {
-                continue;
+            let full = match route.prefix {
+                Prefix::Never => route.path.to_string(),
+                Prefix::Leading => format!("{prefix}{}", route.path),
+                Prefix::After(head) => {
+                    format!("{head}{prefix}{}", &route.path[head.len()..])
+                }
             };
-            if route.method == method.as_str() {
-                return Resolved::Route(Matched { route, params });
-            }
-            if !allowed.contains(&route.method) {
-                allowed.push(route.method);
-            }
+            exact.entry(full).or_default().push(index);
         }
-        if !allowed.is_empty() {
-            return Resolved::MethodNotAllowed(allowed.join(", "));
+        Router {
+            prefix: prefix.to_string(),
+            exact,
+            patterns,
         }
     }
-    Resolved::NotFound
+
+    pub(crate) fn resolve<'p>(&self, method: &Method, path: &'p str) -> Resolved<'p> {
+        let path = if path.len() > 1 {
+            path.trim_end_matches('/')
+        } else {
+            path
+        };
+        let exact = self.exact.get(path).map(Vec::as_slice).unwrap_or_default();
+        for under_prefix in [false, true] {
+            let in_pass =
+                |index: &usize| (ROUTES[*index].prefix == Prefix::Leading) == under_prefix;
+            // The rows that answer this path, in table order, with their parameters.
+            let mut found: Vec<(usize, Vec<(&'static str, &'p str)>)> = exact
+                .iter()
+                .filter(|index| in_pass(index))
+                .map(|&index| (index, Vec::new()))
+                .collect();
+            for &index in self.patterns.iter().filter(|index| in_pass(index)) {
+                if let Some(params) = captures(&ROUTES[index], &self.prefix, path) {
+                    found.push((index, params));
+                }
+            }
+            found.sort_by_key(|(index, _)| *index);
+            let mut allowed: Vec<&str> = Vec::new();
+            for (index, params) in found {
+                let route = &ROUTES[index];
+                if route.method == method.as_str() {
+                    return Resolved::Route(Matched { route, params });
+                }
+                if !allowed.contains(&route.method) {
+                    allowed.push(route.method);
+                }
+            }
+            if !allowed.is_empty() {
+                return Resolved::MethodNotAllowed(allowed.join(", "));
+            }
+        }
+        Resolved::NotFound
+    }
 }
 
 /// The path parameters when `path` is the route's path with the prefix placed by its rule.
@@ -414,6 +469,86 @@ pub fn templates() -> impl Iterator<Item = (&'static str, &'static str, RouteGro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The table scanned row by row in order: what [`Router`] must answer identically.
+    fn scan<'p>(method: &Method, path: &'p str, prefix: &str) -> Resolved<'p> {
+        let path = if path.len() > 1 {
+            path.trim_end_matches('/')
+        } else {
+            path
+        };
+        for under_prefix in [false, true] {
+            let mut allowed: Vec<&str> = Vec::new();
+            for route in ROUTES {
+                if (route.prefix == Prefix::Leading) != under_prefix {
+                    continue;
+                }
+                let Some(params) = captures(route, prefix, path) else {
+                    continue;
+                };
+                if route.method == method.as_str() {
+                    return Resolved::Route(Matched { route, params });
+                }
+                if !allowed.contains(&route.method) {
+                    allowed.push(route.method);
+                }
+            }
+            if !allowed.is_empty() {
+                return Resolved::MethodNotAllowed(allowed.join(", "));
+            }
+        }
+        Resolved::NotFound
+    }
+
+    fn outcome(resolved: Resolved<'_>) -> String {
+        match resolved {
+            Resolved::Route(matched) => format!("{} {:?}", matched.route.name, matched.params),
+            Resolved::MethodNotAllowed(allow) => format!("405 {allow}"),
+            Resolved::NotFound => "404".into(),
+        }
+    }
+
+    #[test]
+    fn the_compiled_router_answers_exactly_as_a_scan_of_the_rows() {
+        let methods = ["GET", "POST", "DELETE", "PATCH", "OPTIONS", "PUT"];
+        for prefix in [
+            "",
+            "/api",
+            "/api/user",
+            "/mcp",
+            "/.well-known/oauth-protected-resource",
+        ] {
+            let router = Router::new(prefix);
+            let mut paths: Vec<String> = vec!["/".into(), "".into(), "/nowhere".into()];
+            for route in ROUTES {
+                let concrete = route
+                    .path
+                    .replace("{secret}", "s3cr3t")
+                    .replace("{state}", "st")
+                    .replace("{name}", "srv");
+                for base in [route.path.to_string(), concrete] {
+                    paths.push(base.clone());
+                    paths.push(format!("{prefix}{base}"));
+                    paths.push(format!("{prefix}{base}/"));
+                    paths.push(format!("{base}/extra"));
+                    paths.push(format!(
+                        "{RESOURCE_METADATA}{prefix}{}",
+                        base.trim_start_matches(RESOURCE_METADATA)
+                    ));
+                }
+            }
+            for path in &paths {
+                for method in methods {
+                    let method = Method::from_bytes(method.as_bytes()).unwrap();
+                    assert_eq!(
+                        outcome(router.resolve(&method, path)),
+                        outcome(scan(&method, path, prefix)),
+                        "{method} {path} with prefix {prefix:?}"
+                    );
+                }
+            }
+        }
+    }
 
     /// The route's name and its one path parameter, or `None` for no route.
     fn found<'p>(

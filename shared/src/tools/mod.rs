@@ -23,6 +23,7 @@ pub(crate) use notifier::Notifier;
 pub(crate) use output::ToolError;
 pub(crate) use output::ToolOutput;
 pub(crate) use registry::{Caller, DataKind, Registry, Tool, ToolCall, ToolSpec};
+#[cfg(feature = "fixtures")]
 pub(crate) use request_state::StateSeal;
 pub(crate) use source::{ListedTool, SourceListing, ToolSource, Unavailable};
 pub(crate) use toolbox::{CallContext, Retry, Toolbox};

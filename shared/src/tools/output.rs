@@ -8,6 +8,7 @@
 use serde_json::{Map, Value, json};
 
 /// What a tool returns.
+#[cfg_attr(not(feature = "fixtures"), allow(dead_code))] // some variants: the fixture pack only
 #[derive(Debug, Clone)]
 pub(crate) enum ToolOutput {
     /// The product's tool shape: an object with `success` and `data` or `error`,

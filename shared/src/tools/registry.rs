@@ -78,6 +78,7 @@ impl ToolSpec {
 pub(crate) use crate::identity::Caller;
 
 /// Everything a tool gets for one call.
+#[cfg_attr(not(feature = "fixtures"), allow(dead_code))] // some fields: the fixture pack only
 pub(crate) struct ToolCall<'a> {
     pub arguments: Map<String, Value>,
     /// Set for tools that need the caller; `None` for the others.

@@ -1,6 +1,9 @@
 //! Sealed `requestState` for multi-round (MRTR) tools: the server hands the client
 //! an opaque state and must be able to tell, on the retry, that the client did not
 //! change it. Owns the HMAC-SHA256 seal; knows nothing about what the state means.
+// Part of the protocol surface that only the fixture pack exercises today (the product's own tools
+// and catalogues do not use it yet); kept, not compiled away, so the protocol stays complete.
+#![cfg_attr(not(feature = "fixtures"), allow(dead_code))]
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
