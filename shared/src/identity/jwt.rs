@@ -179,4 +179,23 @@ mod tests {
         let none = format!("{}.{payload}.", b64.encode(r#"{"alg":"none","typ":"JWT"}"#));
         assert!(jwts.verify(&none).is_err(), "alg none");
     }
+
+    #[test]
+    fn a_token_says_its_kind_and_one_without_a_kind_does_not_verify() {
+        let jwts = Jwts::for_origin(&[7; 32], "https://a.example");
+        assert_eq!(
+            jwts.verify(&jwts.mint("user-1", 60, now())).unwrap().kind,
+            TokenKind::Session
+        );
+        let legacy = serde_json::json!({ "sub": "user-1", "iss": "https://a.example",
+            "aud": "https://a.example", "iat": now(), "nbf": now(), "exp": now() + 60 });
+        let legacy =
+            jsonwebtoken::encode(&Header::new(Algorithm::HS256), &legacy, &jwts.encoding).unwrap();
+        assert!(jwts.verify(&legacy).is_err(), "no kind");
+        let other = Jwts::for_origin(&[7; 32], "https://b.example");
+        assert!(
+            other.verify(&jwts.mint("user-1", 60, now())).is_err(),
+            "another origin"
+        );
+    }
 }
