@@ -334,6 +334,12 @@ async fn consented_scopes_reach_mcp_and_nothing_else() {
     }
     let personal = call(&server, "POST", "/personal/mcp", &session, Some(json!({}))).await;
     assert_eq!(personal.status, 200, "{}", personal.body);
+    // A bearer token on the personal URL is checked the same way as on /mcp.
+    let url = personal.json()["data"]["url"].as_str().unwrap().to_string();
+    let on_url = rpc(&url, Some(&openid), "tools/list", json!({})).await;
+    assert_insufficient(&on_url, "openid on /mcp/{secret}");
+    let on_url = rpc(&url, Some(&tools), "tools/list", json!({})).await;
+    assert_eq!(on_url.status, 200, "{}", on_url.body);
 }
 
 /// `iss`/`aud` come from the public origin: a session signed with this server's key for
