@@ -726,7 +726,7 @@ async fn allowed_tools_updates_reprobe_and_delete() {
 async fn the_strict_policy_refuses_internal_and_plain_http_servers() {
     let process = e2e::in_process(&[]);
     let jwts =
-        mirobody::identity::Jwts::new(&[1; 32], mirobody::TOKEN_ISSUER, mirobody::TOKEN_AUDIENCE);
+        mirobody::identity::Jwts::for_origin(&[1; 32], &process.app.config().public_origin());
     // Signature checks use the real time (the app's fake clock is ahead of it).
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -355,7 +355,8 @@ async fn forged_and_stale_jwts_are_refused() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs();
-    let good = Jwts::new(&keys.jwt, mirobody::TOKEN_ISSUER, mirobody::TOKEN_AUDIENCE);
+    let origin = server.origin();
+    let good = Jwts::for_origin(&keys.jwt, &origin);
     assert_eq!(
         rpc(
             &server.url("/mcp"),
@@ -371,21 +372,19 @@ async fn forged_and_stale_jwts_are_refused() {
         use base64::Engine;
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s)
     };
-    let payload = b64(&json!({ "sub": "u1", "iss": mirobody::TOKEN_ISSUER, "aud": mirobody::TOKEN_AUDIENCE, "iat": now, "nbf": now, "exp": now + 600 }).to_string());
+    let payload = b64(&json!({ "sub": "u1", "kind": "session", "iss": origin, "aud": origin, "iat": now, "nbf": now, "exp": now + 600 }).to_string());
     let forged = [
         (
             "wrong key",
-            Jwts::new(&[9; 32], mirobody::TOKEN_ISSUER, mirobody::TOKEN_AUDIENCE)
-                .mint("u1", 600, now),
+            Jwts::for_origin(&[9; 32], &origin).mint("u1", 600, now),
         ),
         (
             "wrong audience",
-            Jwts::new(&keys.jwt, mirobody::TOKEN_ISSUER, "someone-else").mint("u1", 600, now),
+            Jwts::new(&keys.jwt, &origin, "someone-else").mint("u1", 600, now),
         ),
         (
             "wrong issuer",
-            Jwts::new(&keys.jwt, "https://evil.example", mirobody::TOKEN_AUDIENCE)
-                .mint("u1", 600, now),
+            Jwts::new(&keys.jwt, "https://evil.example", &origin).mint("u1", 600, now),
         ),
         ("expired", good.mint("u1", 60, now - 3600)),
         (

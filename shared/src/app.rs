@@ -32,10 +32,6 @@ use crate::resources::Resources;
 use crate::services::Services;
 use crate::tools::{self, AgentPolicy, Registry, ToolSource, Toolbox};
 
-/// JWT issuer and audience until OAuth (issue 5) binds the audience to the resource.
-pub const TOKEN_ISSUER: &str = "mirobody";
-pub const TOKEN_AUDIENCE: &str = "mirobody-mcp";
-
 /// Everything that needs the keys.
 struct Signed {
     jwts: Arc<Jwts>,
@@ -100,8 +96,8 @@ impl App {
         };
         let http = Arc::new(GuardedHttp::new(AddressGuard::system(policy)));
         let signed = keys.map(|keys| {
-            let jwts =
-                Arc::new(Jwts::new(&keys.jwt, TOKEN_ISSUER, TOKEN_AUDIENCE).accepting(&resource));
+            // Sessions are for the origin; OAuth access tokens for the MCP resource (RFC 8707).
+            let jwts = Arc::new(Jwts::for_origin(&keys.jwt, &origin).accepting(&resource));
             let sealer = Arc::new(Sealer::new(&keys.seal));
             let urls = Arc::new(McpUrls {
                 store: store.clone(),
@@ -257,7 +253,7 @@ impl App {
     /// Access, then the handler, then CORS by access on whatever the handler answered.
     async fn dispatch(&self, matched: &Matched<'_>, request: &Request<Bytes>) -> Response<Bytes> {
         let access = matched.route.access;
-        let answer = match self.admit(access, request.headers()) {
+        let answer = match self.admit(matched, request.headers()) {
             Ok(caller) => self.answer(matched, caller.as_ref(), request).await,
             Err(refusal) => Err(refusal),
         };
@@ -293,15 +289,17 @@ impl App {
     }
 
     /// The door: the `Origin`/`Host` check against DNS rebinding (all but open routes),
-    /// then the bearer token of signed-in routes, who are the caller.
-    fn admit(&self, access: Access, headers: &HeaderMap) -> Result<Option<Caller>, Refusal> {
-        if access != Access::Open && !self.origin.allows(headers) {
+    /// then the bearer token of signed-in routes (its kind and scope against the row's
+    /// `accepts`), who are the caller.
+    fn admit(&self, matched: &Matched<'_>, headers: &HeaderMap) -> Result<Option<Caller>, Refusal> {
+        let route = matched.route;
+        if route.access != Access::Open && !self.origin.allows(headers) {
             return Err(Refusal::ForbiddenOrigin);
         }
-        match access {
+        match route.access {
             Access::SignedIn => self
                 .callers
-                .signed_in(headers)
+                .signed_in(headers, route.accepts)
                 .map(Some)
                 .map_err(Refusal::Door),
             Access::Open | Access::SameOrigin => Ok(None),
@@ -321,7 +319,7 @@ impl App {
         let name = || matched.param("name").unwrap_or_default();
         let path = matched.route.path;
         Ok(match matched.route.handler {
-            Handler::McpPost => self.mcp_post(request, matched.param("secret")).await,
+            Handler::McpPost => self.mcp_post(matched, request).await,
             Handler::McpPlaceholder => mcp_placeholder(matched),
             Handler::Preflight => web::empty(StatusCode::OK),
             Handler::SignUp => self.accounts()?.sign_up(body).await?,
@@ -384,8 +382,14 @@ impl App {
         }
     }
 
-    async fn mcp_post(&self, request: &Request<Bytes>, secret: Option<&str>) -> Response<Bytes> {
-        let caller = match self.callers.resolve(request.headers(), secret).await {
+    async fn mcp_post(&self, matched: &Matched<'_>, request: &Request<Bytes>) -> Response<Bytes> {
+        let secret = matched.param("secret");
+        let accepts = matched.route.accepts;
+        let caller = match self
+            .callers
+            .resolve(request.headers(), secret, accepts)
+            .await
+        {
             Ok(caller) => caller,
             Err(error) => return error.into_response(),
         };

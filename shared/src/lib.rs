@@ -27,7 +27,7 @@ pub mod testing;
 mod tools;
 mod upload;
 
-pub use app::{App, TOKEN_AUDIENCE, TOKEN_ISSUER};
+pub use app::App;
 pub use config::{Config, ConfigError, Runtime, StoreKind};
 pub use http::RouteGroup;
 pub use services::{Services, StartupError};

@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use chrono::NaiveDate;
 
-use crate::app::{TOKEN_AUDIENCE, TOKEN_ISSUER};
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, Runtime};
 use crate::identity::{Jwts, KeyError, Keys};
@@ -75,7 +74,7 @@ impl Services {
     ) -> Result<Option<String>, StartupError> {
         let keys = load_keys(config).await?;
         Ok(keys.map(|keys| {
-            Jwts::new(&keys.jwt, TOKEN_ISSUER, TOKEN_AUDIENCE).mint(
+            Jwts::for_origin(&keys.jwt, &config.public_origin()).mint(
                 user,
                 lifetime_secs,
                 SystemClock.now(),

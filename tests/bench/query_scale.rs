@@ -19,7 +19,7 @@ use mirobody::clock::{Clock, SystemClock};
 use mirobody::domain::{Reading, ReadingValue};
 use mirobody::identity::{Jwts, Keys};
 use mirobody::store::{DynamoStore, DynamoTables, EmbeddedStore, Store};
-use mirobody::{App, Config, RouteGroup, Runtime, Services, TOKEN_AUDIENCE, TOKEN_ISSUER};
+use mirobody::{App, Config, RouteGroup, Runtime, Services};
 use serde_json::{Value, json};
 
 const INDICATORS: usize = 10;
@@ -70,11 +70,10 @@ async fn measure(label: &str, store: Arc<dyn Store>, requests: Option<&AtomicUsi
         jwt: [3; 32],
         seal: [4; 32],
     };
-    let token = Jwts::new(&keys.jwt, TOKEN_ISSUER, TOKEN_AUDIENCE).mint(
-        "bench-user",
-        3600,
-        SystemClock.now(),
-    );
+    let origin = Config::from_vars(Runtime::Local, Vec::new())
+        .unwrap()
+        .public_origin();
+    let token = Jwts::for_origin(&keys.jwt, &origin).mint("bench-user", 3600, SystemClock.now());
     let data = readings();
     let started = Instant::now();
     store

@@ -182,6 +182,13 @@ impl Server {
             .filter(|url| url.starts_with("http://"))
             .unwrap_or_else(|| panic!("unexpected first line from mirobody-local: {line:?}"))
             .to_string();
+        // Subcommands (`mint-token`) see the real port: tokens are signed for the origin.
+        let port = base.rsplit(':').next().unwrap_or("0").to_string();
+        for (k, v) in all.iter_mut() {
+            if k == "HTTP_PORT" {
+                *v = port.clone();
+            }
+        }
         Server {
             child,
             base,
@@ -211,6 +218,13 @@ impl Server {
 
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
+    }
+
+    /// The public origin the server signs its tokens for (their `iss`), from its settings.
+    pub fn origin(&self) -> String {
+        Config::from_vars(Runtime::Local, self.env.clone())
+            .expect("valid test settings")
+            .public_origin()
     }
 }
 

@@ -31,6 +31,9 @@ pub(crate) enum ApiError {
     Refused(StatusCode, Cow<'static, str>),
     /// 401 `{"code": 401, "msg": …}` with this `WWW-Authenticate` challenge.
     Unauthorized(&'static str, HeaderValue),
+    /// 403 `{"code": 403, "msg": …}` with this `WWW-Authenticate` challenge: a valid
+    /// token of a kind or scope the route does not take (RFC 6750 `insufficient_scope`).
+    Forbidden(&'static str, HeaderValue),
     /// The store failed: 503, [`STORAGE_UNAVAILABLE`].
     Unavailable,
     /// No signing keys on this deployment: accounts, OAuth and sign-in are off (503).
@@ -68,6 +71,7 @@ impl ApiError {
             | ApiError::LoginPoll(status, _, _) => *status,
             ApiError::NoRoute => StatusCode::NOT_FOUND,
             ApiError::Unauthorized(..) => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(..) => StatusCode::FORBIDDEN,
             ApiError::Unavailable | ApiError::NoKeys => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
@@ -78,7 +82,7 @@ impl ApiError {
         match self {
             ApiError::NoRoute => json(status, &json!({"error": "not found"})),
             ApiError::Refused(_, msg) => account(&msg),
-            ApiError::Unauthorized(msg, challenge) => {
+            ApiError::Unauthorized(msg, challenge) | ApiError::Forbidden(msg, challenge) => {
                 let mut response = account(msg);
                 response.headers_mut().insert(WWW_AUTHENTICATE, challenge);
                 response

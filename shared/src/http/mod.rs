@@ -13,7 +13,7 @@ use serde_json::Value;
 
 pub(crate) use error::{ApiError, Form, STORAGE_UNAVAILABLE};
 pub(crate) use origin::OriginPolicy;
-pub(crate) use routes::{Access, Handler, Router, methods_at};
+pub(crate) use routes::{Accepts, Access, Handler, Router, methods_at};
 pub use routes::{Matched, Resolved, RouteGroup, resolve, templates};
 
 const ALLOW_HEADERS: &str = "Content-Type, Authorization, Accept, MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Session-Id, Last-Event-ID";

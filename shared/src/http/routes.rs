@@ -36,6 +36,20 @@ pub(crate) enum Access {
     SignedIn,
 }
 
+/// Which bearer tokens a route takes: read by the one check in caller resolution
+/// (`CallerResolver::admit`), for signed-in routes and for a bearer token on `/mcp`.
+/// A token that does not verify is 401; a valid one of another kind or without the
+/// scope is 403 (`insufficient_scope`). A client-credentials token is never a person,
+/// so no row takes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Accepts {
+    /// Only a person's first-party session (sign-in, sign-up, the development mint):
+    /// the account, data, share, personal-URL and server-registry APIs.
+    Session,
+    /// A person's session, or an OAuth access token whose scope includes this one.
+    SessionOrScope(&'static str),
+}
+
 /// Where `HTTP_URI_PREFIX` goes in a route's path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Prefix {
@@ -103,8 +117,8 @@ pub(crate) enum Handler {
     McpLoginSubmit,
 }
 
-/// One route. Later needs per route (accepted token kinds and scopes, a body cap)
-/// become fields here with a default in [`ROW`].
+/// One route. Later needs per route (a body cap) become fields here with a default in
+/// [`ROW`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Route {
     pub method: &'static str,
@@ -116,6 +130,8 @@ pub(crate) struct Route {
     pub name: &'static str,
     pub access: Access,
     pub handler: Handler,
+    /// The bearer tokens it takes (the strictest, a first-party session, by default).
+    pub accepts: Accepts,
     /// In `template.yaml`: API Gateway sends it to the group's function. `false` for
     /// what only the local server answers.
     pub deployed: bool,
@@ -132,8 +148,12 @@ const ROW: Route = Route {
     name: "",
     access: Access::SignedIn,
     handler: Handler::Preflight,
+    accepts: Accepts::Session,
     deployed: true,
 };
+
+/// What `/mcp` takes: a person's session or an access token a client got with `mcp:tools`.
+const MCP_TOKENS: Accepts = Accepts::SessionOrScope("mcp:tools");
 
 const RESOURCE_METADATA: &str = "/.well-known/oauth-protected-resource";
 
@@ -150,7 +170,7 @@ pub(crate) static ROUTES: &[Route] = {
     &[
         // The MCP endpoint, under the prefix.
         Route { method: "POST", path: "/mcp", prefix: Leading, group: Mcp, name: "POST /mcp",
-                access: SameOrigin, handler: McpPost, ..ROW },
+                access: SameOrigin, handler: McpPost, accepts: MCP_TOKENS, ..ROW },
         Route { method: "GET", path: "/mcp", prefix: Leading, group: Mcp, name: "GET /mcp",
                 access: SameOrigin, handler: McpPlaceholder, ..ROW },
         Route { method: "DELETE", path: "/mcp", prefix: Leading, group: Mcp, name: "DELETE /mcp",
@@ -158,7 +178,8 @@ pub(crate) static ROUTES: &[Route] = {
         Route { method: "OPTIONS", path: "/mcp", prefix: Leading, group: Mcp, name: "OPTIONS /mcp",
                 access: SameOrigin, handler: Preflight, ..ROW },
         Route { method: "POST", path: "/mcp/{secret}", prefix: Leading, group: Mcp,
-                name: "POST /mcp/{secret}", access: SameOrigin, handler: McpPost, ..ROW },
+                name: "POST /mcp/{secret}", access: SameOrigin, handler: McpPost,
+                accepts: MCP_TOKENS, ..ROW },
         Route { method: "OPTIONS", path: "/mcp/{secret}", prefix: Leading, group: Mcp,
                 name: "OPTIONS /mcp", access: SameOrigin, handler: Preflight, ..ROW },
 

@@ -3,17 +3,22 @@
 //!
 //! Owns the order: the `Authorization` bearer JWT, then the MCP URL's secret, else
 //! anonymous; a bearer token that does not verify is refused (401 with a challenge
-//! pointing at the protected resource metadata), never treated as anonymous. Does not
-//! know which tools exist or what a caller may see; never logs a token or a secret.
+//! pointing at the protected resource metadata), never treated as anonymous. Owns the
+//! one check of a token's kind and scope against the route's `accepts` ([`admit`]):
+//! a valid token the route does not take is 403 `insufficient_scope`. Does not know
+//! which tools exist or what a caller may see; never logs a token or a secret.
+//!
+//! [`admit`]: CallerResolver::admit
 
 use std::sync::Arc;
 
 use http::header::AUTHORIZATION;
 use http::{HeaderMap, HeaderValue, StatusCode};
 
+use super::jwt::{Claims, TokenKind};
 use super::{Jwts, McpUrls};
 use crate::clock::Clock;
-use crate::http::ApiError;
+use crate::http::{Accepts, ApiError};
 
 /// The user a tool acts for, as resolved by the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +43,8 @@ impl Caller {
 /// Who the `Authorization` header says the caller is.
 enum Bearer {
     Absent,
-    User(Caller),
+    /// A token that verifies: what it may do is decided by [`CallerResolver::admit`].
+    Token(Box<Claims>),
     /// A bearer token that does not verify: refused with 401, never treated as anonymous.
     Invalid,
 }
@@ -55,6 +61,7 @@ pub(crate) struct CallerResolver {
     /// request had no authentication information); the scope a client should ask for, so
     /// it does not request every scope the metadata lists.
     sign_in: HeaderValue,
+    resource_metadata_url: String,
 }
 
 impl CallerResolver {
@@ -78,6 +85,7 @@ impl CallerResolver {
             sign_in: value(format!(
                 "Bearer resource_metadata=\"{resource_metadata_url}\", scope=\"mcp:tools\""
             )),
+            resource_metadata_url: resource_metadata_url.into(),
         }
     }
 
@@ -92,30 +100,76 @@ impl CallerResolver {
         });
         match (token, &self.jwts) {
             (Some(token), Some(jwts)) => match jwts.verify(token.trim()) {
-                Ok(claims) => Bearer::User(Caller::user(claims.sub)),
+                Ok(claims) => Bearer::Token(Box::new(claims)),
                 Err(_) => Bearer::Invalid,
             },
             _ => Bearer::Invalid,
         }
     }
 
-    /// A signed-in route's caller: a bearer token that verifies, else 401.
-    pub(crate) fn signed_in(&self, headers: &HeaderMap) -> Result<Caller, ApiError> {
+    /// The one check of a verified token against what the route takes: a person's
+    /// session anywhere a person is needed; an access token only where the route names
+    /// a scope, and only with that scope; a client-credentials token nowhere.
+    fn admit(&self, accepts: Accepts, claims: Claims) -> Result<Caller, ApiError> {
+        let admitted = match (claims.kind, accepts) {
+            (TokenKind::Session, _) => true,
+            (TokenKind::Access, Accepts::SessionOrScope(needed)) => claims
+                .scope
+                .as_deref()
+                .is_some_and(|scope| scope.split_whitespace().any(|s| s == needed)),
+            (TokenKind::Access, Accepts::Session) | (TokenKind::Client, _) => false,
+        };
+        match admitted {
+            true => Ok(Caller::user(claims.sub)),
+            false => Err(self.insufficient(accepts)),
+        }
+    }
+
+    /// 403 for a valid token the route does not take (RFC 6750 section 3.1).
+    fn insufficient(&self, accepts: Accepts) -> ApiError {
+        let url = &self.resource_metadata_url;
+        let (challenge, msg) = match accepts {
+            Accepts::SessionOrScope(scope) => (
+                format!(
+                    "Bearer error=\"insufficient_scope\", scope=\"{scope}\", resource_metadata=\"{url}\""
+                ),
+                "this token does not carry the scope this endpoint needs",
+            ),
+            Accepts::Session => (
+                "Bearer error=\"insufficient_scope\"".to_string(),
+                "this endpoint takes only a person's own sign-in token, not an app's token",
+            ),
+        };
+        let challenge = HeaderValue::from_str(&challenge).unwrap_or(HeaderValue::from_static(
+            "Bearer error=\"insufficient_scope\"",
+        ));
+        ApiError::Forbidden(msg, challenge)
+    }
+
+    /// A signed-in route's caller: a bearer token that verifies (else 401) and that the
+    /// route takes (else 403).
+    pub(crate) fn signed_in(
+        &self,
+        headers: &HeaderMap,
+        accepts: Accepts,
+    ) -> Result<Caller, ApiError> {
         match self.bearer(headers) {
-            Bearer::User(caller) => Ok(caller),
+            Bearer::Token(claims) => self.admit(accepts, *claims),
             Bearer::Absent | Bearer::Invalid => Err(self.unauthorized()),
         }
     }
 
-    /// The MCP endpoint's caller, in order: the JWT, then the URL secret (temporary
-    /// grants carry a session and an agent; personal ones do not), else anonymous.
+    /// The MCP endpoint's caller, in order: the JWT (if the route takes it), then the
+    /// URL secret (temporary grants carry a session and an agent; personal ones do not),
+    /// else anonymous.
     pub(crate) async fn resolve(
         &self,
         headers: &HeaderMap,
         secret: Option<&str>,
+        accepts: Accepts,
     ) -> Result<Option<Caller>, ApiError> {
         match self.bearer(headers) {
-            Bearer::User(caller) => return Ok(Some(caller)),
+            Bearer::Token(claims) => return self.admit(accepts, *claims).map(Some),
             Bearer::Invalid => return Err(self.unauthorized()),
             Bearer::Absent => {}
         }

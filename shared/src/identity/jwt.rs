@@ -1,12 +1,31 @@
 //! JWTs: HS256 only (pinned), with `exp`, `nbf`, `iss` and `aud` checked.
 //! `alg: none` and any other algorithm are refused by construction.
+//!
+//! Every token says what it is (`kind`: a person's first-party session, an OAuth access
+//! token for a client, or a client-credentials token); a token without a kind (minted
+//! before kinds existed) does not verify. The issuer and the session audience are the
+//! deployment's public origin, so deployments sharing a key refuse each other's tokens.
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
+/// What a token is. Which kinds a route accepts is the route table's `accepts` column.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenKind {
+    /// A person's first-party session: sign-up, sign-in, the development mint.
+    Session,
+    /// An OAuth access token for a client, acting for a person within its `scope`
+    /// (authorization code and refresh grants, the login prompt's poll).
+    Access,
+    /// A client-credentials token: an app, never a person.
+    Client,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Claims {
     pub sub: String,
+    pub kind: TokenKind,
     pub iss: String,
     pub aud: String,
     pub iat: u64,
@@ -23,6 +42,7 @@ pub struct Claims {
 
 /// An access token to issue.
 pub struct Grant<'a> {
+    pub kind: TokenKind,
     pub subject: &'a str,
     /// The audience: the protected resource (RFC 8707), or the default one.
     pub audience: Option<&'a str>,
@@ -52,6 +72,12 @@ pub struct Jwts {
 }
 
 impl Jwts {
+    /// The deployment's keys: issuer and session audience are its public `origin`
+    /// (`Config::public_origin`).
+    pub fn for_origin(key: &[u8; 32], origin: &str) -> Self {
+        Self::new(key, origin, origin)
+    }
+
     pub fn new(key: &[u8; 32], issuer: &str, audience: &str) -> Self {
         let mut validation = Validation::new(Algorithm::HS256);
         validation.set_issuer(&[issuer]);
@@ -81,6 +107,7 @@ impl Jwts {
     pub fn issue(&self, grant: &Grant<'_>) -> String {
         let claims = Claims {
             sub: grant.subject.into(),
+            kind: grant.kind,
             iss: self.issuer.clone(),
             aud: grant.audience.unwrap_or(&self.audience).into(),
             iat: grant.now,
@@ -94,8 +121,10 @@ impl Jwts {
             .expect("HS256 signing cannot fail")
     }
 
+    /// A person's first-party session token.
     pub fn mint(&self, user_id: &str, lifetime_secs: u64, now: u64) -> String {
         self.issue(&Grant {
+            kind: TokenKind::Session,
             subject: user_id,
             audience: None,
             scope: None,
@@ -149,5 +178,24 @@ mod tests {
         let payload = token.split('.').nth(1).unwrap();
         let none = format!("{}.{payload}.", b64.encode(r#"{"alg":"none","typ":"JWT"}"#));
         assert!(jwts.verify(&none).is_err(), "alg none");
+    }
+
+    #[test]
+    fn a_token_says_its_kind_and_one_without_a_kind_does_not_verify() {
+        let jwts = Jwts::for_origin(&[7; 32], "https://a.example");
+        assert_eq!(
+            jwts.verify(&jwts.mint("user-1", 60, now())).unwrap().kind,
+            TokenKind::Session
+        );
+        let legacy = serde_json::json!({ "sub": "user-1", "iss": "https://a.example",
+            "aud": "https://a.example", "iat": now(), "nbf": now(), "exp": now() + 60 });
+        let legacy =
+            jsonwebtoken::encode(&Header::new(Algorithm::HS256), &legacy, &jwts.encoding).unwrap();
+        assert!(jwts.verify(&legacy).is_err(), "no kind");
+        let other = Jwts::for_origin(&[7; 32], "https://b.example");
+        assert!(
+            other.verify(&jwts.mint("user-1", 60, now())).is_err(),
+            "another origin"
+        );
     }
 }

@@ -18,6 +18,7 @@ pub(crate) use caller::Caller;
 pub(crate) use caller::CallerResolver;
 pub(crate) use jwt::Grant;
 pub use jwt::Jwts;
+pub(crate) use jwt::TokenKind;
 pub use keys::{KeyError, Keys};
 pub(crate) use login::LoginPoll;
 pub(crate) use login::LoginPrompts;

@@ -9,7 +9,7 @@ use http::{Request, Response, StatusCode};
 
 use super::signin::SignInForm;
 use super::{Form, LOGIN_TOKEN_SECS, OAuthApi, field, form, html, pages, query, unavailable};
-use crate::identity::Grant;
+use crate::identity::{Grant, TokenKind};
 
 impl OAuthApi {
     fn login_binding(state: &str) -> String {
@@ -101,7 +101,10 @@ impl OAuthApi {
             Err(e) => return unavailable(e),
         };
         let now = self.clock.now();
+        // An access token for the MCP endpoint only, never a first-party session: whoever
+        // collects it from the poll can call tools, not manage the account.
         let token = self.jwts.issue(&Grant {
+            kind: TokenKind::Access,
             subject: &user_id,
             audience: Some(&self.resource),
             scope: Some("mcp:tools"),

@@ -36,7 +36,7 @@ pub(super) fn authorization_server(origin: &str) -> Bytes {
         "token_endpoint_auth_methods_supported": ["client_secret_post", "client_secret_basic", "none"],
         "introspection_endpoint_auth_methods_supported": ["none"],
         "scopes_supported": SCOPES,
-        "claims_supported": ["sub", "iss", "aud", "iat", "nbf", "exp", "scope", "client_id", "jti"],
+        "claims_supported": ["sub", "kind", "iss", "aud", "iat", "nbf", "exp", "scope", "client_id", "jti"],
         "token_endpoint_auth_signing_alg_values_supported": ["HS256"],
         "authorization_response_iss_parameter_supported": true,
         "client_id_metadata_document_supported": true

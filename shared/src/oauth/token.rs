@@ -19,7 +19,7 @@ use super::{
 };
 use crate::domain::{OAuthClient, RefreshRecord, RefreshUse};
 use crate::http as web;
-use crate::identity::{Grant, random_secret, secret_hash};
+use crate::identity::{Grant, TokenKind, random_secret, secret_hash};
 
 /// PKCE S256: BASE64URL(SHA256(verifier)) == challenge, verifier 43-128 unreserved characters.
 fn pkce_matches(verifier: &str, challenge: &str) -> bool {
@@ -117,6 +117,7 @@ impl OAuthApi {
                 };
                 let subject = format!("client:{}", client.client_id);
                 let token = self.jwts.issue(&Grant {
+                    kind: TokenKind::Client,
                     subject: &subject,
                     audience: Some(&audience),
                     scope: Some(scope),
@@ -273,6 +274,7 @@ impl OAuthApi {
             return unavailable(e);
         }
         let access = self.jwts.issue(&Grant {
+            kind: TokenKind::Access,
             subject: &refresh.user_id,
             audience: refresh.resource.as_deref(),
             scope: Some(&refresh.scope),
