@@ -29,5 +29,5 @@ mod upload;
 
 pub use app::{App, TOKEN_AUDIENCE, TOKEN_ISSUER};
 pub use config::{Config, ConfigError, Runtime, StoreKind};
-pub use http::RouteGroup;
+pub use http::{RouteGroup, SourceAddr};
 pub use services::{Services, StartupError};
