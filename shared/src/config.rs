@@ -56,7 +56,7 @@ pub struct Config {
     /// MCP server than the defaults (20 s per server on `/mcp`, 25 s for a registration
     /// probe). `None` keeps the defaults.
     pub remote_timeout_secs: Option<u64>,
-    /// `MIROBODY_HASH_PERMITS` (1 to 64, default 2): how many Argon2 password hashes
+    /// `MIROBODY_HASH_PERMITS` (1 to 256, default 2): how many Argon2 password hashes
     /// (19 MiB each) run at once; more sign-ins queue for a permit.
     pub hash_permits: usize,
     pub secretsmanager_endpoint: Option<String>,
@@ -212,11 +212,11 @@ impl Config {
             hash_permits: match get("MIROBODY_HASH_PERMITS") {
                 None => DEFAULT_HASH_PERMITS,
                 Some(raw) => match raw.parse::<usize>() {
-                    Ok(permits @ 1..=64) => permits,
+                    Ok(permits @ 1..=256) => permits,
                     _ => {
                         return Err(bad(
                             "MIROBODY_HASH_PERMITS",
-                            "must be a whole number from 1 to 64",
+                            "must be a whole number from 1 to 256",
                         ));
                     }
                 },
