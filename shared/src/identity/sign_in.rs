@@ -11,14 +11,15 @@
 //! clear their source's count; a person who mistyped waits at most the minute out).
 //!
 //! Hashing: Argon2id takes 19 MiB per hash, so hashes and verifications wait for one
-//! of a few permits (`MIROBODY_HASH_PERMITS`) instead of all allocating at once.
+//! of a few permits (`MIROBODY_HASH_PERMITS`) instead of all allocating at once, and
+//! each permit's working memory is kept and reused (at most one per permit).
 
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::Semaphore;
 
-use super::password::{hash_password, verify_password};
+use super::password::{Memory, hash_password_with, verify_password_with};
 use super::secret::{random_secret, secret_hash};
 use crate::clock::Clock;
 use crate::store::{AccountStore, StoreError, window};
@@ -54,6 +55,8 @@ pub(crate) struct Passwords {
     store: Arc<dyn AccountStore>,
     clock: Arc<dyn Clock>,
     hashing: Semaphore,
+    /// Working memory of the hashes not running now (at most one per permit).
+    memory: Mutex<Vec<Memory>>,
 }
 
 impl Passwords {
@@ -63,21 +66,33 @@ impl Passwords {
             store,
             clock,
             hashing: Semaphore::new(permits.max(1)),
+            memory: Mutex::new(Vec::new()),
         }
     }
 
-    /// Runs `work` (Argon2) off the async workers once a permit is free.
+    /// Runs `work` (Argon2) off the async workers once a permit is free, with working
+    /// memory left by an earlier hash.
     async fn hashing<T: Send + 'static>(
         &self,
-        work: impl FnOnce() -> T + Send + 'static,
+        work: impl FnOnce(&mut Memory) -> T + Send + 'static,
     ) -> Option<T> {
         let _permit = self.hashing.acquire().await.ok()?;
-        tokio::task::spawn_blocking(work).await.ok()
+        let mut memory = self.pool().pop().unwrap_or_default();
+        let (out, memory) = tokio::task::spawn_blocking(move || (work(&mut memory), memory))
+            .await
+            .ok()?;
+        self.pool().push(memory);
+        Some(out)
+    }
+
+    fn pool(&self) -> std::sync::MutexGuard<'_, Vec<Memory>> {
+        self.memory.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A PHC hash of a new password; `None` if the hashing task failed.
     pub(crate) async fn hash(&self, password: String) -> Option<String> {
-        self.hashing(move || hash_password(&password)).await
+        self.hashing(move |memory| hash_password_with(&password, memory))
+            .await
     }
 
     /// Checks `password` for the account of `email` (any case, surrounding spaces
@@ -110,12 +125,13 @@ impl Passwords {
         let stored = account.as_ref().map(|a| a.password_hash.clone());
         let password = password.to_string();
         let verified = self
-            .hashing(move || {
+            .hashing(move |memory| {
                 let hash = match &stored {
                     Some(hash) => hash,
-                    None => DUMMY_HASH.get_or_init(|| hash_password(&random_secret(16))),
+                    None => DUMMY_HASH
+                        .get_or_init(|| hash_password_with(&random_secret(16), &mut Memory::new())),
                 };
-                verify_password(&password, hash)
+                verify_password_with(&password, hash, memory)
             })
             .await
             .unwrap_or(false);
