@@ -355,3 +355,18 @@ async fn registrations_per_source_are_capped() {
         .expect("Retry-After in seconds");
     assert!((1..=3600).contains(&retry_after), "{retry_after}");
 }
+
+/// Lambda: the counters key on API Gateway's `requestContext.http.sourceIp`.
+#[test]
+fn lambda_events_carry_their_source_address() {
+    let samples = e2e::sample_events();
+    let (name, raw) = samples
+        .iter()
+        .find(|(name, _)| name == "oauth-signin")
+        .expect("the sign-in sample event");
+    let event = lambda_http::request::from_str(raw).expect("a Lambda event");
+    let request = lambda_glue::from_lambda(event);
+    let source = request.extensions().get::<mirobody::SourceAddr>();
+    let expected: IpAddr = "192.0.2.10".parse().unwrap();
+    assert_eq!(source, Some(&mirobody::SourceAddr(expected)), "{name}");
+}
