@@ -5,8 +5,9 @@
 //! Limits: failed sign-ins are counted per e-mail and per source address, each in
 //! fixed one-minute windows in the store (keyed by a SHA-256 of `signin-email:<e-mail>`
 //! or `signin-ip:<address>`, never the raw value). Once either counter holds
-//! [`SIGN_IN_FAILURES`], further attempts in that window are refused with the seconds
-//! until it ends, before the account is read or any Argon2 work is done. A success
+//! [`SIGN_IN_FAILURES`] in this window and the one before together, further attempts
+//! are refused with the seconds until that clears (at most two minutes), before the
+//! account is read or any Argon2 work is done. A success
 //! resets neither counter (an attacker signing in to an account of their own must not
 //! clear their source's count; a person who mistyped waits at most the minute out).
 //!
@@ -111,15 +112,32 @@ impl Passwords {
         if let Some(source) = source {
             counters.push(counter_hash("signin-ip", &source.to_string()));
         }
-        let counts = futures_util::future::try_join_all(
-            counters
-                .iter()
-                .map(|key| self.store.event_count(key, SIGN_IN_WINDOW_SECS, now)),
-        )
+        // This window and the one before: any ten failures within a minute fall in two
+        // adjacent windows, so their sum catches a burst that straddles a boundary.
+        let (_, end) = window(SIGN_IN_WINDOW_SECS, now);
+        let previous = now.saturating_sub(SIGN_IN_WINDOW_SECS);
+        let counts = futures_util::future::try_join_all(counters.iter().flat_map(|key| {
+            [
+                self.store.event_count(key, SIGN_IN_WINDOW_SECS, now),
+                self.store.event_count(key, SIGN_IN_WINDOW_SECS, previous),
+            ]
+        }))
         .await?;
-        if counts.iter().any(|&count| count >= SIGN_IN_FAILURES) {
-            let (_, end) = window(SIGN_IN_WINDOW_SECS, now);
-            return Ok(SignIn::Limited(end.saturating_sub(now).max(1)));
+        let mut until = None;
+        for pair in counts.chunks(2) {
+            let (current, before) = (pair[0], pair[1]);
+            if current + before >= SIGN_IN_FAILURES {
+                // Clear once the sum of the next two windows is under the limit.
+                let clears = if current >= SIGN_IN_FAILURES {
+                    end + SIGN_IN_WINDOW_SECS
+                } else {
+                    end
+                };
+                until = until.max(Some(clears));
+            }
+        }
+        if let Some(clears) = until {
+            return Ok(SignIn::Limited(clears.saturating_sub(now).max(1)));
         }
         let account = self.store.account_by_email(&email).await?;
         let stored = account.as_ref().map(|a| a.password_hash.clone());

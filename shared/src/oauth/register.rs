@@ -4,9 +4,9 @@
 //!
 //! Bounded: a body over [`MAX_REGISTRATION_BODY`] is refused (413) unread, redirect
 //! URIs are at most 10 of at most 2,000 bytes each, names at most 100 characters, and
-//! a source address may register [`REGISTRATIONS_PER_HOUR`] clients an hour (429 with
-//! `Retry-After` after that; the counter is the store's, keyed by a hash of the
-//! address).
+//! a source address may register [`REGISTRATIONS_PER_HOUR`] clients in this hour and
+//! the one before together (429 with `Retry-After` after that; the counter is the
+//! store's, keyed by a hash of the address).
 //!
 //! Does not issue tokens or codes.
 
@@ -105,13 +105,20 @@ impl OAuthApi {
         if let Some(source) = source {
             let now = self.clock.now();
             let key = counter_hash("register-ip", &source.to_string());
-            match self
-                .store
-                .count_event(&key, REGISTRATION_WINDOW_SECS, now)
-                .await
-            {
-                Ok(count) if count > REGISTRATIONS_PER_HOUR => {
-                    let (_, end) = window(REGISTRATION_WINDOW_SECS, now);
+            // This hour and the one before, so a burst across the boundary counts whole.
+            let previous = now.saturating_sub(REGISTRATION_WINDOW_SECS);
+            let counted = futures_util::future::try_join(
+                self.store.count_event(&key, REGISTRATION_WINDOW_SECS, now),
+                self.store
+                    .event_count(&key, REGISTRATION_WINDOW_SECS, previous),
+            )
+            .await;
+            match counted {
+                Ok((count, before)) if count + before > REGISTRATIONS_PER_HOUR => {
+                    let (_, mut end) = window(REGISTRATION_WINDOW_SECS, now);
+                    if count > REGISTRATIONS_PER_HOUR {
+                        end += REGISTRATION_WINDOW_SECS;
+                    }
                     let mut response = oauth_error(
                         StatusCode::TOO_MANY_REQUESTS,
                         "temporarily_unavailable",
