@@ -6,6 +6,7 @@
 //! "data": …}`; failures are a non-zero `code` with `msg`). Never logs a password,
 //! a token or a URL.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -16,9 +17,7 @@ use serde_json::{Value, json};
 use crate::clock::Clock;
 use crate::domain::Account;
 use crate::http::{self as web, ApiError};
-use crate::identity::{
-    Caller, Jwts, MIN_PASSWORD, McpUrls, authenticate, hash_password, random_secret,
-};
+use crate::identity::{Caller, Jwts, MIN_PASSWORD, McpUrls, Passwords, SignIn, random_secret};
 use crate::store::{AccountStore, Created};
 
 /// Lifetime of a token from sign-in.
@@ -31,6 +30,7 @@ pub(crate) struct AccountApi {
     pub jwts: Arc<Jwts>,
     pub urls: Arc<McpUrls>,
     pub clock: Arc<dyn Clock>,
+    pub passwords: Arc<Passwords>,
 }
 
 /// The success envelope, shared with the data API.
@@ -114,10 +114,9 @@ impl AccountApi {
                 "the password must have at least 10 characters",
             ));
         }
-        let password = request.password;
-        let password_hash = tokio::task::spawn_blocking(move || hash_password(&password))
-            .await
-            .map_err(|_| ApiError::refused(StatusCode::INTERNAL_SERVER_ERROR, "sign-up failed"))?;
+        let password_hash = self.passwords.hash(request.password).await.ok_or_else(|| {
+            ApiError::refused(StatusCode::INTERNAL_SERVER_ERROR, "sign-up failed")
+        })?;
         let account = Account {
             user_id: format!("u_{}", random_secret(12)),
             email,
@@ -133,13 +132,26 @@ impl AccountApi {
         }
     }
 
-    pub(crate) async fn sign_in(&self, body: &[u8]) -> Result<Response<Bytes>, ApiError> {
+    /// `source`: where the request came from, for the per-address failure limit.
+    pub(crate) async fn sign_in(
+        &self,
+        body: &[u8],
+        source: Option<IpAddr>,
+    ) -> Result<Response<Bytes>, ApiError> {
         let request = serde_json::from_slice::<Credentials>(body).map_err(|_| bad_credentials())?;
         let wrong = || ApiError::refused(StatusCode::UNAUTHORIZED, "wrong e-mail or password");
         let email = normalise_email(&request.email).ok_or_else(wrong)?;
-        match authenticate(self.store.as_ref(), &email, &request.password).await? {
-            Some(user_id) => Ok(self.token_response(StatusCode::OK, &user_id)),
-            None => Err(wrong()),
+        match self
+            .passwords
+            .sign_in(&email, &request.password, source)
+            .await?
+        {
+            SignIn::Verified(user_id) => Ok(self.token_response(StatusCode::OK, &user_id)),
+            SignIn::Wrong => Err(wrong()),
+            SignIn::Limited(retry_after) => Err(ApiError::TooMany {
+                msg: "too many failed sign-ins; try again later",
+                retry_after,
+            }),
         }
     }
 

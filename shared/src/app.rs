@@ -23,7 +23,9 @@ use crate::external::{CONNECT_BUDGET, ExternalServers, PROBE_BUDGET};
 use crate::http::{
     self as web, Access, ApiError, Handler, Matched, OriginPolicy, Resolved, RouteGroup, Router,
 };
-use crate::identity::{Caller, CallerResolver, Jwts, LoginPoll, LoginPrompts, McpUrls, Sealer};
+use crate::identity::{
+    Caller, CallerResolver, Jwts, LoginPoll, LoginPrompts, McpUrls, Passwords, Sealer,
+};
 use crate::mcp::{Declaration, Era, Exchange, McpError, McpServer, Reply};
 use crate::oauth::{OAuthApi, OAuthServices};
 use crate::prompts::Prompts;
@@ -104,11 +106,17 @@ impl App {
                 sealer: sealer.clone(),
                 base: format!("{origin}{}", config.uri_prefix),
             });
+            let passwords = Arc::new(Passwords::new(
+                store.clone(),
+                clock.clone(),
+                config.hash_permits,
+            ));
             let accounts = AccountApi {
                 store: store.clone(),
                 jwts: jwts.clone(),
                 urls: urls.clone(),
                 clock: clock.clone(),
+                passwords: passwords.clone(),
             };
             let form_key: [u8; 32] =
                 Sha256::digest([&keys.seal[..], b"mirobody form v1"].concat()).into();
@@ -119,6 +127,7 @@ impl App {
                 clock: clock.clone(),
                 http: http.clone(),
                 form_key,
+                passwords,
             };
             let oauth = OAuthApi::new(services, origin.clone(), resource.clone());
             let mut external =
@@ -323,14 +332,18 @@ impl App {
             Handler::McpPlaceholder => mcp_placeholder(matched),
             Handler::Preflight => web::empty(StatusCode::OK),
             Handler::SignUp => self.accounts()?.sign_up(body).await?,
-            Handler::SignIn => self.accounts()?.sign_in(body).await?,
+            Handler::SignIn => {
+                self.accounts()?
+                    .sign_in(body, web::source_of(request))
+                    .await?
+            }
             Handler::CheckState => {
                 let state = matched.param("state").unwrap_or_default();
                 self.login_poll.check(state).await?
             }
             Handler::OAuthMetadata => self.oauth()?.server_metadata(),
             Handler::ResourceMetadata => self.oauth()?.resource_metadata(),
-            Handler::OAuthRegister => self.oauth()?.register(body).await,
+            Handler::OAuthRegister => self.oauth()?.register(body, web::source_of(request)).await,
             Handler::AuthorizePage => self.oauth()?.authorize_page(request, path).await,
             Handler::AuthorizeSubmit => self.oauth()?.authorize_submit(request, path).await,
             Handler::OAuthToken => self.oauth()?.token(request).await,

@@ -56,8 +56,14 @@ pub struct Config {
     /// MCP server than the defaults (20 s per server on `/mcp`, 25 s for a registration
     /// probe). `None` keeps the defaults.
     pub remote_timeout_secs: Option<u64>,
+    /// `MIROBODY_HASH_PERMITS` (1 to 256, default 2): how many Argon2 password hashes
+    /// (19 MiB each) run at once; more sign-ins queue for a permit.
+    pub hash_permits: usize,
     pub secretsmanager_endpoint: Option<String>,
 }
+
+/// Password hashes running at once unless `MIROBODY_HASH_PERMITS` says otherwise.
+const DEFAULT_HASH_PERMITS: usize = 2;
 
 /// Which storage backend to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -199,6 +205,18 @@ impl Config {
                         return Err(bad(
                             "MIROBODY_REMOTE_TIMEOUT_SECS",
                             "must be a whole number of seconds from 1 to 25",
+                        ));
+                    }
+                },
+            },
+            hash_permits: match get("MIROBODY_HASH_PERMITS") {
+                None => DEFAULT_HASH_PERMITS,
+                Some(raw) => match raw.parse::<usize>() {
+                    Ok(permits @ 1..=256) => permits,
+                    _ => {
+                        return Err(bad(
+                            "MIROBODY_HASH_PERMITS",
+                            "must be a whole number from 1 to 256",
                         ));
                     }
                 },

@@ -29,5 +29,5 @@ mod upload;
 
 pub use app::App;
 pub use config::{Config, ConfigError, Runtime, StoreKind};
-pub use http::RouteGroup;
+pub use http::{RouteGroup, SourceAddr};
 pub use services::{Services, StartupError};

@@ -197,6 +197,11 @@ impl Server {
         }
     }
 
+    /// The server's data directory (its database and dev keys).
+    pub fn data_dir(&self) -> &Path {
+        &self._data.0
+    }
+
     /// Runs a `mirobody-local` subcommand against this server's data and keys.
     pub fn command(&self, args: &[&str]) -> String {
         let output = command(&self.env)

@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use lambda_http::{Body, Error, Request, Response, service_fn};
-use mirobody::{App, Config, ConfigError, RouteGroup, Runtime, Services};
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Error, Request, RequestExt, Response, service_fn};
+use mirobody::{App, Config, ConfigError, RouteGroup, Runtime, Services, SourceAddr};
 
 /// Builds the app once per cold start (settings from the environment), then serves
 /// events until the runtime stops the sandbox.
@@ -80,7 +81,11 @@ fn init_logging() {
 
 /// A Lambda event as a plain request. API Gateway has already decoded base64 bodies.
 pub fn from_lambda(event: Request) -> http::Request<Bytes> {
-    let (parts, body) = event.into_parts();
+    let source = source_addr(&event);
+    let (mut parts, body) = event.into_parts();
+    if let Some(source) = source {
+        parts.extensions.insert(source);
+    }
     let bytes = match body {
         Body::Empty => Bytes::new(),
         Body::Text(text) => Bytes::from(text),
@@ -88,6 +93,20 @@ pub fn from_lambda(event: Request) -> http::Request<Bytes> {
         _ => Bytes::new(),
     };
     http::Request::from_parts(parts, bytes)
+}
+
+/// API Gateway's `requestContext.http.sourceIp`: the address the abuse limits count.
+fn source_addr(event: &Request) -> Option<SourceAddr> {
+    let RequestContext::ApiGatewayV2(context) = event.request_context_ref()? else {
+        return None;
+    };
+    context
+        .http
+        .source_ip
+        .as_deref()?
+        .parse()
+        .ok()
+        .map(SourceAddr)
 }
 
 /// A plain response as a Lambda response (text bodies stay text for API Gateway).

@@ -20,7 +20,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use mirobody::{App, Config, RouteGroup, Runtime, Services};
+use mirobody::{App, Config, RouteGroup, Runtime, Services, SourceAddr};
 use tokio::net::TcpListener;
 
 mod layered;
@@ -101,7 +101,7 @@ async fn main() {
     println!("mirobody-local listening on http://{local}");
     tracing::info!(%local, "listening");
     loop {
-        let (stream, _) = match listener.accept().await {
+        let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
             Err(error) => {
                 tracing::warn!(%error, "accept failed");
@@ -111,7 +111,8 @@ async fn main() {
         let _ = stream.set_nodelay(true);
         let app = app.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |request| serve(app.clone(), request));
+            let source = SourceAddr(peer.ip());
+            let service = service_fn(move |request| serve(app.clone(), source, request));
             let _ = http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
@@ -130,9 +131,11 @@ async fn token(config: &Config, user: &str) -> String {
 
 async fn serve(
     app: Arc<App>,
+    source: SourceAddr,
     request: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
+    parts.extensions.insert(source);
     let body = match Limited::new(body, MAX_BODY).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(_) => {

@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 
 use bytes::Bytes;
-use http::header::WWW_AUTHENTICATE;
+use http::header::{RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{HeaderValue, Response, StatusCode};
 use serde_json::json;
 
@@ -47,6 +47,8 @@ pub(crate) enum ApiError {
     },
     /// The login poll: `{"status": <state>, "message": …}`.
     LoginPoll(StatusCode, &'static str, &'static str),
+    /// An abuse limit: 429 `{"code": 429, "msg": …}` with `Retry-After` in seconds.
+    TooMany { msg: &'static str, retry_after: u64 },
 }
 
 /// The two envelopes of the registry API.
@@ -72,6 +74,7 @@ impl ApiError {
             ApiError::NoRoute => StatusCode::NOT_FOUND,
             ApiError::Unauthorized(..) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(..) => StatusCode::FORBIDDEN,
+            ApiError::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable | ApiError::NoKeys => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
@@ -85,6 +88,13 @@ impl ApiError {
             ApiError::Unauthorized(msg, challenge) | ApiError::Forbidden(msg, challenge) => {
                 let mut response = account(msg);
                 response.headers_mut().insert(WWW_AUTHENTICATE, challenge);
+                response
+            }
+            ApiError::TooMany { msg, retry_after } => {
+                let mut response = account(msg);
+                response
+                    .headers_mut()
+                    .insert(RETRY_AFTER, HeaderValue::from(retry_after));
                 response
             }
             ApiError::Unavailable => account(STORAGE_UNAVAILABLE),

@@ -16,6 +16,17 @@ pub(crate) use origin::OriginPolicy;
 pub(crate) use routes::{Accepts, Access, Handler, Router, methods_at};
 pub use routes::{Matched, Resolved, RouteGroup, resolve, templates};
 
+/// Where a request came from, as the binary that received it knows it (the local
+/// server: the peer address; Lambda: API Gateway's `requestContext.http.sourceIp`),
+/// put into the request's extensions. The abuse counters key on it (hashed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourceAddr(pub std::net::IpAddr);
+
+/// The request's source address, when the binary that received it said.
+pub(crate) fn source_of<B>(request: &http::Request<B>) -> Option<std::net::IpAddr> {
+    request.extensions().get::<SourceAddr>().map(|s| s.0)
+}
+
 const ALLOW_HEADERS: &str = "Content-Type, Authorization, Accept, MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Session-Id, Last-Event-ID";
 const EXPOSE_HEADERS: &str = "MCP-Protocol-Version, WWW-Authenticate";
 

@@ -10,13 +10,13 @@ use bytes::Bytes;
 use http::header::LOCATION;
 use http::{HeaderValue, Request, Response, StatusCode};
 
-use super::signin::SignInForm;
+use super::signin::{self, SignInForm};
 use super::{
     CODE_SECS, Form, OAuthApi, field, form, html, known_scopes, no_store, pages, query, unavailable,
 };
 use crate::domain::{AuthCode, OAuthClient};
 use crate::http as web;
-use crate::identity::{random_secret, secret_hash};
+use crate::identity::{SignIn, random_secret, secret_hash};
 
 fn redirect(location: &str) -> Response<Bytes> {
     let mut response = web::empty(StatusCode::FOUND);
@@ -228,9 +228,9 @@ impl OAuthApi {
             pairs.insert(0, ("error", "access_denied"));
             return redirect(&with_query(&auth.redirect_uri, &pairs));
         }
-        let user_id = match self.check_credentials(&params).await {
-            Ok(Some(user_id)) => user_id,
-            Ok(None) => {
+        let user_id = match self.check_credentials(request, &params).await {
+            Ok(SignIn::Verified(user_id)) => user_id,
+            Ok(SignIn::Wrong) => {
                 return self.consent_page(
                     request,
                     action,
@@ -238,6 +238,11 @@ impl OAuthApi {
                     &auth,
                     Some("Wrong e-mail or password."),
                 );
+            }
+            Ok(SignIn::Limited(retry_after)) => {
+                let page =
+                    self.consent_page(request, action, &params, &auth, Some(signin::LIMITED));
+                return signin::limited(page, retry_after);
             }
             Err(e) => return unavailable(e),
         };

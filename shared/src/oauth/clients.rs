@@ -28,9 +28,15 @@ pub(super) fn client_name(metadata: &Value) -> Option<String> {
         .map(|n| n.chars().take(100).collect())
 }
 
+/// The longest redirect URI a client may register, in bytes.
+pub(super) const MAX_REDIRECT_URI: usize = 2000;
+
 /// A redirect URI a client may register: absolute https, or http to a loopback host
-/// (native apps, RFC 8252); never a fragment.
+/// (native apps, RFC 8252); never a fragment; at most [`MAX_REDIRECT_URI`] bytes.
 fn acceptable_redirect(uri: &str) -> bool {
+    if uri.len() > MAX_REDIRECT_URI {
+        return false;
+    }
     let Ok(url) = url::Url::parse(uri) else {
         return false;
     };

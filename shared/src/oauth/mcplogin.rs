@@ -7,9 +7,9 @@
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 
-use super::signin::SignInForm;
+use super::signin::{self, SignInForm};
 use super::{Form, LOGIN_TOKEN_SECS, OAuthApi, field, form, html, pages, query, unavailable};
-use crate::identity::{Grant, TokenKind};
+use crate::identity::{Grant, SignIn, TokenKind};
 
 impl OAuthApi {
     fn login_binding(state: &str) -> String {
@@ -88,15 +88,19 @@ impl OAuthApi {
                 pages::message("Not signed in", "You declined. You can close this window."),
             );
         }
-        let user_id = match self.check_credentials(&params).await {
-            Ok(Some(user_id)) => user_id,
-            Ok(None) => {
+        let user_id = match self.check_credentials(request, &params).await {
+            Ok(SignIn::Verified(user_id)) => user_id,
+            Ok(SignIn::Wrong) => {
                 return self.login_form(
                     request,
                     &params,
                     &state,
                     Some("Wrong e-mail or password."),
                 );
+            }
+            Ok(SignIn::Limited(retry_after)) => {
+                let page = self.login_form(request, &params, &state, Some(signin::LIMITED));
+                return signin::limited(page, retry_after);
             }
             Err(e) => return unavailable(e),
         };

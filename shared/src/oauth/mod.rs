@@ -30,7 +30,7 @@ use serde_json::json;
 
 use crate::clock::Clock;
 use crate::http as web;
-use crate::identity::{Jwts, Sealer};
+use crate::identity::{Jwts, Passwords, Sealer};
 use crate::remote::GuardedHttp;
 use crate::store::{Store, StoreError};
 
@@ -58,6 +58,8 @@ pub(crate) struct OAuthApi {
     resource_metadata: Bytes,
     /// Fetches Client ID Metadata Documents, through the address guard.
     http: Arc<GuardedHttp>,
+    /// The sign-in check, its limits and the hashing queue.
+    passwords: Arc<Passwords>,
 }
 
 /// What the authorization server is built on (built once per process).
@@ -72,6 +74,8 @@ pub(crate) struct OAuthServices {
     pub http: Arc<GuardedHttp>,
     /// Key for the sign-in forms' CSRF tokens.
     pub form_key: [u8; 32],
+    /// The sign-in check, its limits and the hashing queue.
+    pub passwords: Arc<Passwords>,
 }
 
 type Form = Vec<(String, String)>;
@@ -150,6 +154,7 @@ impl OAuthApi {
             clock,
             http,
             form_key,
+            passwords,
         } = services;
         OAuthApi {
             server_metadata: metadata::authorization_server(&origin),
@@ -162,6 +167,7 @@ impl OAuthApi {
             resource,
             form_key,
             http,
+            passwords,
         }
     }
 }

@@ -2,21 +2,45 @@
 //! redirect URIs, the token endpoint auth method and the grant types, then stores the
 //! client with its secret hashed; the secret is shown once, in this response.
 //!
+//! Bounded: a body over [`MAX_REGISTRATION_BODY`] is refused (413) unread, redirect
+//! URIs are at most 10 of at most 2,000 bytes each, names at most 100 characters, and
+//! a source address may register [`REGISTRATIONS_PER_HOUR`] clients in this hour and
+//! the one before together (429 with `Retry-After` after that; the counter is the
+//! store's, keyed by a hash of the address).
+//!
 //! Does not issue tokens or codes.
 
+use std::net::IpAddr;
+
 use bytes::Bytes;
-use http::{Response, StatusCode};
+use http::header::RETRY_AFTER;
+use http::{HeaderValue, Response, StatusCode};
 use serde_json::{Value, json};
 
 use super::clients::{acceptable_redirects, client_name};
 use super::{OAuthApi, no_store, oauth_error, unavailable};
 use crate::domain::OAuthClient;
 use crate::http as web;
-use crate::identity::{random_secret, secret_hash};
+use crate::identity::{counter_hash, random_secret, secret_hash};
+use crate::store::window;
+
+/// The largest registration body read (client metadata is a few hundred bytes).
+pub(crate) const MAX_REGISTRATION_BODY: usize = 16 * 1024;
+/// Clients one source address may register in [`REGISTRATION_WINDOW_SECS`].
+pub(crate) const REGISTRATIONS_PER_HOUR: u32 = 30;
+const REGISTRATION_WINDOW_SECS: u64 = 3600;
 
 impl OAuthApi {
     /// Open dynamic client registration (RFC 7591) with validated redirect URIs.
-    pub(crate) async fn register(&self, body: &[u8]) -> Response<Bytes> {
+    /// `source`: where the request came from, for the per-address cap.
+    pub(crate) async fn register(&self, body: &[u8], source: Option<IpAddr>) -> Response<Bytes> {
+        if body.len() > MAX_REGISTRATION_BODY {
+            return oauth_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "invalid_client_metadata",
+                "the registration is larger than 16 KiB",
+            );
+        }
         let Ok(request) = serde_json::from_slice::<Value>(body) else {
             return oauth_error(
                 StatusCode::BAD_REQUEST,
@@ -38,7 +62,7 @@ impl OAuthApi {
             return oauth_error(
                 StatusCode::BAD_REQUEST,
                 "invalid_redirect_uri",
-                "redirect_uris must be 1-10 absolute https URIs (http only for localhost), without fragments",
+                "redirect_uris must be 1-10 absolute https URIs (http only for localhost) of at most 2000 characters, without fragments",
             );
         }
         let method = request
@@ -77,6 +101,38 @@ impl OAuthApi {
                 "invalid_client_metadata",
                 "client_credentials needs a confidential client",
             );
+        }
+        if let Some(source) = source {
+            let now = self.clock.now();
+            let key = counter_hash("register-ip", &source.to_string());
+            // This hour and the one before, so a burst across the boundary counts whole.
+            let previous = now.saturating_sub(REGISTRATION_WINDOW_SECS);
+            let counted = futures_util::future::try_join(
+                self.store.count_event(&key, REGISTRATION_WINDOW_SECS, now),
+                self.store
+                    .event_count(&key, REGISTRATION_WINDOW_SECS, previous),
+            )
+            .await;
+            match counted {
+                Ok((count, before)) if count + before > REGISTRATIONS_PER_HOUR => {
+                    let (_, mut end) = window(REGISTRATION_WINDOW_SECS, now);
+                    if count > REGISTRATIONS_PER_HOUR {
+                        end += REGISTRATION_WINDOW_SECS;
+                    }
+                    let mut response = oauth_error(
+                        StatusCode::TOO_MANY_REQUESTS,
+                        "temporarily_unavailable",
+                        "too many registrations from this address; try again later",
+                    );
+                    response.headers_mut().insert(
+                        RETRY_AFTER,
+                        HeaderValue::from(end.saturating_sub(now).max(1)),
+                    );
+                    return response;
+                }
+                Ok(_) => {}
+                Err(e) => return unavailable(e),
+            }
         }
         let secret = (method != "none").then(|| random_secret(32));
         let client = OAuthClient {

@@ -8,12 +8,13 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bytes::Bytes;
 use hmac::{Hmac, KeyInit, Mac};
-use http::header::{COOKIE, SET_COOKIE};
+use http::header::{COOKIE, RETRY_AFTER, SET_COOKIE};
 use http::{HeaderValue, Request, Response, StatusCode};
 use sha2::Sha256;
 
 use super::{Form, OAuthApi, field, html, pages};
-use crate::identity::{authenticate, random_secret};
+use crate::http::source_of;
+use crate::identity::{SignIn, random_secret};
 use crate::store::StoreError;
 
 const FORM_SECS: u64 = 600;
@@ -141,15 +142,32 @@ impl OAuthApi {
         response
     }
 
+    /// The form's e-mail and password, checked within the sign-in limits for the
+    /// request's source address. A form without both is a wrong sign-in (not counted).
     pub(super) async fn check_credentials(
         &self,
+        request: &Request<Bytes>,
         params: &Form,
-    ) -> Result<Option<String>, StoreError> {
+    ) -> Result<SignIn, StoreError> {
         match (field(params, "email"), field(params, "password")) {
             (Some(email), Some(password)) => {
-                authenticate(self.store.as_ref(), email, password).await
+                self.passwords
+                    .sign_in(email, password, source_of(request))
+                    .await
             }
-            _ => Ok(None),
+            _ => Ok(SignIn::Wrong),
         }
     }
+}
+
+/// What a sign-in form says when the limit refused the attempt.
+pub(super) const LIMITED: &str = "Too many failed sign-ins. Wait a minute, then try again.";
+
+/// The sign-in form re-shown after the limit refused the attempt: 429 with
+/// `Retry-After`.
+pub(super) fn limited(mut page: Response<Bytes>, retry_after: u64) -> Response<Bytes> {
+    *page.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+    page.headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from(retry_after));
+    page
 }

@@ -1,6 +1,9 @@
 //! Accounts and what grants access to a user's data: shares between accounts, URL
 //! secrets (personal and temporary), and device-login states.
 //!
+//! Also the abuse counters (failed sign-ins, registrations), fixed windows in the keys
+//! table with a TTL, keyed by a hash the caller makes (never a raw e-mail or address).
+//!
 //! Owns the [`AccountStore`] trait and the outcome of creating an account. Stores
 //! secrets only as hashes or sealed text, as it is given them; checks every expiry
 //! itself.
@@ -89,4 +92,37 @@ pub trait AccountStore: Send + Sync {
         sealed_token: &'a str,
         now: u64,
     ) -> StoreFuture<'a, bool>;
+
+    // ----- Abuse counters (keys table `limit#<key hash>#<window start>`) -----
+
+    /// Adds one to the counter `key_hash` in the fixed window of `window_secs` seconds
+    /// that holds `now` ([`window`]) and returns its new value. The item expires at
+    /// the window's end. Atomic: concurrent callers each see a distinct value.
+    fn count_event<'a>(
+        &'a self,
+        key_hash: &'a str,
+        window_secs: u64,
+        now: u64,
+    ) -> StoreFuture<'a, u32>;
+
+    /// The counter's value in the window that holds `now`; 0 when nothing was counted.
+    fn event_count<'a>(
+        &'a self,
+        key_hash: &'a str,
+        window_secs: u64,
+        now: u64,
+    ) -> StoreFuture<'a, u32>;
+}
+
+/// The fixed window of `window_secs` (at least 1) that holds `now`: its start and end.
+pub(crate) fn window(window_secs: u64, now: u64) -> (u64, u64) {
+    let secs = window_secs.max(1);
+    let start = now - now % secs;
+    (start, start.saturating_add(secs))
+}
+
+/// The keys-table key of a counter's window.
+pub(crate) fn counter_key(key_hash: &str, window_secs: u64, now: u64) -> (String, u64) {
+    let (start, end) = window(window_secs, now);
+    (format!("limit#{key_hash}#{start}"), end)
 }

@@ -4,9 +4,9 @@
 //! - The traits, each in its own file with the query and outcome types of its
 //!   operations: [`HealthStore`] (readings, genotypes, presence, deleting a user's
 //!   data), [`AccountStore`] (accounts, shares, URL grants, personal URLs, login
-//!   states), [`OAuthStore`] (clients, codes, refresh tokens) and [`McpServerStore`]
-//!   (a user's external MCP servers, and presence with them in one read). [`Store`]
-//!   is all four: consumers hold an `Arc<dyn Store>`, and one that needs a single
+//!   states, abuse counters), [`OAuthStore`] (clients, codes, refresh tokens) and
+//!   [`McpServerStore`] (a user's external MCP servers, and presence with them in one
+//!   read). [`Store`] is all four: consumers hold an `Arc<dyn Store>`, and one that needs a single
 //!   domain can take that trait instead. The records are [`crate::domain`]'s.
 //! - The backends, one folder each with one file per domain: `dynamo` (DynamoDB, a
 //!   `keys` table found by opaque key and a `data` table keyed by user with
@@ -38,6 +38,7 @@ mod mcp_servers;
 mod oauth;
 mod select;
 
+pub(crate) use accounts::window;
 pub use accounts::{AccountStore, Created};
 pub use dynamo::{DynamoStore, DynamoTables};
 pub use embedded::EmbeddedStore;

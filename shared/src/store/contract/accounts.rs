@@ -1,5 +1,5 @@
 //! Contract cases for [`AccountStore`](crate::store::AccountStore): accounts, shares,
-//! URL grants, personal URLs and login states.
+//! URL grants, personal URLs, login states and abuse counters.
 //!
 //! Each case speaks only through the `Store` trait, never a backend's own API, so both
 //! backends run it unchanged; its users are its own, so no case sees another's data.
@@ -402,4 +402,33 @@ pub(super) async fn login_state_completes_once(store: &dyn Store, run: &str, now
             .unwrap()
     );
     assert_eq!(store.login_state(&unknown).await.unwrap(), None);
+}
+
+pub(super) async fn counters_count_per_window(store: &dyn Store, run: &str, now: u64) {
+    let key = format!("{run}-counter");
+    let other = format!("{run}-other");
+    // A window that started just now, so `now + 59` is still in it.
+    let start = crate::store::window(60, now).0;
+    assert_eq!(store.event_count(&key, 60, start).await.unwrap(), 0);
+    for expected in 1..=3 {
+        assert_eq!(
+            store.count_event(&key, 60, start + expected).await.unwrap(),
+            u32::try_from(expected).unwrap()
+        );
+    }
+    assert_eq!(store.event_count(&key, 60, start + 59).await.unwrap(), 3);
+    // Counters are separate, and the next window starts from zero.
+    assert_eq!(store.event_count(&other, 60, start).await.unwrap(), 0);
+    assert_eq!(store.event_count(&key, 60, start + 60).await.unwrap(), 0);
+    assert_eq!(store.count_event(&key, 60, start + 61).await.unwrap(), 1);
+    assert_eq!(store.event_count(&key, 60, start + 61).await.unwrap(), 1);
+
+    // Concurrent counts each see a distinct value.
+    let racing = format!("{run}-race");
+    let counts =
+        futures_util::future::join_all((0..8).map(|_| store.count_event(&racing, 3600, start)))
+            .await;
+    let mut counts: Vec<u32> = counts.into_iter().map(Result::unwrap).collect();
+    counts.sort_unstable();
+    assert_eq!(counts, (1..=8).collect::<Vec<u32>>());
 }

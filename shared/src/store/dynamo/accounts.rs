@@ -1,10 +1,12 @@
 //! [`AccountStore`] on DynamoDB: accounts (`account` and the `email#` lookup, written
 //! together), shares (`share#`), URL grants (`url#`), personal URL claims
-//! (`user-url#`) and login states (`state#`).
+//! (`user-url#`), login states (`state#`) and abuse counters (`limit#`).
 //!
 //! Every read of an expiring item checks `expires_at` itself (TTL deletion lags).
 
 use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::ReturnValue;
 
 use super::codec::{
     Item, get_opt_s, get_s, get_strings, get_u64, insert_optional, n, s, string_list,
@@ -16,6 +18,7 @@ use super::schema::{
 use super::transact::{Attempt, Committed, condition, conditional, contended, tx_delete, tx_put};
 use super::{DynamoStore, corrupt, sdk_error};
 use crate::domain::{Account, LoginState, LoginStatus, PersonalUrl, UrlGrant};
+use crate::store::accounts::counter_key;
 use crate::store::{AccountStore, Created, StoreError, StoreFuture};
 
 fn account_from_item(op: &'static str, user_id: &str, item: &Item) -> Result<Account, StoreError> {
@@ -421,4 +424,54 @@ impl AccountStore for DynamoStore {
             Ok(conditional(op, result)?.is_some())
         })
     }
+
+    fn count_event<'a>(
+        &'a self,
+        key_hash: &'a str,
+        window_secs: u64,
+        now: u64,
+    ) -> StoreFuture<'a, u32> {
+        Box::pin(async move {
+            let op = "count_event";
+            let (key, expires_at) = counter_key(key_hash, window_secs, now);
+            let out = self
+                .client
+                .update_item()
+                .table_name(&self.tables.keys)
+                .key(KEY, s(key))
+                .update_expression("ADD #count :one SET #exp = :exp")
+                .expression_attribute_names("#count", COUNT)
+                .expression_attribute_names("#exp", EXPIRES_AT)
+                .expression_attribute_values(":one", n(1))
+                .expression_attribute_values(":exp", n(expires_at))
+                .return_values(ReturnValue::UpdatedNew)
+                .send()
+                .await
+                .map_err(|e| sdk_error(op, e))?;
+            let item = out.attributes.ok_or_else(|| corrupt(op))?;
+            count_of(op, &item)
+        })
+    }
+
+    fn event_count<'a>(
+        &'a self,
+        key_hash: &'a str,
+        window_secs: u64,
+        now: u64,
+    ) -> StoreFuture<'a, u32> {
+        Box::pin(async move {
+            let op = "event_count";
+            let (key, _) = counter_key(key_hash, window_secs, now);
+            match self.key_item(op, key).await? {
+                Some(item) if get_u64(op, &item, EXPIRES_AT)? > now => count_of(op, &item),
+                _ => Ok(0),
+            }
+        })
+    }
+}
+
+const COUNT: &str = "count";
+
+fn count_of(op: &'static str, item: &Item) -> Result<u32, StoreError> {
+    u32::try_from(get_u64(op, item, COUNT)?).map_err(|_| corrupt(op))
 }

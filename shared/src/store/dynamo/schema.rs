@@ -36,6 +36,8 @@
 //!   `family_id`, `used` (BOOL), `expires_at`.
 //! - `family#<family id>`: `revoked` (BOOL), `expires_at`: the family's tokens read as
 //!   reused until then.
+//! - `limit#<key hash>#<window start>`: `count` (N, one UpdateItem `ADD` each),
+//!   `expires_at` (the window's end): an abuse counter.
 //!
 //! Owns names, keys and table definitions; reading and writing items is the domain
 //! files' work.

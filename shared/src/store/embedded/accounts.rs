@@ -1,5 +1,6 @@
 //! [`AccountStore`] on SQLite: the `accounts` and `shares` tables, and the `keys` rows
-//! of URL grants (`url#`), personal URLs (`user-url#`) and login states (`state#`).
+//! of URL grants (`url#`), personal URLs (`user-url#`), login states (`state#`) and
+//! abuse counters (`limit#`, the value a JSON number).
 //!
 //! Every read of an expiring row checks `expires_at` itself.
 
@@ -11,6 +12,7 @@ use super::{
     seconds_from_column,
 };
 use crate::domain::{Account, LoginState, LoginStatus, PersonalUrl, UrlGrant};
+use crate::store::accounts::counter_key;
 use crate::store::{AccountStore, Created, StoreError, StoreFuture};
 
 const URL_PREFIX: &str = "url#";
@@ -348,6 +350,50 @@ impl AccountStore for EmbeddedStore {
                 .execute([&key, &value])?;
             tx.commit()?;
             Ok(true)
+        }))
+    }
+
+    fn count_event<'a>(
+        &'a self,
+        key_hash: &'a str,
+        window_secs: u64,
+        now: u64,
+    ) -> StoreFuture<'a, u32> {
+        let (key, expires_at) = counter_key(key_hash, window_secs, now);
+        Box::pin(self.run("count_event", move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            // Past windows are never read again: drop them here (no TTL in SQLite).
+            tx.prepare_cached(
+                "DELETE FROM keys WHERE key >= 'limit#' AND key < 'limit$' AND expires_at <= ?1",
+            )?
+            .execute([now_column(now)])?;
+            let count: i64 = tx
+                .prepare_cached(
+                    "INSERT INTO keys (key, value, expires_at) VALUES (?1, '1', ?2) \
+                     ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1 \
+                     RETURNING CAST(value AS INTEGER)",
+                )?
+                .query_row(params![key, seconds_column(expires_at)?], |row| row.get(0))?;
+            tx.commit()?;
+            Ok(u32::try_from(count).unwrap_or(u32::MAX))
+        }))
+    }
+
+    fn event_count<'a>(
+        &'a self,
+        key_hash: &'a str,
+        window_secs: u64,
+        now: u64,
+    ) -> StoreFuture<'a, u32> {
+        let (key, _) = counter_key(key_hash, window_secs, now);
+        Box::pin(self.run("event_count", move |conn| {
+            let count: Option<i64> = conn
+                .prepare_cached(
+                    "SELECT CAST(value AS INTEGER) FROM keys WHERE key = ?1 AND expires_at > ?2",
+                )?
+                .query_row(params![key, now_column(now)], |row| row.get(0))
+                .optional()?;
+            Ok(count.map_or(0, |c| u32::try_from(c).unwrap_or(u32::MAX)))
         }))
     }
 }

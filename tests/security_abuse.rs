@@ -1,0 +1,372 @@
+//! Issue 12, finding 5 ("no limits on the expensive doors"), end to end against the
+//! real local server: the attacks as the issue writes them, and that they now fail.
+//!
+//! - The eleventh failed sign-in in a minute (per e-mail, and per source address)
+//!   answers 429 with `Retry-After`, before any password check: even the right
+//!   password is refused, and the refusal takes a fraction of an Argon2 verification.
+//! - The same on `/mcplogin` and on the consent form.
+//! - A registration with a 700 KB redirect URI is refused unread (413) and stores
+//!   nothing; a long one under the body cap is refused (400).
+//! - Registrations per source address are capped (429 with `Retry-After`).
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::{Duration, Instant};
+
+use e2e::{Reply, Server, get, post_json, rpc, send};
+use serde_json::{Value, json};
+
+const PASSWORD: &str = "a long enough password";
+
+/// Failed sign-ins allowed per window (the server's `SIGN_IN_FAILURES`).
+const FAILURES: usize = 10;
+/// Registrations allowed per source per hour (the server's `REGISTRATIONS_PER_HOUR`).
+const REGISTRATIONS: usize = 30;
+
+async fn sign_up(server: &Server, email: &str) {
+    let body = json!({ "email": email, "password": PASSWORD });
+    let reply = post_json(&server.url("/auth/signup"), &[], &body).await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+}
+
+/// `POST /auth/signin` from the loopback address `from`, and how long it took.
+async fn sign_in_from(
+    server: &Server,
+    from: Ipv4Addr,
+    email: &str,
+    password: &str,
+) -> (u16, Option<String>, Duration) {
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .local_address(IpAddr::V4(from))
+        .build()
+        .expect("a client");
+    let started = Instant::now();
+    let response = client
+        .post(server.url("/auth/signin"))
+        .header("content-type", "application/json")
+        .body(json!({ "email": email, "password": password }).to_string())
+        .send()
+        .await
+        .expect("the server answers");
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
+    let _ = response.text().await;
+    (status, retry_after, started.elapsed())
+}
+
+fn retry_after_ok(value: Option<&str>) -> bool {
+    value
+        .and_then(|v| v.parse::<u64>().ok())
+        .is_some_and(|secs| (1..=120).contains(&secs))
+}
+
+fn median(mut values: Vec<Duration>) -> Duration {
+    values.sort();
+    values[values.len() / 2]
+}
+
+const HOME: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 1);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eleventh_failed_sign_in_for_an_email_is_429_without_a_password_check() {
+    let server = Server::start(&[]);
+    sign_up(&server, "victim@example.com").await;
+    // The attacker spreads its guesses over sources: the e-mail's counter still stops it.
+    let mut wrong_times = Vec::new();
+    for i in 0..FAILURES {
+        let from = Ipv4Addr::new(127, 0, 1, i as u8 + 1);
+        let (status, _, took) = sign_in_from(&server, from, "Victim@Example.com", "guess").await;
+        assert_eq!(status, 401, "guess {} is checked", i + 1);
+        wrong_times.push(took);
+    }
+    let mut limited_times = Vec::new();
+    for from in [
+        Ipv4Addr::new(127, 0, 2, 1),
+        Ipv4Addr::new(127, 0, 2, 2),
+        HOME,
+    ] {
+        let (status, retry_after, took) =
+            sign_in_from(&server, from, "victim@example.com", "another guess").await;
+        assert_eq!(status, 429, "the eleventh attempt is refused");
+        assert!(retry_after_ok(retry_after.as_deref()), "{retry_after:?}");
+        limited_times.push(took);
+    }
+    // Not even checked: the right password is refused too.
+    let (status, retry_after, took) =
+        sign_in_from(&server, HOME, "victim@example.com", PASSWORD).await;
+    assert_eq!(status, 429);
+    assert!(retry_after_ok(retry_after.as_deref()));
+    limited_times.push(took);
+    // Measured: a refusal costs a fraction of one Argon2 verification.
+    let (wrong, limited) = (median(wrong_times), median(limited_times));
+    assert!(
+        limited * 3 < wrong,
+        "a refusal ({limited:?}) runs no Argon2 (a wrong password took {wrong:?})"
+    );
+    // Another account is untouched by the victim's counter.
+    sign_up(&server, "bystander@example.com").await;
+    let (status, _, _) = sign_in_from(
+        &server,
+        Ipv4Addr::new(127, 0, 3, 1),
+        "bystander@example.com",
+        PASSWORD,
+    )
+    .await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eleventh_failed_sign_in_from_a_source_is_429_whatever_the_email() {
+    let server = Server::start(&[]);
+    sign_up(&server, "someone@example.com").await;
+    let attacker = Ipv4Addr::new(127, 0, 4, 1);
+    for i in 0..FAILURES {
+        let email = format!("target{i}@example.com");
+        let (status, _, _) = sign_in_from(&server, attacker, &email, "guess").await;
+        assert_eq!(status, 401, "guess {} is checked", i + 1);
+    }
+    let (status, retry_after, _) =
+        sign_in_from(&server, attacker, "someone@example.com", PASSWORD).await;
+    assert_eq!(
+        status, 429,
+        "the source is over its limit, whatever the e-mail"
+    );
+    assert!(retry_after_ok(retry_after.as_deref()), "{retry_after:?}");
+    // Someone else, from another address, signs in as usual.
+    let (status, _, _) = sign_in_from(
+        &server,
+        Ipv4Addr::new(127, 0, 4, 2),
+        "someone@example.com",
+        PASSWORD,
+    )
+    .await;
+    assert_eq!(status, 200);
+}
+
+// ---------------------------------------------------------------- the HTML forms
+
+fn encode(pairs: &[(&str, &str)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| {
+            let escape = |s: &str| -> String {
+                s.bytes()
+                    .map(|b| match b {
+                        b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                            (b as char).to_string()
+                        }
+                        _ => format!("%{b:02X}"),
+                    })
+                    .collect()
+            };
+            format!("{}={}", escape(k), escape(v))
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// The hidden inputs of the page's form, and its CSRF cookie.
+fn form_of(page: &Reply) -> (Vec<(String, String)>, String) {
+    let cookie = page
+        .header("set-cookie")
+        .expect("the form sets its CSRF cookie")
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let mut fields = Vec::new();
+    for input in page.body.split("<input type=\"hidden\" ").skip(1) {
+        let attr = |name: &str| {
+            let start = input.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+            let end = start + input[start..].find('"').unwrap();
+            input[start..end]
+                .replace("&quot;", "\"")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&#39;", "'")
+                .replace("&amp;", "&")
+        };
+        fields.push((attr("name"), attr("value")));
+    }
+    (fields, cookie)
+}
+
+/// Submits the form `page` came with, signed in as `email` with `password`.
+async fn submit(server: &Server, action: &str, page: &Reply, email: &str, password: &str) -> Reply {
+    let (fields, cookie) = form_of(page);
+    let mut pairs: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    pairs.extend([
+        ("email", email),
+        ("password", password),
+        ("decision", "allow"),
+    ]);
+    let headers = [
+        (
+            "content-type".to_string(),
+            "application/x-www-form-urlencoded".to_string(),
+        ),
+        ("cookie".to_string(), cookie),
+    ];
+    send("POST", &server.url(action), &headers, Some(encode(&pairs))).await
+}
+
+/// Ten wrong passwords through the form, then the right one: refused with 429.
+async fn hammer_form(server: &Server, action: &str, page: &Reply, email: &str) {
+    for i in 0..FAILURES {
+        let reply = submit(server, action, page, email, "guess").await;
+        assert_eq!(
+            reply.status,
+            401,
+            "guess {} is checked: {}",
+            i + 1,
+            reply.body
+        );
+    }
+    let reply = submit(server, action, page, email, PASSWORD).await;
+    assert_eq!(reply.status, 429, "{}", reply.body);
+    assert!(
+        retry_after_ok(reply.header("retry-after")),
+        "{:?}",
+        reply.headers
+    );
+    assert!(
+        reply.body.contains("Too many failed sign-ins"),
+        "{}",
+        reply.body
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eleventh_failed_sign_in_on_mcplogin_is_429_and_completes_nothing() {
+    let server = Server::start(&[]);
+    sign_up(&server, "prompt@example.com").await;
+    let reply = rpc(
+        &server.url("/mcp"),
+        None,
+        "tools/call",
+        json!({ "name": "get_genetic_data", "arguments": { "rsid": "rs1" } }),
+    )
+    .await;
+    let answer = reply.json();
+    let prompt: Value =
+        serde_json::from_str(answer["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    let url = prompt["authorization_url"].as_str().unwrap();
+    let state = prompt["auto_polling"]["state"].as_str().unwrap();
+    let page = get(&server.url(&url[url.find("/mcplogin").unwrap()..])).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    hammer_form(&server, "/mcplogin", &page, "prompt@example.com").await;
+    let poll = get(&server.url(&format!("/oauth2/check_state/{state}")))
+        .await
+        .json();
+    assert_eq!(poll["status"], "pending", "nothing was completed: {poll}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eleventh_failed_sign_in_on_the_consent_form_is_429() {
+    let server = Server::start(&[]);
+    sign_up(&server, "consent@example.com").await;
+    let client = register(&server, "http://127.0.0.1:9/callback").await;
+    assert_eq!(client.status, 201, "{}", client.body);
+    let client_id = client.json()["client_id"].as_str().unwrap().to_string();
+    let query = encode(&[
+        ("response_type", "code"),
+        ("client_id", &client_id),
+        ("redirect_uri", "http://127.0.0.1:9/callback"),
+        ("state", "s"),
+        (
+            "code_challenge",
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+        ),
+        ("code_challenge_method", "S256"),
+    ]);
+    let page = get(&server.url(&format!("/oauth/authorize?{query}"))).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    hammer_form(&server, "/oauth/authorize", &page, "consent@example.com").await;
+}
+
+// ---------------------------------------------------------------- registration
+
+async fn register(server: &Server, redirect_uri: &str) -> Reply {
+    let body = json!({
+        "client_name": "Abuse",
+        "redirect_uris": [redirect_uri],
+        "token_endpoint_auth_method": "none",
+    });
+    post_json(&server.url("/oauth/register"), &[], &body).await
+}
+
+/// Bytes under a directory (the server's database files).
+fn size_of(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() => size_of(&e.path()),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registration_with_a_700_kb_redirect_uri_is_refused_and_stores_nothing() {
+    let server = Server::start(&[]);
+    let data = server.data_dir().to_path_buf();
+    // A first registration creates the database, so growth is measured from there.
+    assert_eq!(register(&server, "https://x.example/cb").await.status, 201);
+    let before = size_of(&data);
+    let huge = format!("https://x.example/cb?{}", "a".repeat(700 * 1024));
+    for _ in 0..10 {
+        let reply = register(&server, &huge).await;
+        assert_eq!(reply.status, 413, "{}", reply.body);
+        assert_eq!(reply.json()["error"], "invalid_client_metadata");
+    }
+    // Under the body cap but over the URI bound: refused too.
+    let long = format!("https://x.example/cb?{}", "a".repeat(2000));
+    let reply = register(&server, &long).await;
+    assert_eq!(reply.status, 400, "{}", reply.body);
+    assert_eq!(reply.json()["error"], "invalid_redirect_uri");
+    let grown = size_of(&data).saturating_sub(before);
+    assert!(grown < 100 * 1024, "the database grew by {grown} bytes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registrations_per_source_are_capped() {
+    let server = Server::start(&[]);
+    for i in 0..REGISTRATIONS {
+        let reply = register(&server, "https://x.example/cb").await;
+        assert_eq!(reply.status, 201, "registration {}: {}", i + 1, reply.body);
+    }
+    let reply = register(&server, "https://x.example/cb").await;
+    assert_eq!(reply.status, 429, "{}", reply.body);
+    let retry_after = reply
+        .header("retry-after")
+        .and_then(|v| v.parse::<u64>().ok())
+        .expect("Retry-After in seconds");
+    assert!((1..=7200).contains(&retry_after), "{retry_after}");
+}
+
+/// Lambda: the counters key on API Gateway's `requestContext.http.sourceIp`.
+#[test]
+fn lambda_events_carry_their_source_address() {
+    let samples = e2e::sample_events();
+    let (name, raw) = samples
+        .iter()
+        .find(|(name, _)| name == "oauth-signin")
+        .expect("the sign-in sample event");
+    let event = lambda_http::request::from_str(raw).expect("a Lambda event");
+    let request = lambda_glue::from_lambda(event);
+    let source = request.extensions().get::<mirobody::SourceAddr>();
+    let expected: IpAddr = "192.0.2.10".parse().unwrap();
+    assert_eq!(source, Some(&mirobody::SourceAddr(expected)), "{name}");
+}
