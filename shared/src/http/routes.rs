@@ -358,8 +358,9 @@ pub(crate) struct Router {
     /// Full path (prefix placed) → indices into [`ROUTES`] of the rows without a
     /// parameter that answer it, in table order.
     exact: HashMap<String, Vec<usize>>,
-    /// Indices of the rows whose path has a `{param}`, in table order.
-    patterns: Vec<usize>,
+    /// The rows whose path has a `{param}`, in table order: the index and the literal
+    /// start of the full path (prefix placed), which a request path must begin with.
+    patterns: Vec<(usize, String)>,
 }
 
 impl Router {
@@ -367,10 +368,6 @@ impl Router {
         let mut exact: HashMap<String, Vec<usize>> = HashMap::new();
         let mut patterns = Vec::new();
         for (index, route) in ROUTES.iter().enumerate() {
-            if route.path.contains('{') {
-                patterns.push(index);
-                continue;
-            }
             let full = match route.prefix {
                 Prefix::Never => route.path.to_string(),
                 Prefix::Leading => format!("{prefix}{}", route.path),
@@ -378,7 +375,10 @@ impl Router {
                     format!("{head}{prefix}{}", &route.path[head.len()..])
                 }
             };
-            exact.entry(full).or_default().push(index);
+            match full.find('{') {
+                Some(at) => patterns.push((index, full[..at].to_string())),
+                None => exact.entry(full).or_default().push(index),
+            }
         }
         Router {
             prefix: prefix.to_string(),
@@ -403,7 +403,11 @@ impl Router {
                 .filter(|index| in_pass(index))
                 .map(|&index| (index, Vec::new()))
                 .collect();
-            for &index in self.patterns.iter().filter(|index| in_pass(index)) {
+            for (index, head) in &self.patterns {
+                if !in_pass(index) || !path.starts_with(head.as_str()) {
+                    continue;
+                }
+                let index = *index;
                 if let Some(params) = captures(&ROUTES[index], &self.prefix, path) {
                     found.push((index, params));
                 }
