@@ -4,10 +4,11 @@
 //! introspection only for an authenticated client, and sharing that tells nothing about
 //! other accounts.
 
-use e2e::{Reply, Server, get, post_json, send};
+use e2e::{Reply, Server, bearer, get, post_json, send};
 use serde_json::{Value, json};
 
 const REDIRECT: &str = "https://attacker.example/landing";
+const PASSWORD: &str = "a long enough password";
 
 fn escape(s: &str) -> String {
     s.bytes()
@@ -35,6 +36,23 @@ async fn register(server: &Server, body: Value) -> Value {
 }
 
 /// Signs up; the new account's user id and session token.
+async fn sign_up(server: &Server, email: &str) -> (String, String) {
+    let body = json!({ "email": email, "password": PASSWORD });
+    let reply = post_json(&server.url("/auth/signup"), &[], &body).await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    let data = &reply.json()["data"];
+    (
+        data["user_id"].as_str().unwrap().to_string(),
+        data["token"].as_str().unwrap().to_string(),
+    )
+}
+
+fn json_headers(token: &str) -> Vec<(String, String)> {
+    let mut headers = bearer(token);
+    headers.push(("content-type".into(), "application/json".into()));
+    headers
+}
+
 async fn form_post(
     server: &Server,
     path: &str,
@@ -126,4 +144,56 @@ async fn authorize_errors_never_redirect_before_the_user_interacts() {
     ]);
     let page = get(&server.url(&format!("/oauth/authorize?{valid}"))).await;
     assert_eq!(page.status, 200, "{}", page.body);
+}
+// ---- section 2: e-mail addresses
+
+/// Finding 6: e-mail addresses with NUL, control or bidi-override characters were
+/// accepted, so `alice\u{202E}moc.elpmaxe@example.com` could display as another address.
+/// Now sign-up and shares refuse them with a 400 that names the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn emails_with_control_or_bidi_characters_are_refused() {
+    let server = Server::start(&[]);
+    let hidden = [
+        "nul\u{0}@example.com",
+        "bell\u{7}@example.com",
+        "c1\u{85}@example.com",
+        "del\u{7f}@example.com",
+        "alice\u{202E}moc.elpmaxe@example.com",
+        "\u{202A}embedded@example.com",
+        "isolate\u{2066}@example.com",
+        "pdi@exa\u{2069}mple.com",
+        "\u{200E}lrm@example.com",
+        "rlm\u{200F}@example.com",
+        "zero\u{200B}width@example.com",
+        "bom\u{FEFF}@example.com",
+    ];
+    for email in hidden {
+        let body = json!({ "email": email, "password": PASSWORD });
+        let reply = post_json(&server.url("/auth/signup"), &[], &body).await;
+        assert_eq!(reply.status, 400, "{email:?}: {}", reply.body);
+        assert!(
+            reply.body.contains("email must not contain"),
+            "{email:?}: {}",
+            reply.body
+        );
+    }
+    let (_, token) = sign_up(&server, "owner@example.com").await;
+    for grantee in hidden {
+        for method in ["POST", "DELETE"] {
+            let body = json!({ "grantee": grantee, "permissions": ["chat"] }).to_string();
+            let reply = send(
+                method,
+                &server.url("/api/shares"),
+                &json_headers(&token),
+                Some(body),
+            )
+            .await;
+            assert_eq!(reply.status, 400, "{method} {grantee:?}: {}", reply.body);
+            assert!(
+                reply.body.contains("grantee must not contain"),
+                "{grantee:?}: {}",
+                reply.body
+            );
+        }
+    }
 }

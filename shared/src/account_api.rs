@@ -57,6 +57,36 @@ struct PersonalRequest {
     user_id: Option<String>,
 }
 
+/// What an e-mail address may never carry (issue 12): NUL and every other control
+/// character (C0, DEL, C1), and the format characters that reorder or hide text (the
+/// bidi embeddings, overrides and isolates U+202A-U+202E and U+2066-U+2069, the marks
+/// U+200E, U+200F and U+061C, zero-width characters, the soft hyphen and the BOM), with
+/// which one address displays as another.
+fn forbidden_in_email(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{00AD}'
+                | '\u{061C}'
+                | '\u{180E}'
+                | '\u{200B}'..='\u{200F}'
+                | '\u{202A}'..='\u{202E}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{FEFF}'
+        )
+}
+
+/// 400 naming `field` when its (trimmed) value carries a character no e-mail address may.
+fn refuse_hidden_characters(field: &'static str, raw: &str) -> Result<(), ApiError> {
+    if raw.trim().chars().any(forbidden_in_email) {
+        return Err(ApiError::refused(
+            StatusCode::BAD_REQUEST,
+            format!("{field} must not contain control or invisible formatting characters"),
+        ));
+    }
+    Ok(())
+}
+
 fn normalise_email(raw: &str) -> Option<String> {
     let email = raw.trim().to_lowercase();
     let (local, domain) = email.split_once('@')?;
@@ -102,6 +132,7 @@ impl AccountApi {
 
     pub(crate) async fn sign_up(&self, body: &[u8]) -> Result<Response<Bytes>, ApiError> {
         let request = serde_json::from_slice::<Credentials>(body).map_err(|_| bad_credentials())?;
+        refuse_hidden_characters("email", &request.email)?;
         let Some(email) = normalise_email(&request.email) else {
             return Err(ApiError::refused(
                 StatusCode::BAD_REQUEST,
@@ -150,6 +181,7 @@ impl AccountApi {
         body: &[u8],
     ) -> Result<Response<Bytes>, ApiError> {
         let request = parse::<ShareRequest>(body, false).ok_or_else(bad_body)?;
+        refuse_hidden_characters("grantee", &request.grantee)?;
         let grantee = self.grantee(&request.grantee).await?;
         let permissions = request
             .permissions
@@ -175,6 +207,7 @@ impl AccountApi {
         body: &[u8],
     ) -> Result<Response<Bytes>, ApiError> {
         let request = parse::<ShareRequest>(body, false).ok_or_else(bad_body)?;
+        refuse_hidden_characters("grantee", &request.grantee)?;
         let grantee = self.grantee(&request.grantee).await?;
         self.store
             .delete_share(&caller.user_id, &grantee.user_id)
