@@ -4,10 +4,13 @@
 //! introspection only for an authenticated client, and sharing that tells nothing about
 //! other accounts.
 
+use base64::Engine;
 use e2e::{Reply, Server, bearer, get, post_json, send};
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 const REDIRECT: &str = "https://attacker.example/landing";
+const VERIFIER: &str = "dBjftJeZ4CVP-mJ0kDqCBj8V9X7QlJuA_n4qNhtpHqZ-0123456789";
 const PASSWORD: &str = "a long enough password";
 
 fn escape(s: &str) -> String {
@@ -196,4 +199,202 @@ async fn emails_with_control_or_bidi_characters_are_refused() {
             );
         }
     }
+}
+
+// ---- section 3: introspection
+
+fn challenge(verifier: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
+}
+
+/// The hidden inputs of a sign-in page's form, and its CSRF cookie.
+fn form_of(page: &Reply) -> (Vec<(String, String)>, String) {
+    let cookie = page
+        .header("set-cookie")
+        .expect("the form sets its CSRF cookie")
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let mut fields = Vec::new();
+    for input in page.body.split("<input type=\"hidden\" ").skip(1) {
+        let attr = |name: &str| {
+            let start = input.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+            let end = start + input[start..].find('"').unwrap();
+            input[start..end]
+                .replace("&quot;", "\"")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&#39;", "'")
+                .replace("&amp;", "&")
+        };
+        fields.push((attr("name"), attr("value")));
+    }
+    (fields, cookie)
+}
+
+/// The authorization code flow for a confidential client: its access token.
+async fn confidential_access_token(
+    server: &Server,
+    client_id: &str,
+    secret: &str,
+    email: &str,
+) -> String {
+    let redirect = "http://127.0.0.1:9/callback";
+    let query = encode(&[
+        ("response_type", "code"),
+        ("client_id", client_id),
+        ("redirect_uri", redirect),
+        ("code_challenge", &challenge(VERIFIER)),
+        ("code_challenge_method", "S256"),
+    ]);
+    let page = get(&server.url(&format!("/oauth/authorize?{query}"))).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let (fields, cookie) = form_of(&page);
+    let mut submit: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    submit.extend([
+        ("email", email),
+        ("password", PASSWORD),
+        ("decision", "allow"),
+    ]);
+    let answer = form_post(
+        server,
+        "/oauth/authorize",
+        &submit,
+        &[("cookie".into(), cookie)],
+    )
+    .await;
+    assert_eq!(answer.status, 302, "{}", answer.body);
+    let location = answer.header("location").unwrap();
+    let code = location
+        .split_once("code=")
+        .unwrap()
+        .1
+        .split('&')
+        .next()
+        .unwrap()
+        .to_string();
+    let exchanged = form_post(
+        server,
+        "/oauth/token",
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", redirect),
+            ("client_id", client_id),
+            ("client_secret", secret),
+            ("code_verifier", VERIFIER),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(exchanged.status, 200, "{}", exchanged.body);
+    exchanged.json()["access_token"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Finding 6: `/oauth/introspect` answered anyone, so whoever held (or guessed at) a
+/// token could read its subject, client and scopes. Now the caller must authenticate as
+/// a confidential client, and learns only about its own tokens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn introspection_needs_the_issuing_confidential_client() {
+    let server = Server::start(&[]);
+    sign_up(&server, "introspect@example.com").await;
+    let confidential = |name: &'static str| {
+        let server = &server;
+        async move {
+            let body = json!({ "client_name": name, "redirect_uris": ["http://127.0.0.1:9/callback"], "token_endpoint_auth_method": "client_secret_post" });
+            let client = register(server, body).await;
+            (
+                client["client_id"].as_str().unwrap().to_string(),
+                client["client_secret"].as_str().unwrap().to_string(),
+            )
+        }
+    };
+    let (id, secret) = confidential("Resource Server").await;
+    let (other_id, other_secret) = confidential("Someone Else").await;
+    let public = register(
+        &server,
+        json!({ "redirect_uris": ["http://127.0.0.1:9/callback"], "token_endpoint_auth_method": "none" }),
+    )
+    .await;
+    let public_id = public["client_id"].as_str().unwrap();
+    let access = confidential_access_token(&server, &id, &secret, "introspect@example.com").await;
+    let user_token = server.token("someone");
+
+    // The attack: introspect without authenticating, or as a public client, or with a
+    // wrong secret.
+    for pairs in [
+        vec![("token", access.as_str())],
+        vec![("token", user_token.as_str())],
+        vec![("token", access.as_str()), ("client_id", public_id)],
+        vec![
+            ("token", access.as_str()),
+            ("client_id", &id),
+            ("client_secret", "wrong"),
+        ],
+        vec![("token", access.as_str()), ("client_id", &id)],
+    ] {
+        let refused = form_post(&server, "/oauth/introspect", &pairs, &[]).await;
+        assert_eq!(refused.status, 401, "{pairs:?}: {}", refused.body);
+        assert_eq!(refused.json()["error"], "invalid_client");
+        assert!(!refused.body.contains("introspect@"), "{}", refused.body);
+    }
+    // Another authenticated client learns nothing about a token it was not issued.
+    for token in [access.as_str(), user_token.as_str()] {
+        let foreign = form_post(
+            &server,
+            "/oauth/introspect",
+            &[
+                ("token", token),
+                ("client_id", &other_id),
+                ("client_secret", &other_secret),
+            ],
+            &[],
+        )
+        .await;
+        assert_eq!(foreign.status, 200, "{}", foreign.body);
+        assert_eq!(foreign.json(), json!({ "active": false }));
+    }
+    // The issuing client, by client_secret_post and by client_secret_basic.
+    let own = form_post(
+        &server,
+        "/oauth/introspect",
+        &[
+            ("token", &access),
+            ("client_id", &id),
+            ("client_secret", &secret),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(own.status, 200, "{}", own.body);
+    assert_eq!(
+        (
+            own.json()["active"].clone(),
+            own.json()["client_id"].clone()
+        ),
+        (json!(true), json!(id))
+    );
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"));
+    let own_basic = form_post(
+        &server,
+        "/oauth/introspect",
+        &[("token", &access)],
+        &[("authorization".into(), format!("Basic {basic}"))],
+    )
+    .await;
+    assert_eq!(own_basic.json()["active"], true, "{}", own_basic.body);
+    let metadata = get(&server.url("/.well-known/oauth-authorization-server"))
+        .await
+        .json();
+    assert_eq!(
+        metadata["introspection_endpoint_auth_methods_supported"],
+        json!(["client_secret_basic", "client_secret_post"])
+    );
 }
