@@ -5,7 +5,7 @@
 //! other accounts.
 
 use base64::Engine;
-use e2e::{Reply, Server, bearer, get, post_json, send};
+use e2e::{Reply, Server, bearer, get, post_json, root, rpc, send};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -397,4 +397,33 @@ async fn introspection_needs_the_issuing_confidential_client() {
         metadata["introspection_endpoint_auth_methods_supported"],
         json!(["client_secret_basic", "client_secret_post"])
     );
+}
+
+// ---- section 6: resource substitution
+
+/// Finding 6: a resource with `{{JWT_TOKEN}}` copied the caller's bearer token into the
+/// text a model reads. Now it reads as a fixed placeholder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_never_carry_the_callers_token() {
+    let dirs = root().join("tests/data/resources");
+    let server = Server::start(&[("MCP_RESOURCE_DIRS", dirs.to_str().unwrap())]);
+    let (_, token) = sign_up(&server, "reader@example.com").await;
+    let read = rpc(
+        &server.url("/mcp"),
+        Some(&token),
+        "resources/read",
+        json!({ "uri": "mirobody://guide/connect" }),
+    )
+    .await;
+    assert_eq!(read.status, 200, "{}", read.body);
+    let text = read.json()["result"]["contents"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        !text.contains(&token),
+        "the token reached the resource: {text}"
+    );
+    assert!(!read.body.contains("Bearer"), "{}", read.body);
+    assert!(text.contains("[access token withheld"), "{text}");
 }
