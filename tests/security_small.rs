@@ -148,7 +148,7 @@ async fn authorize_errors_never_redirect_before_the_user_interacts() {
     let page = get(&server.url(&format!("/oauth/authorize?{valid}"))).await;
     assert_eq!(page.status, 200, "{}", page.body);
 }
-// ---- section 2: e-mail addresses
+// ---------------------------------------------------------------- e-mail addresses
 
 /// Finding 6: e-mail addresses with NUL, control or bidi-override characters were
 /// accepted, so `alice\u{202E}moc.elpmaxe@example.com` could display as another address.
@@ -201,7 +201,7 @@ async fn emails_with_control_or_bidi_characters_are_refused() {
     }
 }
 
-// ---- section 3: introspection
+// ---------------------------------------------------------------- introspection
 
 fn challenge(verifier: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
@@ -399,7 +399,7 @@ async fn introspection_needs_the_issuing_confidential_client() {
     );
 }
 
-// ---- section 6: resource substitution
+// ---------------------------------------------------------------- resource substitution
 
 /// Finding 6: a resource with `{{JWT_TOKEN}}` copied the caller's bearer token into the
 /// text a model reads. Now it reads as a fixed placeholder.
@@ -426,4 +426,73 @@ async fn resources_never_carry_the_callers_token() {
     );
     assert!(!read.body.contains("Bearer"), "{}", read.body);
     assert!(text.contains("[access token withheld"), "{text}");
+}
+
+// ---------------------------------------------------------------- shares
+
+/// Finding 4 (part) and 6: `POST /api/shares` answered 404 for an address without an
+/// account and returned the grantee's user id otherwise, so any signed-in caller could
+/// test addresses and collect ids. Now both answers are the same and carry only what the
+/// caller sent; the share itself still works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharing_is_not_an_account_oracle() {
+    let server = Server::start(&[]);
+    let (owner, owner_token) = sign_up(&server, "owner@example.com").await;
+    let (friend, friend_token) = sign_up(&server, "friend@example.com").await;
+    let share = |method: &'static str, grantee: String| {
+        let server = &server;
+        let headers = json_headers(&owner_token);
+        async move {
+            let body = json!({ "grantee": grantee, "permissions": ["chat"] }).to_string();
+            send(method, &server.url("/api/shares"), &headers, Some(body)).await
+        }
+    };
+    for method in ["POST", "DELETE"] {
+        let existing = share(method, "Friend@Example.com".into()).await;
+        let missing = share(method, "nobody@example.com".into()).await;
+        assert_eq!(
+            (existing.status, missing.status),
+            (200, 200),
+            "{method}: {} / {}",
+            existing.body,
+            missing.body
+        );
+        assert_eq!(
+            existing.body.replace("friend@", "nobody@"),
+            missing.body,
+            "{method}: the answers differ"
+        );
+        assert!(
+            !existing.body.contains(&friend),
+            "{method} leaked the user id: {}",
+            existing.body
+        );
+        assert_eq!(existing.json()["data"]["grantee"], "friend@example.com");
+        // Named by user id, a known and an unknown id answer alike too.
+        let by_id = share(method, friend.clone()).await;
+        let unknown_id = share(method, "u_doesnotexist".into()).await;
+        assert_eq!((by_id.status, unknown_id.status), (200, 200));
+        assert_eq!(
+            by_id.body.replace(&friend, "u_doesnotexist"),
+            unknown_id.body
+        );
+    }
+    // The legitimate use still works: share, the grantee gets the URL; unshare, refused.
+    let shared = share("POST", "friend@example.com".into()).await;
+    assert_eq!(shared.status, 200, "{}", shared.body);
+    let personal = |token: String| {
+        let server = &server;
+        let owner = owner.clone();
+        async move {
+            post_json(
+                &server.url("/personal/mcp"),
+                &bearer(&token),
+                &json!({ "user_id": owner }),
+            )
+            .await
+        }
+    };
+    assert_eq!(personal(friend_token.clone()).await.status, 200);
+    share("DELETE", "friend@example.com".into()).await;
+    assert_eq!(personal(friend_token).await.status, 403);
 }

@@ -174,7 +174,11 @@ impl AccountApi {
         }
     }
 
-    /// B2: the caller (owner) grants another account permissions on their data.
+    /// B2: the caller (owner) grants another account permissions on their data. The
+    /// answer is the same whether or not the grantee has an account, and names the
+    /// grantee only as the caller named them, never by another account's user id (issue
+    /// 12: sharing is not an account oracle); naming someone without an account stores
+    /// nothing.
     pub(crate) async fn share(
         &self,
         caller: &Caller,
@@ -182,7 +186,6 @@ impl AccountApi {
     ) -> Result<Response<Bytes>, ApiError> {
         let request = parse::<ShareRequest>(body, false).ok_or_else(bad_body)?;
         refuse_hidden_characters("grantee", &request.grantee)?;
-        let grantee = self.grantee(&request.grantee).await?;
         let permissions = request
             .permissions
             .unwrap_or_else(|| vec![CHAT_PERMISSION.to_string()]);
@@ -192,15 +195,19 @@ impl AccountApi {
                 "the only permission that can be shared is \"chat\"",
             ));
         }
-        self.store
-            .put_share(&caller.user_id, &grantee.user_id, &permissions)
-            .await?;
+        let (named, grantee) = self.grantee(&request.grantee).await?;
+        if let Some(grantee) = grantee {
+            self.store
+                .put_share(&caller.user_id, &grantee.user_id, &permissions)
+                .await?;
+        }
         Ok(ok(
             StatusCode::OK,
-            json!({ "grantee": grantee.user_id, "permissions": permissions }),
+            json!({ "grantee": named, "permissions": permissions }),
         ))
     }
 
+    /// Ends a share; answers the same whether or not the grantee has an account.
     pub(crate) async fn unshare(
         &self,
         caller: &Caller,
@@ -208,23 +215,37 @@ impl AccountApi {
     ) -> Result<Response<Bytes>, ApiError> {
         let request = parse::<ShareRequest>(body, false).ok_or_else(bad_body)?;
         refuse_hidden_characters("grantee", &request.grantee)?;
-        let grantee = self.grantee(&request.grantee).await?;
-        self.store
-            .delete_share(&caller.user_id, &grantee.user_id)
-            .await?;
+        let (named, grantee) = self.grantee(&request.grantee).await?;
+        if let Some(grantee) = grantee {
+            self.store
+                .delete_share(&caller.user_id, &grantee.user_id)
+                .await?;
+        }
         Ok(ok(
             StatusCode::OK,
-            json!({ "grantee": grantee.user_id, "permissions": [] }),
+            json!({ "grantee": named, "permissions": [] }),
         ))
     }
 
-    /// A grantee is named by e-mail or by user id; 404 when there is no such account.
-    async fn grantee(&self, who: &str) -> Result<Account, ApiError> {
-        let found = match normalise_email(who) {
-            Some(email) => self.store.account_by_email(&email).await?,
-            None => self.store.account(who.trim()).await?,
-        };
-        found.ok_or_else(|| ApiError::refused(StatusCode::NOT_FOUND, "no account with that e-mail"))
+    /// A grantee is named by e-mail or by user id: the name as the caller gave it
+    /// (normalised), and the account, if there is one.
+    async fn grantee(&self, who: &str) -> Result<(String, Option<Account>), ApiError> {
+        match normalise_email(who) {
+            Some(email) => {
+                let found = self.store.account_by_email(&email).await?;
+                Ok((email, found))
+            }
+            None => {
+                let id = who.trim();
+                if id.is_empty() {
+                    return Err(ApiError::refused(
+                        StatusCode::BAD_REQUEST,
+                        "grantee must be an e-mail address or a user id",
+                    ));
+                }
+                Ok((id.to_string(), self.store.account(id).await?))
+            }
+        }
     }
 
     /// B1/B2: the personal URL of the caller, or of an account that shared "chat" with them.
