@@ -252,10 +252,19 @@ async fn a_client_credentials_token_is_never_a_person() {
     )
     .await;
     assert_insufficient(&called, "tools/call");
-    // Introspection still describes it, as an app.
-    let active = form_post(&server, "/oauth/introspect", &[("token", &app)], None)
-        .await
-        .json();
+    // Introspection (which needs the issuing client's credentials) still describes it, as an app.
+    let active = form_post(
+        &server,
+        "/oauth/introspect",
+        &[
+            ("token", &app),
+            ("client_id", client["client_id"].as_str().unwrap()),
+            ("client_secret", client["client_secret"].as_str().unwrap()),
+        ],
+        None,
+    )
+    .await
+    .json();
     assert_eq!(
         (active["active"].clone(), active["kind"].clone()),
         (json!(true), json!("client"))

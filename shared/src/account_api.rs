@@ -57,6 +57,36 @@ struct PersonalRequest {
     user_id: Option<String>,
 }
 
+/// What an e-mail address may never carry (issue 12): NUL and every other control
+/// character (C0, DEL, C1), and the format characters that reorder or hide text (the
+/// bidi embeddings, overrides and isolates U+202A-U+202E and U+2066-U+2069, the marks
+/// U+200E, U+200F and U+061C, zero-width characters, the soft hyphen and the BOM), with
+/// which one address displays as another.
+fn forbidden_in_email(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{00AD}'
+                | '\u{061C}'
+                | '\u{180E}'
+                | '\u{200B}'..='\u{200F}'
+                | '\u{202A}'..='\u{202E}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{FEFF}'
+        )
+}
+
+/// 400 naming `field` when its (trimmed) value carries a character no e-mail address may.
+fn refuse_hidden_characters(field: &'static str, raw: &str) -> Result<(), ApiError> {
+    if raw.trim().chars().any(forbidden_in_email) {
+        return Err(ApiError::refused(
+            StatusCode::BAD_REQUEST,
+            format!("{field} must not contain control or invisible formatting characters"),
+        ));
+    }
+    Ok(())
+}
+
 fn normalise_email(raw: &str) -> Option<String> {
     let email = raw.trim().to_lowercase();
     let (local, domain) = email.split_once('@')?;
@@ -102,6 +132,7 @@ impl AccountApi {
 
     pub(crate) async fn sign_up(&self, body: &[u8]) -> Result<Response<Bytes>, ApiError> {
         let request = serde_json::from_slice::<Credentials>(body).map_err(|_| bad_credentials())?;
+        refuse_hidden_characters("email", &request.email)?;
         let Some(email) = normalise_email(&request.email) else {
             return Err(ApiError::refused(
                 StatusCode::BAD_REQUEST,
@@ -155,14 +186,18 @@ impl AccountApi {
         }
     }
 
-    /// B2: the caller (owner) grants another account permissions on their data.
+    /// B2: the caller (owner) grants another account permissions on their data. The
+    /// answer is the same whether or not the grantee has an account, and names the
+    /// grantee only as the caller named them, never by another account's user id (issue
+    /// 12: sharing is not an account oracle); naming someone without an account stores
+    /// nothing.
     pub(crate) async fn share(
         &self,
         caller: &Caller,
         body: &[u8],
     ) -> Result<Response<Bytes>, ApiError> {
         let request = parse::<ShareRequest>(body, false).ok_or_else(bad_body)?;
-        let grantee = self.grantee(&request.grantee).await?;
+        refuse_hidden_characters("grantee", &request.grantee)?;
         let permissions = request
             .permissions
             .unwrap_or_else(|| vec![CHAT_PERMISSION.to_string()]);
@@ -172,38 +207,57 @@ impl AccountApi {
                 "the only permission that can be shared is \"chat\"",
             ));
         }
-        self.store
-            .put_share(&caller.user_id, &grantee.user_id, &permissions)
-            .await?;
+        let (named, grantee) = self.grantee(&request.grantee).await?;
+        if let Some(grantee) = grantee {
+            self.store
+                .put_share(&caller.user_id, &grantee.user_id, &permissions)
+                .await?;
+        }
         Ok(ok(
             StatusCode::OK,
-            json!({ "grantee": grantee.user_id, "permissions": permissions }),
+            json!({ "grantee": named, "permissions": permissions }),
         ))
     }
 
+    /// Ends a share; answers the same whether or not the grantee has an account.
     pub(crate) async fn unshare(
         &self,
         caller: &Caller,
         body: &[u8],
     ) -> Result<Response<Bytes>, ApiError> {
         let request = parse::<ShareRequest>(body, false).ok_or_else(bad_body)?;
-        let grantee = self.grantee(&request.grantee).await?;
-        self.store
-            .delete_share(&caller.user_id, &grantee.user_id)
-            .await?;
+        refuse_hidden_characters("grantee", &request.grantee)?;
+        let (named, grantee) = self.grantee(&request.grantee).await?;
+        if let Some(grantee) = grantee {
+            self.store
+                .delete_share(&caller.user_id, &grantee.user_id)
+                .await?;
+        }
         Ok(ok(
             StatusCode::OK,
-            json!({ "grantee": grantee.user_id, "permissions": [] }),
+            json!({ "grantee": named, "permissions": [] }),
         ))
     }
 
-    /// A grantee is named by e-mail or by user id; 404 when there is no such account.
-    async fn grantee(&self, who: &str) -> Result<Account, ApiError> {
-        let found = match normalise_email(who) {
-            Some(email) => self.store.account_by_email(&email).await?,
-            None => self.store.account(who.trim()).await?,
-        };
-        found.ok_or_else(|| ApiError::refused(StatusCode::NOT_FOUND, "no account with that e-mail"))
+    /// A grantee is named by e-mail or by user id: the name as the caller gave it
+    /// (normalised), and the account, if there is one.
+    async fn grantee(&self, who: &str) -> Result<(String, Option<Account>), ApiError> {
+        match normalise_email(who) {
+            Some(email) => {
+                let found = self.store.account_by_email(&email).await?;
+                Ok((email, found))
+            }
+            None => {
+                let id = who.trim();
+                if id.is_empty() {
+                    return Err(ApiError::refused(
+                        StatusCode::BAD_REQUEST,
+                        "grantee must be an e-mail address or a user id",
+                    ));
+                }
+                Ok((id.to_string(), self.store.account(id).await?))
+            }
+        }
     }
 
     /// B1/B2: the personal URL of the caller, or of an account that shared "chat" with them.

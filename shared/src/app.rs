@@ -347,7 +347,7 @@ impl App {
             Handler::AuthorizePage => self.oauth()?.authorize_page(request, path).await,
             Handler::AuthorizeSubmit => self.oauth()?.authorize_submit(request, path).await,
             Handler::OAuthToken => self.oauth()?.token(request).await,
-            Handler::OAuthIntrospect => self.oauth()?.introspect(request),
+            Handler::OAuthIntrospect => self.oauth()?.introspect(request).await,
             Handler::McpLoginPage => self.oauth()?.login_page(request).await,
             Handler::McpLoginSubmit => self.oauth()?.login_submit(request).await,
             Handler::DataHealth => self.data.health(user()?, request).await?,

@@ -3,9 +3,11 @@
 //!
 //! Owns loading (each `*.json` is one descriptor with a `uri`, its text inline or in a
 //! `_file` beside it), ordering by uri, and per-request substitution of
-//! `{{WEB_SERVER_URL}}`, `{{MCP_SERVER_URL}}`, `{{DATA_SERVER_URL}}` and `{{JWT_TOKEN}}`
-//! on a copy: the loaded text is never changed, so one caller's token can never
-//! reach another (the original's defect).
+//! `{{WEB_SERVER_URL}}`, `{{MCP_SERVER_URL}}` and `{{DATA_SERVER_URL}}` on a copy: the
+//! loaded text is never changed. `{{JWT_TOKEN}}` becomes a fixed placeholder
+//! ([`WITHHELD_TOKEN`]), never the caller's bearer token: resource text goes into a
+//! model's context, and a credential there can be repeated, logged or exfiltrated by a
+//! prompt injection (issue 12).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -50,9 +52,11 @@ pub(crate) struct ResourceTemplate {
 /// Values substituted into resource text on read, for one request.
 pub(crate) struct Substitutions<'a> {
     pub server_url: &'a str,
-    /// The caller's `Authorization` value, if any.
-    pub token: Option<&'a str>,
 }
+
+/// What `{{JWT_TOKEN}}` reads as: the caller's credential never enters resource text.
+pub(crate) const WITHHELD_TOKEN: &str =
+    "[access token withheld: your MCP client signs in with its own credentials]";
 
 #[derive(Clone, Default)]
 pub(crate) struct Resources {
@@ -167,7 +171,7 @@ fn substitute(text: &str, subs: &Substitutions<'_>) -> String {
     text.replace("{{WEB_SERVER_URL}}", subs.server_url)
         .replace("{{MCP_SERVER_URL}}", subs.server_url)
         .replace("{{DATA_SERVER_URL}}", subs.server_url)
-        .replace("{{JWT_TOKEN}}", subs.token.unwrap_or(""))
+        .replace("{{JWT_TOKEN}}", WITHHELD_TOKEN)
 }
 
 /// Matches RFC 6570 level-1 templates (`scheme://x/{id}/y`).
@@ -229,7 +233,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn substitution_happens_on_a_copy() {
+    fn substitution_happens_on_a_copy_and_never_carries_a_token() {
         let mut r = Resources::new();
         r.add(Resource {
             uri: "mirobody://guide".into(),
@@ -243,18 +247,22 @@ mod tests {
             "mirobody://guide",
             &Substitutions {
                 server_url: "http://a",
-                token: Some("Bearer A"),
             },
         );
         let b = r.read(
             "mirobody://guide",
             &Substitutions {
-                server_url: "http://a",
-                token: None,
+                server_url: "http://b",
             },
         );
-        assert_eq!(a.unwrap()[0]["text"], "http://a/mcp with Bearer A");
-        assert_eq!(b.unwrap()[0]["text"], "http://a/mcp with ");
+        assert_eq!(
+            a.unwrap()[0]["text"],
+            format!("http://a/mcp with {WITHHELD_TOKEN}")
+        );
+        assert_eq!(
+            b.unwrap()[0]["text"],
+            format!("http://b/mcp with {WITHHELD_TOKEN}")
+        );
     }
 
     #[test]

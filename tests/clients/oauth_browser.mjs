@@ -9,8 +9,8 @@
 //    open /oauth/authorize in Chromium, fill #email and #password, click #allow, receive the code
 //    at the callback, exchange it at /oauth/token, call tools/call get_genetic_data on /mcp with
 //    the access token (a 2026-07-28 request), refresh (rotation), see the old refresh token
-//    refused with invalid_grant (and, reuse detected, the new one too), introspect the new
-//    access token.
+//    refused with invalid_grant (and, reuse detected, the new one too), see introspection
+//    refuse the unauthenticated public client (401), and read the new token's audience.
 // 2. The login prompt: an anonymous tools/call answers with authorization_url and
 //    auto_polling.state; Chromium completes /mcplogin; /oauth2/check_state/{state} turns
 //    completed with a token; the same tools/call with that token succeeds.
@@ -285,11 +285,14 @@ async function codeFlow(base, context, callback, email, screenshots) {
   });
   check(family.status === 400 && family.body.error === 'invalid_grant', `new refresh token after reuse: ${family.status} ${family.text}`);
 
+  // Introspection needs a confidential client's authentication (issue 12): this public
+  // client is refused, and the token's audience is read from its own payload instead.
   const introspected = await http('POST', `${base}/oauth/introspect`, { form: { token: second.access_token } });
-  check(introspected.status === 200 && introspected.body.active === true, `introspection: ${introspected.text}`);
-  check(introspected.body.client_id === clientId, `introspection client_id: ${introspected.text}`);
-  check(introspected.body.aud === resource || (Array.isArray(introspected.body.aud) && introspected.body.aud.includes(resource)),
-    `introspection aud: ${introspected.text}`);
+  check(introspected.status === 401 && introspected.body.error === 'invalid_client', `introspection: ${introspected.status} ${introspected.text}`);
+  const claims = JSON.parse(Buffer.from(second.access_token.split('.')[1], 'base64url').toString('utf8'));
+  check(claims.client_id === clientId, `token client_id: ${JSON.stringify(claims)}`);
+  check(claims.aud === resource || (Array.isArray(claims.aud) && claims.aud.includes(resource)),
+    `token aud: ${JSON.stringify(claims)}`);
 
   return {
     signin_page: { heading, intro, landed_on_callback: landed.startsWith(callback.redirectUri), callback_page: callbackText },
@@ -297,7 +300,7 @@ async function codeFlow(base, context, callback, email, screenshots) {
     token: { token_type: first.token_type, expires_in: first.expires_in, scope: first.scope },
     tool_call: { is_error: call.isError, text_mentions_no_genotype_data: true },
     refresh: { rotated: true, old_refresh_error: reused.body.error, family_revoked_error: family.body.error },
-    introspection: { active: true, client_id_matches: true, aud: introspected.body.aud },
+    introspection: { unauthenticated_status: introspected.status, client_id_matches: true, aud: claims.aud },
   };
 }
 

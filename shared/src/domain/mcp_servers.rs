@@ -53,10 +53,16 @@ pub struct McpServerRecord {
     pub last_connect_error: Option<String>,
 }
 
+/// How many external MCP servers one account may register: the store refuses the
+/// next one in the same write that would create it.
+pub const MAX_MCP_SERVERS: usize = 20;
+
 /// The outcome of writing an external server's record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum McpServerWrite {
     Written,
+    /// Create: the account already has [`MAX_MCP_SERVERS`] servers (nothing written).
+    LimitReached,
     /// Create: the account already has a server of that name (nothing written).
     NameTaken,
     /// Create: the account already registered that url (nothing written).

@@ -13,5 +13,5 @@ mod oauth;
 
 pub use accounts::{Account, LoginState, LoginStatus, PersonalUrl, UrlGrant};
 pub use health::{DataPresence, Genotype, Reading, ReadingValue};
-pub use mcp_servers::{McpAuth, McpServerRecord, McpServerWrite, McpToolSnapshot};
+pub use mcp_servers::{MAX_MCP_SERVERS, McpAuth, McpServerRecord, McpServerWrite, McpToolSnapshot};
 pub use oauth::{AuthCode, OAuthClient, RefreshRecord, RefreshUse};

@@ -19,7 +19,7 @@ use super::credentials::{self, AuthInput};
 use super::naming::namespace;
 use super::probe::{self, Probe};
 use super::{ExternalServers, RegistryError};
-use crate::domain::{McpAuth, McpServerRecord, McpServerWrite};
+use crate::domain::{MAX_MCP_SERVERS, McpAuth, McpServerRecord, McpServerWrite};
 use crate::http::{self as web, ApiError};
 use crate::identity::Caller;
 
@@ -29,8 +29,11 @@ pub(super) const MAX_SERVER_NAME: usize = 32;
 /// At most this many `allowed_tools` names (the tool bound, D6).
 const MAX_ALLOWED: usize = 256;
 
-/// At most this many servers per account.
-pub(super) const MAX_SERVERS: usize = 20;
+fn too_many_servers() -> RegistryError {
+    RegistryError::bad_request(format!(
+        "an account may register at most {MAX_MCP_SERVERS} MCP servers"
+    ))
+}
 
 /// `Some(None)` for an explicit `null`, `None` when the field is absent.
 fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
@@ -479,10 +482,10 @@ impl ExternalServers {
             .mcp_servers(user)
             .await
             .map_err(RegistryError::unavailable)?;
-        if existing.len() >= MAX_SERVERS {
-            return Err(RegistryError::bad_request(format!(
-                "an account may register at most {MAX_SERVERS} MCP servers"
-            )));
+        // The fast path: refused before the probe. The store's write enforces the limit
+        // again, atomically, for registrations that raced through the probe together.
+        if existing.len() >= MAX_MCP_SERVERS {
+            return Err(too_many_servers());
         }
         let wanted = namespace(&registration.name);
         if existing.iter().any(|r| namespace(&r.name) == wanted) {
@@ -529,6 +532,7 @@ impl ExternalServers {
         {
             McpServerWrite::Written => Ok(record),
             McpServerWrite::UrlTaken => Err(RegistryError::url_taken()),
+            McpServerWrite::LimitReached => Err(too_many_servers()),
             _ => Err(RegistryError::name_taken(&record.name)),
         }
     }

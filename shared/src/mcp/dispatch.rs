@@ -194,13 +194,8 @@ impl McpServer {
             }
             "resources/read" => {
                 let uri = required_str(params, "uri")?;
-                let token = exchange
-                    .headers
-                    .get(http::header::AUTHORIZATION)
-                    .and_then(|v| v.to_str().ok());
                 let subs = Substitutions {
                     server_url: exchange.server_url,
-                    token,
                 };
                 let contents = self
                     .resources

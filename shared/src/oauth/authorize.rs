@@ -3,8 +3,12 @@
 //! the post checks the form, the credentials and the decision, then redirects with a
 //! single-use code (stored hashed) or an error, always with `state` and `iss`.
 //!
-//! Errors about the client or its redirect URI are shown on a page, never redirected.
-//! Does not issue tokens; the token endpoint exchanges the code.
+//! Every error found before the user has interacted is shown on a page, never
+//! redirected: every client this server knows is dynamically registered or a Client ID
+//! Metadata Document, so redirecting an invalid request to its redirect URI would make
+//! our origin an open redirector (issue 12). Only the user's own answer on the form
+//! (deny, or a code) is redirected. Does not issue tokens; the token endpoint exchanges
+//! the code.
 
 use bytes::Bytes;
 use http::header::LOCATION;
@@ -45,8 +49,10 @@ struct AuthorizeRequest {
 }
 
 impl OAuthApi {
-    /// Validates an authorization request. Errors about the client or the redirect
-    /// URI are shown on a page (never redirected, RFC 6749 4.1.2.1); others redirect.
+    /// Validates an authorization request. Every error is shown on a page, never
+    /// redirected: RFC 6749 4.1.2.1 allows the redirect, but for a client anyone can
+    /// register it would make this origin an open redirector, and no user has
+    /// interacted yet. The page names the RFC 6749 error code.
     async fn authorize_request(&self, params: &Form) -> Result<AuthorizeRequest, Response<Bytes>> {
         let page_error = |text: &str| {
             html(
@@ -68,17 +74,7 @@ impl OAuthApi {
             _ => return Err(page_error("redirect_uri does not match the registration")),
         };
         let state = field(params, "state").map(String::from);
-        let fail = |error: &str, description: &str| {
-            let mut pairs = vec![
-                ("error", error),
-                ("error_description", description),
-                ("iss", self.origin.as_str()),
-            ];
-            if let Some(state) = &state {
-                pairs.push(("state", state.as_str()));
-            }
-            redirect(&with_query(&redirect_uri, &pairs))
-        };
+        let fail = |error: &str, description: &str| page_error(&format!("{description} ({error})"));
         if field(params, "response_type") != Some("code") {
             return Err(fail(
                 "unsupported_response_type",

@@ -34,7 +34,7 @@ pub(super) fn authorization_server(origin: &str) -> Bytes {
         "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
         "code_challenge_methods_supported": ["S256"],
         "token_endpoint_auth_methods_supported": ["client_secret_post", "client_secret_basic", "none"],
-        "introspection_endpoint_auth_methods_supported": ["none"],
+        "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
         "scopes_supported": SCOPES,
         "claims_supported": ["sub", "kind", "iss", "aud", "iat", "nbf", "exp", "scope", "client_id", "jti"],
         "token_endpoint_auth_signing_alg_values_supported": ["HS256"],

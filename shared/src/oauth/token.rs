@@ -31,8 +31,9 @@ fn pkce_matches(verifier: &str, challenge: &str) -> bool {
 }
 
 impl OAuthApi {
-    /// The client making a token request: authenticated when confidential.
-    async fn client(
+    /// The client making a token (or introspection) request: authenticated when
+    /// confidential.
+    pub(super) async fn client(
         &self,
         request: &Request<Bytes>,
         params: &Form,

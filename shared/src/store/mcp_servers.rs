@@ -107,8 +107,11 @@ pub trait McpServerStore: Send + Sync {
         name: &'a str,
     ) -> StoreFuture<'a, Option<McpServerRecord>>;
 
-    /// Creates the record and claims its url in one transaction: `Written`,
-    /// `NameTaken` or `UrlTaken` (then nothing was written).
+    /// Creates the record and claims its url in one transaction: `Written`;
+    /// `LimitReached` when the user already has
+    /// [`MAX_MCP_SERVERS`](crate::domain::MAX_MCP_SERVERS) servers (checked first);
+    /// else `NameTaken` or `UrlTaken` (in each refusal nothing was written). The limit
+    /// holds against racing creates: it is part of the write's condition.
     fn create_mcp_server<'a>(
         &'a self,
         user: &'a str,

@@ -5,7 +5,9 @@
 //! backends run it unchanged; its users are its own, so no case sees another's data.
 
 use super::{all, genotype, reading, strings};
-use crate::domain::{DataPresence, McpAuth, McpServerRecord, McpServerWrite, McpToolSnapshot};
+use crate::domain::{
+    DataPresence, MAX_MCP_SERVERS, McpAuth, McpServerRecord, McpServerWrite, McpToolSnapshot,
+};
 use crate::store::Store;
 
 /// An external MCP server with every field set (a header credential, a tool list with
@@ -443,4 +445,64 @@ pub(super) async fn presence_and_servers_come_in_one_read(
     );
     assert_eq!(servers, vec![atlas, weather]);
     assert_eq!(both(next.to_string()).await.1.len(), 1);
+}
+
+/// The server limit is part of the create's write: the last free places go to exactly
+/// as many of several racing creates, the others (and every later one, checked before
+/// its name) read `LimitReached` with nothing written, and a delete frees a place.
+pub(super) async fn mcp_server_limit_holds_in_the_write(store: &dyn Store, user: &str) {
+    let server =
+        |i: usize| plain_mcp_server(&format!("s{i:02}"), &format!("https://s{i}.example/mcp"));
+    for i in 0..MAX_MCP_SERVERS - 2 {
+        assert_eq!(
+            store.create_mcp_server(user, &server(i)).await.unwrap(),
+            McpServerWrite::Written,
+            "server {i}"
+        );
+    }
+    // Two places left, three racers.
+    let (a, b, c) = (
+        server(MAX_MCP_SERVERS - 2),
+        server(MAX_MCP_SERVERS - 1),
+        server(MAX_MCP_SERVERS),
+    );
+    let racers = tokio::join!(
+        store.create_mcp_server(user, &a),
+        store.create_mcp_server(user, &b),
+        store.create_mcp_server(user, &c),
+    );
+    let mut outcomes = vec![racers.0.unwrap(), racers.1.unwrap(), racers.2.unwrap()];
+    outcomes.sort_by_key(|o| format!("{o:?}"));
+    assert_eq!(
+        outcomes,
+        vec![
+            McpServerWrite::LimitReached,
+            McpServerWrite::Written,
+            McpServerWrite::Written
+        ]
+    );
+    assert_eq!(
+        store.mcp_servers(user).await.unwrap().len(),
+        MAX_MCP_SERVERS
+    );
+    let late = server(MAX_MCP_SERVERS + 1);
+    assert_eq!(
+        store.create_mcp_server(user, &late).await.unwrap(),
+        McpServerWrite::LimitReached
+    );
+    assert_eq!(store.mcp_server(user, &late.name).await.unwrap(), None);
+    // At the limit the limit is the answer, even for a name already taken.
+    assert_eq!(
+        store.create_mcp_server(user, &server(0)).await.unwrap(),
+        McpServerWrite::LimitReached
+    );
+    assert!(store.delete_mcp_server(user, "s00").await.unwrap());
+    assert_eq!(
+        store.create_mcp_server(user, &late).await.unwrap(),
+        McpServerWrite::Written
+    );
+    assert_eq!(
+        store.mcp_servers(user).await.unwrap().len(),
+        MAX_MCP_SERVERS
+    );
 }

@@ -137,6 +137,7 @@ contract! { |store, user, now|
     mcp_servers::mcp_server_delete_frees_its_url(store, &user("mcp-delete"));
     mcp_servers::mcp_servers_are_per_user(store, &user("mcp-alice"), &user("mcp-bob"));
     mcp_servers::mcp_servers_are_not_user_data(store, &user("mcp-data"));
+    mcp_servers::mcp_server_limit_holds_in_the_write(store, &user("mcp-limit"));
     mcp_servers::presence_and_servers_come_in_one_read(
         store,
         &user("mcp-both"),

@@ -1,5 +1,7 @@
 //! [`McpServerStore`] on DynamoDB: server records (`mcp#<name>`) and their url claims
-//! (`mcpurl#<hash>`), written and deleted together in one transaction.
+//! (`mcpurl#<hash>`), written and deleted together in one transaction. A create also
+//! bumps the user's creation serial (`serial#mcp`) on the condition that it is
+//! unchanged since the server count was read, which makes the count limit atomic.
 //!
 //! Also the combined read of presence and servers: one Query over one key range.
 //! Keeps the credential only sealed, as given; never logs a record.
@@ -13,12 +15,12 @@ use super::batch::query_all;
 use super::codec::{Item, get_opt_s, get_s, get_u64, insert_optional, n, s};
 use super::health::presence_of;
 use super::schema::{
-    LAST_CONNECT_ERROR, LAST_CONNECTED_AT, MCP_PREFIX, MCP_RECORD, MCP_URL, PK, PRESENCE_SK, SK,
-    data_key, mcp_sk, mcp_url_sk,
+    LAST_CONNECT_ERROR, LAST_CONNECTED_AT, MCP_PREFIX, MCP_RECORD, MCP_SERIAL, MCP_SERIAL_SK,
+    MCP_URL, PK, PRESENCE_SK, SK, data_key, mcp_sk, mcp_url_sk,
 };
 use super::transact::{Attempt, Committed, condition, conditional, contended, tx_delete, tx_put};
 use super::{DynamoStore, corrupt, sdk_error};
-use crate::domain::{DataPresence, McpServerRecord, McpServerWrite};
+use crate::domain::{DataPresence, MAX_MCP_SERVERS, McpServerRecord, McpServerWrite};
 use crate::store::{McpServerBody, McpServerParts, McpServerStore, StoreError, StoreFuture};
 
 fn mcp_item(op: &'static str, user: &str, record: &McpServerRecord) -> Result<Item, StoreError> {
@@ -135,10 +137,32 @@ impl McpServerStore for DynamoStore {
             url_item.insert("name".to_string(), s(record.name.as_str()));
             let (record_item, url_item) = (&record_item, &url_item);
             contended(op, || async move {
+                // The serial first, then the count: a create that commits after the
+                // serial was read changes it, and this transaction's condition fails.
+                let serial = match self.data_item(op, user, MCP_SERIAL_SK.to_string()).await? {
+                    Some(item) => Some(get_u64(op, &item, MCP_SERIAL)?),
+                    None => None,
+                };
+                let count_query = self
+                    .user_query(user)
+                    .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+                    .expression_attribute_names("#sk", SK)
+                    .expression_attribute_values(":prefix", s(MCP_PREFIX))
+                    .projection_expression("#sk");
+                if query_all(op, count_query, self.page_limit).await?.len() >= MAX_MCP_SERVERS {
+                    return Ok(Attempt::Done(McpServerWrite::LimitReached));
+                }
+                let mut serial_item = data_key(user, MCP_SERIAL_SK.to_string());
+                serial_item.insert(MCP_SERIAL.to_string(), n(serial.unwrap_or(0) + 1));
+                let unchanged = match serial {
+                    None => condition("attribute_not_exists(#pk)", &[("#pk", PK)], vec![]),
+                    Some(v) => condition("#v = :v", &[("#v", MCP_SERIAL)], vec![(":v", n(v))]),
+                };
                 let absent = || condition("attribute_not_exists(#pk)", &[("#pk", PK)], vec![]);
                 let items = vec![
                     tx_put(op, &self.tables.data, record_item.clone(), absent())?,
                     tx_put(op, &self.tables.data, url_item.clone(), absent())?,
+                    tx_put(op, &self.tables.data, serial_item, unchanged)?,
                 ];
                 let outcome = self.transact(op, items).await?;
                 if matches!(outcome, Committed::Yes) {
@@ -150,6 +174,10 @@ impl McpServerStore for DynamoStore {
                 }
                 if outcome.condition_failed(1) {
                     return Ok(Attempt::Done(McpServerWrite::UrlTaken));
+                }
+                // Another create since the serial was read: count again.
+                if outcome.condition_failed(2) {
+                    return Ok(Attempt::Again);
                 }
                 outcome.retry(op)
             })

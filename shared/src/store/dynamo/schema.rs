@@ -83,6 +83,13 @@ pub(super) const MCP_PREFIX: &str = "mcp#";
 
 const MCP_URL_PREFIX: &str = "mcpurl#";
 
+/// The per-user serial of server creations (`v`): every create bumps it on the
+/// condition that it still holds the value read with the server count, so two racing
+/// creates cannot both pass the limit. Sorts outside the `mcp#` to `presence` range.
+pub(super) const MCP_SERIAL_SK: &str = "serial#mcp";
+
+pub(super) const MCP_SERIAL: &str = "v";
+
 pub(super) const MCP_URL: &str = "url";
 
 pub(super) const MCP_RECORD: &str = "record";

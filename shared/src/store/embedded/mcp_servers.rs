@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use super::health::presence_of;
 use super::{EmbeddedStore, json_column, json_from_column, seconds_column, seconds_from_column};
-use crate::domain::{DataPresence, McpServerRecord, McpServerWrite};
+use crate::domain::{DataPresence, MAX_MCP_SERVERS, McpServerRecord, McpServerWrite};
 use crate::store::{McpServerBody, McpServerParts, McpServerStore, StoreFuture};
 
 /// An `mcp_servers` row's columns after `user`: name, url, record, last_connected_at,
@@ -108,15 +108,22 @@ impl McpServerStore for EmbeddedStore {
         Box::pin(self.run(op, move |conn| {
             let row = McpRow::of(record)?;
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let (name_taken, url_taken): (bool, bool) = tx
+            // Counted inside the immediate transaction: no other writer can add a
+            // server between the count and the insert.
+            let (name_taken, url_taken, count): (bool, bool, i64) = tx
                 .prepare_cached(
                     "SELECT EXISTS (SELECT 1 FROM mcp_servers WHERE user = ?1 AND name = ?2), \
-                            EXISTS (SELECT 1 FROM mcp_servers WHERE user = ?1 AND url = ?3)",
+                            EXISTS (SELECT 1 FROM mcp_servers WHERE user = ?1 AND url = ?3), \
+                            (SELECT COUNT(*) FROM mcp_servers WHERE user = ?1)",
                 )?
                 .query_row(params![user, row.name, row.url], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
                 })?;
-            // Both taken (the same server again) reads as the name, as in DynamoDB.
+            // The limit first, then both taken (the same server again) reads as the
+            // name, as in DynamoDB.
+            if usize::try_from(count).unwrap_or(usize::MAX) >= MAX_MCP_SERVERS {
+                return Ok(McpServerWrite::LimitReached);
+            }
             if name_taken {
                 return Ok(McpServerWrite::NameTaken);
             }
