@@ -285,3 +285,44 @@ fn tables_are_the_definitions_in_infra_tables_json() {
         );
     }
 }
+
+/// Abuse limits at the door: the stage throttles every route, and each credential
+/// endpoint (sign-up, sign-in, registration, token, the authorize and /mcplogin forms)
+/// has a tighter limit of its own, on a route the template really has.
+#[test]
+fn the_stage_throttles_and_credential_endpoints_have_tighter_limits() {
+    let template = template();
+    let stages = of_type(&template, "AWS::ApiGatewayV2::Stage");
+    let [(_, stage)] = stages.as_slice() else {
+        panic!("one stage expected")
+    };
+    let properties = &stage["Properties"];
+    let default = &properties["DefaultRouteSettings"];
+    assert!(
+        default["ThrottlingRateLimit"].is_object() && default["ThrottlingBurstLimit"].is_object()
+    );
+    let keys: Vec<String> = template_routes(&template)
+        .into_keys()
+        .map(|(method, path)| format!("{method} {path}"))
+        .collect();
+    for key in [
+        "POST /auth/signup",
+        "POST /auth/signin",
+        "POST /oauth/register",
+        "POST /oauth/token",
+        "POST /oauth/authorize",
+        "POST /oauth2/authorize",
+        "POST /mcplogin",
+    ] {
+        let setting = &properties["RouteSettings"][key];
+        assert_eq!(
+            setting["ThrottlingRateLimit"],
+            serde_json::json!({"Ref": "CredentialThrottleRate"}),
+            "{key}"
+        );
+        assert!(
+            keys.contains(&key.to_string()),
+            "{key} is not a route of the template"
+        );
+    }
+}
