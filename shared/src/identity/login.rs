@@ -12,7 +12,7 @@ use http::{Response, StatusCode};
 use serde_json::{Value, json};
 
 use super::Sealer;
-use super::secret::random_secret;
+use super::secret::{random_secret, secret_hash};
 use crate::clock::Clock;
 use crate::domain::{LoginState, LoginStatus};
 use crate::http::{self as web, ApiError};
@@ -51,7 +51,11 @@ impl LoginPrompts {
             status: LoginStatus::Pending,
             expires_at: now + LOGIN_STATE_SECS,
         };
-        self.store.put_login_state(&state, &record).await?;
+        // Stored under its hash (issue 12, finding 3): a leaked store row or key list
+        // cannot be polled or completed.
+        self.store
+            .put_login_state(&secret_hash(&state), &record)
+            .await?;
         let oauth_params = format!(
             "response_type=code&client_id=mcp-login&redirect_uri={}&scope={}&state={state}",
             encode("urn:ietf:wg:oauth:2.0:oob"),
@@ -100,7 +104,7 @@ impl LoginPoll {
                 "state is required",
             ));
         }
-        match self.store.login_state(state).await? {
+        match self.store.login_state(&secret_hash(state)).await? {
             None => Err(ApiError::LoginPoll(
                 StatusCode::NOT_FOUND,
                 "not_found",
@@ -135,5 +139,53 @@ impl LoginPoll {
                 }
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::FakeClock;
+    use crate::store::EmbeddedStore;
+
+    /// Issue 12, finding 3: the state is stored under its hash, never its raw value,
+    /// and the poll still answers the raw state the client holds.
+    #[tokio::test]
+    async fn login_state_is_stored_under_its_hash_not_the_raw_value() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let path = std::env::temp_dir()
+            .join(format!("mirobody-login-{}-{nanos}", std::process::id()))
+            .join("db.sqlite3");
+        let store: Arc<dyn AccountStore> = Arc::new(EmbeddedStore::open(&path).unwrap());
+        let now = 1_800_000_000;
+        let prompts = LoginPrompts {
+            store: store.clone(),
+            origin: "https://example.test".into(),
+        };
+        let prompt = prompts.prompt(now).await.unwrap();
+        let state = prompt["auto_polling"]["state"]
+            .as_str()
+            .unwrap()
+            .to_string();
+
+        assert_eq!(store.login_state(&state).await.unwrap(), None);
+        let stored = store.login_state(&secret_hash(&state)).await.unwrap();
+        assert_eq!(stored.map(|s| s.status), Some(LoginStatus::Pending));
+
+        let poll = LoginPoll {
+            store,
+            sealer: None,
+            clock: Arc::new(FakeClock::at(now)),
+        };
+        let answer = poll.check(&state).await.unwrap();
+        assert_eq!(answer.status(), StatusCode::OK);
+        let body: Value = serde_json::from_slice(answer.body()).unwrap();
+        assert_eq!(body["status"], "pending");
+        // Polling by the hash (what a leaked row shows) finds nothing.
+        assert!(poll.check(&secret_hash(&state)).await.is_err());
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 }

@@ -9,7 +9,7 @@ use http::{Request, Response, StatusCode};
 
 use super::signin::{self, SignInForm};
 use super::{Form, LOGIN_TOKEN_SECS, OAuthApi, field, form, html, pages, query, unavailable};
-use crate::identity::{Grant, SignIn, TokenKind};
+use crate::identity::{Grant, SignIn, TokenKind, secret_hash};
 
 impl OAuthApi {
     fn login_binding(state: &str) -> String {
@@ -119,7 +119,11 @@ impl OAuthApi {
         let sealed = self
             .sealer
             .seal(token.as_bytes(), &format!("login-state:{state}"));
-        match self.store.complete_login_state(&state, &sealed, now).await {
+        match self
+            .store
+            .complete_login_state(&secret_hash(&state), &sealed, now)
+            .await
+        {
             Ok(true) => html(
                 StatusCode::OK,
                 pages::message(

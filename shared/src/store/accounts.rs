@@ -77,7 +77,8 @@ pub trait AccountStore: Send + Sync {
     /// the store is not told the time here).
     fn revoke_personal_url<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, bool>;
 
-    // ----- Device-login states (keys table `state#<state>`) -----
+    // ----- Device-login states (keys table `state#<hash>`; callers pass the state's
+    // `secret_hash`, never the raw state) -----
 
     fn put_login_state<'a>(&'a self, state: &'a str, record: &'a LoginState)
     -> StoreFuture<'a, ()>;
