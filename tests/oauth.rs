@@ -529,8 +529,12 @@ async fn c3_login_prompt_flow_through_mcplogin_and_check_state() {
 
 /// Serves the client's metadata document on a loopback port; the document names the
 /// URL it is served from, as CIMD requires. Returns that URL.
-async fn serve_client_document() -> String {
+/// Serves a client metadata document on loopback; with how many requests it answered.
+async fn serve_client_document() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let fetches = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = fetches.clone();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/client.json", listener.local_addr().unwrap());
     let body =
@@ -542,6 +546,7 @@ async fn serve_client_document() -> String {
                 return;
             };
             let body = body.clone();
+            counter.fetch_add(1, Ordering::SeqCst);
             tokio::spawn(async move {
                 let mut buffer = [0u8; 4096];
                 let _ = stream.read(&mut buffer).await;
@@ -553,12 +558,12 @@ async fn serve_client_document() -> String {
             });
         }
     });
-    url
+    (url, fetches)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn c2_a_client_id_metadata_document_is_fetched_through_the_guard() {
-    let url = serve_client_document().await;
+    let (url, fetches) = serve_client_document().await;
     // Without the development setting the guard refuses loopback: no fetch, no sign-in page.
     let strict = Server::start(&[]);
     let query = encode(&[
@@ -595,6 +600,22 @@ async fn c2_a_client_id_metadata_document_is_fetched_through_the_guard() {
     ];
     let tokens = token(&server, &exchange).await;
     assert_eq!(tokens.status, 200, "{}", tokens.body);
+    // Issue 12, finding 6: the page, the sign-in post and the token request all found the
+    // client, and one more authorize request does too, yet the document was fetched once.
+    let query = encode(&[
+        ("response_type", "code"),
+        ("client_id", &url),
+        ("redirect_uri", REDIRECT),
+        ("code_challenge", &challenge(VERIFIER)),
+        ("code_challenge_method", "S256"),
+    ]);
+    let page = get(&server.url(&format!("/oauth/authorize?{query}"))).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert_eq!(
+        fetches.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "a client metadata document is fetched once, then cached"
+    );
 }
 
 /// An expired code, without sleeping: the app in-process with a fake clock.

@@ -58,6 +58,8 @@ pub(crate) struct OAuthApi {
     resource_metadata: Bytes,
     /// Fetches Client ID Metadata Documents, through the address guard.
     http: Arc<GuardedHttp>,
+    /// Fetched Client ID Metadata Documents, per process.
+    documents: clients::DocumentCache,
     /// The sign-in check, its limits and the hashing queue.
     passwords: Arc<Passwords>,
 }
@@ -167,6 +169,7 @@ impl OAuthApi {
             resource,
             form_key,
             http,
+            documents: clients::DocumentCache::new(),
             passwords,
         }
     }
