@@ -38,18 +38,14 @@ fn run(
 
 /// A PHC string of an Argon2id hash of `password` at the default parameters.
 pub(crate) fn hash_password_with(password: &str, memory: &mut Memory) -> String {
-    let salt = SaltString::encode_b64(&random_bytes::<16>()).expect("16 bytes is a valid salt");
+    let raw_salt = random_bytes::<16>();
+    let salt = SaltString::encode_b64(&raw_salt).expect("16 bytes is a valid salt");
     let params = Params::default();
     let argon = Argon2::new(Algorithm::Argon2id, Version::V0x13, params.clone());
-    let mut salt_bytes = [0u8; 64];
-    let raw_salt = salt
-        .as_salt()
-        .decode_b64(&mut salt_bytes)
-        .expect("an encoded salt decodes");
     let output = run(
         &argon,
         password.as_bytes(),
-        raw_salt,
+        &raw_salt,
         Params::DEFAULT_OUTPUT_LEN,
         memory,
     )
