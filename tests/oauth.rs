@@ -4,7 +4,7 @@
 //! login-prompt flow through `/mcplogin`; and the refusals, with RFC 6749 error codes.
 
 use base64::Engine;
-use e2e::{Reply, Server, get, post_json, rpc, send};
+use e2e::{Reply, Server, encode_form as encode, form_of, get, post_json, rpc, send};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -13,26 +13,6 @@ const REDIRECT: &str = "http://127.0.0.1:9/callback";
 
 fn challenge(verifier: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
-}
-
-fn encode(pairs: &[(&str, &str)]) -> String {
-    pairs
-        .iter()
-        .map(|(k, v)| {
-            let escape = |s: &str| -> String {
-                s.bytes()
-                    .map(|b| match b {
-                        b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                            (b as char).to_string()
-                        }
-                        _ => format!("%{b:02X}"),
-                    })
-                    .collect()
-            };
-            format!("{}={}", escape(k), escape(v))
-        })
-        .collect::<Vec<_>>()
-        .join("&")
 }
 
 fn decode(s: &str) -> String {
@@ -96,32 +76,6 @@ async fn register(server: &Server, extra: Value) -> Value {
     let reply = post_json(&server.url("/oauth/register"), &[], &body).await;
     assert_eq!(reply.status, 201, "{}", reply.body);
     reply.json()
-}
-
-/// The hidden inputs of the page's form, and its CSRF cookie.
-fn form_of(page: &Reply) -> (Vec<(String, String)>, String) {
-    let cookie = page
-        .header("set-cookie")
-        .expect("the form sets its CSRF cookie")
-        .split(';')
-        .next()
-        .unwrap()
-        .to_string();
-    let mut fields = Vec::new();
-    for input in page.body.split("<input type=\"hidden\" ").skip(1) {
-        let attr = |name: &str| {
-            let start = input.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
-            let end = start + input[start..].find('"').unwrap();
-            input[start..end]
-                .replace("&quot;", "\"")
-                .replace("&lt;", "<")
-                .replace("&gt;", ">")
-                .replace("&#39;", "'")
-                .replace("&amp;", "&")
-        };
-        fields.push((attr("name"), attr("value")));
-    }
-    (fields, cookie)
 }
 
 /// Opens the authorize page and submits it; returns the redirect's Location.

@@ -12,7 +12,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
 
-use e2e::{Reply, Server, get, post_json, rpc, send};
+use e2e::{Reply, Server, encode_form as encode, form_of, get, post_json, rpc, send};
 use serde_json::{Value, json};
 
 const PASSWORD: &str = "a long enough password";
@@ -148,52 +148,6 @@ async fn eleventh_failed_sign_in_from_a_source_is_429_whatever_the_email() {
 }
 
 // ---------------------------------------------------------------- the HTML forms
-
-fn encode(pairs: &[(&str, &str)]) -> String {
-    pairs
-        .iter()
-        .map(|(k, v)| {
-            let escape = |s: &str| -> String {
-                s.bytes()
-                    .map(|b| match b {
-                        b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                            (b as char).to_string()
-                        }
-                        _ => format!("%{b:02X}"),
-                    })
-                    .collect()
-            };
-            format!("{}={}", escape(k), escape(v))
-        })
-        .collect::<Vec<_>>()
-        .join("&")
-}
-
-/// The hidden inputs of the page's form, and its CSRF cookie.
-fn form_of(page: &Reply) -> (Vec<(String, String)>, String) {
-    let cookie = page
-        .header("set-cookie")
-        .expect("the form sets its CSRF cookie")
-        .split(';')
-        .next()
-        .unwrap()
-        .to_string();
-    let mut fields = Vec::new();
-    for input in page.body.split("<input type=\"hidden\" ").skip(1) {
-        let attr = |name: &str| {
-            let start = input.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
-            let end = start + input[start..].find('"').unwrap();
-            input[start..end]
-                .replace("&quot;", "\"")
-                .replace("&lt;", "<")
-                .replace("&gt;", ">")
-                .replace("&#39;", "'")
-                .replace("&amp;", "&")
-        };
-        fields.push((attr("name"), attr("value")));
-    }
-    (fields, cookie)
-}
 
 /// Submits the form `page` came with, signed in as `email` with `password`.
 async fn submit(server: &Server, action: &str, page: &Reply, email: &str, password: &str) -> Reply {

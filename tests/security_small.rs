@@ -5,32 +5,13 @@
 //! other accounts.
 
 use base64::Engine;
-use e2e::{Reply, Server, bearer, get, post_json, root, rpc, send};
+use e2e::{Reply, Server, bearer, encode_form as encode, form_of, get, post_json, root, rpc, send};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 const REDIRECT: &str = "https://attacker.example/landing";
 const VERIFIER: &str = "dBjftJeZ4CVP-mJ0kDqCBj8V9X7QlJuA_n4qNhtpHqZ-0123456789";
 const PASSWORD: &str = "a long enough password";
-
-fn escape(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-fn encode(pairs: &[(&str, &str)]) -> String {
-    pairs
-        .iter()
-        .map(|(k, v)| format!("{}={}", escape(k), escape(v)))
-        .collect::<Vec<_>>()
-        .join("&")
-}
 
 async fn register(server: &Server, body: Value) -> Value {
     let reply = post_json(&server.url("/oauth/register"), &[], &body).await;
@@ -205,32 +186,6 @@ async fn emails_with_control_or_bidi_characters_are_refused() {
 
 fn challenge(verifier: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
-}
-
-/// The hidden inputs of a sign-in page's form, and its CSRF cookie.
-fn form_of(page: &Reply) -> (Vec<(String, String)>, String) {
-    let cookie = page
-        .header("set-cookie")
-        .expect("the form sets its CSRF cookie")
-        .split(';')
-        .next()
-        .unwrap()
-        .to_string();
-    let mut fields = Vec::new();
-    for input in page.body.split("<input type=\"hidden\" ").skip(1) {
-        let attr = |name: &str| {
-            let start = input.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
-            let end = start + input[start..].find('"').unwrap();
-            input[start..end]
-                .replace("&quot;", "\"")
-                .replace("&lt;", "<")
-                .replace("&gt;", ">")
-                .replace("&#39;", "'")
-                .replace("&amp;", "&")
-        };
-        fields.push((attr("name"), attr("value")));
-    }
-    (fields, cookie)
 }
 
 /// The authorization code flow for a confidential client: its access token.

@@ -4,7 +4,9 @@
 //! another origin with the same key is refused.
 
 use base64::Engine;
-use e2e::{Reply, Server, TempDir, bearer, get, post_json, rpc, send};
+use e2e::{
+    Reply, Server, TempDir, bearer, encode_form as encode, form_of, get, post_json, rpc, send,
+};
 use mirobody::identity::{Jwts, Keys};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -67,24 +69,6 @@ async fn call(
     .await
 }
 
-fn encode(pairs: &[(&str, &str)]) -> String {
-    let escape = |s: &str| -> String {
-        s.bytes()
-            .map(|b| match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                    (b as char).to_string()
-                }
-                _ => format!("%{b:02X}"),
-            })
-            .collect()
-    };
-    pairs
-        .iter()
-        .map(|(k, v)| format!("{}={}", escape(k), escape(v)))
-        .collect::<Vec<_>>()
-        .join("&")
-}
-
 async fn form_post(
     server: &Server,
     path: &str,
@@ -112,32 +96,6 @@ async fn register(server: &Server, body: Value) -> Value {
     let reply = post_json(&server.url("/oauth/register"), &[], &body).await;
     assert_eq!(reply.status, 201, "{}", reply.body);
     reply.json()
-}
-
-/// The hidden inputs of the consent page's form, and its CSRF cookie.
-fn form_of(page: &Reply) -> (Vec<(String, String)>, String) {
-    let cookie = page
-        .header("set-cookie")
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_string();
-    let mut fields = Vec::new();
-    for input in page.body.split("<input type=\"hidden\" ").skip(1) {
-        let attr = |name: &str| {
-            let start = input.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
-            let end = start + input[start..].find('"').unwrap();
-            input[start..end]
-                .replace("&quot;", "\"")
-                .replace("&lt;", "<")
-                .replace("&gt;", ">")
-                .replace("&#39;", "'")
-                .replace("&amp;", "&")
-        };
-        fields.push((attr("name"), attr("value")));
-    }
-    (fields, cookie)
 }
 
 /// The user consents to a public client with `scope`; the access token it gets.

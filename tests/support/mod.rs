@@ -287,6 +287,52 @@ pub async fn send(
     }
 }
 
+/// `application/x-www-form-urlencoded` for `pairs` (every byte but the unreserved ones
+/// percent-encoded).
+pub fn encode_form(pairs: &[(&str, &str)]) -> String {
+    let escape = |s: &str| -> String {
+        s.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect()
+    };
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", escape(k), escape(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// The hidden inputs of a server-rendered form page, and its CSRF cookie.
+pub fn form_of(page: &Reply) -> (Vec<(String, String)>, String) {
+    let cookie = page
+        .header("set-cookie")
+        .expect("the form sets its CSRF cookie")
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let mut fields = Vec::new();
+    for input in page.body.split("<input type=\"hidden\" ").skip(1) {
+        let attr = |name: &str| {
+            let start = input.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+            let end = start + input[start..].find('"').unwrap();
+            input[start..end]
+                .replace("&quot;", "\"")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&#39;", "'")
+                .replace("&amp;", "&")
+        };
+        fields.push((attr("name"), attr("value")));
+    }
+    (fields, cookie)
+}
+
 pub async fn get(url: &str) -> Reply {
     send("GET", url, &[], None).await
 }
