@@ -170,7 +170,7 @@ async fn c1_metadata_is_byte_identical_at_its_three_paths_and_absolute() {
     assert_eq!(doc["code_challenge_methods_supported"], json!(["S256"]));
     assert_eq!(
         doc["grant_types_supported"],
-        json!(["authorization_code", "refresh_token", "client_credentials"])
+        json!(["authorization_code", "refresh_token"])
     );
     let prm = get(&server.url("/.well-known/oauth-protected-resource/api/mcp"))
         .await
@@ -404,24 +404,47 @@ async fn c2_refusals_carry_rfc6749_error_codes() {
     assert_eq!(unknown_grant.json()["error"], "unsupported_grant_type");
 }
 
+/// C2 as amended by issue 12: the client-credentials grant is not offered (an app's own
+/// token would have no route to reach), so registering it is refused and asking the token
+/// endpoint for it is `unsupported_grant_type`; a wrong client secret is still `invalid_client`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn c2_client_credentials_for_confidential_clients() {
+async fn c2_the_client_credentials_grant_is_not_offered() {
     let server = Server::start(&[]);
-    let client = register(&server, json!({ "token_endpoint_auth_method": "client_secret_basic", "grant_types": ["client_credentials"] })).await;
+    let refused = post_json(
+        &server.url("/oauth/register"),
+        &[],
+        &json!({ "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "client_secret_basic", "grant_types": ["client_credentials"] }),
+    )
+    .await;
+    assert_eq!(
+        (refused.status, refused.json()["error"].clone()),
+        (400, json!("invalid_client_metadata")),
+        "{}",
+        refused.body
+    );
+    let client = register(
+        &server,
+        json!({ "token_endpoint_auth_method": "client_secret_basic" }),
+    )
+    .await;
     let (id, secret) = (
         client["client_id"].as_str().unwrap(),
         client["client_secret"].as_str().unwrap(),
     );
     let basic = base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"));
-    let ok = form_post(
+    let asked = form_post(
         &server,
         "/oauth/token",
         &[("grant_type", "client_credentials")],
         &[("authorization".into(), format!("Basic {basic}"))],
     )
     .await;
-    assert_eq!(ok.status, 200, "{}", ok.body);
-    assert!(ok.json()["access_token"].is_string());
+    assert_eq!(
+        (asked.status, asked.json()["error"].clone()),
+        (400, json!("unsupported_grant_type")),
+        "{}",
+        asked.body
+    );
     let wrong = base64::engine::general_purpose::STANDARD.encode(format!("{id}:not-the-secret"));
     let refused = form_post(
         &server,

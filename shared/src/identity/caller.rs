@@ -109,7 +109,8 @@ impl CallerResolver {
 
     /// The one check of a verified token against what the route takes: a person's
     /// session anywhere a person is needed; an access token only where the route names
-    /// a scope, and only with that scope; a client-credentials token nowhere.
+    /// a scope, and only with that scope. (No kind stands for an app: the
+    /// client-credentials grant is not offered, and a token saying `client` does not verify.)
     fn admit(&self, accepts: Accepts, claims: Claims) -> Result<Caller, ApiError> {
         let admitted = match (claims.kind, accepts) {
             (TokenKind::Session, _) => true,
@@ -117,7 +118,7 @@ impl CallerResolver {
                 .scope
                 .as_deref()
                 .is_some_and(|scope| scope.split_whitespace().any(|s| s == needed)),
-            (TokenKind::Access, Accepts::Session) | (TokenKind::Client, _) => false,
+            (TokenKind::Access, Accepts::Session) => false,
         };
         match admitted {
             true => Ok(Caller::user(claims.sub)),

@@ -18,8 +18,6 @@ pub enum TokenKind {
     /// An OAuth access token for a client, acting for a person within its `scope`
     /// (authorization code and refresh grants, the login prompt's poll).
     Access,
-    /// A client-credentials token: an app, never a person.
-    Client,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -181,7 +179,7 @@ mod tests {
     }
 
     #[test]
-    fn a_token_says_its_kind_and_one_without_a_kind_does_not_verify() {
+    fn a_token_says_its_kind_and_one_without_a_known_kind_does_not_verify() {
         let jwts = Jwts::for_origin(&[7; 32], "https://a.example");
         assert_eq!(
             jwts.verify(&jwts.mint("user-1", 60, now())).unwrap().kind,
@@ -192,6 +190,13 @@ mod tests {
         let legacy =
             jsonwebtoken::encode(&Header::new(Algorithm::HS256), &legacy, &jwts.encoding).unwrap();
         assert!(jwts.verify(&legacy).is_err(), "no kind");
+        // Client-credentials tokens signed before the grant was withdrawn (issue 12).
+        let app = serde_json::json!({ "sub": "client:c1", "kind": "client",
+            "iss": "https://a.example", "aud": "https://a.example/mcp",
+            "iat": now(), "nbf": now(), "exp": now() + 60 });
+        let app =
+            jsonwebtoken::encode(&Header::new(Algorithm::HS256), &app, &jwts.encoding).unwrap();
+        assert!(jwts.verify(&app).is_err(), "an app's token");
         let other = Jwts::for_origin(&[7; 32], "https://b.example");
         assert!(
             other.verify(&jwts.mint("user-1", 60, now())).is_err(),

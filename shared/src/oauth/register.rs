@@ -87,19 +87,14 @@ impl OAuthApi {
                 .collect(),
             None => vec!["authorization_code".into(), "refresh_token".into()],
         };
-        let known = ["authorization_code", "refresh_token", "client_credentials"];
+        // No client_credentials (issue 12): an app's own token has no route to reach, since
+        // every resource here belongs to a person.
+        let known = ["authorization_code", "refresh_token"];
         if grant_types.is_empty() || grant_types.iter().any(|g| !known.contains(&g.as_str())) {
             return oauth_error(
                 StatusCode::BAD_REQUEST,
                 "invalid_client_metadata",
                 "unsupported grant_types",
-            );
-        }
-        if method == "none" && grant_types.iter().any(|g| g == "client_credentials") {
-            return oauth_error(
-                StatusCode::BAD_REQUEST,
-                "invalid_client_metadata",
-                "client_credentials needs a confidential client",
             );
         }
         if let Some(source) = source {

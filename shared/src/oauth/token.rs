@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::{
-    ACCESS_TOKEN_SECS, Form, OAuthApi, REFRESH_TOKEN_SECS, field, form, known_scopes, no_store,
-    oauth_error, unavailable,
+    ACCESS_TOKEN_SECS, Form, OAuthApi, REFRESH_TOKEN_SECS, field, form, no_store, oauth_error,
+    unavailable,
 };
 use crate::domain::{OAuthClient, RefreshRecord, RefreshUse};
 use crate::http as web;
@@ -89,47 +89,23 @@ impl OAuthApi {
             Err(response) => return response,
         };
         let grant_type = field(&params, "grant_type").unwrap_or("");
-        if !client.grant_types.iter().any(|g| g == grant_type) {
-            return match grant_type {
-                "authorization_code" | "refresh_token" | "client_credentials" => oauth_error(
-                    StatusCode::BAD_REQUEST,
-                    "unauthorized_client",
-                    "this client may not use that grant",
-                ),
-                _ => oauth_error(
-                    StatusCode::BAD_REQUEST,
-                    "unsupported_grant_type",
-                    "unsupported grant_type",
-                ),
-            };
-        }
         let now = self.clock.now();
-        match grant_type {
-            "authorization_code" => self.exchange_code(&client, &params, now).await,
-            "refresh_token" => self.refresh(&client, &params, now).await,
-            _ => {
-                let scope = field(&params, "scope").unwrap_or("mcp:tools");
-                if !known_scopes(scope) {
-                    return oauth_error(StatusCode::BAD_REQUEST, "invalid_scope", "unknown scope");
-                }
-                let audience = match self.audience(field(&params, "resource")) {
-                    Some(audience) => audience,
-                    None => return wrong_target(),
-                };
-                let subject = format!("client:{}", client.client_id);
-                let token = self.jwts.issue(&Grant {
-                    kind: TokenKind::Client,
-                    subject: &subject,
-                    audience: Some(&audience),
-                    scope: Some(scope),
-                    client_id: Some(&client.client_id),
-                    lifetime_secs: ACCESS_TOKEN_SECS,
-                    now,
-                });
-                token_response(
-                    json!({ "access_token": token, "token_type": "Bearer", "expires_in": ACCESS_TOKEN_SECS, "scope": scope }),
-                )
-            }
+        let permitted = client.grant_types.iter().any(|g| g == grant_type);
+        match (grant_type, permitted) {
+            ("authorization_code", true) => self.exchange_code(&client, &params, now).await,
+            ("refresh_token", true) => self.refresh(&client, &params, now).await,
+            ("authorization_code" | "refresh_token", false) => oauth_error(
+                StatusCode::BAD_REQUEST,
+                "unauthorized_client",
+                "this client may not use that grant",
+            ),
+            // client_credentials included, even for a client registered with it before
+            // issue 12: an app's own token has nothing here to reach.
+            _ => oauth_error(
+                StatusCode::BAD_REQUEST,
+                "unsupported_grant_type",
+                "unsupported grant_type",
+            ),
         }
     }
 
