@@ -18,6 +18,11 @@ pub struct OAuthClient {
     pub token_endpoint_auth_method: String,
     pub client_name: Option<String>,
     pub created_at: u64,
+    /// When an unused registration lapses (epoch seconds; each use pushes it on). `None`
+    /// for a client that never expires: one registered before expiry existed, or a
+    /// metadata-document client, which is never stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
 }
 
 /// An authorization code's grant, found by the SHA-256 of the code: single use, ten

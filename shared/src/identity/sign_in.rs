@@ -78,6 +78,8 @@ impl Passwords {
         work: impl FnOnce(&mut Memory) -> T + Send + 'static,
     ) -> Option<T> {
         let _permit = self.hashing.acquire().await.ok()?;
+        // Counted by the abuse tests (a refused attempt must not get here); no detail.
+        tracing::debug!("argon2 run");
         let mut memory = self.pool().pop().unwrap_or_default();
         let (out, memory) = tokio::task::spawn_blocking(move || (work(&mut memory), memory))
             .await

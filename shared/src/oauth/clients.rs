@@ -15,7 +15,7 @@ use http::HeaderMap;
 use http::header::CACHE_CONTROL;
 use serde_json::Value;
 
-use super::OAuthApi;
+use super::{IDLE_CLIENT_SECS, OAuthApi};
 use crate::domain::OAuthClient;
 use crate::store::StoreError;
 
@@ -166,7 +166,27 @@ impl OAuthApi {
         if client_id.starts_with("https://") || (dev && client_id.starts_with("http://")) {
             return Ok(self.client_metadata_document(client_id).await);
         }
-        self.store.client(client_id).await
+        self.store.client(client_id, self.clock.now()).await
+    }
+
+    /// A registered client authenticated at the token endpoint is in use: its lapse time
+    /// moves to [`IDLE_CLIENT_SECS`] from now, written at most once a day per client.
+    pub(super) async fn keep_client(&self, client: &OAuthClient) {
+        let now = self.clock.now();
+        let Some(expires_at) = client.expires_at else {
+            return;
+        };
+        if expires_at >= (now + IDLE_CLIENT_SECS).saturating_sub(24 * 3600) {
+            return;
+        }
+        if let Err(e) = self
+            .store
+            .extend_client(&client.client_id, now + IDLE_CLIENT_SECS)
+            .await
+        {
+            // The request goes on: the client stays registered until its old lapse time.
+            tracing::warn!(error = %e, "could not extend a client's registration");
+        }
     }
 
     /// The client of the metadata document at `url`, from the cache while fresh.
@@ -215,6 +235,7 @@ impl OAuthApi {
             token_endpoint_auth_method: "none".into(),
             client_name: client_name(&doc),
             created_at: self.clock.now(),
+            expires_at: None,
         };
         Some((client, document_lifetime(&response.headers)))
     }
@@ -283,6 +304,7 @@ mod tests {
             token_endpoint_auth_method: "none".into(),
             client_name: None,
             created_at: 0,
+            expires_at: None,
         }
     }
 

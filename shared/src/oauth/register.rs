@@ -18,7 +18,7 @@ use http::{HeaderValue, Response, StatusCode};
 use serde_json::{Value, json};
 
 use super::clients::{acceptable_redirects, client_name};
-use super::{OAuthApi, no_store, oauth_error, unavailable};
+use super::{OAuthApi, UNUSED_CLIENT_SECS, no_store, oauth_error, unavailable};
 use crate::domain::OAuthClient;
 use crate::http as web;
 use crate::identity::{counter_hash, random_secret, secret_hash};
@@ -138,6 +138,7 @@ impl OAuthApi {
             token_endpoint_auth_method: method.into(),
             client_name: client_name(&request),
             created_at: self.clock.now(),
+            expires_at: Some(self.clock.now() + UNUSED_CLIENT_SECS),
         };
         match self.store.put_client(&client).await {
             Ok(true) => {}

@@ -75,10 +75,12 @@ impl OAuthApi {
             Err(e) => return Err(unavailable(e)),
         };
         match (&client.secret_hash, secret) {
-            (None, _) => Ok(client),
-            (Some(hash), Some(secret)) if secret_hash(&secret) == *hash => Ok(client),
-            _ => Err(invalid()),
+            (None, _) => {}
+            (Some(hash), Some(secret)) if secret_hash(&secret) == *hash => {}
+            _ => return Err(invalid()),
         }
+        self.keep_client(&client).await;
+        Ok(client)
     }
 
     /// `POST /oauth/token`.

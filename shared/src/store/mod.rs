@@ -106,7 +106,7 @@ mod tests {
             crate::domain::DataPresence::default()
         );
         assert_eq!(accounts.account("u").await.unwrap(), None);
-        assert_eq!(oauth.client("c").await.unwrap(), None);
+        assert_eq!(oauth.client("c", 0).await.unwrap(), None);
         assert!(servers.mcp_servers("u").await.unwrap().is_empty());
         drop((health, accounts, oauth, servers));
         let _ = std::fs::remove_dir_all(dir);

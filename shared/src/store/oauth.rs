@@ -13,7 +13,12 @@ pub trait OAuthStore: Send + Sync {
     /// Stores a new client; false (nothing written) if the id exists.
     fn put_client<'a>(&'a self, client: &'a OAuthClient) -> StoreFuture<'a, bool>;
 
-    fn client<'a>(&'a self, client_id: &'a str) -> StoreFuture<'a, Option<OAuthClient>>;
+    /// The client, unless it lapsed at or before `now`.
+    fn client<'a>(&'a self, client_id: &'a str, now: u64) -> StoreFuture<'a, Option<OAuthClient>>;
+
+    /// Moves a client's lapse time to `expires_at` (it was used); false if the client is
+    /// gone. Never recreates a deleted client.
+    fn extend_client<'a>(&'a self, client_id: &'a str, expires_at: u64) -> StoreFuture<'a, bool>;
 
     fn put_code<'a>(&'a self, code_hash: &'a str, code: &'a AuthCode) -> StoreFuture<'a, ()>;
 

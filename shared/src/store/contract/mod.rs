@@ -122,7 +122,8 @@ contract! { |store, user, now|
     accounts::login_state_completes_once(store, &user("login"), now);
     accounts::counters_count_per_window(store, &user("counter"), now);
 
-    oauth::clients_are_registered_once(store, &user("client"));
+    oauth::clients_are_registered_once(store, &user("client"), now);
+    oauth::unused_clients_lapse_and_use_extends_them(store, &user("client-lapse"), now);
     oauth::codes_are_taken_once(store, &user("code"), now);
     oauth::racing_takes_get_one_code(store, &user("code-race"), now);
     oauth::expired_code_is_refused(store, &user("code-expired"), now);

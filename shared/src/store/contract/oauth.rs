@@ -17,6 +17,7 @@ fn oauth_client(client_id: &str, name: &str) -> OAuthClient {
         token_endpoint_auth_method: "client_secret_post".to_string(),
         client_name: Some(name.to_string()),
         created_at: 1_700_000_000,
+        expires_at: None,
     }
 }
 
@@ -43,14 +44,14 @@ fn refresh_record(user: &str, family: &str, expires_at: u64) -> RefreshRecord {
     }
 }
 
-pub(super) async fn clients_are_registered_once(store: &dyn Store, run: &str) {
+pub(super) async fn clients_are_registered_once(store: &dyn Store, run: &str, now: u64) {
     let id = format!("{run}-app");
-    assert_eq!(store.client(&id).await.unwrap(), None);
+    assert_eq!(store.client(&id, now).await.unwrap(), None);
 
     let first = oauth_client(&id, "First App");
     assert!(store.put_client(&first).await.unwrap());
     assert_eq!(
-        store.client(&id).await.unwrap(),
+        store.client(&id, now).await.unwrap(),
         Some(first.clone()),
         "every field reads back"
     );
@@ -64,7 +65,7 @@ pub(super) async fn clients_are_registered_once(store: &dyn Store, run: &str) {
         "a taken id is refused"
     );
     assert_eq!(
-        store.client(&id).await.unwrap(),
+        store.client(&id, now).await.unwrap(),
         Some(first),
         "the first client is unchanged"
     );
@@ -78,8 +79,59 @@ pub(super) async fn clients_are_registered_once(store: &dyn Store, run: &str) {
         ..oauth_client(&format!("{run}-public"), "unused")
     };
     assert!(store.put_client(&public).await.unwrap());
-    assert_eq!(store.client(&public.client_id).await.unwrap(), Some(public));
-    assert_eq!(store.client(&format!("{run}-unknown")).await.unwrap(), None);
+    assert_eq!(
+        store.client(&public.client_id, now).await.unwrap(),
+        Some(public)
+    );
+    assert_eq!(
+        store.client(&format!("{run}-unknown"), now).await.unwrap(),
+        None
+    );
+}
+
+/// An unused registration lapses at its `expires_at`; each use moves it on; a lapsed or
+/// deleted client is never brought back by the move.
+pub(super) async fn unused_clients_lapse_and_use_extends_them(
+    store: &dyn Store,
+    run: &str,
+    now: u64,
+) {
+    let id = format!("{run}-app");
+    let client = OAuthClient {
+        expires_at: Some(now + 60),
+        ..oauth_client(&id, "Lapsing App")
+    };
+    assert!(store.put_client(&client).await.unwrap());
+    assert_eq!(store.client(&id, now).await.unwrap(), Some(client.clone()));
+    assert_eq!(
+        store.client(&id, now + 60).await.unwrap(),
+        None,
+        "lapsed at its expires_at"
+    );
+
+    assert!(store.extend_client(&id, now + 3600).await.unwrap());
+    assert_eq!(
+        store.client(&id, now + 60).await.unwrap(),
+        Some(OAuthClient {
+            expires_at: Some(now + 3600),
+            ..client
+        }),
+        "used: it lives on, every other field unchanged"
+    );
+    assert!(
+        !store
+            .extend_client(&format!("{run}-never-registered"), now + 3600)
+            .await
+            .unwrap(),
+        "no client is created by extending"
+    );
+    assert_eq!(
+        store
+            .client(&format!("{run}-never-registered"), now)
+            .await
+            .unwrap(),
+        None
+    );
 }
 
 pub(super) async fn codes_are_taken_once(store: &dyn Store, run: &str, now: u64) {

@@ -37,6 +37,9 @@ fn client_item(client: &OAuthClient) -> Item {
         ),
         ("created_at".to_string(), n(client.created_at)),
     ]);
+    if let Some(expires_at) = client.expires_at {
+        item.insert(EXPIRES_AT.to_string(), n(expires_at));
+    }
     insert_optional(
         &mut item,
         &[
@@ -56,6 +59,10 @@ fn client_from_item(op: &'static str, item: &Item) -> Result<OAuthClient, StoreE
         token_endpoint_auth_method: get_s(op, item, "token_endpoint_auth_method")?,
         client_name: get_opt_s(op, item, "client_name")?,
         created_at: get_u64(op, item, "created_at")?,
+        expires_at: item
+            .contains_key(EXPIRES_AT)
+            .then(|| get_u64(op, item, EXPIRES_AT))
+            .transpose()?,
     })
 }
 
@@ -132,13 +139,35 @@ impl OAuthStore for DynamoStore {
         })
     }
 
-    fn client<'a>(&'a self, client_id: &'a str) -> StoreFuture<'a, Option<OAuthClient>> {
+    fn client<'a>(&'a self, client_id: &'a str, now: u64) -> StoreFuture<'a, Option<OAuthClient>> {
         Box::pin(async move {
             let op = "client";
-            self.key_item(op, format!("{CLIENT_PREFIX}{client_id}"))
+            let client = self
+                .key_item(op, format!("{CLIENT_PREFIX}{client_id}"))
                 .await?
                 .map(|item| client_from_item(op, &item))
-                .transpose()
+                .transpose()?;
+            // TTL deletion lags, so a lapsed client is refused here.
+            Ok(client.filter(|c| c.expires_at.is_none_or(|at| at > now)))
+        })
+    }
+
+    fn extend_client<'a>(&'a self, client_id: &'a str, expires_at: u64) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let op = "extend_client";
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.tables.keys)
+                .key(KEY, s(format!("{CLIENT_PREFIX}{client_id}")))
+                .update_expression("SET #exp = :exp")
+                .condition_expression("attribute_exists(#k)")
+                .expression_attribute_names("#k", KEY)
+                .expression_attribute_names("#exp", EXPIRES_AT)
+                .expression_attribute_values(":exp", n(expires_at))
+                .send()
+                .await;
+            Ok(conditional(op, result)?.is_some())
         })
     }
 

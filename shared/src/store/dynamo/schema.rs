@@ -29,7 +29,8 @@
 //!   `expires_at`.
 //! - `client#<client id>`: `client_id`, optional `secret_hash` / `client_name`,
 //!   `redirect_uris` and `grant_types` (lists of strings), `token_endpoint_auth_method`,
-//!   `created_at` (N); no expiry.
+//!   `created_at` (N), `expires_at` (an unused registration lapses; each use moves it
+//!   on; absent on clients registered before issue 12, which never lapse).
 //! - `code#<code hash>`: `client_id`, `user_id`, `scope`, `redirect_uri`,
 //!   `code_challenge`, optional `resource`, `expires_at`; deleted by its single use.
 //! - `refresh#<token hash>`: `user_id`, `client_id`, `scope`, optional `resource`,

@@ -86,28 +86,54 @@ impl OAuthStore for EmbeddedStore {
     fn put_client<'a>(&'a self, client: &'a OAuthClient) -> StoreFuture<'a, bool> {
         let op = "put_client";
         let key = format!("{CLIENT_PREFIX}{}", client.client_id);
-        let client = client.clone();
+        // The lapse time lives in the column (the value's copy is ignored on read).
+        let expires_at = client.expires_at.map(seconds_column).transpose();
+        let client = OAuthClient {
+            expires_at: None,
+            ..client.clone()
+        };
         Box::pin(self.run(op, move |conn| {
             // One statement, so the check and the insert are one atomic step.
             let inserted = conn
                 .prepare_cached(
-                    "INSERT INTO keys (key, value, expires_at) VALUES (?1, ?2, NULL) \
+                    "INSERT INTO keys (key, value, expires_at) VALUES (?1, ?2, ?3) \
                      ON CONFLICT (key) DO NOTHING",
                 )?
-                .execute(params![key, json_column(&client)?])?;
+                .execute(params![key, json_column(&client)?, expires_at?])?;
             Ok(inserted == 1)
         }))
     }
 
-    fn client<'a>(&'a self, client_id: &'a str) -> StoreFuture<'a, Option<OAuthClient>> {
+    fn client<'a>(&'a self, client_id: &'a str, now: u64) -> StoreFuture<'a, Option<OAuthClient>> {
         let op = "client";
         let key = format!("{CLIENT_PREFIX}{client_id}");
         Box::pin(self.run(op, move |conn| {
-            conn.prepare_cached("SELECT value FROM keys WHERE key = ?1")
-                .and_then(|mut stmt| {
-                    stmt.query_row([&key], |row| json_from_column(row, 0))
-                        .optional()
+            conn.prepare_cached(
+                "SELECT value, expires_at FROM keys \
+                 WHERE key = ?1 AND (expires_at IS NULL OR expires_at > ?2)",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row(params![key, now_column(now)], |row| {
+                    let client: OAuthClient = json_from_column(row, 0)?;
+                    let expires_at: Option<i64> = row.get(1)?;
+                    Ok(OAuthClient {
+                        expires_at: expires_at.and_then(|at| u64::try_from(at).ok()),
+                        ..client
+                    })
                 })
+                .optional()
+            })
+        }))
+    }
+
+    fn extend_client<'a>(&'a self, client_id: &'a str, expires_at: u64) -> StoreFuture<'a, bool> {
+        let op = "extend_client";
+        let key = format!("{CLIENT_PREFIX}{client_id}");
+        Box::pin(self.run(op, move |conn| {
+            let updated = conn
+                .prepare_cached("UPDATE keys SET expires_at = ?2 WHERE key = ?1")?
+                .execute(params![key, seconds_column(expires_at)?])?;
+            Ok(updated == 1)
         }))
     }
 
