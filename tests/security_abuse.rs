@@ -7,6 +7,7 @@
 //! - The same on `/mcplogin` and on the consent form.
 //! - A registration with a 700 KB redirect URI is refused unread (413) and stores
 //!   nothing; a long one under the body cap is refused (400).
+//! - Sign-ups per source address are capped (429 with `Retry-After`).
 //! - Registrations per source address are capped (429 with `Retry-After`), and a
 //!   registration nobody uses lapses (a week unused, 31 days idle).
 
@@ -325,6 +326,54 @@ async fn registrations_per_source_are_capped() {
         .and_then(|v| v.parse::<u64>().ok())
         .expect("Retry-After in seconds");
     assert!((1..=7200).contains(&retry_after), "{retry_after}");
+}
+
+/// Accounts one source may create in an hour (the server's `SIGN_UPS_PER_HOUR`).
+const SIGN_UPS: usize = 20;
+
+async fn sign_up_from(server: &Server, from: Ipv4Addr, email: &str) -> (u16, Option<String>) {
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .local_address(IpAddr::V4(from))
+        .build()
+        .expect("a client");
+    let response = client
+        .post(server.url("/auth/signup"))
+        .header("content-type", "application/json")
+        .body(json!({ "email": email, "password": PASSWORD }).to_string())
+        .send()
+        .await
+        .expect("the server answers");
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
+    (status, retry_after)
+}
+
+/// Sign-ups per source address are capped (each costs an Argon2 hash and an account):
+/// the 21st in an hour is 429 with `Retry-After` and creates nothing; another address
+/// still signs up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_ups_per_source_are_capped() {
+    let server = Server::start(&[]);
+    let farm = Ipv4Addr::new(127, 0, 4, 1);
+    for i in 0..SIGN_UPS {
+        let (status, _) = sign_up_from(&server, farm, &format!("bot{i}@example.com")).await;
+        assert_eq!(status, 201, "sign-up {}", i + 1);
+    }
+    let (status, retry_after) = sign_up_from(&server, farm, "bot-extra@example.com").await;
+    assert_eq!(status, 429);
+    let retry_after = retry_after
+        .and_then(|v| v.parse::<u64>().ok())
+        .expect("Retry-After in seconds");
+    assert!((1..=7200).contains(&retry_after), "{retry_after}");
+    let (status, _, _) = sign_in_from(&server, HOME, "bot-extra@example.com", PASSWORD).await;
+    assert_eq!(status, 401, "the refused sign-up created no account");
+    let (status, _) = sign_up_from(&server, HOME, "person@example.com").await;
+    assert_eq!(status, 201, "another address is not affected");
 }
 
 /// Lambda: the counters key on API Gateway's `requestContext.http.sourceIp`.

@@ -17,11 +17,21 @@ use serde_json::{Value, json};
 use crate::clock::Clock;
 use crate::domain::Account;
 use crate::http::{self as web, ApiError};
-use crate::identity::{Caller, Jwts, MIN_PASSWORD, McpUrls, Passwords, SignIn, random_secret};
+use crate::identity::{
+    Caller, Jwts, MIN_PASSWORD, McpUrls, Passwords, Quota, SignIn, random_secret,
+};
 use crate::store::{AccountStore, Created};
 
 /// Lifetime of a token from sign-in.
 pub(crate) const SESSION_TOKEN_SECS: u64 = 24 * 3600;
+/// Accounts one source address may create in an hour (issue 12): each costs an Argon2
+/// hash and a row, and nobody signs up twenty times an hour from one address.
+pub(crate) const SIGN_UPS_PER_HOUR: u32 = 20;
+const SIGN_UPS: Quota = Quota {
+    kind: "signup-ip",
+    allowed: SIGN_UPS_PER_HOUR,
+    window_secs: 3600,
+};
 /// The permission B2 checks before minting a URL for another account.
 pub(crate) const CHAT_PERMISSION: &str = "chat";
 
@@ -130,7 +140,13 @@ impl AccountApi {
         )
     }
 
-    pub(crate) async fn sign_up(&self, body: &[u8]) -> Result<Response<Bytes>, ApiError> {
+    /// `source`: where the request came from, for the per-address quota, spent by every
+    /// well-formed attempt before its password is hashed.
+    pub(crate) async fn sign_up(
+        &self,
+        body: &[u8],
+        source: Option<IpAddr>,
+    ) -> Result<Response<Bytes>, ApiError> {
         let request = serde_json::from_slice::<Credentials>(body).map_err(|_| bad_credentials())?;
         refuse_hidden_characters("email", &request.email)?;
         let Some(email) = normalise_email(&request.email) else {
@@ -144,6 +160,16 @@ impl AccountApi {
                 StatusCode::BAD_REQUEST,
                 "the password must have at least 10 characters",
             ));
+        }
+        if let Some(source) = source
+            && let Some(retry_after) = SIGN_UPS
+                .spend(self.store.as_ref(), source, self.clock.now())
+                .await?
+        {
+            return Err(ApiError::TooMany {
+                msg: "too many sign-ups from this address; try again later",
+                retry_after,
+            });
         }
         let password_hash = self.passwords.hash(request.password).await.ok_or_else(|| {
             ApiError::refused(StatusCode::INTERNAL_SERVER_ERROR, "sign-up failed")

@@ -331,7 +331,11 @@ impl App {
             Handler::McpPost => self.mcp_post(matched, request).await,
             Handler::McpPlaceholder => mcp_placeholder(matched),
             Handler::Preflight => web::empty(StatusCode::OK),
-            Handler::SignUp => self.accounts()?.sign_up(body).await?,
+            Handler::SignUp => {
+                self.accounts()?
+                    .sign_up(body, web::source_of(request))
+                    .await?
+            }
             Handler::SignIn => {
                 self.accounts()?
                     .sign_in(body, web::source_of(request))

@@ -28,7 +28,9 @@ pub(crate) fn source_of<B>(request: &http::Request<B>) -> Option<std::net::IpAdd
 }
 
 const ALLOW_HEADERS: &str = "Content-Type, Authorization, Accept, MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Session-Id, Last-Event-ID";
-const EXPOSE_HEADERS: &str = "MCP-Protocol-Version, WWW-Authenticate";
+/// What a browser page may read of an answer: `Retry-After` so a page can say when to
+/// try again after a 429.
+const EXPOSE_HEADERS: &str = "MCP-Protocol-Version, WWW-Authenticate, Retry-After";
 
 pub(crate) fn json(status: StatusCode, body: &Value) -> Response<Bytes> {
     let mut response = Response::new(Bytes::from(body.to_string()));

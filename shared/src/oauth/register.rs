@@ -21,14 +21,17 @@ use super::clients::{acceptable_redirects, client_name};
 use super::{OAuthApi, UNUSED_CLIENT_SECS, no_store, oauth_error, unavailable};
 use crate::domain::OAuthClient;
 use crate::http as web;
-use crate::identity::{counter_hash, random_secret, secret_hash};
-use crate::store::window;
+use crate::identity::{Quota, random_secret, secret_hash};
 
 /// The largest registration body read (client metadata is a few hundred bytes).
 pub(crate) const MAX_REGISTRATION_BODY: usize = 16 * 1024;
-/// Clients one source address may register in [`REGISTRATION_WINDOW_SECS`].
+/// Clients one source address may register in an hour.
 pub(crate) const REGISTRATIONS_PER_HOUR: u32 = 30;
-const REGISTRATION_WINDOW_SECS: u64 = 3600;
+const REGISTRATIONS: Quota = Quota {
+    kind: "register-ip",
+    allowed: REGISTRATIONS_PER_HOUR,
+    window_secs: 3600,
+};
 
 impl OAuthApi {
     /// Open dynamic client registration (RFC 7591) with validated redirect URIs.
@@ -98,34 +101,22 @@ impl OAuthApi {
             );
         }
         if let Some(source) = source {
-            let now = self.clock.now();
-            let key = counter_hash("register-ip", &source.to_string());
-            // This hour and the one before, so a burst across the boundary counts whole.
-            let previous = now.saturating_sub(REGISTRATION_WINDOW_SECS);
-            let counted = futures_util::future::try_join(
-                self.store.count_event(&key, REGISTRATION_WINDOW_SECS, now),
-                self.store
-                    .event_count(&key, REGISTRATION_WINDOW_SECS, previous),
-            )
-            .await;
-            match counted {
-                Ok((count, before)) if count + before > REGISTRATIONS_PER_HOUR => {
-                    let (_, mut end) = window(REGISTRATION_WINDOW_SECS, now);
-                    if count > REGISTRATIONS_PER_HOUR {
-                        end += REGISTRATION_WINDOW_SECS;
-                    }
+            match REGISTRATIONS
+                .spend(self.store.as_ref(), source, self.clock.now())
+                .await
+            {
+                Ok(None) => {}
+                Ok(Some(retry_after)) => {
                     let mut response = oauth_error(
                         StatusCode::TOO_MANY_REQUESTS,
                         "temporarily_unavailable",
                         "too many registrations from this address; try again later",
                     );
-                    response.headers_mut().insert(
-                        RETRY_AFTER,
-                        HeaderValue::from(end.saturating_sub(now).max(1)),
-                    );
+                    response
+                        .headers_mut()
+                        .insert(RETRY_AFTER, HeaderValue::from(retry_after));
                     return response;
                 }
-                Ok(_) => {}
                 Err(e) => return unavailable(e),
             }
         }
