@@ -255,6 +255,20 @@ impl App {
         response
     }
 
+    /// The largest body `method path` takes (its route's cap; the smallest for a path no
+    /// route of this app answers): an HTTP server stops reading there.
+    pub fn body_limit(&self, method: &http::Method, path: &str) -> usize {
+        match self.router.resolve(method, path) {
+            Resolved::Route(matched) if self.serves(matched.route.group) => matched.route.max_body,
+            _ => web::FORM_BODY,
+        }
+    }
+
+    /// The 413 for a body an HTTP server stopped reading at [`App::body_limit`].
+    pub fn body_too_large(&self, limit: usize) -> Response<Bytes> {
+        ApiError::body_too_large(limit).into_response()
+    }
+
     fn serves(&self, group: RouteGroup) -> bool {
         self.group == RouteGroup::All || self.group == group
     }
@@ -262,7 +276,15 @@ impl App {
     /// Access, then the handler, then CORS by access on whatever the handler answered.
     async fn dispatch(&self, matched: &Matched<'_>, request: &Request<Bytes>) -> Response<Bytes> {
         let access = matched.route.access;
-        let answer = match self.admit(matched, request.headers()) {
+        // Bounded before parsed, and before the caller is even resolved.
+        let too_large = request.body().len() > matched.route.max_body;
+        let admitted = match too_large {
+            true => Err(Refusal::Api(ApiError::body_too_large(
+                matched.route.max_body,
+            ))),
+            false => self.admit(matched, request.headers()),
+        };
+        let answer = match admitted {
             Ok(caller) => self.answer(matched, caller.as_ref(), request).await,
             Err(refusal) => Err(refusal),
         };

@@ -12,21 +12,30 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use bytes::{Bytes, BytesMut};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
 use mirobody::{App, Config, RouteGroup, Runtime, Services, SourceAddr};
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 
 mod layered;
+mod limits;
 
-/// Largest request body accepted (API Gateway allows 10 MB; Lambda 6 MB).
-const MAX_BODY: usize = 8 * 1024 * 1024;
+use limits::ServerLimits;
+
+/// How much of an over-long body is read and dropped before answering 413 (beyond it, the
+/// connection is cut).
+const DRAIN_LIMIT: usize = 16 * 1024 * 1024;
+/// How long in-flight requests may finish after a shutdown signal.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Lifetime of a token printed by `mint-token`.
 const DEV_TOKEN_SECS: u64 = 30 * 24 * 3600;
 
@@ -43,9 +52,9 @@ async fn main() {
         )
         .with_writer(std::io::stderr)
         .init();
-    let config = layered::vars()
-        .and_then(|vars| Config::from_vars(Runtime::Local, vars))
-        .unwrap_or_else(|e| fail(e));
+    let vars = layered::vars().unwrap_or_else(|e| fail(e));
+    let limits = ServerLimits::from_vars(&vars).unwrap_or_else(|e| fail(e));
+    let config = Config::from_vars(Runtime::Local, vars).unwrap_or_else(|e| fail(e));
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("mint-token") => {
@@ -98,26 +107,78 @@ async fn main() {
     let services = Services::open(&config).await.unwrap_or_else(|e| fail(e));
     let app = Arc::new(App::new(config, RouteGroup::All, services).unwrap_or_else(|e| fail(e)));
     // Tests read this line to learn the port when HTTP_PORT=0.
+    // Signal handlers before the first line, so a SIGTERM right after it is graceful too.
+    let shutdown =
+        shutdown_signal().unwrap_or_else(|e| fail(format!("cannot handle signals: {e}")));
     println!("mirobody-local listening on http://{local}");
     tracing::info!(%local, "listening");
+    serve_until_signalled(listener, app, limits, shutdown).await;
+}
+
+/// Serves connections (at most `max_connections` at once, each with the header and body
+/// timeouts) until SIGINT or SIGTERM, then stops accepting and lets in-flight requests
+/// finish for up to [`SHUTDOWN_GRACE`].
+async fn serve_until_signalled(
+    listener: TcpListener,
+    app: Arc<App>,
+    limits: ServerLimits,
+    shutdown: impl Future<Output = ()>,
+) {
+    let connections = Arc::new(Semaphore::new(limits.max_connections));
+    let graceful = GracefulShutdown::new();
+    let body_timeout = limits.body_timeout;
+    tokio::pin!(shutdown);
     loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(error) => {
-                tracing::warn!(%error, "accept failed");
-                continue;
-            }
+        // A free slot first: while all are taken, new connections wait in the backlog.
+        let permit = tokio::select! {
+            permit = connections.clone().acquire_owned() => permit.expect("never closed"),
+            () = &mut shutdown => break,
+        };
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    tracing::warn!(%error, "accept failed");
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
         let app = app.clone();
+        let source = SourceAddr(peer.ip());
+        let service = service_fn(move |request| serve(app.clone(), source, body_timeout, request));
+        let connection = http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(limits.header_timeout)
+            .serve_connection(TokioIo::new(stream), service);
+        let connection = graceful.watch(connection);
         tokio::spawn(async move {
-            let source = SourceAddr(peer.ip());
-            let service = service_fn(move |request| serve(app.clone(), source, request));
-            let _ = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
+            let _ = connection.await;
+            drop(permit);
         });
     }
+    tracing::info!("shutting down: no new connections");
+    drop(listener);
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("in-flight requests did not finish in time");
+    }
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM; the handlers are installed by this call.
+fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+    })
 }
 
 /// A token for `user`, signed with the dev key (without opening the store).
@@ -129,23 +190,70 @@ async fn token(config: &Config, user: &str) -> String {
     }
 }
 
+/// One request: its body read up to its route's cap, within the body timeout.
 async fn serve(
     app: Arc<App>,
     source: SourceAddr,
+    body_timeout: Duration,
     request: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let (mut parts, body) = request.into_parts();
     parts.extensions.insert(source);
-    let body = match Limited::new(body, MAX_BODY).collect().await {
-        Ok(collected) => collected.to_bytes(),
+    let limit = app.body_limit(&parts.method, parts.uri.path());
+    let body = match tokio::time::timeout(body_timeout, read_body(body, limit)).await {
+        Ok(Ok(Some(body))) => body,
+        Ok(Ok(None)) => return Ok(app.body_too_large(limit).map(Full::new)),
+        // The client went away mid-body: nobody reads this answer.
+        Ok(Err(_)) => {
+            return Ok(plain(
+                StatusCode::BAD_REQUEST,
+                "the request body could not be read",
+            ));
+        }
         Err(_) => {
-            let mut response = Response::new(Full::new(Bytes::from_static(
-                b"{\"code\":413,\"msg\":\"request body too large (8 MB)\"}",
-            )));
-            *response.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+            let mut response = plain(
+                StatusCode::REQUEST_TIMEOUT,
+                "the request body did not arrive in time",
+            );
+            response.headers_mut().insert(
+                hyper::header::CONNECTION,
+                hyper::header::HeaderValue::from_static("close"),
+            );
             return Ok(response);
         }
     };
     let response = app.handle(Request::from_parts(parts, body)).await;
     Ok(response.map(Full::new))
+}
+
+/// The body, kept up to `limit` bytes; `None` if it was longer. The rest of a longer body
+/// is read and dropped (up to [`DRAIN_LIMIT`]) so the client, still sending, gets the 413
+/// instead of a broken pipe; it is never kept.
+async fn read_body(mut body: Incoming, limit: usize) -> Result<Option<Bytes>, hyper::Error> {
+    let mut kept = BytesMut::new();
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame?.into_data() else {
+            continue; // trailers
+        };
+        seen = seen.saturating_add(data.len());
+        if seen <= limit {
+            kept.extend_from_slice(&data);
+        } else if seen > DRAIN_LIMIT {
+            break;
+        }
+    }
+    Ok((seen <= limit).then(|| kept.freeze()))
+}
+
+/// The local server's own refusals, in the account API's envelope.
+fn plain(status: StatusCode, msg: &str) -> Response<Full<Bytes>> {
+    let body = format!("{{\"code\":{},\"msg\":\"{msg}\"}}", status.as_u16());
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
 }

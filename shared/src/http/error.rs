@@ -62,6 +62,19 @@ pub(crate) enum Form {
 }
 
 impl ApiError {
+    /// 413: the body is over the route's cap (`limit` bytes), refused unparsed.
+    pub(crate) fn body_too_large(limit: usize) -> Self {
+        let limit = match limit {
+            l if l >= 1024 * 1024 && l % (1024 * 1024) == 0 => format!("{} MiB", l / 1024 / 1024),
+            l if l >= 1024 && l % 1024 == 0 => format!("{} KiB", l / 1024),
+            l => format!("{l} bytes"),
+        };
+        ApiError::Refused(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body too large (at most {limit} here)").into(),
+        )
+    }
+
     pub(crate) fn refused(status: StatusCode, msg: impl Into<Cow<'static, str>>) -> Self {
         ApiError::Refused(status, msg.into())
     }

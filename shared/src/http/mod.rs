@@ -13,7 +13,7 @@ use serde_json::Value;
 
 pub(crate) use error::{ApiError, Form, STORAGE_UNAVAILABLE};
 pub(crate) use origin::OriginPolicy;
-pub(crate) use routes::{Accepts, Access, Handler, Router, methods_at};
+pub(crate) use routes::{Accepts, Access, FORM_BODY, Handler, Router, methods_at};
 pub use routes::{Matched, Resolved, RouteGroup, resolve, templates};
 
 /// Where a request came from, as the binary that received it knows it (the local

@@ -117,8 +117,7 @@ pub(crate) enum Handler {
     McpLoginSubmit,
 }
 
-/// One route. Later needs per route (a body cap) become fields here with a default in
-/// [`ROW`].
+/// One route. Later needs per route become fields here with a default in [`ROW`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Route {
     pub method: &'static str,
@@ -135,7 +134,20 @@ pub(crate) struct Route {
     /// In `template.yaml`: API Gateway sends it to the group's function. `false` for
     /// what only the local server answers.
     pub deployed: bool,
+    /// The largest request body it takes, in bytes: checked before anything parses it
+    /// (the local server stops reading there; Lambda's already-read body is refused
+    /// unparsed). Issue 13: a 6 MB hostile JSON body must never reach a parser.
+    pub max_body: usize,
 }
+
+/// Forms and small JSON (accounts, OAuth, shares, the personal URL): the default.
+pub(crate) const FORM_BODY: usize = 16 * 1024;
+/// A JSON-RPC message: tool arguments are bounded far below this (1,000 rsids is ~15 KB).
+pub(crate) const RPC_BODY: usize = 256 * 1024;
+/// A server registration: headers, a credential of up to 8 KiB, 256 allowed tool names.
+pub(crate) const REGISTRY_BODY: usize = 64 * 1024;
+/// An upload of readings or genotypes (API Gateway takes 10 MB; Lambda 6 MB).
+pub(crate) const UPLOAD_BODY: usize = 8 * 1024 * 1024;
 
 /// The defaults of a row. Method, path, group, name, access and handler are every row's
 /// own: the placeholders here are refused by the table's test (and access defaults to the
@@ -150,6 +162,7 @@ const ROW: Route = Route {
     handler: Handler::Preflight,
     accepts: Accepts::Session,
     deployed: true,
+    max_body: FORM_BODY,
 };
 
 /// What `/mcp` takes: a person's session or an access token a client got with `mcp:tools`.
@@ -170,7 +183,8 @@ pub(crate) static ROUTES: &[Route] = {
     &[
         // The MCP endpoint, under the prefix.
         Route { method: "POST", path: "/mcp", prefix: Leading, group: Mcp, name: "POST /mcp",
-                access: SameOrigin, handler: McpPost, accepts: MCP_TOKENS, ..ROW },
+                access: SameOrigin, handler: McpPost, accepts: MCP_TOKENS, max_body: RPC_BODY,
+                ..ROW },
         Route { method: "GET", path: "/mcp", prefix: Leading, group: Mcp, name: "GET /mcp",
                 access: SameOrigin, handler: McpPlaceholder, ..ROW },
         Route { method: "DELETE", path: "/mcp", prefix: Leading, group: Mcp, name: "DELETE /mcp",
@@ -179,15 +193,17 @@ pub(crate) static ROUTES: &[Route] = {
                 access: SameOrigin, handler: Preflight, ..ROW },
         Route { method: "POST", path: "/mcp/{secret}", prefix: Leading, group: Mcp,
                 name: "POST /mcp/{secret}", access: SameOrigin, handler: McpPost,
-                accepts: MCP_TOKENS, ..ROW },
+                accepts: MCP_TOKENS, max_body: RPC_BODY, ..ROW },
         Route { method: "OPTIONS", path: "/mcp/{secret}", prefix: Leading, group: Mcp,
                 name: "OPTIONS /mcp", access: SameOrigin, handler: Preflight, ..ROW },
 
         // The data API.
         Route { method: "POST", path: "/api/data/health", group: Data,
-                name: "POST /api/data/health", access: SignedIn, handler: DataHealth, ..ROW },
+                name: "POST /api/data/health", access: SignedIn, handler: DataHealth,
+                max_body: UPLOAD_BODY, ..ROW },
         Route { method: "POST", path: "/api/data/genotype", group: Data,
-                name: "POST /api/data/genotype", access: SignedIn, handler: DataGenotype, ..ROW },
+                name: "POST /api/data/genotype", access: SignedIn, handler: DataGenotype,
+                max_body: UPLOAD_BODY, ..ROW },
         Route { method: "GET", path: "/api/data", group: Data, name: "GET /api/data",
                 access: SignedIn, handler: DataSummary, ..ROW },
         Route { method: "DELETE", path: "/api/data", group: Data, name: "DELETE /api/data",
@@ -203,9 +219,11 @@ pub(crate) static ROUTES: &[Route] = {
         Route { method: "GET", path: "/api/user/mcp", group: Personal,
                 name: "GET|POST /api/user/mcp", access: SignedIn, handler: ExternalTable, ..ROW },
         Route { method: "POST", path: "/api/user/mcp", group: Personal,
-                name: "GET|POST /api/user/mcp", access: SignedIn, handler: ExternalTable, ..ROW },
+                name: "GET|POST /api/user/mcp", access: SignedIn, handler: ExternalTable,
+                max_body: REGISTRY_BODY, ..ROW },
         Route { method: "POST", path: "/api/user/mcp/set", group: Personal,
-                name: "POST /api/user/mcp/set", access: SignedIn, handler: ExternalSet, ..ROW },
+                name: "POST /api/user/mcp/set", access: SignedIn, handler: ExternalSet,
+                max_body: REGISTRY_BODY, ..ROW },
         Route { method: "POST", path: "/api/user/mcp/delete", group: Personal,
                 name: "POST /api/user/mcp/delete", access: SignedIn, handler: ExternalRemove,
                 ..ROW },
@@ -213,13 +231,13 @@ pub(crate) static ROUTES: &[Route] = {
                 name: "GET /api/user/mcp-servers", access: SignedIn, handler: ExternalList, ..ROW },
         Route { method: "POST", path: "/api/user/mcp-servers", group: Personal,
                 name: "POST /api/user/mcp-servers", access: SignedIn, handler: ExternalCreate,
-                ..ROW },
+                max_body: REGISTRY_BODY, ..ROW },
         Route { method: "GET", path: "/api/user/mcp-servers/{name}", group: Personal,
                 name: "GET /api/user/mcp-servers/{name}", access: SignedIn, handler: ExternalGet,
                 ..ROW },
         Route { method: "PATCH", path: "/api/user/mcp-servers/{name}", group: Personal,
                 name: "PATCH /api/user/mcp-servers/{name}", access: SignedIn,
-                handler: ExternalPatch, ..ROW },
+                handler: ExternalPatch, max_body: REGISTRY_BODY, ..ROW },
         Route { method: "DELETE", path: "/api/user/mcp-servers/{name}", group: Personal,
                 name: "DELETE /api/user/mcp-servers/{name}", access: SignedIn,
                 handler: ExternalDelete, ..ROW },

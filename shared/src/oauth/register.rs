@@ -2,7 +2,8 @@
 //! redirect URIs, the token endpoint auth method and the grant types, then stores the
 //! client with its secret hashed; the secret is shown once, in this response.
 //!
-//! Bounded: a body over [`MAX_REGISTRATION_BODY`] is refused (413) unread, redirect
+//! Bounded: a body over the route's cap (16 KiB, the route table's default) is refused
+//! (413) before it reaches here, redirect
 //! URIs are at most 10 of at most 2,000 bytes each, names at most 100 characters, and
 //! a source address may register [`REGISTRATIONS_PER_HOUR`] clients in this hour and
 //! the one before together (429 with `Retry-After` after that; the counter is the
@@ -23,8 +24,6 @@ use crate::domain::OAuthClient;
 use crate::http as web;
 use crate::identity::{Quota, random_secret, secret_hash};
 
-/// The largest registration body read (client metadata is a few hundred bytes).
-pub(crate) const MAX_REGISTRATION_BODY: usize = 16 * 1024;
 /// Clients one source address may register in an hour.
 pub(crate) const REGISTRATIONS_PER_HOUR: u32 = 30;
 const REGISTRATIONS: Quota = Quota {
@@ -37,13 +36,6 @@ impl OAuthApi {
     /// Open dynamic client registration (RFC 7591) with validated redirect URIs.
     /// `source`: where the request came from, for the per-address cap.
     pub(crate) async fn register(&self, body: &[u8], source: Option<IpAddr>) -> Response<Bytes> {
-        if body.len() > MAX_REGISTRATION_BODY {
-            return oauth_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "invalid_client_metadata",
-                "the registration is larger than 16 KiB",
-            );
-        }
         let Ok(request) = serde_json::from_slice::<Value>(body) else {
             return oauth_error(
                 StatusCode::BAD_REQUEST,
