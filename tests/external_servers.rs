@@ -784,3 +784,56 @@ async fn an_unreadable_server_list_degrades_to_a_note() {
     let called = call(&server, &token, "mcp__shop__lookup_order", json!({})).await;
     assert_eq!(called["result"]["isError"], true, "{called}");
 }
+
+/// Issue 13, finding 4: one user's servers cannot blow up a `tools/list` answer. Seven
+/// servers each listing 200 tools with 15 kB descriptions (21 MB of listings before)
+/// come back within about 1 MiB: descriptions cut, each server's tools bounded, servers
+/// past the total left out, and every cut said in `_meta`.
+#[tokio::test(flavor = "multi_thread")]
+async fn huge_external_listings_are_bounded_with_notes() {
+    let remotes: Vec<Remote> = (0..7).map(|_| Remote::python(&["--bulk", "200"])).collect();
+    let server = Server::start(&env());
+    let token = server.token("grace");
+    for (i, remote) in remotes.iter().enumerate() {
+        let reply = register_server(
+            &server,
+            &token,
+            json!({"name": format!("bulk{i}"), "url": remote.url(), "order": i}),
+        )
+        .await;
+        assert_eq!(reply.status, 201, "{}", reply.body);
+    }
+    let reply = rpc(&server.url("/mcp"), Some(&token), "tools/list", json!({})).await;
+    assert_eq!(reply.status, 200);
+    println!(
+        "tools/list with seven bulk servers: {} bytes",
+        reply.body.len()
+    );
+    assert!(reply.body.len() < 1_300_000, "{} bytes", reply.body.len());
+    let listed = reply.json();
+    let names = listed_tools(&listed);
+    assert!(
+        names.iter().any(|n| n.starts_with("mcp__bulk0__")),
+        "{names:?}"
+    );
+    let descriptions_cut = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| {
+            t["description"]
+                .as_str()
+                .is_none_or(|d| d.chars().count() <= 2_001)
+        });
+    assert!(descriptions_cut);
+    let notes = listed["result"]["_meta"]["io.mirobody/unavailableServers"].to_string();
+    assert!(notes.contains("partly listed"), "{notes}");
+    assert!(
+        notes.contains("left out") && notes.contains("bulk6"),
+        "{notes}"
+    );
+    assert!(
+        !names.iter().any(|n| n.starts_with("mcp__bulk6__")),
+        "{notes}"
+    );
+}

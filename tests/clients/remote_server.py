@@ -3,12 +3,14 @@
 
 Usage:
     remote_server.py PORT [--token T] [--header NAME:VALUE] [--hang-file PATH] [--name N]
+                          [--bulk K]
 
 The Python SDK's MCPServer (mcp==2.3.0, both eras: 2026-07-28 and the 2025 handshake)
 behind uvicorn on 127.0.0.1. With --token, requests need `Authorization: Bearer T`;
 with --header, they need that header; otherwise 401. While --hang-file exists, every
 request hangs (a server that stopped answering). Tools: lookup_order, create_ticket,
-always_fails (raises, so the result is isError), stall (never finishes).
+always_fails (raises, so the result is isError), stall (never finishes); with --bulk K,
+also bulk_000 … (K tools, each with a 15 kB description: a listing that must be bounded).
 """
 
 from __future__ import annotations
@@ -22,8 +24,14 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
 
-def build(name: str) -> MCPServer:
+def build(name: str, bulk: int = 0) -> MCPServer:
     server = MCPServer(name=name, version="0.1")
+
+    for i in range(bulk):
+        def bulk_tool(i: int = i) -> str:
+            return f"bulk {i}"
+
+        server.add_tool(bulk_tool, name=f"bulk_{i:03}", description="d" * 15_000)
 
     @server.tool(description="Look up an order's status by its order number.")
     def lookup_order(order_number: str) -> str:
@@ -52,9 +60,10 @@ def main() -> None:
     parser.add_argument("--header")
     parser.add_argument("--hang-file")
     parser.add_argument("--name", default="shop-mcp")
+    parser.add_argument("--bulk", type=int, default=0)
     ns = parser.parse_args()
 
-    mcp_app = build(ns.name).streamable_http_app(
+    mcp_app = build(ns.name, ns.bulk).streamable_http_app(
         stateless_http=True,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )

@@ -13,7 +13,7 @@ use http::HeaderMap;
 
 use super::RegistryError;
 use crate::domain::McpToolSnapshot;
-use crate::remote::{GuardedHttp, HttpError, McpConnection, RemoteError, RemoteTool};
+use crate::remote::{GuardedHttp, HttpError, McpConnection, RemoteError, RemoteTool, ToolList};
 
 /// The whole probe: connection, handshake and every `tools/list` page. 25 s leaves the
 /// 29 s function time (and API Gateway's 30 s) room for the store writes around it.
@@ -61,7 +61,7 @@ pub(super) async fn connect_and_list(
     url: &str,
     auth: &HeaderMap,
     budget: Duration,
-) -> Result<(McpConnection, Vec<RemoteTool>), ListFailure> {
+) -> Result<(McpConnection, ToolList), ListFailure> {
     let run = async {
         let connection = McpConnection::connect(http, url, auth, budget, None).await?;
         let tools = connection.list_tools().await?;
@@ -94,6 +94,7 @@ pub(super) async fn probe(
     Ok(Probe {
         server_name,
         tools: tools
+            .tools
             .into_iter()
             .filter(|tool| tool.name.chars().count() <= MAX_TOOL_NAME)
             .collect(),

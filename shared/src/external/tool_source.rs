@@ -28,7 +28,7 @@ use super::credentials;
 use super::naming::{PREFIX, namespace, namespaced_tools};
 use super::probe::{CLOSE_TIMEOUT, connect_and_list};
 use crate::domain::McpServerRecord;
-use crate::remote::{Dialect, HttpError, McpConnection, RemoteError, RemoteTool};
+use crate::remote::{Dialect, HttpError, McpConnection, RemoteError, RemoteTool, ToolList};
 use crate::store::StoreError;
 use crate::tools::{
     Caller, ListedTool, SourceListing, ToolError, ToolOutput, ToolSource, Unavailable,
@@ -46,6 +46,15 @@ pub(super) const FAILURE_TTL: Duration = Duration::from_secs(15);
 /// Entries kept at most (oldest dropped first).
 const CACHE_CAPACITY: usize = 4096;
 
+/// What the cached snapshots may hold in all, by their listings' bytes (oldest dropped
+/// first): one user's servers cannot push a warm instance serving others out of memory.
+const CACHE_BYTES: usize = 32 * 1024 * 1024;
+
+/// The external tools of one `tools/list` answer may add up to this many bytes (each
+/// server's own listing is bounded by the client, at 256 KiB); servers past it are left
+/// out with a note. Far under Lambda's 6 MB answer.
+pub(crate) const MAX_EXTERNAL_LISTING: usize = 1024 * 1024;
+
 /// A server's tools as last seen, each with its exposed name and its `tools/list`
 /// entry, serialised once when the snapshot is made (a warm listing copies no bytes).
 struct Snapshot {
@@ -53,12 +62,18 @@ struct Snapshot {
     tools: Vec<RemoteTool>,
     /// `exposed[i]` is how `tools[i]` appears on `/mcp`.
     exposed: Arc<[ListedTool]>,
+    /// What the client left out of the server's list, to tell the caller.
+    note: Option<String>,
+    /// The listing entries' bytes (what a `tools/list` answer carries of this server).
+    bytes: usize,
 }
 
 impl Snapshot {
-    fn new(record: &McpServerRecord, dialect: Dialect, tools: Vec<RemoteTool>) -> Snapshot {
+    fn new(record: &McpServerRecord, dialect: Dialect, list: ToolList) -> Snapshot {
+        let note = list.note();
+        let tools = list.tools;
         let names = namespaced_tools(&record.name, tools.iter().map(|t| t.name.as_str()));
-        let exposed = tools
+        let exposed: Arc<[ListedTool]> = tools
             .iter()
             .zip(names)
             .map(|(tool, name)| ListedTool {
@@ -66,11 +81,19 @@ impl Snapshot {
                 name,
             })
             .collect();
+        let bytes = exposed.iter().map(|tool| tool.listing.get().len()).sum();
         Snapshot {
             dialect,
             tools,
             exposed,
+            note,
+            bytes,
         }
+    }
+
+    /// What keeping it costs: the listing entries and the tools they were made from.
+    fn weight(&self) -> usize {
+        2 * self.bytes
     }
 }
 
@@ -84,13 +107,47 @@ struct Entry {
 
 #[derive(Default)]
 pub(super) struct SnapshotCache {
-    entries: Mutex<HashMap<(String, String), Entry>>,
+    entries: Mutex<Entries>,
+}
+
+#[derive(Default)]
+struct Entries {
+    map: HashMap<(String, String), Entry>,
+    /// The sum of the entries' [`Snapshot::weight`].
+    weight: usize,
+}
+
+impl Entry {
+    fn weight(&self) -> usize {
+        self.outcome
+            .as_ref()
+            .map_or(0, |snapshot| snapshot.weight())
+    }
+}
+
+impl Entries {
+    fn remove(&mut self, key: &(String, String)) {
+        if let Some(entry) = self.map.remove(key) {
+            self.weight -= entry.weight();
+        }
+    }
+
+    fn remove_oldest(&mut self) {
+        let oldest = self
+            .map
+            .iter()
+            .min_by_key(|(_, entry)| entry.at)
+            .map(|(key, _)| key.clone());
+        if let Some(oldest) = oldest {
+            self.remove(&oldest);
+        }
+    }
 }
 
 impl SnapshotCache {
     fn get(&self, user: &str, record: &McpServerRecord) -> Option<Result<Arc<Snapshot>, String>> {
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = entries.get(&(user.to_string(), record.name.clone()))?;
+        let entry = entries.map.get(&(user.to_string(), record.name.clone()))?;
         let ttl = match entry.outcome {
             Ok(_) => SNAPSHOT_TTL,
             Err(_) => FAILURE_TTL,
@@ -102,30 +159,37 @@ impl SnapshotCache {
     }
 
     fn put(&self, user: &str, record: &McpServerRecord, outcome: Result<Arc<Snapshot>, String>) {
+        let entry = Entry {
+            url: record.url.clone(),
+            updated_at: record.updated_at,
+            at: Instant::now(),
+            outcome,
+        };
+        let key = (user.to_string(), record.name.clone());
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
-        if entries.len() >= CACHE_CAPACITY {
-            let oldest = entries
-                .iter()
-                .min_by_key(|(_, entry)| entry.at)
-                .map(|(key, _)| key.clone());
-            if let Some(oldest) = oldest {
-                entries.remove(&oldest);
-            }
+        entries.remove(&key);
+        while !entries.map.is_empty()
+            && (entries.map.len() >= CACHE_CAPACITY
+                || entries.weight + entry.weight() > CACHE_BYTES)
+        {
+            entries.remove_oldest();
         }
-        entries.insert(
-            (user.to_string(), record.name.clone()),
-            Entry {
-                url: record.url.clone(),
-                updated_at: record.updated_at,
-                at: Instant::now(),
-                outcome,
-            },
-        );
+        entries.weight += entry.weight();
+        entries.map.insert(key, entry);
     }
 
     pub(super) fn forget(&self, user: &str, name: &str) {
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         entries.remove(&(user.to_string(), name.to_string()));
+    }
+
+    /// The cached snapshots' weight in all (tests).
+    #[cfg(test)]
+    fn weight(&self) -> usize {
+        self.entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .weight
     }
 }
 
@@ -218,11 +282,11 @@ impl ExternalServers {
         record: &McpServerRecord,
     ) -> Result<(Arc<Snapshot>, McpConnection), String> {
         let auth = credentials::headers(&self.sealer, user, record)?;
-        let (connection, tools) =
+        let (connection, list) =
             connect_and_list(&self.http, &record.url, &auth, self.connect_budget)
                 .await
                 .map_err(|failure| failure.to_string())?;
-        let snapshot = Snapshot::new(record, connection.dialect(), tools);
+        let snapshot = Snapshot::new(record, connection.dialect(), list);
         Ok((Arc::new(snapshot), connection))
     }
 
@@ -290,13 +354,35 @@ impl ExternalServers {
         .await;
         let mut out = SourceListing::default();
         let mut open = Vec::new();
+        let mut listed_bytes = 0usize;
         for (record, (outcome, connection)) in records.iter().zip(snapshots) {
             open.extend(connection);
             match outcome {
                 Ok(snapshot) => {
-                    let shown = (0..snapshot.tools.len())
+                    let shown: Vec<usize> = (0..snapshot.tools.len())
                         .filter(|&i| allowed(record, &snapshot.tools[i].name))
                         .collect();
+                    let bytes: usize = shown
+                        .iter()
+                        .map(|&i| snapshot.exposed[i].listing.get().len())
+                        .sum();
+                    if listed_bytes + bytes > MAX_EXTERNAL_LISTING {
+                        out.unavailable.push(Unavailable {
+                            server: record.name.clone(),
+                            error: format!(
+                                "left out: the tools of your MCP servers are listed up to {} KiB in all, and this server's would pass it; do not call its tools",
+                                MAX_EXTERNAL_LISTING / 1024
+                            ),
+                        });
+                        continue;
+                    }
+                    listed_bytes += bytes;
+                    if let Some(note) = &snapshot.note {
+                        out.unavailable.push(Unavailable {
+                            server: record.name.clone(),
+                            error: format!("partly listed: {note}"),
+                        });
+                    }
                     out.push(snapshot.exposed.clone(), shown);
                 }
                 Err(why) => out.unavailable.push(Unavailable {
@@ -392,5 +478,73 @@ impl ExternalServers {
             });
         }
         Err(unknown())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::McpAuth;
+
+    fn record(name: &str) -> McpServerRecord {
+        McpServerRecord {
+            name: name.into(),
+            url: format!("https://{name}.example/mcp"),
+            auth: McpAuth::None,
+            sealed_credential: None,
+            enabled: true,
+            order: 0,
+            allowed_tools: None,
+            tools: Vec::new(),
+            server_name: None,
+            created_at: 0,
+            updated_at: 0,
+            last_connected_at: None,
+            last_connect_error: None,
+        }
+    }
+
+    /// 256 tools of about 1 KiB each: a snapshot of about 256 KiB of listing.
+    fn big_snapshot(record: &McpServerRecord) -> Arc<Snapshot> {
+        let tools = (0..256)
+            .map(|i| RemoteTool {
+                name: format!("t{i}"),
+                description: Some("d".repeat(1000)),
+                input_schema: json!({"type": "object"}),
+            })
+            .collect();
+        let list = ToolList {
+            tools,
+            ..ToolList::default()
+        };
+        Arc::new(Snapshot::new(record, Dialect::Stateless, list))
+    }
+
+    /// Issue 13, finding 4: one user's servers cannot grow the per-process cache past
+    /// its byte budget; the oldest entries go first.
+    #[test]
+    fn the_snapshot_cache_is_bounded_by_bytes() {
+        let cache = SnapshotCache::default();
+        let one = big_snapshot(&record("s")).weight();
+        let servers = CACHE_BYTES / one + 20;
+        for i in 0..servers {
+            let record = record(&format!("s{i}"));
+            cache.put("u", &record, Ok(big_snapshot(&record)));
+            assert!(
+                cache.weight() <= CACHE_BYTES,
+                "{} after {i}",
+                cache.weight()
+            );
+        }
+        assert!(
+            cache.get("u", &record("s0")).is_none(),
+            "the oldest went first"
+        );
+        let newest = record(&format!("s{}", servers - 1));
+        assert!(cache.get("u", &newest).is_some());
+        // Replacing an entry does not count it twice.
+        cache.put("u", &newest, Err("down".into()));
+        cache.forget("u", &newest.name);
+        assert!(cache.weight() <= CACHE_BYTES - one);
     }
 }

@@ -44,6 +44,50 @@ pub(crate) const MAX_TOOL_PAGES: usize = 10;
 /// At most this many tools are kept (D6).
 pub(crate) const MAX_TOOLS: usize = 256;
 
+/// A kept tool's description is cut to this many characters (issue 13: a server's
+/// listing must not fill the caller's answer or our memory).
+pub(crate) const MAX_TOOL_DESCRIPTION: usize = 2_000;
+
+/// A tool whose `inputSchema` serialises to more bytes than this is left out.
+pub(crate) const MAX_TOOL_SCHEMA: usize = 16 * 1024;
+
+/// What one server's kept tools may add up to (names, descriptions, schemas); tools
+/// past it are left out.
+pub(crate) const MAX_LISTING_BYTES: usize = 256 * 1024;
+
+/// A server's tools, bounded: those kept, in its order, and what was left out.
+#[derive(Debug, Default)]
+pub(crate) struct ToolList {
+    pub tools: Vec<RemoteTool>,
+    /// Tools left out because their input schema is over [`MAX_TOOL_SCHEMA`].
+    pub oversized: usize,
+    /// Whether tools past [`MAX_TOOLS`], [`MAX_LISTING_BYTES`] or [`MAX_TOOL_PAGES`]
+    /// were left out.
+    pub truncated: bool,
+}
+
+impl ToolList {
+    /// What to tell the caller about the tools left out, if any.
+    pub(crate) fn note(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.oversized > 0 {
+            parts.push(format!(
+                "{} of its tools were left out because their input schemas are over {} KiB",
+                self.oversized,
+                MAX_TOOL_SCHEMA / 1024
+            ));
+        }
+        if self.truncated {
+            parts.push(format!(
+                "only its first {} tools are listed (at most {MAX_TOOLS} tools and {} KiB per server)",
+                self.tools.len(),
+                MAX_LISTING_BYTES / 1024
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
 const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 
 /// Which generation of Streamable HTTP a server speaks.
@@ -322,22 +366,25 @@ impl McpConnection {
     /// Every tool, following `nextCursor` for at most [`MAX_TOOL_PAGES`] pages and
     /// keeping at most [`MAX_TOOLS`] tools. On 2026-07-28 a tool whose `x-mcp-header`
     /// annotations are invalid is left out, as the transport spec requires.
-    pub(crate) async fn list_tools(&self) -> Result<Vec<RemoteTool>, RemoteError> {
-        let mut tools = Vec::new();
+    pub(crate) async fn list_tools(&self) -> Result<ToolList, RemoteError> {
+        let mut list = ToolList::default();
+        let mut bytes = 0usize;
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_TOOL_PAGES {
             let params = match &cursor {
                 Some(cursor) => json!({ "cursor": cursor }),
                 None => json!({}),
             };
+            // One page is read whole (at most 4 MiB) and cut down as it is parsed.
             let (result, _) = self.exchange("tools/list", params, None).await?;
             let page = result
                 .get("tools")
                 .and_then(Value::as_array)
                 .ok_or_else(|| protocol("tools/list result has no tools array"))?;
             for tool in page {
-                if tools.len() >= MAX_TOOLS {
-                    return Ok(tools);
+                if list.tools.len() >= MAX_TOOLS {
+                    list.truncated = true;
+                    return Ok(list);
                 }
                 let tool = parse_tool(tool)?;
                 if self.dialect == Dialect::Stateless
@@ -349,18 +396,35 @@ impl McpConnection {
                     );
                     continue;
                 }
-                tools.push(tool);
+                let schema_bytes =
+                    serde_json::to_vec(&tool.input_schema).map_or(usize::MAX, |v| v.len());
+                if schema_bytes > MAX_TOOL_SCHEMA {
+                    list.oversized += 1;
+                    continue;
+                }
+                let size = tool.name.len()
+                    + tool.description.as_ref().map_or(0, String::len)
+                    + schema_bytes;
+                if bytes + size > MAX_LISTING_BYTES {
+                    list.truncated = true;
+                    return Ok(list);
+                }
+                bytes += size;
+                list.tools.push(tool);
             }
             cursor = match result.get("nextCursor") {
-                None | Some(Value::Null) => return Ok(tools),
+                None | Some(Value::Null) => return Ok(list),
                 Some(Value::String(next)) => Some(next.clone()),
                 Some(_) => return Err(protocol("tools/list nextCursor is not a string")),
             };
-            if tools.len() >= MAX_TOOLS {
-                return Ok(tools);
+            if list.tools.len() >= MAX_TOOLS {
+                list.truncated = true;
+                return Ok(list);
             }
         }
-        Ok(tools)
+        // Pages left unread.
+        list.truncated = true;
+        Ok(list)
     }
 
     /// Calls `tool` with `arguments`; returns the `CallToolResult` object as sent. A
@@ -684,9 +748,17 @@ fn parse_tool(tool: &Value) -> Result<RemoteTool, RemoteError> {
         description: tool
             .get("description")
             .and_then(Value::as_str)
-            .map(str::to_string),
+            .map(|text| cut(text, MAX_TOOL_DESCRIPTION)),
         input_schema,
     })
+}
+
+/// `text` cut to `max_chars` characters, with an ellipsis when something was cut.
+fn cut(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        None => text.to_string(),
+        Some((end, _)) => format!("{}…", &text[..end]),
+    }
 }
 
 fn truncate(text: &str, max_chars: usize) -> String {

@@ -108,7 +108,11 @@ fn start_python_server() -> (PythonServer, u16) {
 /// Lists and calls `add` over an open connection.
 async fn list_and_add(connection: &McpConnection) {
     let tools = connection.list_tools().await.unwrap();
-    let add = tools.iter().find(|tool| tool.name == "add").expect("add");
+    let add = tools
+        .tools
+        .iter()
+        .find(|tool| tool.name == "add")
+        .expect("add");
     assert_eq!(add.description.as_deref(), Some("Add two integers."));
     assert!(add.input_schema["properties"]["a"].is_object(), "{add:?}");
 
@@ -360,9 +364,10 @@ async fn tool_lists_follow_cursors_up_to_the_bounds() {
     let connection = connect_to(addr).await.unwrap();
     assert_eq!(connection.server_name(), Some("paged"));
     let listed = connection.list_tools().await.unwrap();
-    assert_eq!(listed.len(), MAX_TOOLS);
-    assert_eq!(listed[0].name, "t000");
-    assert_eq!(listed[255].name, "t255");
+    assert_eq!(listed.tools.len(), MAX_TOOLS);
+    assert_eq!(listed.tools[0].name, "t000");
+    assert_eq!(listed.tools[255].name, "t255");
+    assert!(listed.truncated && listed.note().unwrap().contains("first 256 tools"));
 
     // A server whose cursor never ends is read for MAX_TOOL_PAGES pages only.
     let endless = scripted(|method, _| match method {
@@ -371,7 +376,75 @@ async fn tool_lists_follow_cursors_up_to_the_bounds() {
     })
     .await;
     let connection = connect_to(endless).await.unwrap();
-    assert_eq!(connection.list_tools().await.unwrap().len(), MAX_TOOL_PAGES);
+    let listed = connection.list_tools().await.unwrap();
+    assert_eq!(listed.tools.len(), MAX_TOOL_PAGES);
+    assert!(listed.truncated);
+}
+
+/// Issue 13, finding 4: a server listing 256 tools with 15 kB descriptions (3.9 MB) is
+/// kept to 256 KiB: descriptions cut to 2,000 characters, a tool with a 20 KiB schema left
+/// out, tools past the budget left out, and the caller told.
+#[tokio::test]
+async fn a_huge_tool_list_is_kept_within_its_bounds() {
+    let addr = scripted(|method, params| match method {
+        "server/discover" => discover_result(),
+        "tools/list" => {
+            // Pages of 64, cursors "1" to "3".
+            let page: usize = params["cursor"].as_str().map_or(0, |c| c.parse().unwrap());
+            let mut tools: Vec<Value> = (page * 64..page * 64 + 64)
+                .map(|i| {
+                    json!({"name": format!("t{i:03}"), "description": "d".repeat(15_000),
+                                "inputSchema": {"type": "object"}})
+                })
+                .collect();
+            if page == 0 {
+                tools.insert(
+                    0,
+                    json!({"name": "wide", "inputSchema": {"type": "object",
+                    "description": "x".repeat(20 * 1024)}}),
+                );
+            }
+            let mut result = json!({ "tools": tools });
+            if page < 3 {
+                result["nextCursor"] = json!((page + 1).to_string());
+            }
+            result
+        }
+        _ => json!({}),
+    })
+    .await;
+    let connection = connect_to(addr).await.unwrap();
+    let listed = connection.list_tools().await.unwrap();
+    assert_eq!(listed.oversized, 1);
+    assert!(listed.truncated);
+    assert!(listed.tools.iter().all(|t| t.name != "wide"));
+    let description = listed.tools[0].description.as_deref().unwrap();
+    assert_eq!(
+        description.chars().count(),
+        MAX_TOOL_DESCRIPTION + 1,
+        "cut, with an ellipsis"
+    );
+    let kept: usize = listed
+        .tools
+        .iter()
+        .map(|t| t.name.len() + t.description.as_ref().map_or(0, String::len) + 16)
+        .sum();
+    assert!(kept <= MAX_LISTING_BYTES, "{kept}");
+    assert!(listed.tools.len() > 100, "{}", listed.tools.len());
+    let note = listed.note().unwrap();
+    assert!(
+        note.contains("1 of its tools") && note.contains("first"),
+        "{note}"
+    );
+
+    // One page over the 4 MiB answer bound is not read: the server fails with a reason.
+    let bloated = scripted(|method, _| match method {
+        "server/discover" => discover_result(),
+        _ => json!({"tools": [{"name": "t", "description": "d".repeat(5 * 1024 * 1024)}]}),
+    })
+    .await;
+    let connection = connect_to(bloated).await.unwrap();
+    assert!(connection.list_tools().await.is_err());
 }
 
 #[tokio::test]

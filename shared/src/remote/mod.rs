@@ -15,4 +15,4 @@ mod mcp_client;
 
 pub(crate) use client::{GuardedHttp, HttpError};
 pub(crate) use guard::{AddressGuard, GuardPolicy, INVALID_URL_CODE};
-pub(crate) use mcp_client::{Dialect, McpConnection, RemoteError, RemoteTool};
+pub(crate) use mcp_client::{Dialect, McpConnection, RemoteError, RemoteTool, ToolList};
