@@ -415,4 +415,49 @@ mod tests {
         .await;
         assert!(matches!(answer, Ok(ToolOutput::Json(ref v)) if *v == arguments));
     }
+
+    /// B2: a share's delegated caller gets the owner's built-in tools and nothing of the
+    /// owner's external servers, neither listed nor callable.
+    #[tokio::test]
+    async fn a_delegated_caller_never_reaches_the_owners_external_tools() {
+        let toolbox = toolbox().await;
+        let delegated = Caller {
+            delegation: Some(crate::domain::Delegation {
+                grantee: "g".into(),
+                permission: "chat".into(),
+            }),
+            ..Caller::user("u")
+        };
+        let visible = |_: &str| true;
+        let list = toolbox
+            .list(Some(&delegated), &visible, None)
+            .await
+            .unwrap();
+        assert_eq!(names(&list), ["genes", "mine", "open", "secret"]);
+        assert!(list.unavailable().is_empty(), "no server was contacted");
+        let (caps, notifier) = (Map::new(), Notifier::default());
+        let forwarded = toolbox
+            .call(
+                Some(&delegated),
+                &visible,
+                "ext__a",
+                None,
+                context(&caps, &notifier, Ok(Retry::default())),
+            )
+            .await;
+        assert_eq!(
+            forwarded.err(),
+            Some(ToolError::UnknownTool("ext__a".into()))
+        );
+        let own = toolbox
+            .call(
+                Some(&delegated),
+                &visible,
+                "mine",
+                None,
+                context(&caps, &notifier, Ok(Retry::default())),
+            )
+            .await;
+        assert!(own.is_ok(), "the owner's built-in tools answer");
+    }
 }
