@@ -359,4 +359,18 @@ async fn a_grantee_revokes_their_own_url_and_the_owners_url_is_untouched() {
     assert_eq!(own_revoked.json()["data"]["revoked"], true);
     assert_eq!(tools_at(&server, &owners_url).await.0, 404);
     assert_eq!(tools_at(&server, &again).await.0, 200);
+
+    // An owner id no account can have is refused before it reaches the store.
+    let long = json!({ "user_id": "u".repeat(4096) });
+    let refused = api(
+        &server,
+        "POST",
+        "/personal/mcp",
+        &friend_token,
+        long.clone(),
+    )
+    .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    let revoked = api(&server, "DELETE", "/personal/mcp", &friend_token, long).await;
+    assert_eq!(revoked.json()["data"]["revoked"], false, "{}", revoked.body);
 }

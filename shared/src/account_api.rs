@@ -113,6 +113,9 @@ fn bad_credentials() -> ApiError {
     )
 }
 
+/// Longer than any user id this server makes: refused before it reaches a store key.
+const MAX_USER_ID: usize = 128;
+
 /// The owner a `/personal/mcp` request names, when it is not the caller.
 fn other_owner<'r>(request: &'r PersonalRequest, caller: &Caller) -> Option<&'r str> {
     request
@@ -295,6 +298,7 @@ impl AccountApi {
         let now = self.clock.now();
         let url = match other_owner(&request, caller) {
             None => self.urls.personal(&caller.user_id, now).await?,
+            Some(owner) if owner.len() > MAX_USER_ID => return Err(not_shared()),
             Some(owner) => self
                 .urls
                 .delegated(owner, &caller.user_id, CHAT_PERMISSION, now)
@@ -314,6 +318,7 @@ impl AccountApi {
         let request = parse::<PersonalRequest>(body, true).ok_or_else(bad_body)?;
         let revoked = match other_owner(&request, caller) {
             None => self.urls.revoke(&caller.user_id).await?,
+            Some(owner) if owner.len() > MAX_USER_ID => false,
             Some(owner) => self.urls.revoke_delegated(owner, &caller.user_id).await?,
         };
         Ok(ok(StatusCode::OK, json!({ "revoked": revoked })))

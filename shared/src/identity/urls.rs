@@ -3,8 +3,9 @@
 //! Owns minting (a personal URL is reused until it expires, B1; a grantee's delegated
 //! URL on a share is their own, bound to owner, grantee and permission, reused the same
 //! way and revoked with the share, B2; a temporary one lives ten minutes and carries a
-//! session id and an agent name, B3), revocation, and lookup by hash. The secret is stored only as a hash, plus a sealed copy for
-//! re-issue; it never reaches a log line (B4).
+//! session id and an agent name, B3), revocation, and lookup by hash. The secret is
+//! stored only as a hash, plus a sealed copy for re-issue; it never reaches a log line
+//! (B4).
 
 use std::sync::Arc;
 
