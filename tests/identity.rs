@@ -201,10 +201,12 @@ async fn b2_a_url_for_another_account_needs_its_chat_share() {
     .await;
     assert_eq!(allowed.status, 200, "{}", allowed.body);
     let owners_own = post(&server, "/personal/mcp", Some(&owner_token), json!({})).await;
-    assert_eq!(
+    // Issue 12, finding 4: this used to be the owner's own URL; it is the grantee's own
+    // delegated URL now (`security_shares.rs` follows it through its life).
+    assert_ne!(
         allowed.json()["data"]["url"],
         owners_own.json()["data"]["url"],
-        "it is the owner's URL"
+        "the grantee's own URL, never the owner's"
     );
     let unshared = send(
         "DELETE",

@@ -1,6 +1,7 @@
 //! Accounts and what they grant (A7, B1, B2): sign-up and sign-in with e-mail and
 //! password, sharing the "chat" permission with another account, and the personal
-//! MCP URL endpoint (`POST /personal/mcp` to get it, `DELETE` to revoke it).
+//! MCP URL endpoint (`POST /personal/mcp` to get it, `DELETE` to revoke it; with an
+//! owner's `user_id`, a grantee's own delegated URL on that owner's data).
 //!
 //! Owns request validation and the response shapes (`{"code": 0, "msg": "ok",
 //! "data": …}`; failures are a non-zero `code` with `msg`). Never logs a password,
@@ -122,6 +123,25 @@ fn bad_credentials() -> ApiError {
     )
 }
 
+/// Longer than any user id this server makes: refused before it reaches a store key.
+const MAX_USER_ID: usize = 128;
+
+/// The owner a `/personal/mcp` request names, when it is not the caller.
+fn other_owner<'r>(request: &'r PersonalRequest, caller: &Caller) -> Option<&'r str> {
+    request
+        .user_id
+        .as_deref()
+        .map(str::trim)
+        .filter(|owner| !owner.is_empty() && *owner != caller.user_id)
+}
+
+fn not_shared() -> ApiError {
+    ApiError::refused(
+        StatusCode::FORBIDDEN,
+        "that account has not shared its chat permission with you",
+    )
+}
+
 fn bad_body() -> ApiError {
     ApiError::refused(
         StatusCode::BAD_REQUEST,
@@ -234,18 +254,24 @@ impl AccountApi {
             ));
         }
         let (named, grantee) = self.grantee(&request.grantee).await?;
+        let mut grant_url_active = false;
         if let Some(grantee) = grantee {
             self.store
                 .put_share(&caller.user_id, &grantee.user_id, &permissions)
                 .await?;
+            grant_url_active = self
+                .urls
+                .delegated_active(&caller.user_id, &grantee.user_id, self.clock.now())
+                .await?;
         }
         Ok(ok(
             StatusCode::OK,
-            json!({ "grantee": named, "permissions": permissions }),
+            json!({ "grantee": named, "permissions": permissions, "grant_url_active": grant_url_active }),
         ))
     }
 
-    /// Ends a share; answers the same whether or not the grantee has an account.
+    /// Ends a share and the grantee's delegated URL on it, in one store transaction (B2);
+    /// answers the same whether or not the grantee has an account.
     pub(crate) async fn unshare(
         &self,
         caller: &Caller,
@@ -261,7 +287,7 @@ impl AccountApi {
         }
         Ok(ok(
             StatusCode::OK,
-            json!({ "grantee": named, "permissions": [] }),
+            json!({ "grantee": named, "permissions": [], "grant_url_active": false }),
         ))
     }
 
@@ -286,40 +312,41 @@ impl AccountApi {
         }
     }
 
-    /// B1/B2: the personal URL of the caller, or of an account that shared "chat" with them.
+    /// B1/B2: the caller's personal URL; with `{"user_id": <owner>}` for an owner who
+    /// shared "chat" with the caller, the caller's own delegated URL on the owner's data
+    /// (never the owner's URL).
     pub(crate) async fn personal_url(
         &self,
         caller: &Caller,
         body: &[u8],
     ) -> Result<Response<Bytes>, ApiError> {
         let request = parse::<PersonalRequest>(body, true).ok_or_else(bad_body)?;
-        let owner = match request
-            .user_id
-            .as_deref()
-            .map(str::trim)
-            .filter(|u| !u.is_empty())
-        {
-            None => caller.user_id.clone(),
-            Some(owner) if owner == caller.user_id => owner.to_string(),
-            Some(owner) => match self.store.share(owner, &caller.user_id).await? {
-                Some(perms) if perms.iter().any(|p| p == CHAT_PERMISSION) => owner.to_string(),
-                _ => {
-                    return Err(ApiError::refused(
-                        StatusCode::FORBIDDEN,
-                        "that account has not shared its chat permission with you",
-                    ));
-                }
-            },
+        let now = self.clock.now();
+        let url = match other_owner(&request, caller) {
+            None => self.urls.personal(&caller.user_id, now).await?,
+            Some(owner) if owner.len() > MAX_USER_ID => return Err(not_shared()),
+            Some(owner) => self
+                .urls
+                .delegated(owner, &caller.user_id, CHAT_PERMISSION, now)
+                .await?
+                .ok_or_else(not_shared)?,
         };
-        let url = self.urls.personal(&owner, self.clock.now()).await?;
         Ok(ok(StatusCode::OK, json!({ "url": url })))
     }
 
+    /// Revokes the caller's personal URL; with `{"user_id": <owner>}`, the caller's
+    /// delegated URL on that owner's data (the owner's own URL is never touched).
     pub(crate) async fn revoke_personal_url(
         &self,
         caller: &Caller,
+        body: &[u8],
     ) -> Result<Response<Bytes>, ApiError> {
-        let revoked = self.urls.revoke(&caller.user_id).await?;
+        let request = parse::<PersonalRequest>(body, true).ok_or_else(bad_body)?;
+        let revoked = match other_owner(&request, caller) {
+            None => self.urls.revoke(&caller.user_id).await?,
+            Some(owner) if owner.len() > MAX_USER_ID => false,
+            Some(owner) => self.urls.revoke_delegated(owner, &caller.user_id).await?,
+        };
         Ok(ok(StatusCode::OK, json!({ "revoked": revoked })))
     }
 }

@@ -381,7 +381,9 @@ impl App {
             Handler::DataSummary => self.data.summary(user()?).await?,
             Handler::DataDelete => self.data.delete(user()?).await?,
             Handler::PersonalUrl => self.accounts()?.personal_url(user()?, body).await?,
-            Handler::PersonalUrlRevoke => self.accounts()?.revoke_personal_url(user()?).await?,
+            Handler::PersonalUrlRevoke => {
+                self.accounts()?.revoke_personal_url(user()?, body).await?
+            }
             Handler::ShareGrant => self.accounts()?.share(user()?, body).await?,
             Handler::ShareRevoke => self.accounts()?.unshare(user()?, body).await?,
             Handler::ExternalTable => self.external()?.seed_table(user()?).await?,

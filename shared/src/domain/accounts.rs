@@ -24,12 +24,24 @@ pub struct UrlGrant {
     /// Temporary URLs (B3) carry a session id and an agent name.
     pub session_id: Option<String>,
     pub agent_name: Option<String>,
+    /// A share's delegated grant (B2) carries who acts on `user_id`'s data, and with
+    /// which permission; `None` for the user's own URLs.
+    pub delegation: Option<Delegation>,
     /// Epoch seconds; from then on the grant resolves to nothing.
     pub expires_at: u64,
 }
 
-/// A user's personal URL: the secret, sealed so that the same URL can be shown again,
-/// and the hash that keys its grant.
+/// A grantee acting on an owner's data through a grant of their own (B2): the owner is
+/// the grant's `user_id`; the grant dies with the share.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delegation {
+    pub grantee: String,
+    /// The shared permission the grant was minted for (`chat`).
+    pub permission: String,
+}
+
+/// A user's personal URL, or a grantee's delegated URL on a share (B2): the secret,
+/// sealed so that the same URL can be shown again, and the hash that keys its grant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PersonalUrl {
     pub sealed_secret: String,

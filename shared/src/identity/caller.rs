@@ -18,6 +18,7 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 use super::jwt::{Claims, TokenKind};
 use super::{Jwts, McpUrls};
 use crate::clock::Clock;
+use crate::domain::Delegation;
 use crate::http::{Accepts, ApiError};
 
 /// The user a tool acts for, as resolved by the server.
@@ -28,6 +29,9 @@ pub(crate) struct Caller {
     pub session_id: Option<String>,
     /// Set by a temporary URL: narrows the tools to this agent's allowed and disallowed lists.
     pub agent: Option<String>,
+    /// Set by a grantee's delegated URL (B2): `user_id` is the owner whose data the
+    /// grantee reaches, with this permission, and never the owner's external servers.
+    pub delegation: Option<Delegation>,
 }
 
 impl Caller {
@@ -36,7 +40,14 @@ impl Caller {
             user_id: user_id.into(),
             session_id: None,
             agent: None,
+            delegation: None,
         }
+    }
+
+    /// Whether the owner's external MCP servers (and the credentials they are called
+    /// with) are reachable: for the owner's own credentials, never through a share.
+    pub(crate) fn reaches_external_servers(&self) -> bool {
+        self.delegation.is_none()
     }
 }
 
@@ -161,8 +172,8 @@ impl CallerResolver {
     }
 
     /// The MCP endpoint's caller, in order: the JWT (if the route takes it), then the
-    /// URL secret (temporary grants carry a session and an agent; personal ones do not),
-    /// else anonymous.
+    /// URL secret (temporary grants carry a session and an agent, a share's delegated
+    /// grant its grantee and permission; personal ones neither), else anonymous.
     pub(crate) async fn resolve(
         &self,
         headers: &HeaderMap,
@@ -185,6 +196,7 @@ impl CallerResolver {
                 user_id: grant.user_id,
                 session_id: grant.session_id,
                 agent: grant.agent_name,
+                delegation: grant.delegation,
             })),
             None => Err(unknown_url()),
         }

@@ -1,9 +1,11 @@
-//! Personal and temporary MCP URLs (B1-B4): bearer secrets in the path.
+//! Personal, delegated and temporary MCP URLs (B1-B4): bearer secrets in the path.
 //!
-//! Owns minting (a personal URL is reused until it expires, B1; a temporary one
-//! lives ten minutes and carries a session id and an agent name, B3), revocation,
-//! and lookup by hash. The secret is stored only as a hash, plus a sealed copy for
-//! re-issue; it never reaches a log line (B4).
+//! Owns minting (a personal URL is reused until it expires, B1; a grantee's delegated
+//! URL on a share is their own, bound to owner, grantee and permission, reused the same
+//! way and revoked with the share, B2; a temporary one lives ten minutes and carries a
+//! session id and an agent name, B3), revocation, and lookup by hash. The secret is
+//! stored only as a hash, plus a sealed copy for re-issue; it never reaches a log line
+//! (B4).
 
 use std::sync::Arc;
 
@@ -28,32 +30,97 @@ fn binding(user_id: &str) -> String {
     format!("personal-url:{user_id}")
 }
 
+/// A delegated URL's seal binding: owner and grantee (the owner's length first, so no
+/// pair of ids reads as another).
+fn delegated_binding(owner: &str, grantee: &str) -> String {
+    format!("share-url:{}:{owner}:{grantee}", owner.len())
+}
+
 impl McpUrls {
     fn url(&self, secret: &str) -> String {
         format!("{}/mcp/{secret}", self.base)
     }
 
-    /// The user's personal URL: the live one if there is one, else a new one.
-    pub(crate) async fn personal(&self, user_id: &str, now: u64) -> Result<String, StoreError> {
+    /// A fresh secret and the claim that would store it, sealed under `binding`.
+    fn candidate(&self, binding: &str, now: u64) -> (String, PersonalUrl) {
         let secret = random_secret(PERSONAL_SECRET_BYTES);
         let candidate = PersonalUrl {
-            sealed_secret: self.sealer.seal(secret.as_bytes(), &binding(user_id)),
+            sealed_secret: self.sealer.seal(secret.as_bytes(), binding),
             secret_hash: secret_hash(&secret),
             expires_at: now + PERSONAL_URL_SECS,
         };
+        (secret, candidate)
+    }
+
+    /// The URL of the claim the store kept: the candidate's secret, or the kept one's,
+    /// unsealed.
+    fn kept_url(
+        &self,
+        kept: &PersonalUrl,
+        candidate: &PersonalUrl,
+        secret: &str,
+        binding: &str,
+    ) -> Result<String, StoreError> {
+        if kept.secret_hash == candidate.secret_hash {
+            return Ok(self.url(secret));
+        }
+        let opened = self
+            .sealer
+            .open(&kept.sealed_secret, binding)
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .ok_or_else(|| StoreError::Corrupt("a personal URL that does not unseal".into()))?;
+        Ok(self.url(&opened))
+    }
+
+    /// The user's personal URL: the live one if there is one, else a new one.
+    pub(crate) async fn personal(&self, user_id: &str, now: u64) -> Result<String, StoreError> {
+        let binding = binding(user_id);
+        let (secret, candidate) = self.candidate(&binding, now);
         let kept = self
             .store
             .claim_personal_url(user_id, &candidate, now)
             .await?;
-        if kept.secret_hash == candidate.secret_hash {
-            return Ok(self.url(&secret));
-        }
-        let opened = self
-            .sealer
-            .open(&kept.sealed_secret, &binding(user_id))
-            .and_then(|bytes| String::from_utf8(bytes).ok())
-            .ok_or_else(|| StoreError::Corrupt("a personal URL that does not unseal".into()))?;
-        Ok(self.url(&opened))
+        self.kept_url(&kept, &candidate, &secret, &binding)
+    }
+
+    /// B2: the grantee's own URL on `owner`'s data under their share of `permission`:
+    /// the live one if there is one (asking again returns the same URL, as B1 does, so
+    /// the grantee's clients keep working; DELETE then POST rotates it), else a new one.
+    /// `None` when `owner` does not share `permission` with `grantee`.
+    pub(crate) async fn delegated(
+        &self,
+        owner: &str,
+        grantee: &str,
+        permission: &str,
+        now: u64,
+    ) -> Result<Option<String>, StoreError> {
+        let binding = delegated_binding(owner, grantee);
+        let (secret, candidate) = self.candidate(&binding, now);
+        let kept = self
+            .store
+            .claim_share_url(owner, grantee, permission, &candidate, now)
+            .await?;
+        kept.map(|kept| self.kept_url(&kept, &candidate, &secret, &binding))
+            .transpose()
+    }
+
+    /// Revokes the grantee's delegated URL on `owner`'s data (the share stays).
+    pub(crate) async fn revoke_delegated(
+        &self,
+        owner: &str,
+        grantee: &str,
+    ) -> Result<bool, StoreError> {
+        self.store.revoke_share_url(owner, grantee).await
+    }
+
+    /// Whether the grantee holds a live delegated URL on `owner`'s data.
+    pub(crate) async fn delegated_active(
+        &self,
+        owner: &str,
+        grantee: &str,
+        now: u64,
+    ) -> Result<bool, StoreError> {
+        Ok(self.store.share_url(owner, grantee, now).await?.is_some())
     }
 
     /// Revokes the personal URL; the next request mints a new one.
@@ -75,6 +142,7 @@ impl McpUrls {
             user_id: user_id.into(),
             session_id: Some(session_id.into()),
             agent_name: Some(agent_name.into()),
+            delegation: None,
             expires_at: now + TEMPORARY_URL_SECS,
         };
         self.store

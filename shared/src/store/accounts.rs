@@ -1,5 +1,6 @@
 //! Accounts and what grants access to a user's data: shares between accounts, URL
-//! secrets (personal and temporary), and device-login states.
+//! secrets (personal, temporary, and a grantee's delegated URL on a share), and
+//! device-login states.
 //!
 //! Also the abuse counters (failed sign-ins, registrations), fixed windows in the keys
 //! table with a TTL, keyed by a hash the caller makes (never a raw e-mail or address).
@@ -42,6 +43,9 @@ pub trait AccountStore: Send + Sync {
         permissions: &'a [String],
     ) -> StoreFuture<'a, ()>;
 
+    /// Ends the share and the grantee's delegated URL on it (its `share-url#` claim and
+    /// its `url#` grant) in one transaction: from then on that secret resolves to
+    /// nothing, and a later share starts without a URL.
     fn delete_share<'a>(&'a self, owner: &'a str, grantee: &'a str) -> StoreFuture<'a, ()>;
 
     /// The permissions `owner` granted `grantee`, if any.
@@ -113,6 +117,37 @@ pub trait AccountStore: Send + Sync {
         window_secs: u64,
         now: u64,
     ) -> StoreFuture<'a, u32>;
+
+    // ----- Delegated share URLs (B2; keys table `share-url#<owner>#<grantee>`, and the
+    // `url#<hash>` grant of its secret with the delegation; user ids never hold `#`) -----
+
+    /// The grantee's live delegated URL on `owner`'s data if there is one (unchanged);
+    /// otherwise, if `owner` shares `permission` with `grantee`, stores `candidate` and
+    /// its `url#` grant (owner, grantee, permission) in one conditional transaction that
+    /// also checks the share, and returns it. `None` when there is no such share
+    /// (nothing written). A live URL is returned without reading the share again: it was
+    /// checked by the claim, and the URL dies with the share. Two racing callers get the
+    /// same URL.
+    fn claim_share_url<'a>(
+        &'a self,
+        owner: &'a str,
+        grantee: &'a str,
+        permission: &'a str,
+        candidate: &'a PersonalUrl,
+        now: u64,
+    ) -> StoreFuture<'a, Option<PersonalUrl>>;
+
+    /// Deletes the grantee's delegated URL on `owner`'s data and its grant, leaving the
+    /// share; true if there was one.
+    fn revoke_share_url<'a>(&'a self, owner: &'a str, grantee: &'a str) -> StoreFuture<'a, bool>;
+
+    /// The grantee's delegated URL on `owner`'s data, if one is live at `now`.
+    fn share_url<'a>(
+        &'a self,
+        owner: &'a str,
+        grantee: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, Option<PersonalUrl>>;
 }
 
 /// The fixed window of `window_secs` (at least 1) that holds `now`: its start and end.

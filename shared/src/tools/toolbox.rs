@@ -3,8 +3,9 @@
 //!
 //! Owns the data-availability gate (a data tool is listed only for a caller who holds
 //! its kind of data; when that cannot be read, every tool is listed), the merge of an
-//! external [`ToolSource`] after the built-in tools, agent visibility on both (a hidden
-//! tool is not callable either), and the login prompt that an anonymous call to a tool
+//! external [`ToolSource`] after the built-in tools (never for a share's delegated
+//! caller), agent visibility on both (a hidden tool is not callable either), and the
+//! login prompt that an anonymous call to a tool
 //! needing a caller gets instead of running.
 //!
 //! Must not resolve callers or decide visibility (the caller and the filter arrive
@@ -102,9 +103,13 @@ impl Toolbox {
                             (None, Err(error))
                         }
                     };
+                // A share's delegated caller never reaches the owner's servers: they
+                // are not contacted, so nothing of theirs is listed.
                 let external = match &self.external {
-                    Some(source) => source.list(caller, servers).await,
-                    None => SourceListing::default(),
+                    Some(source) if caller.reaches_external_servers() => {
+                        source.list(caller, servers).await
+                    }
+                    _ => SourceListing::default(),
                 };
                 (presence, external)
             }
@@ -148,6 +153,10 @@ impl Toolbox {
         if let (Some(source), Some(caller)) = (&self.external, caller)
             && source.owns(name)
         {
+            // Unknown to a share's delegated caller, as it is not listed for them.
+            if !caller.reaches_external_servers() {
+                return Err(unknown());
+            }
             if !visible(name) {
                 return Err(unknown());
             }
@@ -405,5 +414,50 @@ mod tests {
         )
         .await;
         assert!(matches!(answer, Ok(ToolOutput::Json(ref v)) if *v == arguments));
+    }
+
+    /// B2: a share's delegated caller gets the owner's built-in tools and nothing of the
+    /// owner's external servers, neither listed nor callable.
+    #[tokio::test]
+    async fn a_delegated_caller_never_reaches_the_owners_external_tools() {
+        let toolbox = toolbox().await;
+        let delegated = Caller {
+            delegation: Some(crate::domain::Delegation {
+                grantee: "g".into(),
+                permission: "chat".into(),
+            }),
+            ..Caller::user("u")
+        };
+        let visible = |_: &str| true;
+        let list = toolbox
+            .list(Some(&delegated), &visible, None)
+            .await
+            .unwrap();
+        assert_eq!(names(&list), ["genes", "mine", "open", "secret"]);
+        assert!(list.unavailable().is_empty(), "no server was contacted");
+        let (caps, notifier) = (Map::new(), Notifier::default());
+        let forwarded = toolbox
+            .call(
+                Some(&delegated),
+                &visible,
+                "ext__a",
+                None,
+                context(&caps, &notifier, Ok(Retry::default())),
+            )
+            .await;
+        assert_eq!(
+            forwarded.err(),
+            Some(ToolError::UnknownTool("ext__a".into()))
+        );
+        let own = toolbox
+            .call(
+                Some(&delegated),
+                &visible,
+                "mine",
+                None,
+                context(&caps, &notifier, Ok(Retry::default())),
+            )
+            .await;
+        assert!(own.is_ok(), "the owner's built-in tools answer");
     }
 }

@@ -1,11 +1,11 @@
 //! Contract cases for [`AccountStore`](crate::store::AccountStore): accounts, shares,
-//! URL grants, personal URLs, login states and abuse counters.
+//! URL grants, personal URLs, delegated share URLs, login states and abuse counters.
 //!
 //! Each case speaks only through the `Store` trait, never a backend's own API, so both
 //! backends run it unchanged; its users are its own, so no case sees another's data.
 
 use super::{YEAR, strings};
-use crate::domain::{Account, LoginState, LoginStatus, PersonalUrl, UrlGrant};
+use crate::domain::{Account, Delegation, LoginState, LoginStatus, PersonalUrl, UrlGrant};
 use crate::store::{Created, Store};
 
 fn account(user_id: &str, email: &str, password_hash: &str) -> Account {
@@ -32,6 +32,7 @@ fn personal_grant(user: &str, url: &PersonalUrl) -> UrlGrant {
         user_id: user.to_string(),
         session_id: None,
         agent_name: None,
+        delegation: None,
         expires_at: url.expires_at,
     }
 }
@@ -171,6 +172,7 @@ pub(super) async fn url_grants_expire(store: &dyn Store, user: &str, now: u64) {
         user_id: user.to_string(),
         session_id: Some("session-1".to_string()),
         agent_name: Some("Claude".to_string()),
+        delegation: None,
         expires_at: now + 600,
     };
     let hash = format!("{user}-temporary");
@@ -199,6 +201,7 @@ pub(super) async fn url_grants_expire(store: &dyn Store, user: &str, now: u64) {
         user_id: user.to_string(),
         session_id: None,
         agent_name: None,
+        delegation: None,
         expires_at: now + YEAR,
     };
     let plain_hash = format!("{user}-plain");
@@ -431,4 +434,243 @@ pub(super) async fn counters_count_per_window(store: &dyn Store, run: &str, now:
     let mut counts: Vec<u32> = counts.into_iter().map(Result::unwrap).collect();
     counts.sort_unstable();
     assert_eq!(counts, (1..=8).collect::<Vec<u32>>());
+}
+
+/// The grant a share's delegated URL resolves to: the owner's data, for the grantee.
+fn delegated_grant(owner: &str, grantee: &str, url: &PersonalUrl) -> UrlGrant {
+    UrlGrant {
+        user_id: owner.to_string(),
+        session_id: None,
+        agent_name: None,
+        delegation: Some(Delegation {
+            grantee: grantee.to_string(),
+            permission: "chat".to_string(),
+        }),
+        expires_at: url.expires_at,
+    }
+}
+
+pub(super) async fn share_url_is_the_grantees_own_and_needs_the_share(
+    store: &dyn Store,
+    owner: &str,
+    grantee: &str,
+    third: &str,
+    now: u64,
+) {
+    let first = personal(grantee, "first", now + YEAR);
+    assert_eq!(
+        store
+            .claim_share_url(owner, grantee, "chat", &first, now)
+            .await
+            .unwrap(),
+        None,
+        "no share, no URL"
+    );
+    assert_eq!(
+        store.url_grant(&first.secret_hash, now).await.unwrap(),
+        None
+    );
+    assert_eq!(store.share_url(owner, grantee, now).await.unwrap(), None);
+
+    store
+        .put_share(owner, grantee, &strings(&["read:health"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .claim_share_url(owner, grantee, "chat", &first, now)
+            .await
+            .unwrap(),
+        None,
+        "a share without the permission mints nothing"
+    );
+    assert_eq!(
+        store.url_grant(&first.secret_hash, now).await.unwrap(),
+        None
+    );
+
+    store
+        .put_share(owner, grantee, &strings(&["chat"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .claim_share_url(owner, grantee, "chat", &first, now)
+            .await
+            .unwrap(),
+        Some(first.clone())
+    );
+    assert_eq!(
+        store.url_grant(&first.secret_hash, now).await.unwrap(),
+        Some(delegated_grant(owner, grantee, &first)),
+        "the secret resolves to the owner's data, delegated to the grantee"
+    );
+    assert_eq!(
+        store.share_url(owner, grantee, now).await.unwrap(),
+        Some(first.clone())
+    );
+    assert_eq!(
+        store
+            .share_url(owner, grantee, first.expires_at)
+            .await
+            .unwrap(),
+        None,
+        "an expired URL is not active"
+    );
+
+    let second = personal(grantee, "second", now + YEAR + 60);
+    assert_eq!(
+        store
+            .claim_share_url(owner, grantee, "chat", &second, now + 60)
+            .await
+            .unwrap(),
+        Some(first.clone()),
+        "a live URL is returned unchanged"
+    );
+    assert_eq!(
+        store.url_grant(&second.secret_hash, now).await.unwrap(),
+        None
+    );
+
+    // Neither the owner's own URL nor another pair is touched by it.
+    let own = personal(owner, "own", now + YEAR);
+    assert_eq!(
+        store.claim_personal_url(owner, &own, now).await.unwrap(),
+        own
+    );
+    assert_ne!(own.secret_hash, first.secret_hash);
+    assert_eq!(
+        store.url_grant(&own.secret_hash, now).await.unwrap(),
+        Some(personal_grant(owner, &own))
+    );
+    assert_eq!(store.share_url(owner, third, now).await.unwrap(), None);
+    assert_eq!(store.share_url(grantee, owner, now).await.unwrap(), None);
+    let other = personal(third, "other", now + YEAR);
+    assert_eq!(
+        store
+            .claim_share_url(owner, third, "chat", &other, now)
+            .await
+            .unwrap(),
+        None,
+        "a share goes to its grantee only"
+    );
+}
+
+pub(super) async fn revoked_share_url_stops_resolving(
+    store: &dyn Store,
+    owner: &str,
+    grantee: &str,
+    now: u64,
+) {
+    assert!(!store.revoke_share_url(owner, grantee).await.unwrap());
+    store
+        .put_share(owner, grantee, &strings(&["chat"]))
+        .await
+        .unwrap();
+    let first = personal(grantee, "first", now + YEAR);
+    let own = personal(owner, "own", now + YEAR);
+    store.claim_personal_url(owner, &own, now).await.unwrap();
+    store
+        .claim_share_url(owner, grantee, "chat", &first, now)
+        .await
+        .unwrap();
+    assert!(store.revoke_share_url(owner, grantee).await.unwrap());
+    assert_eq!(
+        store.url_grant(&first.secret_hash, now).await.unwrap(),
+        None
+    );
+    assert_eq!(store.share_url(owner, grantee, now).await.unwrap(), None);
+    assert_eq!(
+        store.share(owner, grantee).await.unwrap(),
+        Some(strings(&["chat"])),
+        "the share stays"
+    );
+    assert_eq!(
+        store.url_grant(&own.secret_hash, now).await.unwrap(),
+        Some(personal_grant(owner, &own)),
+        "the owner's own URL stays"
+    );
+    assert!(!store.revoke_share_url(owner, grantee).await.unwrap());
+
+    let second = personal(grantee, "second", now + YEAR);
+    assert_eq!(
+        store
+            .claim_share_url(owner, grantee, "chat", &second, now)
+            .await
+            .unwrap(),
+        Some(second.clone()),
+        "after revoking, a claim gives a new URL"
+    );
+    assert_eq!(
+        store.url_grant(&first.secret_hash, now).await.unwrap(),
+        None
+    );
+}
+
+pub(super) async fn delete_share_removes_the_grant_in_the_same_write(
+    store: &dyn Store,
+    owner: &str,
+    grantee: &str,
+    now: u64,
+) {
+    let chat = strings(&["chat"]);
+    store.put_share(owner, grantee, &chat).await.unwrap();
+    let first = personal(grantee, "first", now + YEAR);
+    let own = personal(owner, "own", now + YEAR);
+    store.claim_personal_url(owner, &own, now).await.unwrap();
+    store
+        .claim_share_url(owner, grantee, "chat", &first, now)
+        .await
+        .unwrap();
+
+    store.delete_share(owner, grantee).await.unwrap();
+    assert_eq!(store.share(owner, grantee).await.unwrap(), None);
+    assert_eq!(
+        store.url_grant(&first.secret_hash, now).await.unwrap(),
+        None,
+        "the delegated URL went with the share"
+    );
+    assert_eq!(store.share_url(owner, grantee, now).await.unwrap(), None);
+    assert_eq!(
+        store.url_grant(&own.secret_hash, now).await.unwrap(),
+        Some(personal_grant(owner, &own)),
+        "the owner's own URL stays"
+    );
+
+    // Sharing again does not revive the old URL; a claim mints a new one.
+    store.put_share(owner, grantee, &chat).await.unwrap();
+    assert_eq!(store.share_url(owner, grantee, now).await.unwrap(), None);
+    assert_eq!(
+        store.url_grant(&first.secret_hash, now).await.unwrap(),
+        None
+    );
+    let second = personal(grantee, "second", now + YEAR);
+    assert_eq!(
+        store
+            .claim_share_url(owner, grantee, "chat", &second, now)
+            .await
+            .unwrap(),
+        Some(second.clone())
+    );
+
+    // A claim racing an unshare never leaves a URL behind the share.
+    for round in 0..4 {
+        store.put_share(owner, grantee, &chat).await.unwrap();
+        let racer = personal(grantee, &format!("race-{round}"), now + YEAR);
+        store.revoke_share_url(owner, grantee).await.unwrap();
+        let (claimed, deleted) = tokio::join!(
+            store.claim_share_url(owner, grantee, "chat", &racer, now),
+            store.delete_share(owner, grantee)
+        );
+        deleted.unwrap();
+        if let Some(url) = claimed.unwrap() {
+            assert_eq!(
+                store.url_grant(&url.secret_hash, now).await.unwrap(),
+                None,
+                "round {round}: a URL outlived its share"
+            );
+        }
+        assert_eq!(store.share(owner, grantee).await.unwrap(), None);
+        assert_eq!(store.share_url(owner, grantee, now).await.unwrap(), None);
+    }
 }

@@ -121,6 +121,25 @@ contract! { |store, user, now|
     accounts::revoked_personal_url_stops_resolving(store, &user("revoke"), now);
     accounts::login_state_completes_once(store, &user("login"), now);
     accounts::counters_count_per_window(store, &user("counter"), now);
+    accounts::share_url_is_the_grantees_own_and_needs_the_share(
+        store,
+        &user("share-url-owner"),
+        &user("share-url-grantee"),
+        &user("share-url-third"),
+        now,
+    );
+    accounts::revoked_share_url_stops_resolving(
+        store,
+        &user("share-revoke-owner"),
+        &user("share-revoke-grantee"),
+        now,
+    );
+    accounts::delete_share_removes_the_grant_in_the_same_write(
+        store,
+        &user("unshare-owner"),
+        &user("unshare-grantee"),
+        now,
+    );
 
     oauth::clients_are_registered_once(store, &user("client"), now);
     oauth::unused_clients_lapse_and_use_extends_them(store, &user("client-lapse"), now);

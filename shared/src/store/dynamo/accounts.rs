@@ -1,6 +1,7 @@
 //! [`AccountStore`] on DynamoDB: accounts (`account` and the `email#` lookup, written
 //! together), shares (`share#`), URL grants (`url#`), personal URL claims
-//! (`user-url#`), login states (`state#`) and abuse counters (`limit#`).
+//! (`user-url#`), delegated share URLs (`share-url#`), login states (`state#`) and abuse
+//! counters (`limit#`).
 //!
 //! Every read of an expiring item checks `expires_at` itself (TTL deletion lags).
 
@@ -12,12 +13,14 @@ use super::codec::{
     Item, get_opt_s, get_s, get_strings, get_u64, insert_optional, n, s, string_list,
 };
 use super::schema::{
-    ACCOUNT_SK, COMPLETED, EMAIL_PREFIX, EXPIRES_AT, KEY, PENDING, PK, SHARE_PREFIX, SK,
-    STATE_PREFIX, URL_PREFIX, USER_URL_PREFIX, keys_key,
+    ACCOUNT_SK, COMPLETED, EMAIL_PREFIX, EXPIRES_AT, KEY, PENDING, PK, SHARE_PREFIX,
+    SHARE_URL_PREFIX, SK, STATE_PREFIX, URL_PREFIX, USER_URL_PREFIX, keys_key,
 };
-use super::transact::{Attempt, Committed, condition, conditional, contended, tx_delete, tx_put};
+use super::transact::{
+    Attempt, Committed, condition, conditional, contended, tx_check, tx_delete, tx_put,
+};
 use super::{DynamoStore, corrupt, sdk_error};
-use crate::domain::{Account, LoginState, LoginStatus, PersonalUrl, UrlGrant};
+use crate::domain::{Account, Delegation, LoginState, LoginStatus, PersonalUrl, UrlGrant};
 use crate::store::accounts::counter_key;
 use crate::store::{AccountStore, Created, StoreError, StoreFuture};
 
@@ -43,6 +46,10 @@ fn url_grant_item(secret_hash: &str, grant: &UrlGrant) -> Item {
             ("agent_name", &grant.agent_name),
         ],
     );
+    if let Some(delegation) = &grant.delegation {
+        item.insert("grantee".to_string(), s(delegation.grantee.as_str()));
+        item.insert("permission".to_string(), s(delegation.permission.as_str()));
+    }
     item
 }
 
@@ -51,13 +58,26 @@ fn url_grant_from_item(op: &'static str, item: &Item) -> Result<UrlGrant, StoreE
         user_id: get_s(op, item, "user_id")?,
         session_id: get_opt_s(op, item, "session_id")?,
         agent_name: get_opt_s(op, item, "agent_name")?,
+        delegation: match get_opt_s(op, item, "grantee")? {
+            Some(grantee) => Some(Delegation {
+                grantee,
+                permission: get_s(op, item, "permission")?,
+            }),
+            None => None,
+        },
         expires_at: get_u64(op, item, EXPIRES_AT)?,
     })
 }
 
-fn personal_url_item(user_id: &str, url: &PersonalUrl) -> Item {
+/// The keys-table key of a grantee's delegated URL on `owner`'s data.
+fn share_url_key(owner: &str, grantee: &str) -> String {
+    format!("{SHARE_URL_PREFIX}{owner}#{grantee}")
+}
+
+/// A `user-url#` (or `share-url#`, with its own `key`) item.
+fn personal_url_item(key: String, url: &PersonalUrl) -> Item {
     HashMap::from([
-        (KEY.to_string(), s(format!("{USER_URL_PREFIX}{user_id}"))),
+        (KEY.to_string(), s(key)),
         ("sealed_secret".to_string(), s(url.sealed_secret.as_str())),
         ("secret_hash".to_string(), s(url.secret_hash.as_str())),
         (EXPIRES_AT.to_string(), n(url.expires_at)),
@@ -205,15 +225,57 @@ impl AccountStore for DynamoStore {
     fn delete_share<'a>(&'a self, owner: &'a str, grantee: &'a str) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let op = "delete_share";
-            self.client
-                .delete_item()
-                .table_name(&self.tables.data)
-                .key(PK, s(owner))
-                .key(SK, s(format!("{SHARE_PREFIX}{grantee}")))
-                .send()
-                .await
-                .map_err(|e| sdk_error(op, e))?;
-            Ok(())
+            let url_key = &share_url_key(owner, grantee);
+            contended(op, || async move {
+                let current = self
+                    .key_item(op, url_key.clone())
+                    .await?
+                    .map(|item| personal_url_from_item(op, &item))
+                    .transpose()?;
+                // Item 0 pins the delegated URL to what was read (gone, or this one), so
+                // a claim racing with the unshare cannot leave a URL behind the share.
+                let mut items = vec![match &current {
+                    Some(current) => tx_delete(
+                        op,
+                        &self.tables.keys,
+                        keys_key(url_key.clone()),
+                        condition(
+                            "#hash = :hash",
+                            &[("#hash", "secret_hash")],
+                            vec![(":hash", s(current.secret_hash.as_str()))],
+                        ),
+                    )?,
+                    None => tx_check(
+                        op,
+                        &self.tables.keys,
+                        keys_key(url_key.clone()),
+                        condition("attribute_not_exists(#k)", &[("#k", KEY)], vec![]),
+                    )?,
+                }];
+                items.push(tx_delete(
+                    op,
+                    &self.tables.data,
+                    HashMap::from([
+                        (PK.to_string(), s(owner)),
+                        (SK.to_string(), s(format!("{SHARE_PREFIX}{grantee}"))),
+                    ]),
+                    None,
+                )?);
+                if let Some(current) = &current {
+                    items.push(tx_delete(
+                        op,
+                        &self.tables.keys,
+                        keys_key(format!("{URL_PREFIX}{}", current.secret_hash)),
+                        None,
+                    )?);
+                }
+                let outcome = self.transact(op, items).await?;
+                if matches!(outcome, Committed::Yes) {
+                    return Ok(Attempt::Done(()));
+                }
+                outcome.retry(op)
+            })
+            .await
         })
     }
 
@@ -271,6 +333,7 @@ impl AccountStore for DynamoStore {
                 user_id: user_id.to_string(),
                 session_id: None,
                 agent_name: None,
+                delegation: None,
                 expires_at: candidate.expires_at,
             };
             let (user_key, grant) = (&user_key, &grant);
@@ -291,7 +354,7 @@ impl AccountStore for DynamoStore {
                     tx_put(
                         op,
                         &self.tables.keys,
-                        personal_url_item(user_id, candidate),
+                        personal_url_item(user_key.clone(), candidate),
                         condition(
                             "attribute_not_exists(#k) OR #exp <= :now",
                             &[("#k", KEY), ("#exp", EXPIRES_AT)],
@@ -466,6 +529,146 @@ impl AccountStore for DynamoStore {
                 Some(item) if get_u64(op, &item, EXPIRES_AT)? > now => count_of(op, &item),
                 _ => Ok(0),
             }
+        })
+    }
+
+    fn claim_share_url<'a>(
+        &'a self,
+        owner: &'a str,
+        grantee: &'a str,
+        permission: &'a str,
+        candidate: &'a PersonalUrl,
+        now: u64,
+    ) -> StoreFuture<'a, Option<PersonalUrl>> {
+        Box::pin(async move {
+            let op = "claim_share_url";
+            let url_key = &share_url_key(owner, grantee);
+            let grant = &UrlGrant {
+                user_id: owner.to_string(),
+                session_id: None,
+                agent_name: None,
+                delegation: Some(Delegation {
+                    grantee: grantee.to_string(),
+                    permission: permission.to_string(),
+                }),
+                expires_at: candidate.expires_at,
+            };
+            contended(op, || async move {
+                let current = self
+                    .key_item(op, url_key.clone())
+                    .await?
+                    .map(|item| personal_url_from_item(op, &item))
+                    .transpose()?;
+                if let Some(current) = &current
+                    && current.expires_at > now
+                {
+                    return Ok(Attempt::Done(Some(current.clone())));
+                }
+                // Absent or expired: the candidate, unless a racing claim put a live one
+                // since the read, and only while the share holds the permission.
+                let mut items = vec![
+                    tx_put(
+                        op,
+                        &self.tables.keys,
+                        personal_url_item(url_key.clone(), candidate),
+                        condition(
+                            "attribute_not_exists(#k) OR #exp <= :now",
+                            &[("#k", KEY), ("#exp", EXPIRES_AT)],
+                            vec![(":now", n(now))],
+                        ),
+                    )?,
+                    tx_check(
+                        op,
+                        &self.tables.data,
+                        HashMap::from([
+                            (PK.to_string(), s(owner)),
+                            (SK.to_string(), s(format!("{SHARE_PREFIX}{grantee}"))),
+                        ]),
+                        condition(
+                            "contains(#perms, :perm)",
+                            &[("#perms", "permissions")],
+                            vec![(":perm", s(permission))],
+                        ),
+                    )?,
+                    tx_put(
+                        op,
+                        &self.tables.keys,
+                        url_grant_item(&candidate.secret_hash, grant),
+                        None,
+                    )?,
+                ];
+                if let Some(old) = current.filter(|old| old.secret_hash != candidate.secret_hash) {
+                    items.push(tx_delete(
+                        op,
+                        &self.tables.keys,
+                        keys_key(format!("{URL_PREFIX}{}", old.secret_hash)),
+                        None,
+                    )?);
+                }
+                let outcome = self.transact(op, items).await?;
+                if matches!(outcome, Committed::Yes) {
+                    return Ok(Attempt::Done(Some(candidate.clone())));
+                }
+                if outcome.condition_failed(1) {
+                    return Ok(Attempt::Done(None));
+                }
+                outcome.retry(op)
+            })
+            .await
+        })
+    }
+
+    fn revoke_share_url<'a>(&'a self, owner: &'a str, grantee: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let op = "revoke_share_url";
+            let url_key = &share_url_key(owner, grantee);
+            contended(op, || async move {
+                let Some(item) = self.key_item(op, url_key.clone()).await? else {
+                    return Ok(Attempt::Done(false));
+                };
+                let current = personal_url_from_item(op, &item)?;
+                let items = vec![
+                    tx_delete(
+                        op,
+                        &self.tables.keys,
+                        keys_key(url_key.clone()),
+                        condition(
+                            "#hash = :hash",
+                            &[("#hash", "secret_hash")],
+                            vec![(":hash", s(current.secret_hash.as_str()))],
+                        ),
+                    )?,
+                    tx_delete(
+                        op,
+                        &self.tables.keys,
+                        keys_key(format!("{URL_PREFIX}{}", current.secret_hash)),
+                        None,
+                    )?,
+                ];
+                let outcome = self.transact(op, items).await?;
+                if matches!(outcome, Committed::Yes) {
+                    return Ok(Attempt::Done(true));
+                }
+                outcome.retry(op)
+            })
+            .await
+        })
+    }
+
+    fn share_url<'a>(
+        &'a self,
+        owner: &'a str,
+        grantee: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, Option<PersonalUrl>> {
+        Box::pin(async move {
+            let op = "share_url";
+            let current = self
+                .key_item(op, share_url_key(owner, grantee))
+                .await?
+                .map(|item| personal_url_from_item(op, &item))
+                .transpose()?;
+            Ok(current.filter(|url| url.expires_at > now))
         })
     }
 }

@@ -23,8 +23,14 @@
 //! Keys table items (partition key `key`; `expires_at`, epoch seconds, is the TTL
 //! attribute, and every read checks it itself because DynamoDB deletes late):
 //! - `email#<e-mail>`: `user_id` (no expiry).
-//! - `url#<secret hash>`: `user_id`, optional `session_id` / `agent_name`, `expires_at`.
+//! - `url#<secret hash>`: `user_id`, optional `session_id` / `agent_name`, `expires_at`;
+//!   a share's delegated URL also has `grantee` and `permission` (`user_id` is the owner).
 //! - `user-url#<user>`: `sealed_secret`, `secret_hash`, `expires_at`.
+//! - `share-url#<owner>#<grantee>`: the grantee's delegated URL on the owner's data (B2),
+//!   as `user-url#`: `sealed_secret` (bound to owner and grantee), `secret_hash`,
+//!   `expires_at`. Claimed in one transaction with its `url#` grant and a condition check
+//!   of the data table's `<owner>/share#<grantee>` (it must hold the permission); deleted
+//!   with both by `delete_share` (TransactWriteItems across the two tables).
 //! - `state#<state>`: `status` (`pending` / `completed`), `sealed_token` once completed,
 //!   `expires_at`.
 //! - `client#<client id>`: `client_id`, optional `secret_hash` / `client_name`,
@@ -109,6 +115,8 @@ pub(super) const EMAIL_PREFIX: &str = "email#";
 pub(super) const URL_PREFIX: &str = "url#";
 
 pub(super) const USER_URL_PREFIX: &str = "user-url#";
+
+pub(super) const SHARE_URL_PREFIX: &str = "share-url#";
 
 pub(super) const STATE_PREFIX: &str = "state#";
 

@@ -9,7 +9,7 @@ use std::future::Future;
 
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem};
 
 use super::batch::backoff;
 use super::codec::Item;
@@ -212,4 +212,24 @@ pub(super) fn tx_delete(
         .build()
         .map_err(|_| corrupt(op))?;
     Ok(TransactWriteItem::builder().delete(delete).build())
+}
+
+/// A transaction ConditionCheck: `condition` must hold on the item at `key`, which is
+/// not written.
+pub(super) fn tx_check(
+    op: &'static str,
+    table: &str,
+    key: Item,
+    condition: Option<Condition>,
+) -> Result<TransactWriteItem, StoreError> {
+    let condition = condition.unwrap_or_default();
+    let check = ConditionCheck::builder()
+        .table_name(table)
+        .set_key(Some(key))
+        .set_condition_expression(condition.expression)
+        .set_expression_attribute_names(condition.names)
+        .set_expression_attribute_values(condition.values)
+        .build()
+        .map_err(|_| corrupt(op))?;
+    Ok(TransactWriteItem::builder().condition_check(check).build())
 }

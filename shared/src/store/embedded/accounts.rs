@@ -1,6 +1,7 @@
 //! [`AccountStore`] on SQLite: the `accounts` and `shares` tables, and the `keys` rows
-//! of URL grants (`url#`), personal URLs (`user-url#`), login states (`state#`) and
-//! abuse counters (`limit#`, the value a JSON number).
+//! of URL grants (`url#`), personal URLs (`user-url#`), delegated share URLs
+//! (`share-url#<owner>#<grantee>`, as `user-url#`), login states (`state#`) and abuse
+//! counters (`limit#`, the value a JSON number).
 //!
 //! Every read of an expiring row checks `expires_at` itself.
 
@@ -11,13 +12,15 @@ use super::{
     EmbeddedStore, json_column, json_from_column, now_column, put_key, seconds_column,
     seconds_from_column,
 };
-use crate::domain::{Account, LoginState, LoginStatus, PersonalUrl, UrlGrant};
+use crate::domain::{Account, Delegation, LoginState, LoginStatus, PersonalUrl, UrlGrant};
 use crate::store::accounts::counter_key;
 use crate::store::{AccountStore, Created, StoreError, StoreFuture};
 
 const URL_PREFIX: &str = "url#";
 
 const USER_URL_PREFIX: &str = "user-url#";
+
+const SHARE_URL_PREFIX: &str = "share-url#";
 
 const STATE_PREFIX: &str = "state#";
 
@@ -29,6 +32,44 @@ struct GrantValue {
     session_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     agent_name: Option<String>,
+    /// A delegated URL's grantee and permission (`user_id` is the owner).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    grantee: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    permission: Option<String>,
+}
+
+impl GrantValue {
+    fn new(grant: UrlGrant) -> GrantValue {
+        let (grantee, permission) = match grant.delegation {
+            Some(d) => (Some(d.grantee), Some(d.permission)),
+            None => (None, None),
+        };
+        GrantValue {
+            user_id: grant.user_id,
+            session_id: grant.session_id,
+            agent_name: grant.agent_name,
+            grantee,
+            permission,
+        }
+    }
+
+    fn grant(self, expires_at: u64) -> UrlGrant {
+        let delegation = match (self.grantee, self.permission) {
+            (Some(grantee), Some(permission)) => Some(Delegation {
+                grantee,
+                permission,
+            }),
+            _ => None,
+        };
+        UrlGrant {
+            user_id: self.user_id,
+            session_id: self.session_id,
+            agent_name: self.agent_name,
+            delegation,
+            expires_at,
+        }
+    }
 }
 
 /// A `user-url#` row's value.
@@ -56,7 +97,23 @@ fn personal_url_row(row: &Row<'_>) -> rusqlite::Result<PersonalUrl> {
     })
 }
 
-/// The user's personal URL as stored, live or not.
+fn share_url_key(owner: &str, grantee: &str) -> String {
+    format!("{SHARE_URL_PREFIX}{owner}#{grantee}")
+}
+
+/// Deletes a URL claim row (`user-url#`, `share-url#`) and its secret's grant; true if
+/// there was one.
+fn delete_url_claim(tx: &Transaction<'_>, claim_key: &str) -> rusqlite::Result<bool> {
+    let Some(current) = personal_url_in(tx, claim_key)? else {
+        return Ok(false);
+    };
+    let mut delete = tx.prepare_cached("DELETE FROM keys WHERE key = ?1")?;
+    delete.execute([claim_key])?;
+    delete.execute([format!("{URL_PREFIX}{}", current.secret_hash)])?;
+    Ok(true)
+}
+
+/// The user's personal URL (or a delegated URL) as stored, live or not.
 fn personal_url_in(tx: &Transaction<'_>, user_key: &str) -> rusqlite::Result<Option<PersonalUrl>> {
     tx.prepare_cached("SELECT value, expires_at FROM keys WHERE key = ?1")?
         .query_row([user_key], personal_url_row)
@@ -162,9 +219,11 @@ impl AccountStore for EmbeddedStore {
         let owner = owner.to_string();
         let grantee = grantee.to_string();
         Box::pin(self.run("delete_share", move |conn| {
-            conn.prepare_cached("DELETE FROM shares WHERE owner = ?1 AND grantee = ?2")
-                .and_then(|mut stmt| stmt.execute([&owner, &grantee]))
-                .map(drop)
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.prepare_cached("DELETE FROM shares WHERE owner = ?1 AND grantee = ?2")?
+                .execute([&owner, &grantee])?;
+            delete_url_claim(&tx, &share_url_key(&owner, &grantee))?;
+            tx.commit()
         }))
     }
 
@@ -192,12 +251,9 @@ impl AccountStore for EmbeddedStore {
         let key = format!("{URL_PREFIX}{secret_hash}");
         let grant = grant.clone();
         Box::pin(self.run("put_url_grant", move |conn| {
-            let value = json_column(&GrantValue {
-                user_id: grant.user_id,
-                session_id: grant.session_id,
-                agent_name: grant.agent_name,
-            })?;
-            put_key(conn, &key, &value, grant.expires_at)
+            let expires_at = grant.expires_at;
+            let value = json_column(&GrantValue::new(grant))?;
+            put_key(conn, &key, &value, expires_at)
         }))
     }
 
@@ -214,12 +270,7 @@ impl AccountStore for EmbeddedStore {
             .and_then(|mut stmt| {
                 stmt.query_row(params![key, now_column(now)], |row| {
                     let value: GrantValue = json_from_column(row, 0)?;
-                    Ok(UrlGrant {
-                        user_id: value.user_id,
-                        session_id: value.session_id,
-                        agent_name: value.agent_name,
-                        expires_at: seconds_from_column(row, 1)?,
-                    })
+                    Ok(value.grant(seconds_from_column(row, 1)?))
                 })
                 .optional()
             })
@@ -257,6 +308,8 @@ impl AccountStore for EmbeddedStore {
                 user_id: user_id.clone(),
                 session_id: None,
                 agent_name: None,
+                grantee: None,
+                permission: None,
             })?;
             put_key(
                 &tx,
@@ -274,16 +327,9 @@ impl AccountStore for EmbeddedStore {
         let user_key = format!("{USER_URL_PREFIX}{user_id}");
         Box::pin(self.run(op, move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let Some(current) = personal_url_in(&tx, &user_key)? else {
-                return Ok(false);
-            };
-            {
-                let mut delete = tx.prepare_cached("DELETE FROM keys WHERE key = ?1")?;
-                delete.execute([&user_key])?;
-                delete.execute([format!("{URL_PREFIX}{}", current.secret_hash)])?;
-            }
+            let revoked = delete_url_claim(&tx, &user_key)?;
             tx.commit()?;
-            Ok(true)
+            Ok(revoked)
         }))
     }
 
@@ -394,6 +440,88 @@ impl AccountStore for EmbeddedStore {
                 .query_row(params![key, now_column(now)], |row| row.get(0))
                 .optional()?;
             Ok(count.map_or(0, |c| u32::try_from(c).unwrap_or(u32::MAX)))
+        }))
+    }
+
+    fn claim_share_url<'a>(
+        &'a self,
+        owner: &'a str,
+        grantee: &'a str,
+        permission: &'a str,
+        candidate: &'a PersonalUrl,
+        now: u64,
+    ) -> StoreFuture<'a, Option<PersonalUrl>> {
+        let op = "claim_share_url";
+        let (owner, grantee, permission) = (
+            owner.to_string(),
+            grantee.to_string(),
+            permission.to_string(),
+        );
+        let candidate = candidate.clone();
+        Box::pin(self.run(op, move |conn| {
+            let url_key = share_url_key(&owner, &grantee);
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let current = personal_url_in(&tx, &url_key)?;
+            if let Some(current) = current.as_ref().filter(|c| c.expires_at > now) {
+                return Ok(Some(current.clone()));
+            }
+            let shared: Option<Vec<String>> = tx
+                .prepare_cached("SELECT permissions FROM shares WHERE owner = ?1 AND grantee = ?2")?
+                .query_row([&owner, &grantee], |row| json_from_column(row, 0))
+                .optional()?;
+            if !shared.is_some_and(|perms| perms.contains(&permission)) {
+                return Ok(None);
+            }
+            if let Some(old) = current.filter(|old| old.secret_hash != candidate.secret_hash) {
+                tx.prepare_cached("DELETE FROM keys WHERE key = ?1")?
+                    .execute([format!("{URL_PREFIX}{}", old.secret_hash)])?;
+            }
+            let value = json_column(&PersonalUrlValue {
+                sealed_secret: candidate.sealed_secret.clone(),
+                secret_hash: candidate.secret_hash.clone(),
+            })?;
+            put_key(&tx, &url_key, &value, candidate.expires_at)?;
+            let grant = json_column(&GrantValue {
+                user_id: owner.clone(),
+                session_id: None,
+                agent_name: None,
+                grantee: Some(grantee.clone()),
+                permission: Some(permission.clone()),
+            })?;
+            put_key(
+                &tx,
+                &format!("{URL_PREFIX}{}", candidate.secret_hash),
+                &grant,
+                candidate.expires_at,
+            )?;
+            tx.commit()?;
+            Ok(Some(candidate.clone()))
+        }))
+    }
+
+    fn revoke_share_url<'a>(&'a self, owner: &'a str, grantee: &'a str) -> StoreFuture<'a, bool> {
+        let url_key = share_url_key(owner, grantee);
+        Box::pin(self.run("revoke_share_url", move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let revoked = delete_url_claim(&tx, &url_key)?;
+            tx.commit()?;
+            Ok(revoked)
+        }))
+    }
+
+    fn share_url<'a>(
+        &'a self,
+        owner: &'a str,
+        grantee: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, Option<PersonalUrl>> {
+        let url_key = share_url_key(owner, grantee);
+        Box::pin(self.run("share_url", move |conn| {
+            conn.prepare_cached(
+                "SELECT value, expires_at FROM keys WHERE key = ?1 AND expires_at > ?2",
+            )?
+            .query_row(params![url_key, now_column(now)], personal_url_row)
+            .optional()
         }))
     }
 }

@@ -13,7 +13,7 @@
 //!   DynamoDB keys table).
 //! - `shares`: identity (owner, grantee), the permissions as a JSON array.
 //! - `keys`: the rest of the DynamoDB keys table, same keys (`url#<hash>`,
-//!   `user-url#<user>`, `state#<state>`, `client#<id>`, `code#<hash>`, `refresh#<hash>`,
+//!   `user-url#<user>`, `share-url#<owner>#<grantee>`, `state#<state>`, `client#<id>`, `code#<hash>`, `refresh#<hash>`,
 //!   `family#<id>`), the attributes as a JSON object and `expires_at` as a column (NULL
 //!   for clients, which do not expire). Nothing deletes expired rows by itself (as with
 //!   DynamoDB's late TTL), so every read checks `expires_at`.
@@ -22,7 +22,8 @@
 //!   fields as columns of their own.
 //!
 //! Check-then-write sequences (a taken e-mail or server name or url, a live personal
-//! URL, a pending login, a code's single use, a refresh token's rotation) run inside one `BEGIN IMMEDIATE`
+//! or delegated URL and its share, an unshare with its URL, a pending login, a code's
+//! single use, a refresh token's rotation) run inside one `BEGIN IMMEDIATE`
 //! transaction, which holds the file's write lock from the start, so they are atomic
 //! across processes too; a conditional insert (a new client) is one statement.
 //!
