@@ -471,6 +471,12 @@ async fn c3_login_prompt_flow_through_mcplogin_and_check_state() {
         .json();
     assert_eq!(poll["status"], "completed", "{poll}");
     let token = poll["token"].as_str().unwrap();
+    // Issue 12, finding 3: the token is handed out once; a second poll is told the
+    // login is used up (410 `expired`, as for an expired login) and gets no token.
+    let again = get(&server.url(&format!("/oauth2/check_state/{state}"))).await;
+    assert_eq!(again.status, 410, "{}", again.body);
+    assert_eq!(again.json()["status"], "expired");
+    assert!(again.json().get("token").is_none());
     let result = call_tool(&server, Some(token)).await;
     assert!(
         result["result"]["content"][0]["text"]

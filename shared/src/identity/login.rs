@@ -50,6 +50,10 @@ impl LoginPrompts {
         let record = LoginState {
             status: LoginStatus::Pending,
             expires_at: now + LOGIN_STATE_SECS,
+            created_at: now,
+            client_name: None,
+            poll_secret_hash: String::new(),
+            user_code_hash: String::new(),
         };
         // Stored under its hash (issue 12, finding 3): a leaked store row or key list
         // cannot be polled or completed.
@@ -87,8 +91,9 @@ impl LoginPrompts {
 }
 
 /// The device-style login poll, `GET /oauth2/check_state/{state}`: 404 for an unknown
-/// state, 410 once expired, 200 pending, 200 completed with the token, 400 without a
-/// state. Built once per process; without keys a completed login cannot be read back.
+/// state, 410 once expired or once its token was collected, 200 pending, 200 completed
+/// with the token (once), 400 without a state. Built once per process; without keys a
+/// completed login cannot be read back.
 pub(crate) struct LoginPoll {
     pub store: Arc<dyn AccountStore>,
     pub sealer: Option<Arc<Sealer>>,
@@ -120,7 +125,15 @@ impl LoginPoll {
                     StatusCode::OK,
                     &json!({"status": "pending", "message": "waiting for the browser sign-in"}),
                 )),
-                LoginStatus::Completed { sealed_token } => {
+                // Handed out once (issue 12, finding 3): a later poll, or the loser of
+                // two racing polls, is told the login is used up, like an expired one.
+                LoginStatus::Collected => Err(used()),
+                LoginStatus::Completed { .. } => {
+                    let sealed_token = self
+                        .store
+                        .take_login_token(&secret_hash(state), self.clock.now())
+                        .await?
+                        .ok_or_else(used)?;
                     let token = self
                         .sealer
                         .as_ref()
@@ -140,6 +153,15 @@ impl LoginPoll {
             },
         }
     }
+}
+
+/// A login whose token was already collected: answered as an expired one.
+fn used() -> ApiError {
+    ApiError::LoginPoll(
+        StatusCode::GONE,
+        "expired",
+        "this login was already used or expired; start again",
+    )
 }
 
 #[cfg(test)]
