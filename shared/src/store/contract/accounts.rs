@@ -494,6 +494,8 @@ pub(super) async fn counters_count_per_window(store: &dyn Store, run: &str, now:
     assert_eq!(store.event_count(&key, 60, start + 60).await.unwrap(), 0);
     assert_eq!(store.count_event(&key, 60, start + 61).await.unwrap(), 1);
     assert_eq!(store.event_count(&key, 60, start + 61).await.unwrap(), 1);
+    // The window before stays readable after the next one counted: the limits sum both.
+    assert_eq!(store.event_count(&key, 60, start + 1).await.unwrap(), 3);
 
     // Concurrent counts each see a distinct value.
     let racing = format!("{run}-race");

@@ -422,11 +422,13 @@ impl AccountStore for EmbeddedStore {
         let (key, expires_at) = counter_key(key_hash, window_secs, now);
         Box::pin(self.run("count_event", move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            // Past windows are never read again: drop them here (no TTL in SQLite).
+            // Drop long-past windows here (no TTL in SQLite). Not the one just ended: the
+            // limits sum this window and the one before, so a burst across a boundary
+            // counts whole. A day covers every window in use (at most an hour).
             tx.prepare_cached(
                 "DELETE FROM keys WHERE key >= 'limit#' AND key < 'limit$' AND expires_at <= ?1",
             )?
-            .execute([now_column(now)])?;
+            .execute([now_column(now.saturating_sub(24 * 3600))])?;
             let count: i64 = tx
                 .prepare_cached(
                     "INSERT INTO keys (key, value, expires_at) VALUES (?1, '1', ?2) \
