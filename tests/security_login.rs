@@ -7,7 +7,7 @@
 //! that only the initiating client holds (never in the link), and the token is handed
 //! out once.
 
-use e2e::{Reply, Server, encode_form, form_of, get, modern, post_json, send};
+use e2e::{Reply, Server, TempDir, encode_form, form_of, get, modern, post_json, send};
 use serde_json::{Value, json};
 
 const PASSWORD: &str = "a long enough password";
@@ -255,4 +255,42 @@ async fn racing_polls_of_a_completed_login_get_one_token() {
         .count();
     assert_eq!(tokens, 1, "exactly one poll gets the token: {statuses:?}");
     assert_eq!(statuses.iter().filter(|s| **s == 410).count(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_login_flow_logs_no_state_poll_secret_code_or_token() {
+    let log_dir = TempDir::new("login-logs");
+    let log_path = log_dir.0.join("server.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let server = Server::start_logging(&[("RUST_LOG", "trace")], log);
+    sign_up(&server, "logs@example.com").await;
+    let mine = prompt(&server, "Logged Client").await;
+    let wrong = sign_in_through(&server, &mine.link, "logs@example.com", Some("BBBB-CCCC")).await;
+    assert_eq!(wrong.status, 401, "{}", wrong.body);
+    let done = sign_in_through(
+        &server,
+        &mine.link,
+        "logs@example.com",
+        Some(&mine.user_code),
+    )
+    .await;
+    assert_eq!(done.status, 200, "{}", done.body);
+    let poll = get(&server.url(&mine.poll)).await.json();
+    let token = poll["token"].as_str().unwrap().to_string();
+    drop(server);
+    let logged = std::fs::read_to_string(&log_path).unwrap();
+    assert!(
+        logged.contains("GET /oauth2/check_state/{state}"),
+        "the log was captured: {logged}"
+    );
+    let poll_secret = &mine.poll[mine.poll.find("poll_secret=").unwrap() + 12..];
+    for (what, value) in [
+        ("state", mine.state.as_str()),
+        ("poll secret", poll_secret),
+        ("user code", mine.user_code.as_str()),
+        ("token", token.as_str()),
+        ("password", PASSWORD),
+    ] {
+        assert!(!logged.contains(value), "the log contains the {what}");
+    }
 }
