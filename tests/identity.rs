@@ -335,12 +335,38 @@ async fn a7_an_anonymous_call_gets_the_login_prompt_and_a_pollable_state() {
             .unwrap()
             .contains(state)
     );
-    let poll = get(&server.url(&format!("/oauth2/check_state/{state}"))).await;
+    // Issue 12, finding 3: the prompt carries a user code to show and a poll URL with
+    // a poll secret that the link does not carry; the poll needs that secret.
+    let code = prompt["user_code"].as_str().unwrap();
+    assert!(
+        code.len() == 9
+            && code.chars().enumerate().all(|(i, c)| if i == 4 {
+                c == '-'
+            } else {
+                "BCDFGHJKLMNPQRSTVWXZ".contains(c)
+            }),
+        "{code}"
+    );
+    let poll_secret = prompt["auto_polling"]["poll_secret"].as_str().unwrap();
+    let poll_url = prompt["auto_polling"]["poll_url"].as_str().unwrap();
+    assert_eq!(
+        poll_url,
+        format!("https://mcp.example.test/oauth2/check_state/{state}?poll_secret={poll_secret}")
+    );
+    assert!(
+        !prompt["authorization_url"]
+            .as_str()
+            .unwrap()
+            .contains(poll_secret)
+    );
+    let poll = get(&server.url(&poll_url[poll_url.find("/oauth2/").unwrap()..])).await;
     assert_eq!(
         (poll.status, poll.json()["status"].clone()),
         (200, json!("pending"))
     );
-    let unknown = get(&server.url("/oauth2/check_state/nope")).await;
+    let bare = get(&server.url(&format!("/oauth2/check_state/{state}"))).await;
+    assert_eq!(bare.status, 400, "without the poll secret: {}", bare.body);
+    let unknown = get(&server.url("/oauth2/check_state/nope?poll_secret=x")).await;
     assert_eq!(
         (unknown.status, unknown.json()["status"].clone()),
         (404, json!("not_found"))

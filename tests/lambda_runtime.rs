@@ -451,6 +451,9 @@ fn expected_as_written(name: &str) -> u16 {
         "oauth-introspect" => 401,
         // A sign-in form posted without the page's CSRF token.
         "oauth-mcplogin-post" => 403,
+        // The page of a login state nobody made (issue 12, finding 3: the page reads
+        // the state to say who asked; it used to show the form for any state).
+        "oauth-mcplogin-get" => 410,
         _ => 200,
     }
 }
@@ -587,6 +590,9 @@ async fn every_function_serves_its_sample_events_through_the_runtime_api() {
         .to_string();
     let prompt: Value = serde_json::from_str(&text).expect("the prompt is JSON");
     let state = prompt["auto_polling"]["state"].as_str().expect("a state");
+    let poll_secret = prompt["auto_polling"]["poll_secret"]
+        .as_str()
+        .expect("a poll secret");
     assert!(
         prompt["authorization_url"]
             .as_str()
@@ -594,7 +600,11 @@ async fn every_function_serves_its_sample_events_through_the_runtime_api() {
         "{prompt}"
     );
     let poll = functions["oauth"]
-        .invoke(&event("oauth-check-state").replace("SAMPLE_STATE", state))
+        .invoke(
+            &event("oauth-check-state")
+                .replace("SAMPLE_STATE", state)
+                .replace("SAMPLE_POLL_SECRET", poll_secret),
+        )
         .await;
     assert_eq!(poll.status, 200, "{}", poll.body);
     assert_eq!(poll.json()["status"], "pending");

@@ -471,10 +471,14 @@ async fn c3_login_prompt_flow_through_mcplogin_and_check_state() {
     )
     .unwrap();
     let url = prompt["authorization_url"].as_str().unwrap();
-    let state = prompt["auto_polling"]["state"].as_str().unwrap();
+    let poll_url = prompt["auto_polling"]["poll_url"].as_str().unwrap();
+    let poll_path = &poll_url[poll_url.find("/oauth2/").unwrap()..];
+    // Issue 12, finding 3: the page asks for the code the client shows.
+    let user_code = prompt["user_code"].as_str().unwrap();
     let path = &url[url.find("/mcplogin").unwrap()..];
     let page = get(&server.url(path)).await;
     assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("name=\"user_code\""), "{}", page.body);
     let (fields, cookie) = form_of(&page);
     let mut submit = as_pairs(&fields);
     let without_cookie = form_post(&server, "/mcplogin", &submit, &[]).await;
@@ -485,15 +489,20 @@ async fn c3_login_prompt_flow_through_mcplogin_and_check_state() {
     submit.extend([
         ("email", "prompt@example.com"),
         ("password", "a long enough password"),
+        ("user_code", user_code),
         ("decision", "allow"),
     ]);
     let done = form_post(&server, "/mcplogin", &submit, &[("cookie".into(), cookie)]).await;
     assert_eq!(done.status, 200, "{}", done.body);
-    let poll = get(&server.url(&format!("/oauth2/check_state/{state}")))
-        .await
-        .json();
+    let poll = get(&server.url(poll_path)).await.json();
     assert_eq!(poll["status"], "completed", "{poll}");
     let token = poll["token"].as_str().unwrap();
+    // Issue 12, finding 3: the token is handed out once; a second poll is told the
+    // login is used up (410 `expired`, as for an expired login) and gets no token.
+    let again = get(&server.url(poll_path)).await;
+    assert_eq!(again.status, 410, "{}", again.body);
+    assert_eq!(again.json()["status"], "expired");
+    assert!(again.json().get("token").is_none());
     let result = call_tool(&server, Some(token)).await;
     assert!(
         result["result"]["content"][0]["text"]

@@ -76,8 +76,18 @@ fn chromium_completes_the_code_flow_and_the_login_prompt_through_the_pages() {
     assert_eq!(login["ok"], true, "login prompt: {login}");
     assert_eq!(login["prompt"]["has_authorization_url"], true);
     assert_eq!(login["check_state_before"], "pending");
+    // Issue 12, finding 3: the page says who asked, the browser typed the user code from
+    // the tool result, the poll needs the poll secret and hands the token out once.
+    assert!(
+        login["page"]["asked"]
+            .as_str()
+            .is_some_and(|asked| asked.starts_with("oauth-browser <test> asked at ")),
+        "{login}"
+    );
+    assert_eq!(login["check_state_without_poll_secret"], 400);
     assert_eq!(login["page"]["after_allow"], "Signed in");
     assert_eq!(login["check_state_after"], "completed");
+    assert_eq!(login["check_state_again"], 410);
     assert_eq!(login["tool_call"]["is_error"], false);
     assert_eq!(login["tool_call"]["text_mentions_no_genotype_data"], true);
 }

@@ -230,11 +230,11 @@ async fn eleventh_failed_sign_in_on_mcplogin_is_429_and_completes_nothing() {
     let prompt: Value =
         serde_json::from_str(answer["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
     let url = prompt["authorization_url"].as_str().unwrap();
-    let state = prompt["auto_polling"]["state"].as_str().unwrap();
+    let poll_url = prompt["auto_polling"]["poll_url"].as_str().unwrap();
     let page = get(&server.url(&url[url.find("/mcplogin").unwrap()..])).await;
     assert_eq!(page.status, 200, "{}", page.body);
     hammer_form(&server, "/mcplogin", &page, "prompt@example.com").await;
-    let poll = get(&server.url(&format!("/oauth2/check_state/{state}")))
+    let poll = get(&server.url(&poll_url[poll_url.find("/oauth2/").unwrap()..]))
         .await
         .json();
     assert_eq!(poll["status"], "pending", "nothing was completed: {poll}");

@@ -365,7 +365,18 @@ impl App {
             }
             Handler::CheckState => {
                 let state = matched.param("state").unwrap_or_default();
-                self.login_poll.check(state).await?
+                let query = url::form_urlencoded::parse(
+                    request.uri().query().unwrap_or_default().as_bytes(),
+                )
+                .find(|(name, _)| name == "poll_secret")
+                .map(|(_, value)| value.into_owned());
+                let header = request
+                    .headers()
+                    .get("x-poll-secret")
+                    .and_then(|v| v.to_str().ok());
+                self.login_poll
+                    .check(state, query.as_deref().or(header))
+                    .await?
             }
             Handler::OAuthMetadata => self.oauth()?.server_metadata(),
             Handler::ResourceMetadata => self.oauth()?.resource_metadata(),

@@ -131,7 +131,13 @@ async fn same_origin_answers_echo_an_allowed_origin() {
         Some("GET, POST, DELETE, OPTIONS")
     );
     // A handler's refusal is an answer like any other.
-    let poll = send(&app, "GET", "/oauth2/check_state/nope", &[("origin", PAGE)]).await;
+    let poll = send(
+        &app,
+        "GET",
+        "/oauth2/check_state/nope?poll_secret=guess",
+        &[("origin", PAGE)],
+    )
+    .await;
     assert_eq!(poll.status(), 404);
     assert_eq!(header(&poll, "access-control-allow-origin"), Some(PAGE));
 }

@@ -11,9 +11,11 @@
 //    the access token (a 2026-07-28 request), refresh (rotation), see the old refresh token
 //    refused with invalid_grant (and, reuse detected, the new one too), see introspection
 //    refuse the unauthenticated public client (401), and read the new token's audience.
-// 2. The login prompt: an anonymous tools/call answers with authorization_url and
-//    auto_polling.state; Chromium completes /mcplogin; /oauth2/check_state/{state} turns
-//    completed with a token; the same tools/call with that token succeeds.
+// 2. The login prompt: an anonymous tools/call answers with authorization_url, user_code and
+//    auto_polling.poll_url; polling without the poll secret gets nothing; Chromium opens
+//    /mcplogin (which says who asked), types the user code and signs in; poll_url turns
+//    completed with a token, once (a second poll: 410); the same tools/call with that token
+//    succeeds.
 //
 // Prints exactly one JSON line with the outcomes. Exit 0 on success; on any failure the message
 // goes to stderr and the exit code is 1. Every connection stays on loopback: BASE_URL must be a
@@ -153,6 +155,7 @@ async function callGeneticData(base, token) {
         _meta: {
           'io.modelcontextprotocol/protocolVersion': MODERN,
           'io.modelcontextprotocol/clientCapabilities': {},
+          'io.modelcontextprotocol/clientInfo': { name: 'oauth-browser <test>', version: '1.0.0' },
         },
       },
     },
@@ -166,7 +169,7 @@ async function callGeneticData(base, token) {
 
 /** Opens `url`, fills the sign-in form and clicks Allow. A Content Security Policy violation
  *  (the browser refusing the form post or its redirect) fails at once, with the browser's words. */
-async function signInThroughPage(context, url, email, { screenshot, expectTitle }) {
+async function signInThroughPage(context, url, email, { screenshot, expectTitle, userCode }) {
   const page = await context.newPage();
   const consoleErrors = [];
   let refused;
@@ -191,11 +194,18 @@ async function signInThroughPage(context, url, email, { screenshot, expectTitle 
     for (const id of ['email', 'password', 'allow', 'deny']) {
       check(await page.locator(`#${id}`).isVisible(), `#${id} is not visible on the sign-in page`);
     }
+    let asked;
+    if (userCode !== undefined) {
+      // /mcplogin says who asked and asks for the code the initiating client showed.
+      check(await page.locator('#user_code').isVisible(), '#user_code is not visible on the /mcplogin page');
+      asked = (await page.locator('#asked').textContent())?.trim();
+    }
     if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
+    if (userCode !== undefined) await page.fill('#user_code', userCode);
     await page.fill('#email', email);
     await page.fill('#password', PASSWORD);
     await Promise.race([Promise.all([page.waitForEvent('load'), page.click('#allow')]), blocked]);
-    return { page, heading, intro, landed: page.url() };
+    return { page, heading, intro, asked, landed: page.url() };
   } catch (e) {
     await page.close();
     if (consoleErrors.length && !String(e.message).includes('Content Security Policy')) {
@@ -315,15 +325,23 @@ async function loginPromptFlow(base, context, email, screenshots) {
   }
   const url = prompt.authorization_url;
   const state = prompt.auto_polling?.state;
+  const pollUrl = prompt.auto_polling?.poll_url;
+  const userCode = prompt.user_code;
   check(typeof url === 'string' && url.startsWith(`${base}/mcplogin?`), `authorization_url: ${url}`);
   check(typeof state === 'string' && state.length > 0, `auto_polling: ${JSON.stringify(prompt.auto_polling)}`);
+  check(typeof pollUrl === 'string' && pollUrl.startsWith(`${base}/oauth2/check_state/`), `auto_polling.poll_url: ${pollUrl}`);
+  check(typeof userCode === 'string' && /^[B-Z]{4}-[B-Z]{4}$/.test(userCode), `user_code: ${userCode}`);
 
-  const pending = await http('GET', `${base}/oauth2/check_state/${encodeURIComponent(state)}`);
+  // Without the poll secret (the state alone, as the link carries it) the poll gets nothing.
+  const bare = await http('GET', `${base}/oauth2/check_state/${encodeURIComponent(state)}`);
+  check(bare.status === 400 && !bare.body.token, `check_state without the poll secret: ${bare.status} ${bare.text}`);
+  const pending = await http('GET', pollUrl);
   check(pending.status === 200 && pending.body.status === 'pending', `check_state before sign-in: ${pending.status} ${pending.text}`);
 
-  const { page, heading } = await signInThroughPage(context, url, email, {
+  const { page, heading, asked } = await signInThroughPage(context, url, email, {
     screenshot: screenshots && join(screenshots, 'mirobody-mcplogin.png'),
     expectTitle: 'Sign in to Mirobody',
+    userCode,
   });
   const doneTitle = await page.title();
   const doneMessage = (await page.locator('#message').textContent())?.trim();
@@ -331,16 +349,21 @@ async function loginPromptFlow(base, context, email, screenshots) {
   await page.close();
   check(doneTitle === 'Signed in', `after Allow the page says ${JSON.stringify(doneTitle)}: ${doneMessage}`);
 
-  const done = await http('GET', `${base}/oauth2/check_state/${encodeURIComponent(state)}`);
+  const done = await http('GET', pollUrl);
   check(done.status === 200 && done.body.status === 'completed' && done.body.token, `check_state after sign-in: ${done.status} ${done.text}`);
+  // The token is handed out once.
+  const again = await http('GET', pollUrl);
+  check(again.status === 410 && !again.body.token, `check_state a second time: ${again.status} ${again.text}`);
 
   const call = await callGeneticData(base, done.body.token);
   check(!call.isError && call.text.includes('No genotype data'), `tools/call with the login token: ${call.text}`);
   return {
     prompt: { has_authorization_url: true, auto_open_browser: prompt.auto_open_browser === true },
     check_state_before: pending.body.status,
-    page: { heading, after_allow: doneTitle },
+    page: { heading, asked, after_allow: doneTitle },
+    check_state_without_poll_secret: bare.status,
     check_state_after: done.body.status,
+    check_state_again: again.status,
     tool_call: { is_error: call.isError, text_mentions_no_genotype_data: true },
   };
 }

@@ -54,6 +54,16 @@ pub struct PersonalUrl {
 pub struct LoginState {
     pub status: LoginStatus,
     pub expires_at: u64,
+    /// When the prompt was made (shown on the sign-in page).
+    pub created_at: u64,
+    /// Who asked: the MCP client's name as it identified itself, if it did.
+    pub client_name: Option<String>,
+    /// SHA-256 of the poll secret that only the initiating client holds; a state
+    /// without one (empty) can never be polled.
+    pub poll_secret_hash: String,
+    /// SHA-256 of the state and the user code the initiating client shows; a state
+    /// without one (empty) can never be completed.
+    pub user_code_hash: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,4 +73,6 @@ pub enum LoginStatus {
     Completed {
         sealed_token: String,
     },
+    /// The poll handed the token out once; it is no longer kept.
+    Collected,
 }

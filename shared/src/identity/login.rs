@@ -12,7 +12,7 @@ use http::{Response, StatusCode};
 use serde_json::{Value, json};
 
 use super::Sealer;
-use super::secret::{random_secret, secret_hash};
+use super::secret::{hashes_match, normalise_user_code, random_secret, secret_hash, user_code};
 use crate::clock::Clock;
 use crate::domain::{LoginState, LoginStatus};
 use crate::http::{self as web, ApiError};
@@ -42,14 +42,66 @@ fn encode(value: &str) -> String {
         .collect()
 }
 
+/// The hash a login state keeps of its user code: bound to the state, so a leaked
+/// row's hash cannot be matched against the few billion codes without the state.
+pub(crate) fn user_code_hash(state: &str, typed: &str) -> String {
+    secret_hash(&format!("user-code|{state}|{}", normalise_user_code(typed)))
+}
+
+/// Characters a client's self-given name loses before the page shows it: control
+/// characters, and the format characters that reorder or hide text (bidi embeddings,
+/// overrides, isolates and marks, zero-width characters, the soft hyphen, the BOM),
+/// with which one name displays as another. The same set e-mail addresses refuse.
+fn hidden_or_control(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{00AD}'
+                | '\u{061C}'
+                | '\u{180E}'
+                | '\u{200B}'..='\u{200F}'
+                | '\u{202A}'..='\u{202E}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{FEFF}'
+        )
+}
+
+/// At most this many characters of a client's self-given name are kept.
+const CLIENT_NAME_CHARS: usize = 64;
+
 impl LoginPrompts {
     /// The prompt, shaped as the original Python server's: `authorization_url`,
     /// `auto_open_browser` and an `auto_polling` block (docs/REQUIREMENTS.md, A7).
-    pub(crate) async fn prompt(&self, now: u64) -> Result<Value, StoreError> {
+    ///
+    /// Phishing-resistant (issue 12, finding 3): the link carries only the state; the
+    /// poll also needs `auto_polling.poll_secret`, which only this answer (to the
+    /// initiating client) holds; and the page completes the login only with the
+    /// `user_code` this client shows its user. Only hashes of both are stored.
+    /// `client_name`: what the client called itself (`clientInfo.name`), shown on the
+    /// page.
+    pub(crate) async fn prompt(
+        &self,
+        now: u64,
+        client_name: Option<&str>,
+    ) -> Result<Value, StoreError> {
         let state = random_secret(24);
+        let poll_secret = random_secret(32);
+        let user_code = user_code();
+        let client_name = client_name
+            .map(|name| {
+                name.chars()
+                    .filter(|c| !hidden_or_control(*c))
+                    .take(CLIENT_NAME_CHARS)
+                    .collect::<String>()
+            })
+            .filter(|name| !name.trim().is_empty());
         let record = LoginState {
             status: LoginStatus::Pending,
             expires_at: now + LOGIN_STATE_SECS,
+            created_at: now,
+            client_name,
+            poll_secret_hash: secret_hash(&poll_secret),
+            user_code_hash: user_code_hash(&state, &user_code),
         };
         // Stored under its hash (issue 12, finding 3): a leaked store row or key list
         // cannot be polled or completed.
@@ -66,19 +118,27 @@ impl LoginPrompts {
             self.origin,
             encode(&oauth_params)
         );
+        let poll_url = format!(
+            "{}/oauth2/check_state/{state}?poll_secret={poll_secret}",
+            self.origin
+        );
         Ok(json!({
             "success": true,
-            "message": "Sign in to let this tool read your data. Open the link, sign in, then repeat the request.",
+            "message": format!("Sign in to let this tool read your data. Open the link, sign in, and enter the code {user_code} when the page asks for it; then repeat the request."),
             "authorization_url": url,
+            "user_code": user_code,
             "auto_open_browser": true,
             "client_instructions": [
+                format!("Show the user the code {user_code}: the sign-in page asks for it."),
                 "Open authorization_url in a browser and sign in.",
-                format!("Poll {}/oauth2/check_state/{state} every {POLL_INTERVAL} seconds until status is completed.", self.origin),
+                format!("Poll auto_polling.poll_url every {POLL_INTERVAL} seconds until status is completed (the token is handed out once). Keep poll_url and poll_secret to yourself; never put them in a link."),
                 "Send the returned token as Authorization: Bearer <token> and repeat the tool call."
             ],
             "auto_polling": {
                 "enabled": true,
                 "state": state,
+                "poll_secret": poll_secret,
+                "poll_url": poll_url,
                 "check_interval": POLL_INTERVAL,
                 "max_wait_time": POLL_MAX_WAIT
             }
@@ -87,8 +147,9 @@ impl LoginPrompts {
 }
 
 /// The device-style login poll, `GET /oauth2/check_state/{state}`: 404 for an unknown
-/// state, 410 once expired, 200 pending, 200 completed with the token, 400 without a
-/// state. Built once per process; without keys a completed login cannot be read back.
+/// state, 410 once expired or once its token was collected, 200 pending, 200 completed
+/// with the token (once), 400 without a state. Built once per process; without keys a
+/// completed login cannot be read back.
 pub(crate) struct LoginPoll {
     pub store: Arc<dyn AccountStore>,
     pub sealer: Option<Arc<Sealer>>,
@@ -96,7 +157,14 @@ pub(crate) struct LoginPoll {
 }
 
 impl LoginPoll {
-    pub(crate) async fn check(&self, state: &str) -> Result<Response<Bytes>, ApiError> {
+    /// `poll_secret`: the `poll_secret` query parameter or `X-Poll-Secret` header.
+    /// Without it the poll is refused (400) before the store is read; with a wrong one
+    /// the state reads as unknown (404) and nothing is consumed.
+    pub(crate) async fn check(
+        &self,
+        state: &str,
+        poll_secret: Option<&str>,
+    ) -> Result<Response<Bytes>, ApiError> {
         if state.trim().is_empty() {
             return Err(ApiError::LoginPoll(
                 StatusCode::BAD_REQUEST,
@@ -104,12 +172,19 @@ impl LoginPoll {
                 "state is required",
             ));
         }
+        let Some(poll_secret) = poll_secret.filter(|s| !s.is_empty()) else {
+            return Err(ApiError::LoginPoll(
+                StatusCode::BAD_REQUEST,
+                "error",
+                "poll_secret is required: poll auto_polling.poll_url from the login prompt",
+            ));
+        };
+        let unknown = || ApiError::LoginPoll(StatusCode::NOT_FOUND, "not_found", "no such login");
         match self.store.login_state(&secret_hash(state)).await? {
-            None => Err(ApiError::LoginPoll(
-                StatusCode::NOT_FOUND,
-                "not_found",
-                "no such login",
-            )),
+            None => Err(unknown()),
+            Some(r) if !hashes_match(&r.poll_secret_hash, &secret_hash(poll_secret)) => {
+                Err(unknown())
+            }
             Some(r) if r.expires_at <= self.clock.now() => Err(ApiError::LoginPoll(
                 StatusCode::GONE,
                 "expired",
@@ -120,7 +195,15 @@ impl LoginPoll {
                     StatusCode::OK,
                     &json!({"status": "pending", "message": "waiting for the browser sign-in"}),
                 )),
-                LoginStatus::Completed { sealed_token } => {
+                // Handed out once (issue 12, finding 3): a later poll, or the loser of
+                // two racing polls, is told the login is used up, like an expired one.
+                LoginStatus::Collected => Err(used()),
+                LoginStatus::Completed { .. } => {
+                    let sealed_token = self
+                        .store
+                        .take_login_token(&secret_hash(state), self.clock.now())
+                        .await?
+                        .ok_or_else(used)?;
                     let token = self
                         .sealer
                         .as_ref()
@@ -140,6 +223,15 @@ impl LoginPoll {
             },
         }
     }
+}
+
+/// A login whose token was already collected: answered as an expired one.
+fn used() -> ApiError {
+    ApiError::LoginPoll(
+        StatusCode::GONE,
+        "expired",
+        "this login was already used or expired; start again",
+    )
 }
 
 #[cfg(test)]
@@ -165,27 +257,55 @@ mod tests {
             store: store.clone(),
             origin: "https://example.test".into(),
         };
-        let prompt = prompts.prompt(now).await.unwrap();
-        let state = prompt["auto_polling"]["state"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let prompt = prompts
+            .prompt(now, Some("Evil\u{202e}Client\n"))
+            .await
+            .unwrap();
+        let text = |key: &str| prompt["auto_polling"][key].as_str().unwrap().to_string();
+        let (state, poll_secret) = (text("state"), text("poll_secret"));
+        let code = prompt["user_code"].as_str().unwrap();
 
         assert_eq!(store.login_state(&state).await.unwrap(), None);
-        let stored = store.login_state(&secret_hash(&state)).await.unwrap();
-        assert_eq!(stored.map(|s| s.status), Some(LoginStatus::Pending));
+        let stored = store
+            .login_state(&secret_hash(&state))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(stored.status, LoginStatus::Pending);
+        // Only hashes of the poll secret and the user code are kept; the client's name
+        // without control characters.
+        assert_eq!(stored.poll_secret_hash, secret_hash(&poll_secret));
+        assert_eq!(stored.user_code_hash, user_code_hash(&state, code));
+        assert_eq!(
+            stored.user_code_hash,
+            user_code_hash(&state, &code.to_lowercase().replace('-', ""))
+        );
+        assert_eq!(stored.client_name.as_deref(), Some("EvilClient"));
+        assert_eq!(stored.created_at, now);
+        assert!(
+            !prompt["authorization_url"]
+                .to_string()
+                .contains(&poll_secret)
+        );
 
         let poll = LoginPoll {
             store,
             sealer: None,
             clock: Arc::new(FakeClock::at(now)),
         };
-        let answer = poll.check(&state).await.unwrap();
+        let answer = poll.check(&state, Some(&poll_secret)).await.unwrap();
         assert_eq!(answer.status(), StatusCode::OK);
         let body: Value = serde_json::from_slice(answer.body()).unwrap();
         assert_eq!(body["status"], "pending");
         // Polling by the hash (what a leaked row shows) finds nothing.
-        assert!(poll.check(&secret_hash(&state)).await.is_err());
+        assert!(
+            poll.check(&secret_hash(&state), Some(&poll_secret))
+                .await
+                .is_err()
+        );
+        // Nor does polling without the poll secret, or with another.
+        assert!(poll.check(&state, None).await.is_err());
+        assert!(poll.check(&state, Some("guess")).await.is_err());
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 }

@@ -37,6 +37,46 @@ pub(crate) fn secret_hash(secret: &str) -> String {
     hex(&Sha256::digest(secret.as_bytes()))
 }
 
+/// Whether a stored hash and a candidate's hash are the same, compared without an
+/// early exit, so how long a refusal takes says nothing about how much of a guess was
+/// right. An empty hash (nothing stored) never matches.
+pub(crate) fn hashes_match(stored: &str, candidate: &str) -> bool {
+    let difference = stored
+        .bytes()
+        .zip(candidate.bytes())
+        .fold(0u8, |acc, (a, b)| std::hint::black_box(acc | (a ^ b)));
+    !stored.is_empty() && stored.len() == candidate.len() && difference == 0
+}
+
+/// The alphabet of user codes (RFC 8628 §6.1): consonants only, no look-alikes.
+const USER_CODE_ALPHABET: &[u8; 20] = b"BCDFGHJKLMNPQRSTVWXZ";
+
+/// A user code as shown, `XXXX-XXXX`: eight characters from [`USER_CODE_ALPHABET`]
+/// (about 34 bits), drawn without modulo bias.
+pub(crate) fn user_code() -> String {
+    let mut code = String::with_capacity(9);
+    while code.len() < 9 {
+        let [byte] = random_bytes::<1>();
+        // 240 = 12 × 20: bytes at or above it would favour the first letters.
+        if byte < 240 {
+            if code.len() == 4 {
+                code.push('-');
+            }
+            code.push(USER_CODE_ALPHABET[usize::from(byte % 20)] as char);
+        }
+    }
+    code
+}
+
+/// A user code as typed, normalised: case and dashes and spaces do not matter.
+pub(crate) fn normalise_user_code(typed: &str) -> String {
+    typed
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '-')
+        .flat_map(char::to_uppercase)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,5 +92,28 @@ mod tests {
         );
         assert_ne!(secret, random_secret(PERSONAL_SECRET_BYTES));
         assert_eq!(secret_hash("abc").len(), 64);
+    }
+
+    #[test]
+    fn user_codes_are_two_groups_of_four_unambiguous_letters() {
+        let code = user_code();
+        assert_eq!(code.len(), 9);
+        assert_eq!(&code[4..5], "-");
+        assert!(
+            code.bytes()
+                .filter(|b| *b != b'-')
+                .all(|b| USER_CODE_ALPHABET.contains(&b))
+        );
+        assert_eq!(normalise_user_code(" bcdf-ghjk "), "BCDFGHJK");
+        assert_eq!(normalise_user_code("BCDFghjk"), "BCDFGHJK");
+    }
+
+    #[test]
+    fn hashes_match_only_when_equal_and_never_when_empty() {
+        let stored = secret_hash("a");
+        assert!(hashes_match(&stored, &secret_hash("a")));
+        assert!(!hashes_match(&stored, &secret_hash("b")));
+        assert!(!hashes_match(&stored, ""));
+        assert!(!hashes_match("", ""));
     }
 }

@@ -110,10 +110,53 @@ impl Passwords {
     ) -> Result<SignIn, StoreError> {
         let email = email.trim().to_lowercase();
         let now = self.clock.now();
-        let mut counters = vec![counter_hash("signin-email", &email)];
-        if let Some(source) = source {
-            counters.push(counter_hash("signin-ip", &source.to_string()));
+        let counters = counters(&email, source);
+        if let Some(retry_after) = self.limited(&counters, now).await? {
+            return Ok(SignIn::Limited(retry_after));
         }
+        let account = self.store.account_by_email(&email).await?;
+        let stored = account.as_ref().map(|a| a.password_hash.clone());
+        let password = password.to_string();
+        let verified = self
+            .hashing(move |memory| {
+                let hash = match &stored {
+                    Some(hash) => hash,
+                    None => DUMMY_HASH
+                        .get_or_init(|| hash_password_with(&random_secret(16), &mut Memory::new())),
+                };
+                verify_password_with(&password, hash, memory)
+            })
+            .await
+            .unwrap_or(false);
+        match account.filter(|_| verified) {
+            Some(account) => Ok(SignIn::Verified(account.user_id)),
+            None => {
+                self.count_failure(&counters, now).await?;
+                Ok(SignIn::Wrong)
+            }
+        }
+    }
+
+    /// A sign-in that failed before the password was checked (a wrong `/mcplogin`
+    /// user code): counted like a wrong password for `email` and `source`, unless they
+    /// are over the limit already. Never [`SignIn::Verified`].
+    pub(crate) async fn refuse(
+        &self,
+        email: &str,
+        source: Option<IpAddr>,
+    ) -> Result<SignIn, StoreError> {
+        let email = email.trim().to_lowercase();
+        let now = self.clock.now();
+        let counters = counters(&email, source);
+        if let Some(retry_after) = self.limited(&counters, now).await? {
+            return Ok(SignIn::Limited(retry_after));
+        }
+        self.count_failure(&counters, now).await?;
+        Ok(SignIn::Wrong)
+    }
+
+    /// Seconds until the first of `counters` over the limit clears, if any is.
+    async fn limited(&self, counters: &[String], now: u64) -> Result<Option<u64>, StoreError> {
         // This window and the one before: any ten failures within a minute fall in two
         // adjacent windows, so their sum catches a burst that straddles a boundary.
         let (_, end) = window(SIGN_IN_WINDOW_SECS, now);
@@ -138,34 +181,25 @@ impl Passwords {
                 until = until.max(Some(clears));
             }
         }
-        if let Some(clears) = until {
-            return Ok(SignIn::Limited(clears.saturating_sub(now).max(1)));
-        }
-        let account = self.store.account_by_email(&email).await?;
-        let stored = account.as_ref().map(|a| a.password_hash.clone());
-        let password = password.to_string();
-        let verified = self
-            .hashing(move |memory| {
-                let hash = match &stored {
-                    Some(hash) => hash,
-                    None => DUMMY_HASH
-                        .get_or_init(|| hash_password_with(&random_secret(16), &mut Memory::new())),
-                };
-                verify_password_with(&password, hash, memory)
-            })
-            .await
-            .unwrap_or(false);
-        match account.filter(|_| verified) {
-            Some(account) => Ok(SignIn::Verified(account.user_id)),
-            None => {
-                futures_util::future::try_join_all(
-                    counters
-                        .iter()
-                        .map(|key| self.store.count_event(key, SIGN_IN_WINDOW_SECS, now)),
-                )
-                .await?;
-                Ok(SignIn::Wrong)
-            }
-        }
+        Ok(until.map(|clears| clears.saturating_sub(now).max(1)))
     }
+
+    async fn count_failure(&self, counters: &[String], now: u64) -> Result<(), StoreError> {
+        futures_util::future::try_join_all(
+            counters
+                .iter()
+                .map(|key| self.store.count_event(key, SIGN_IN_WINDOW_SECS, now)),
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+/// The counters a sign-in for `email` (normalised) from `source` counts in.
+fn counters(email: &str, source: Option<IpAddr>) -> Vec<String> {
+    let mut counters = vec![counter_hash("signin-email", email)];
+    if let Some(source) = source {
+        counters.push(counter_hash("signin-ip", &source.to_string()));
+    }
+    counters
 }

@@ -267,6 +267,7 @@ impl McpServer {
         let name = required_str(Some(params), "name")?;
         let context = CallContext {
             client_capabilities: &meta.client_capabilities,
+            client_name: meta.client_name.as_deref(),
             retry: round_trip(Some(params)),
             notifier,
         };

@@ -56,6 +56,8 @@ pub(crate) fn classify(params: Option<&Value>, headers: &HeaderMap) -> Era {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RequestMeta {
     pub client_capabilities: Map<String, Value>,
+    /// `clientInfo.name` as the client gave it, if it did (shown on the login page).
+    pub client_name: Option<String>,
 }
 
 /// Checks a modern request in the order the spec's clients expect.
@@ -125,8 +127,14 @@ pub(crate) fn validate_modern(
             supported: MODERN_VERSIONS.to_vec(),
         });
     }
+    let client_name = meta
+        .get(META_CLIENT_INFO)
+        .and_then(|info| info.get("name"))
+        .and_then(Value::as_str)
+        .map(String::from);
     Ok(RequestMeta {
         client_capabilities: capabilities.clone(),
+        client_name,
     })
 }
 

@@ -191,6 +191,7 @@ impl OAuthApi {
             fields: &Self::carried(params),
             binding: &Self::binding(auth),
             redirect_uri: Some(&auth.redirect_uri),
+            asked: None,
         };
         self.form_page(request, form, error)
     }

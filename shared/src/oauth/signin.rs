@@ -56,6 +56,8 @@ pub(super) struct SignInForm<'a> {
     pub(super) binding: &'a str,
     /// Where the post's answer redirects (the client's redirect URI), if anywhere.
     pub(super) redirect_uri: Option<&'a str>,
+    /// `/mcplogin`: who asked and when; the form then asks for the user code.
+    pub(super) asked: Option<pages::Asked<'a>>,
 }
 
 fn csrf_mac(key: &[u8], nonce: &str, binding: &str, issued: u64) -> Hmac<Sha256> {
@@ -120,6 +122,7 @@ impl OAuthApi {
             fields,
             binding,
             redirect_uri,
+            asked,
         } = form;
         let nonce = cookie(request, CSRF_COOKIE)
             .filter(|n| n.len() >= 20)
@@ -134,7 +137,14 @@ impl OAuthApi {
         };
         let mut response = html(
             status,
-            pages::sign_in(action, name, scope, &pages::hidden(&all), error),
+            pages::sign_in(
+                action,
+                name,
+                scope,
+                &pages::hidden(&all),
+                error,
+                asked.as_ref(),
+            ),
         );
         if let Some(target) = redirect_uri.and_then(form_target) {
             let csp = format!(

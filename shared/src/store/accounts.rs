@@ -98,6 +98,11 @@ pub trait AccountStore: Send + Sync {
         now: u64,
     ) -> StoreFuture<'a, bool>;
 
+    /// Completed and unexpired at `now` → collected (the sealed token is dropped from
+    /// the store), answering the sealed token; else `None`. Atomic: of two concurrent
+    /// takes exactly one gets the token (issue 12, finding 3).
+    fn take_login_token<'a>(&'a self, state: &'a str, now: u64) -> StoreFuture<'a, Option<String>>;
+
     // ----- Abuse counters (keys table `limit#<key hash>#<window start>`) -----
 
     /// Adds one to the counter `key_hash` in the fixed window of `window_secs` seconds

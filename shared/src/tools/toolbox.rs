@@ -45,6 +45,9 @@ pub(crate) type Visible<'a> = &'a (dyn Fn(&str) -> bool + Sync);
 pub(crate) struct CallContext<'a> {
     /// The client capabilities the request declared (2026-07-28 `_meta`, or `{}`).
     pub(crate) client_capabilities: &'a Map<String, Value>,
+    /// The name the client gave itself (`clientInfo.name`), if it did: the login
+    /// prompt records it so the sign-in page can say who asked.
+    pub(crate) client_name: Option<&'a str>,
     /// A multi-round retry's answers and state, or why they are malformed. A malformed
     /// retry is refused only once a built-in tool is about to run: an unknown tool, a
     /// login prompt and a forwarded call take precedence.
@@ -171,7 +174,7 @@ impl Toolbox {
         let arguments = arguments_object(arguments)?;
         if spec.needs_caller && caller.is_none() {
             // The call succeeds with a login prompt instead of running.
-            return Ok(self.login_prompt().await);
+            return Ok(self.login_prompt(context.client_name).await);
         }
         let retry = context.retry.map_err(ToolError::InvalidParams)?;
         let call = ToolCall {
@@ -185,8 +188,8 @@ impl Toolbox {
         self.registry.call(name, call).await
     }
 
-    async fn login_prompt(&self) -> ToolOutput {
-        match self.login.prompt(self.clock.now()).await {
+    async fn login_prompt(&self, client_name: Option<&str>) -> ToolOutput {
+        match self.login.prompt(self.clock.now(), client_name).await {
             Ok(prompt) => ToolOutput::Json(prompt),
             Err(error) => {
                 tracing::warn!(%error, "login prompt could not be stored");
@@ -328,6 +331,7 @@ mod tests {
     ) -> CallContext<'a> {
         CallContext {
             client_capabilities: caps,
+            client_name: None,
             retry,
             notifier,
         }

@@ -41,6 +41,10 @@ fn pending(expires_at: u64) -> LoginState {
     LoginState {
         status: LoginStatus::Pending,
         expires_at,
+        created_at: expires_at - 600,
+        client_name: Some("Claude <Desktop>".to_string()),
+        poll_secret_hash: "poll-secret-hash".to_string(),
+        user_code_hash: "user-code-hash".to_string(),
     }
 }
 
@@ -358,7 +362,7 @@ pub(super) async fn login_state_completes_once(store: &dyn Store, run: &str, now
         status: LoginStatus::Completed {
             sealed_token: "sealed-token-1".to_string(),
         },
-        expires_at: now + 600,
+        ..pending(now + 600)
     };
     assert_eq!(
         store.login_state(&state).await.unwrap(),
@@ -407,6 +411,74 @@ pub(super) async fn login_state_completes_once(store: &dyn Store, run: &str, now
     assert_eq!(store.login_state(&unknown).await.unwrap(), None);
 }
 
+/// Issue 12, finding 3: a completed login's token is handed out once, also to two
+/// racing polls; nothing else can be taken.
+pub(super) async fn login_token_is_taken_once(store: &dyn Store, run: &str, now: u64) {
+    let state = format!("{run}-state");
+    store
+        .put_login_state(&state, &pending(now + 600))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.take_login_token(&state, now).await.unwrap(),
+        None,
+        "a pending state has no token to take"
+    );
+    assert!(
+        store
+            .complete_login_state(&state, "sealed-token", now)
+            .await
+            .unwrap()
+    );
+    let (a, b) = tokio::join!(
+        store.take_login_token(&state, now + 1),
+        store.take_login_token(&state, now + 1)
+    );
+    let got: Vec<String> = [a.unwrap(), b.unwrap()].into_iter().flatten().collect();
+    assert_eq!(
+        got,
+        ["sealed-token"],
+        "exactly one racing take gets the token"
+    );
+    assert_eq!(
+        store.login_state(&state).await.unwrap(),
+        Some(LoginState {
+            status: LoginStatus::Collected,
+            ..pending(now + 600)
+        }),
+        "collected, the token no longer stored, the rest kept"
+    );
+    assert_eq!(store.take_login_token(&state, now + 2).await.unwrap(), None);
+    assert!(
+        !store
+            .complete_login_state(&state, "sealed-token-2", now + 2)
+            .await
+            .unwrap(),
+        "a collected state cannot be completed again"
+    );
+
+    // Completed but expired: nothing to take.
+    let late = format!("{run}-late");
+    store
+        .put_login_state(&late, &pending(now + 600))
+        .await
+        .unwrap();
+    assert!(
+        store
+            .complete_login_state(&late, "sealed-token", now)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.take_login_token(&late, now + 600).await.unwrap(),
+        None
+    );
+    // Unknown: nothing, and nothing created.
+    let unknown = format!("{run}-unknown");
+    assert_eq!(store.take_login_token(&unknown, now).await.unwrap(), None);
+    assert_eq!(store.login_state(&unknown).await.unwrap(), None);
+}
+
 pub(super) async fn counters_count_per_window(store: &dyn Store, run: &str, now: u64) {
     let key = format!("{run}-counter");
     let other = format!("{run}-other");
@@ -425,6 +497,8 @@ pub(super) async fn counters_count_per_window(store: &dyn Store, run: &str, now:
     assert_eq!(store.event_count(&key, 60, start + 60).await.unwrap(), 0);
     assert_eq!(store.count_event(&key, 60, start + 61).await.unwrap(), 1);
     assert_eq!(store.event_count(&key, 60, start + 61).await.unwrap(), 1);
+    // The window before stays readable after the next one counted: the limits sum both.
+    assert_eq!(store.event_count(&key, 60, start + 1).await.unwrap(), 3);
 
     // Concurrent counts each see a distinct value.
     let racing = format!("{run}-race");

@@ -120,6 +120,7 @@ contract! { |store, user, now|
     accounts::expired_personal_url_is_replaced(store, &user("expired-url"), now);
     accounts::revoked_personal_url_stops_resolving(store, &user("revoke"), now);
     accounts::login_state_completes_once(store, &user("login"), now);
+    accounts::login_token_is_taken_once(store, &user("login-take"), now);
     accounts::counters_count_per_window(store, &user("counter"), now);
     accounts::share_url_is_the_grantees_own_and_needs_the_share(
         store,

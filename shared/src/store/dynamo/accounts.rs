@@ -13,7 +13,7 @@ use super::codec::{
     Item, get_opt_s, get_s, get_strings, get_u64, insert_optional, n, s, string_list,
 };
 use super::schema::{
-    ACCOUNT_SK, COMPLETED, EMAIL_PREFIX, EXPIRES_AT, KEY, PENDING, PK, SHARE_PREFIX,
+    ACCOUNT_SK, COLLECTED, COMPLETED, EMAIL_PREFIX, EXPIRES_AT, KEY, PENDING, PK, SHARE_PREFIX,
     SHARE_URL_PREFIX, SK, STATE_PREFIX, URL_PREFIX, USER_URL_PREFIX, keys_key,
 };
 use super::transact::{
@@ -98,11 +98,23 @@ fn login_state_from_item(op: &'static str, item: &Item) -> Result<LoginState, St
         COMPLETED => LoginStatus::Completed {
             sealed_token: get_s(op, item, "sealed_token")?,
         },
+        COLLECTED => LoginStatus::Collected,
         _ => return Err(corrupt(op)),
     };
+    // A state written before these fields existed reads with empty hashes, which
+    // nothing matches: it can be neither polled nor completed.
+    let optional = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
     Ok(LoginState {
         status,
         expires_at: get_u64(op, item, EXPIRES_AT)?,
+        created_at: item
+            .get("created_at")
+            .map(|_| get_u64(op, item, "created_at"))
+            .transpose()?
+            .unwrap_or(0),
+        client_name: optional("client_name"),
+        poll_secret_hash: optional("poll_secret_hash").unwrap_or_default(),
+        user_code_hash: optional("user_code_hash").unwrap_or_default(),
     })
 }
 
@@ -436,7 +448,19 @@ impl AccountStore for DynamoStore {
         let mut item = HashMap::from([
             (KEY.to_string(), s(format!("{STATE_PREFIX}{state}"))),
             (EXPIRES_AT.to_string(), n(record.expires_at)),
+            ("created_at".to_string(), n(record.created_at)),
+            (
+                "poll_secret_hash".to_string(),
+                s(record.poll_secret_hash.as_str()),
+            ),
+            (
+                "user_code_hash".to_string(),
+                s(record.user_code_hash.as_str()),
+            ),
         ]);
+        if let Some(name) = &record.client_name {
+            item.insert("client_name".to_string(), s(name.as_str()));
+        }
         match &record.status {
             LoginStatus::Pending => {
                 item.insert("status".to_string(), s(PENDING));
@@ -444,6 +468,9 @@ impl AccountStore for DynamoStore {
             LoginStatus::Completed { sealed_token } => {
                 item.insert("status".to_string(), s(COMPLETED));
                 item.insert("sealed_token".to_string(), s(sealed_token.as_str()));
+            }
+            LoginStatus::Collected => {
+                item.insert("status".to_string(), s(COLLECTED));
             }
         }
         Box::pin(self.put_key_item("put_login_state", item))
@@ -485,6 +512,35 @@ impl AccountStore for DynamoStore {
                 .send()
                 .await;
             Ok(conditional(op, result)?.is_some())
+        })
+    }
+
+    fn take_login_token<'a>(&'a self, state: &'a str, now: u64) -> StoreFuture<'a, Option<String>> {
+        Box::pin(async move {
+            let op = "take_login_token";
+            // Conditional, so of two racing takes exactly one passes and gets the old
+            // item (with the sealed token) back; the token is removed in the same write.
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.tables.keys)
+                .key(KEY, s(format!("{STATE_PREFIX}{state}")))
+                .update_expression("SET #status = :collected REMOVE #token")
+                .condition_expression("#status = :completed AND #exp > :now")
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_names("#token", "sealed_token")
+                .expression_attribute_names("#exp", EXPIRES_AT)
+                .expression_attribute_values(":collected", s(COLLECTED))
+                .expression_attribute_values(":completed", s(COMPLETED))
+                .expression_attribute_values(":now", n(now))
+                .return_values(ReturnValue::AllOld)
+                .send()
+                .await;
+            let Some(out) = conditional(op, result)? else {
+                return Ok(None);
+            };
+            let item = out.attributes.ok_or_else(|| corrupt(op))?;
+            Ok(Some(get_s(op, &item, "sealed_token")?))
         })
     }
 

@@ -134,6 +134,8 @@ pub(super) const PENDING: &str = "pending";
 
 pub(super) const COMPLETED: &str = "completed";
 
+pub(super) const COLLECTED: &str = "collected";
+
 pub(super) fn data_key(user: &str, sk: String) -> Item {
     HashMap::from([(PK.to_string(), s(user)), (SK.to_string(), s(sk))])
 }

@@ -86,6 +86,23 @@ struct PersonalUrlValue {
 enum StateValue {
     Pending,
     Completed { sealed_token: String },
+    Collected,
+}
+
+/// A `state#` row's value: the status and what the prompt recorded. A row written
+/// before these fields existed reads with empty hashes, which nothing matches.
+#[derive(Serialize, Deserialize)]
+struct StateRow {
+    #[serde(flatten)]
+    status: StateValue,
+    #[serde(default)]
+    created_at: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    client_name: Option<String>,
+    #[serde(default)]
+    poll_secret_hash: String,
+    #[serde(default)]
+    user_code_hash: String,
 }
 
 fn personal_url_row(row: &Row<'_>) -> rusqlite::Result<PersonalUrl> {
@@ -341,9 +358,18 @@ impl AccountStore for EmbeddedStore {
         let key = format!("{STATE_PREFIX}{state}");
         let record = record.clone();
         Box::pin(self.run("put_login_state", move |conn| {
-            let value = json_column(&match record.status {
-                LoginStatus::Pending => StateValue::Pending,
-                LoginStatus::Completed { sealed_token } => StateValue::Completed { sealed_token },
+            let value = json_column(&StateRow {
+                status: match record.status {
+                    LoginStatus::Pending => StateValue::Pending,
+                    LoginStatus::Completed { sealed_token } => {
+                        StateValue::Completed { sealed_token }
+                    }
+                    LoginStatus::Collected => StateValue::Collected,
+                },
+                created_at: record.created_at,
+                client_name: record.client_name,
+                poll_secret_hash: record.poll_secret_hash,
+                user_code_hash: record.user_code_hash,
             })?;
             put_key(conn, &key, &value, record.expires_at)
         }))
@@ -355,15 +381,21 @@ impl AccountStore for EmbeddedStore {
             conn.prepare_cached("SELECT value, expires_at FROM keys WHERE key = ?1")
                 .and_then(|mut stmt| {
                     stmt.query_row([&key], |row| {
-                        let status = match json_from_column(row, 0)? {
+                        let stored: StateRow = json_from_column(row, 0)?;
+                        let status = match stored.status {
                             StateValue::Pending => LoginStatus::Pending,
                             StateValue::Completed { sealed_token } => {
                                 LoginStatus::Completed { sealed_token }
                             }
+                            StateValue::Collected => LoginStatus::Collected,
                         };
                         Ok(LoginState {
                             status,
                             expires_at: seconds_from_column(row, 1)?,
+                            created_at: stored.created_at,
+                            client_name: stored.client_name,
+                            poll_secret_hash: stored.poll_secret_hash,
+                            user_code_hash: stored.user_code_hash,
                         })
                     })
                     .optional()
@@ -382,20 +414,48 @@ impl AccountStore for EmbeddedStore {
         let sealed_token = sealed_token.to_string();
         Box::pin(self.run(op, move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let pending = tx
+            let row = tx
                 .prepare_cached("SELECT value FROM keys WHERE key = ?1 AND expires_at > ?2")?
                 .query_row(params![key, now_column(now)], |row| {
-                    json_from_column::<StateValue>(row, 0)
+                    json_from_column::<StateRow>(row, 0)
                 })
                 .optional()?;
-            if !matches!(pending, Some(StateValue::Pending)) {
+            let Some(mut row) = row.filter(|r| matches!(r.status, StateValue::Pending)) else {
                 return Ok(false);
-            }
-            let value = json_column(&StateValue::Completed { sealed_token })?;
+            };
+            row.status = StateValue::Completed { sealed_token };
             tx.prepare_cached("UPDATE keys SET value = ?2 WHERE key = ?1")?
-                .execute([&key, &value])?;
+                .execute([&key, &json_column(&row)?])?;
             tx.commit()?;
             Ok(true)
+        }))
+    }
+
+    fn take_login_token<'a>(&'a self, state: &'a str, now: u64) -> StoreFuture<'a, Option<String>> {
+        let op = "take_login_token";
+        let key = format!("{STATE_PREFIX}{state}");
+        Box::pin(self.run(op, move |conn| {
+            // One immediate transaction: of two racing takes, the second reads the
+            // state the first left (collected) and gets nothing.
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let row = tx
+                .prepare_cached("SELECT value FROM keys WHERE key = ?1 AND expires_at > ?2")?
+                .query_row(params![key, now_column(now)], |row| {
+                    json_from_column::<StateRow>(row, 0)
+                })
+                .optional()?;
+            let Some(mut row) = row else {
+                return Ok(None);
+            };
+            let StateValue::Completed { sealed_token } =
+                std::mem::replace(&mut row.status, StateValue::Collected)
+            else {
+                return Ok(None);
+            };
+            tx.prepare_cached("UPDATE keys SET value = ?2 WHERE key = ?1")?
+                .execute([&key, &json_column(&row)?])?;
+            tx.commit()?;
+            Ok(Some(sealed_token))
         }))
     }
 
@@ -408,11 +468,13 @@ impl AccountStore for EmbeddedStore {
         let (key, expires_at) = counter_key(key_hash, window_secs, now);
         Box::pin(self.run("count_event", move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            // Past windows are never read again: drop them here (no TTL in SQLite).
+            // Drop long-past windows here (no TTL in SQLite). Not the one just ended: the
+            // limits sum this window and the one before, so a burst across a boundary
+            // counts whole. A day covers every window in use (at most an hour).
             tx.prepare_cached(
                 "DELETE FROM keys WHERE key >= 'limit#' AND key < 'limit$' AND expires_at <= ?1",
             )?
-            .execute([now_column(now)])?;
+            .execute([now_column(now.saturating_sub(24 * 3600))])?;
             let count: i64 = tx
                 .prepare_cached(
                     "INSERT INTO keys (key, value, expires_at) VALUES (?1, '1', ?2) \
