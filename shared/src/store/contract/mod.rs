@@ -121,6 +121,10 @@ contract! { |store, user, now|
     accounts::revoked_personal_url_stops_resolving(store, &user("revoke"), now);
     accounts::login_state_completes_once(store, &user("login"), now);
     accounts::counters_count_per_window(store, &user("counter"), now);
+    accounts::racing_epoch_bumps_all_count(store, &user("epoch"), now);
+    accounts::ended_sessions_are_pruned_and_bounded(store, &user("sessions"), now);
+    accounts::client_grants_are_listed_and_withdrawn(store, &user("grants"), now);
+    accounts::password_change_ends_every_token(store, &user("password"), now);
 
     oauth::clients_are_registered_once(store, &user("client"));
     oauth::codes_are_taken_once(store, &user("code"), now);
