@@ -75,10 +75,21 @@ async fn session(server: &Server, email: &str) -> String {
 /// The user (`email`) consents to a new public client named `name` for `mcp:tools`;
 /// the client's access and refresh tokens.
 async fn authorise(server: &Server, email: &str, name: &str) -> ClientTokens {
-    let body = json!({ "client_name": name, "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none" });
+    authorise_as(server, email, name, "none").await.0
+}
+
+/// As [`authorise`], for a client authenticating with `method`; also its secret, if any.
+async fn authorise_as(
+    server: &Server,
+    email: &str,
+    name: &str,
+    method: &str,
+) -> (ClientTokens, Option<String>) {
+    let body = json!({ "client_name": name, "redirect_uris": [REDIRECT], "token_endpoint_auth_method": method });
     let client = post_json(&server.url("/oauth/register"), &[], &body).await;
     assert_eq!(client.status, 201, "{}", client.body);
     let client_id = client.json()["client_id"].as_str().unwrap().to_string();
+    let secret = client.json()["client_secret"].as_str().map(String::from);
     let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .encode(Sha256::digest(VERIFIER.as_bytes()));
     let query = encode(&[
@@ -113,26 +124,25 @@ async fn authorise(server: &Server, email: &str, name: &str) -> ClientTokens {
         .find_map(|pair| pair.strip_prefix("code="))
         .unwrap()
         .to_string();
-    let tokens = form_post(
-        server,
-        "/oauth/token",
-        &[
-            ("grant_type", "authorization_code"),
-            ("code", &code),
-            ("redirect_uri", REDIRECT),
-            ("client_id", &client_id),
-            ("code_verifier", VERIFIER),
-        ],
-        None,
-    )
-    .await;
+    let mut exchange = vec![
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", REDIRECT),
+        ("client_id", client_id.as_str()),
+        ("code_verifier", VERIFIER),
+    ];
+    if let Some(secret) = &secret {
+        exchange.push(("client_secret", secret.as_str()));
+    }
+    let tokens = form_post(server, "/oauth/token", &exchange, None).await;
     assert_eq!(tokens.status, 200, "{}", tokens.body);
     let tokens = tokens.json();
-    ClientTokens {
+    let tokens = ClientTokens {
         client_id,
         access: tokens["access_token"].as_str().unwrap().to_string(),
         refresh: tokens["refresh_token"].as_str().unwrap().to_string(),
-    }
+    };
+    (tokens, secret)
 }
 
 /// The client refreshes: the reply of the token endpoint.
@@ -479,4 +489,26 @@ async fn an_unreachable_store_admits_no_token_unchecked() {
     let token = server.token("unchecked");
     assert_eq!(mcp_status(&server, &token).await, 503);
     assert_eq!(data_status(&server, &token).await, 503);
+}
+
+/// Introspection (RFC 7662) agrees with the bearer check: a token the user ended is
+/// inactive, for the very client it was issued to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn introspection_calls_an_ended_token_inactive() {
+    let server = Server::start(&[]);
+    let email = "introspect@example.com";
+    let me = sign_up(&server, email).await;
+    let (app, secret) =
+        authorise_as(&server, email, "Confidential client", "client_secret_post").await;
+    let secret = secret.expect("a confidential client has a secret");
+    let pairs = [
+        ("token", app.access.as_str()),
+        ("client_id", app.client_id.as_str()),
+        ("client_secret", secret.as_str()),
+    ];
+    let introspect = || form_post(&server, "/oauth/introspect", &pairs, None);
+    assert_eq!(introspect().await.json()["active"], true);
+    let out = call(&server, "POST", "/auth/signout-all", &me, None).await;
+    assert_eq!(out.status, 200, "{}", out.body);
+    assert_eq!(introspect().await.json(), json!({ "active": false }));
 }
