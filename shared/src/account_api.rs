@@ -208,24 +208,18 @@ impl AccountApi {
     /// `POST /auth/signout`: ends the session of the token the request carries (until
     /// that token expires). Other sessions, OAuth grants and URLs are untouched.
     pub(crate) async fn sign_out(&self, claims: &Claims) -> Result<Response<Bytes>, ApiError> {
-        let end = TokenChange::EndSession {
-            sid: claims.session_key().unwrap_or_default().to_string(),
-            expires_at: claims.exp,
+        let end = match claims.session_key() {
+            Some(sid) => TokenChange::EndSession {
+                sid: sid.to_string(),
+                expires_at: claims.exp,
+            },
+            // No session id and no token id (not a token this server issues): only a
+            // new epoch can name it.
+            None => TokenChange::EndAll,
         };
-        match claims.session_key() {
-            Some(_) => {
-                self.store
-                    .change_tokens(&claims.sub, &end, self.clock.now())
-                    .await?
-            }
-            // No session id and no token id (not a token this server issues): only the
-            // whole epoch can name it.
-            None => {
-                self.store
-                    .change_tokens(&claims.sub, &TokenChange::EndAll, self.clock.now())
-                    .await?
-            }
-        };
+        self.store
+            .change_tokens(&claims.sub, &end, self.clock.now())
+            .await?;
         Ok(ok(StatusCode::OK, json!({ "signed_out": "this session" })))
     }
 
