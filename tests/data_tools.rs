@@ -3,6 +3,8 @@
 //! read genotypes with nearby variants, delete, and gating that fails open.
 
 use e2e::{Reply, Server, bearer, listed_tools, rpc, send};
+use mirobody::store::{DynamoStore, DynamoTables};
+use mirobody::testing::Moto;
 use serde_json::{Value, json};
 
 async fn upload(server: &Server, token: &str, path: &str, content_type: &str, body: &str) -> Reply {
@@ -287,11 +289,14 @@ async fn mcp_status(server: &Server, token: &str) -> u16 {
 
 #[tokio::test]
 async fn a5_gating_fails_open_when_the_store_is_unreachable() {
-    // DynamoDB on a loopback port where nothing listens: every probe fails.
-    let server = Server::start(&[
-        ("MIROBODY_STORE", "dynamodb"),
-        ("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:9"),
-    ]);
+    // Every presence probe fails (the data table is missing).
+    let moto = Moto::start();
+    let settings = without_data_table(&moto, "a5").await;
+    let settings: Vec<(&str, &str)> = settings
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let server = Server::start(&settings);
     let token = server.token("carol");
     let names = tool_names(&server, Some(&token)).await;
     assert!(
@@ -322,4 +327,32 @@ async fn seed_demo_loads_an_account_the_tools_answer_for() {
     )
     .await;
     assert_eq!(apoe["variants"][0]["g"], "TC");
+}
+
+/// DynamoDB on moto with the keys table only: every data-table read (presence, readings,
+/// servers) fails, while a bearer token's revocation check (the keys table) answers. A
+/// store that is wholly unreachable refuses bearer tokens instead (503: a token is never
+/// admitted unchecked; `security_revoke::an_unreachable_store_admits_no_token_unchecked`).
+async fn without_data_table(moto: &Moto, label: &str) -> Vec<(String, String)> {
+    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+            "test", "test", None, None, "tests",
+        ))
+        .endpoint_url(&moto.endpoint)
+        .load()
+        .await;
+    let tables = DynamoTables {
+        keys: format!("{label}-keys"),
+        data: format!("{label}-data"),
+    };
+    DynamoStore::create_tables(&aws_sdk_dynamodb::Client::new(&config), &tables)
+        .await
+        .expect("tables created in moto");
+    vec![
+        ("MIROBODY_STORE".into(), "dynamodb".into()),
+        ("MIROBODY_KEYS_TABLE".into(), tables.keys),
+        ("MIROBODY_DATA_TABLE".into(), format!("{label}-missing")),
+        ("AWS_ENDPOINT_URL_DYNAMODB".into(), moto.endpoint.clone()),
+    ]
 }

@@ -18,6 +18,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use e2e::{Reply, Server, TempDir, bearer, get, listed_tools, python, root, rpc, run_client, send};
+use mirobody::store::{DynamoStore, DynamoTables};
+use mirobody::testing::Moto;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -771,9 +773,11 @@ async fn the_strict_policy_refuses_internal_and_plain_http_servers() {
 /// tools with a note, and a forwarded call is a tool error, not a failed request.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_unreadable_server_list_degrades_to_a_note() {
-    let mut settings = env();
-    settings.push(("MIROBODY_STORE", "dynamodb"));
-    settings.push(("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:9"));
+    // Every read of the server list fails (the data table is missing).
+    let moto = Moto::start();
+    let store = without_data_table(&moto, "servers").await;
+    let mut settings: Vec<(&str, &str)> = env();
+    settings.extend(store.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let server = Server::start(&settings);
     let token = server.token("ivy");
     let listed = mcp(&server, &token, "tools/list", json!({})).await;
@@ -836,4 +840,32 @@ async fn huge_external_listings_are_bounded_with_notes() {
         !names.iter().any(|n| n.starts_with("mcp__bulk6__")),
         "{notes}"
     );
+}
+
+/// DynamoDB on moto with the keys table only: every data-table read (presence, readings,
+/// servers) fails, while a bearer token's revocation check (the keys table) answers. A
+/// store that is wholly unreachable refuses bearer tokens instead (503: a token is never
+/// admitted unchecked; `security_revoke::an_unreachable_store_admits_no_token_unchecked`).
+async fn without_data_table(moto: &Moto, label: &str) -> Vec<(String, String)> {
+    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+            "test", "test", None, None, "tests",
+        ))
+        .endpoint_url(&moto.endpoint)
+        .load()
+        .await;
+    let tables = DynamoTables {
+        keys: format!("{label}-keys"),
+        data: format!("{label}-data"),
+    };
+    DynamoStore::create_tables(&aws_sdk_dynamodb::Client::new(&config), &tables)
+        .await
+        .expect("tables created in moto");
+    vec![
+        ("MIROBODY_STORE".into(), "dynamodb".into()),
+        ("MIROBODY_KEYS_TABLE".into(), tables.keys),
+        ("MIROBODY_DATA_TABLE".into(), format!("{label}-missing")),
+        ("AWS_ENDPOINT_URL_DYNAMODB".into(), moto.endpoint.clone()),
+    ]
 }

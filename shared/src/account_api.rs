@@ -1,7 +1,8 @@
 //! Accounts and what they grant (A7, B1, B2): sign-up and sign-in with e-mail and
-//! password, sharing the "chat" permission with another account, and the personal
-//! MCP URL endpoint (`POST /personal/mcp` to get it, `DELETE` to revoke it; with an
-//! owner's `user_id`, a grantee's own delegated URL on that owner's data).
+//! password, sign-out (this session, or everywhere) and password change (issue 12),
+//! sharing the "chat" permission with another account, and the personal MCP URL
+//! endpoint (`POST /personal/mcp` to get it, `DELETE` to revoke it; with an owner's
+//! `user_id`, a grantee's own delegated URL on that owner's data).
 //!
 //! Owns request validation and the response shapes (`{"code": 0, "msg": "ok",
 //! "data": …}`; failures are a non-zero `code` with `msg`). Never logs a password,
@@ -19,9 +20,9 @@ use crate::clock::Clock;
 use crate::domain::Account;
 use crate::http::{self as web, ApiError};
 use crate::identity::{
-    Caller, Jwts, MIN_PASSWORD, McpUrls, Passwords, Quota, SignIn, random_secret,
+    Caller, Claims, Jwts, MIN_PASSWORD, McpUrls, Passwords, Quota, SignIn, random_secret,
 };
-use crate::store::{AccountStore, Created};
+use crate::store::{AccountStore, Created, TokenChange};
 
 /// Lifetime of a token from sign-in.
 pub(crate) const SESSION_TOKEN_SECS: u64 = 24 * 3600;
@@ -53,6 +54,12 @@ pub(crate) fn ok(status: StatusCode, data: Value) -> Response<Bytes> {
 struct Credentials {
     email: String,
     password: String,
+}
+
+#[derive(Deserialize)]
+struct PasswordChange {
+    current_password: String,
+    new_password: String,
 }
 
 #[derive(Deserialize, Default)]
@@ -149,11 +156,23 @@ fn bad_body() -> ApiError {
     )
 }
 
+/// A new password's bounds: [`MIN_PASSWORD`] characters, at most 1 KiB.
+fn refuse_weak_password(password: &str) -> Result<(), ApiError> {
+    if password.chars().count() < MIN_PASSWORD || password.len() > 1024 {
+        return Err(ApiError::refused(
+            StatusCode::BAD_REQUEST,
+            "the password must have at least 10 characters",
+        ));
+    }
+    Ok(())
+}
+
 impl AccountApi {
-    fn token_response(&self, status: StatusCode, user_id: &str) -> Response<Bytes> {
+    /// A new session for `user_id` at the user's token `epoch`.
+    fn token_response(&self, status: StatusCode, user_id: &str, epoch: u64) -> Response<Bytes> {
         let token = self
             .jwts
-            .mint(user_id, SESSION_TOKEN_SECS, self.clock.now());
+            .session(user_id, epoch, SESSION_TOKEN_SECS, self.clock.now());
         ok(
             status,
             json!({ "user_id": user_id, "token": token, "token_type": "Bearer", "expires_in": SESSION_TOKEN_SECS }),
@@ -175,12 +194,7 @@ impl AccountApi {
                 "that is not an e-mail address",
             ));
         };
-        if request.password.chars().count() < MIN_PASSWORD || request.password.len() > 1024 {
-            return Err(ApiError::refused(
-                StatusCode::BAD_REQUEST,
-                "the password must have at least 10 characters",
-            ));
-        }
+        refuse_weak_password(&request.password)?;
         if let Some(source) = source
             && let Some(retry_after) = SIGN_UPS
                 .spend(self.store.as_ref(), source, self.clock.now())
@@ -201,7 +215,7 @@ impl AccountApi {
             created_at: self.clock.now(),
         };
         match self.store.create_account(&account).await? {
-            Created::Created => Ok(self.token_response(StatusCode::CREATED, &account.user_id)),
+            Created::Created => Ok(self.token_response(StatusCode::CREATED, &account.user_id, 0)),
             Created::EmailTaken => Err(ApiError::refused(
                 StatusCode::CONFLICT,
                 "an account with this e-mail already exists; sign in instead",
@@ -223,13 +237,101 @@ impl AccountApi {
             .sign_in(&email, &request.password, source)
             .await?
         {
-            SignIn::Verified(user_id) => Ok(self.token_response(StatusCode::OK, &user_id)),
+            SignIn::Verified(user_id) => {
+                let epoch = self.store.token_state(&user_id).await?.epoch;
+                Ok(self.token_response(StatusCode::OK, &user_id, epoch))
+            }
             SignIn::Wrong => Err(wrong()),
             SignIn::Limited(retry_after) => Err(ApiError::TooMany {
                 msg: "too many failed sign-ins; try again later",
                 retry_after,
             }),
         }
+    }
+
+    /// `POST /auth/signout`: ends the session of the token the request carries (until
+    /// that token expires). Other sessions, OAuth grants and URLs are untouched.
+    pub(crate) async fn sign_out(&self, claims: &Claims) -> Result<Response<Bytes>, ApiError> {
+        let end = match claims.session_key() {
+            Some(sid) => TokenChange::EndSession {
+                sid: sid.to_string(),
+                expires_at: claims.exp,
+            },
+            // No session id and no token id (not a token this server issues): only a
+            // new epoch can name it.
+            None => TokenChange::EndAll,
+        };
+        self.store
+            .change_tokens(&claims.sub, &end, self.clock.now())
+            .await?;
+        Ok(ok(StatusCode::OK, json!({ "signed_out": "this session" })))
+    }
+
+    /// `POST /auth/signout-all`: ends every session, login-prompt token, OAuth access
+    /// token and refresh family of the caller (a new token epoch), and revokes the
+    /// personal URL (a new one can be made).
+    pub(crate) async fn sign_out_all(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
+        self.store
+            .change_tokens(&caller.user_id, &TokenChange::EndAll, self.clock.now())
+            .await?;
+        let url_revoked = self.urls.revoke(&caller.user_id).await?;
+        Ok(ok(
+            StatusCode::OK,
+            json!({ "signed_out": "everywhere", "personal_url_revoked": url_revoked }),
+        ))
+    }
+
+    /// `POST /auth/password` `{"current_password", "new_password"}`: checks the current
+    /// password through the one sign-in check (its failure limits and hashing queue),
+    /// stores the new hash and ends every token (as sign-out everywhere, personal URL
+    /// included) in one step, and answers with a new session for the caller.
+    pub(crate) async fn change_password(
+        &self,
+        caller: &Caller,
+        body: &[u8],
+        source: Option<IpAddr>,
+    ) -> Result<Response<Bytes>, ApiError> {
+        let request = serde_json::from_slice::<PasswordChange>(body).map_err(|_| {
+            ApiError::refused(
+                StatusCode::BAD_REQUEST,
+                "send {\"current_password\": …, \"new_password\": …}",
+            )
+        })?;
+        refuse_weak_password(&request.new_password)?;
+        let wrong = || ApiError::refused(StatusCode::FORBIDDEN, "the current password is wrong");
+        let account = self
+            .store
+            .account(&caller.user_id)
+            .await?
+            .ok_or_else(wrong)?;
+        match self
+            .passwords
+            .sign_in(&account.email, &request.current_password, source)
+            .await?
+        {
+            SignIn::Verified(user_id) if user_id == caller.user_id => {}
+            SignIn::Verified(_) | SignIn::Wrong => return Err(wrong()),
+            SignIn::Limited(retry_after) => {
+                return Err(ApiError::TooMany {
+                    msg: "too many failed sign-ins; try again later",
+                    retry_after,
+                });
+            }
+        }
+        let password_hash = self
+            .passwords
+            .hash(request.new_password)
+            .await
+            .ok_or_else(|| {
+                ApiError::refused(StatusCode::INTERNAL_SERVER_ERROR, "password change failed")
+            })?;
+        let state = self
+            .store
+            .change_password(&caller.user_id, &password_hash, self.clock.now())
+            .await?
+            .ok_or_else(wrong)?;
+        self.urls.revoke(&caller.user_id).await?;
+        Ok(self.token_response(StatusCode::OK, &caller.user_id, state.epoch))
     }
 
     /// B2: the caller (owner) grants another account permissions on their data. The

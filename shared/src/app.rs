@@ -155,6 +155,7 @@ impl App {
                 "{origin}/.well-known/oauth-protected-resource{}/mcp",
                 config.uri_prefix
             ),
+            store.clone(),
         );
         let login_poll = LoginPoll {
             store: store.clone(),
@@ -282,7 +283,7 @@ impl App {
             true => Err(Refusal::Api(ApiError::body_too_large(
                 matched.route.max_body,
             ))),
-            false => self.admit(matched, request.headers()),
+            false => self.admit(matched, request.headers()).await,
         };
         let answer = match admitted {
             Ok(caller) => self.answer(matched, caller.as_ref(), request).await,
@@ -322,7 +323,11 @@ impl App {
     /// The door: the `Origin`/`Host` check against DNS rebinding (all but open routes),
     /// then the bearer token of signed-in routes (its kind and scope against the row's
     /// `accepts`), who are the caller.
-    fn admit(&self, matched: &Matched<'_>, headers: &HeaderMap) -> Result<Option<Caller>, Refusal> {
+    async fn admit(
+        &self,
+        matched: &Matched<'_>,
+        headers: &HeaderMap,
+    ) -> Result<Option<Caller>, Refusal> {
         let route = matched.route;
         if route.access != Access::Open && !self.origin.allows(headers) {
             return Err(Refusal::ForbiddenOrigin);
@@ -331,6 +336,7 @@ impl App {
             Access::SignedIn => self
                 .callers
                 .signed_in(headers, route.accepts)
+                .await
                 .map(Some)
                 .map_err(Refusal::Door),
             Access::Open | Access::SameOrigin => Ok(None),
@@ -406,6 +412,25 @@ impl App {
             Handler::ExternalPatch => self.external()?.patch(user()?, name(), body).await?,
             Handler::ExternalDelete => self.external()?.delete(user()?, name()).await?,
             Handler::ExternalProbe => self.external()?.reprobe(user()?, name()).await?,
+            Handler::SignOut => {
+                let claims = self.callers.claims(request.headers());
+                let claims = claims.ok_or_else(|| Refusal::Door(self.callers.unauthorized()))?;
+                self.accounts()?.sign_out(&claims).await?
+            }
+            Handler::SignOutAll => self.accounts()?.sign_out_all(user()?).await?,
+            Handler::PasswordChange => {
+                let source = web::source_of(request);
+                self.accounts()?
+                    .change_password(user()?, body, source)
+                    .await?
+            }
+            Handler::OAuthRevoke => self.oauth()?.revoke(request).await,
+            Handler::OAuthGrants => self.oauth()?.grants(user()?).await?,
+            Handler::OAuthGrantRevoke => {
+                let client_id = matched.param("client_id").map(decode_segment);
+                let client_id = client_id.unwrap_or_default();
+                self.oauth()?.withdraw_grant(user()?, &client_id).await?
+            }
         })
     }
 
@@ -479,6 +504,15 @@ impl App {
             None => self.config.public_origin(),
         }
     }
+}
+
+/// A percent-encoded path segment's value (a client id may be a URL); `+` stays `+`.
+fn decode_segment(segment: &str) -> String {
+    let encoded = format!("x={}", segment.replace('+', "%2B"));
+    form_urlencoded::parse(encoded.as_bytes())
+        .next()
+        .map(|(_, value)| value.into_owned())
+        .unwrap_or_default()
 }
 
 /// `GET`/`DELETE /mcp`: 405, allowing what the path answers for real.

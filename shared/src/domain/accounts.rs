@@ -4,6 +4,8 @@
 //! Plain records: secrets appear here only as hashes or sealed text, never in the
 //! clear. Knows nothing of how they are issued, checked or stored.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// An account: one user, found by id or by e-mail.
@@ -75,4 +77,35 @@ pub enum LoginStatus {
     },
     /// The poll handed the token out once; it is no longer kept.
     Collected,
+}
+
+/// What ends a user's tokens before they expire (issue 12, revocation), and the OAuth
+/// clients the user authorised. One small record per user, read once per request that
+/// carries a bearer token; a user without one has never revoked anything (epoch 0).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TokenState {
+    /// A token (or refresh family) stamped with an older epoch is refused; one without
+    /// a stamp is epoch 0. Sign-out everywhere and a password change add one.
+    pub epoch: u64,
+    /// Ended sessions: a token's session id → when the last token of it expires (the
+    /// entry is dropped after that).
+    #[serde(default)]
+    pub revoked_sessions: BTreeMap<String, u64>,
+    /// OAuth client id → when the user withdrew its grant: that client's tokens and
+    /// refresh families issued at or before then are refused.
+    #[serde(default)]
+    pub revoked_clients: BTreeMap<String, u64>,
+    /// OAuth client id → what the user granted it (the grants list).
+    #[serde(default)]
+    pub grants: BTreeMap<String, ClientGrant>,
+}
+
+/// An OAuth client the user authorised: the scope, when, and the client's name as it
+/// identified itself then.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientGrant {
+    pub scope: String,
+    pub granted_at: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_name: Option<String>,
 }

@@ -11,7 +11,9 @@ mod health;
 mod mcp_servers;
 mod oauth;
 
-pub use accounts::{Account, Delegation, LoginState, LoginStatus, PersonalUrl, UrlGrant};
+pub use accounts::{
+    Account, ClientGrant, Delegation, LoginState, LoginStatus, PersonalUrl, TokenState, UrlGrant,
+};
 pub use health::{DataPresence, Genotype, Reading, ReadingValue};
 pub use mcp_servers::{MAX_MCP_SERVERS, McpAuth, McpServerRecord, McpServerWrite, McpToolSnapshot};
 pub use oauth::{AuthCode, OAuthClient, RefreshRecord, RefreshUse};

@@ -51,6 +51,12 @@ pub struct RefreshRecord {
     pub resource: Option<String>,
     pub family_id: String,
     pub expires_at: u64,
+    /// The user's token epoch when the family began (a family from an older epoch is
+    /// refused at its next use); 0 for families stored before epochs existed.
+    pub epoch: u64,
+    /// When the family began (the authorization code's exchange): a client whose grant
+    /// the user withdrew at or after this time may not refresh it.
+    pub issued_at: u64,
 }
 
 /// What presenting a refresh token found.

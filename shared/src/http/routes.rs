@@ -115,6 +115,17 @@ pub(crate) enum Handler {
     /// The page the login prompt opens.
     McpLoginPage,
     McpLoginSubmit,
+    /// End this session.
+    SignOut,
+    /// End every session, OAuth grant and login-prompt token of the caller.
+    SignOutAll,
+    PasswordChange,
+    /// RFC 7009 token revocation.
+    OAuthRevoke,
+    /// The OAuth clients the caller authorised.
+    OAuthGrants,
+    /// Withdraw one client's grant.
+    OAuthGrantRevoke,
 }
 
 /// One route. Later needs per route become fields here with a default in [`ROW`].
@@ -257,6 +268,17 @@ pub(crate) static ROUTES: &[Route] = {
         Route { method: "GET", path: "/oauth2/check_state/{state}", group: Oauth,
                 name: "GET /oauth2/check_state/{state}", access: SameOrigin, handler: CheckState,
                 ..ROW },
+        Route { method: "POST", path: "/auth/signout", group: Oauth, name: "POST /auth/signout",
+                access: SignedIn, handler: SignOut, ..ROW },
+        Route { method: "POST", path: "/auth/signout-all", group: Oauth,
+                name: "POST /auth/signout-all", access: SignedIn, handler: SignOutAll, ..ROW },
+        Route { method: "POST", path: "/auth/password", group: Oauth, name: "POST /auth/password",
+                access: SignedIn, handler: PasswordChange, ..ROW },
+        Route { method: "GET", path: "/api/user/oauth-grants", group: Oauth,
+                name: "GET /api/user/oauth-grants", access: SignedIn, handler: OAuthGrants, ..ROW },
+        Route { method: "DELETE", path: "/api/user/oauth-grants/{client_id}", group: Oauth,
+                name: "DELETE /api/user/oauth-grants/{client_id}", access: SignedIn,
+                handler: OAuthGrantRevoke, ..ROW },
 
         // The authorization server: its metadata at three paths, the resource metadata.
         Route { method: "GET", path: "/.well-known/oauth-authorization-server", group: Oauth,
@@ -310,6 +332,10 @@ pub(crate) static ROUTES: &[Route] = {
                 name: "POST /oauth/introspect", access: Open, handler: OAuthIntrospect, ..ROW },
         Route { method: "OPTIONS", path: "/oauth/introspect", group: Oauth,
                 name: "OPTIONS /oauth/*", access: Open, handler: Preflight, ..ROW },
+        Route { method: "POST", path: "/oauth/revoke", group: Oauth, name: "POST /oauth/revoke",
+                access: Open, handler: OAuthRevoke, ..ROW },
+        Route { method: "OPTIONS", path: "/oauth/revoke", group: Oauth, name: "OPTIONS /oauth/*",
+                access: Open, handler: Preflight, ..ROW },
         Route { method: "GET", path: "/mcplogin", group: Oauth, name: "GET /mcplogin",
                 access: SameOrigin, handler: McpLoginPage, ..ROW },
         Route { method: "POST", path: "/mcplogin", group: Oauth, name: "POST /mcplogin",

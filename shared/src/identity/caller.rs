@@ -2,8 +2,10 @@
 //! acts for.
 //!
 //! Owns the order: the `Authorization` bearer JWT, then the MCP URL's secret, else
-//! anonymous; a bearer token that does not verify is refused (401 with a challenge
-//! pointing at the protected resource metadata), never treated as anonymous. Owns the
+//! anonymous; a bearer token that does not verify, or that its user ended (signed out,
+//! signed out everywhere, changed the password, withdrew the client's grant: one read
+//! of the user's token state), is refused (401 with a challenge pointing at the
+//! protected resource metadata), never treated as anonymous. Owns the
 //! one check of a token's kind and scope against the route's `accepts` ([`admit`]):
 //! a valid token the route does not take is 403 `insufficient_scope`. Does not know
 //! which tools exist or what a caller may see; never logs a token or a secret.
@@ -20,6 +22,7 @@ use super::{Jwts, McpUrls};
 use crate::clock::Clock;
 use crate::domain::Delegation;
 use crate::http::{Accepts, ApiError};
+use crate::store::AccountStore;
 
 /// The user a tool acts for, as resolved by the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +69,8 @@ pub(crate) struct CallerResolver {
     jwts: Option<Arc<Jwts>>,
     urls: Option<Arc<McpUrls>>,
     clock: Arc<dyn Clock>,
+    /// Where a person's token state is read: one read per request with a bearer token.
+    tokens: Arc<dyn AccountStore>,
     /// A bearer token that does not verify.
     invalid_token: HeaderValue,
     /// `MIROBODY_REQUIRE_AUTH` and no credentials. No `error` (RFC 6750 section 3.1: the
@@ -76,12 +81,14 @@ pub(crate) struct CallerResolver {
 }
 
 impl CallerResolver {
-    /// `resource_metadata_url`: where a 401's challenge points (RFC 9728).
+    /// `resource_metadata_url`: where a 401's challenge points (RFC 9728); `tokens`:
+    /// where revocations are read.
     pub(crate) fn new(
         jwts: Option<Arc<Jwts>>,
         urls: Option<Arc<McpUrls>>,
         clock: Arc<dyn Clock>,
         resource_metadata_url: &str,
+        tokens: Arc<dyn AccountStore>,
     ) -> Self {
         let value = |text: String| {
             HeaderValue::from_str(&text).unwrap_or(HeaderValue::from_static("Bearer"))
@@ -90,6 +97,7 @@ impl CallerResolver {
             jwts,
             urls,
             clock,
+            tokens,
             invalid_token: value(format!(
                 "Bearer error=\"invalid_token\", resource_metadata=\"{resource_metadata_url}\""
             )),
@@ -100,22 +108,39 @@ impl CallerResolver {
         }
     }
 
-    /// The `Authorization` JWT.
-    fn bearer(&self, headers: &HeaderMap) -> Bearer {
+    /// The `Authorization` JWT: verified, then (a person's token) checked against the
+    /// user's token state, one store read: a token the user ended is as invalid as a
+    /// forged one.
+    async fn bearer(&self, headers: &HeaderMap) -> Result<Bearer, ApiError> {
         let Some(value) = headers.get(AUTHORIZATION) else {
-            return Bearer::Absent;
+            return Ok(Bearer::Absent);
         };
+        let Some(claims) = self.verified(value) else {
+            return Ok(Bearer::Invalid);
+        };
+        if claims.kind != TokenKind::Client {
+            let state = self.tokens.token_state(&claims.sub).await?;
+            if claims.ended_by(&state) {
+                return Ok(Bearer::Invalid);
+            }
+        }
+        Ok(Bearer::Token(Box::new(claims)))
+    }
+
+    /// The claims of a bearer header value that verifies (signature, expiry, issuer,
+    /// audience); nothing is read from the store.
+    fn verified(&self, value: &HeaderValue) -> Option<Claims> {
         let token = value.to_str().ok().and_then(|v| {
             v.strip_prefix("Bearer ")
                 .or_else(|| v.strip_prefix("bearer "))
-        });
-        match (token, &self.jwts) {
-            (Some(token), Some(jwts)) => match jwts.verify(token.trim()) {
-                Ok(claims) => Bearer::Token(Box::new(claims)),
-                Err(_) => Bearer::Invalid,
-            },
-            _ => Bearer::Invalid,
-        }
+        })?;
+        self.jwts.as_ref()?.verify(token.trim()).ok()
+    }
+
+    /// The claims of the request's bearer token, for a handler whose route the door
+    /// already admitted it to (sign-out names the token's session).
+    pub(crate) fn claims(&self, headers: &HeaderMap) -> Option<Claims> {
+        self.verified(headers.get(AUTHORIZATION)?)
     }
 
     /// The one check of a verified token against what the route takes: a person's
@@ -160,12 +185,12 @@ impl CallerResolver {
 
     /// A signed-in route's caller: a bearer token that verifies (else 401) and that the
     /// route takes (else 403).
-    pub(crate) fn signed_in(
+    pub(crate) async fn signed_in(
         &self,
         headers: &HeaderMap,
         accepts: Accepts,
     ) -> Result<Caller, ApiError> {
-        match self.bearer(headers) {
+        match self.bearer(headers).await? {
             Bearer::Token(claims) => self.admit(accepts, *claims),
             Bearer::Absent | Bearer::Invalid => Err(self.unauthorized()),
         }
@@ -180,7 +205,7 @@ impl CallerResolver {
         secret: Option<&str>,
         accepts: Accepts,
     ) -> Result<Option<Caller>, ApiError> {
-        match self.bearer(headers) {
+        match self.bearer(headers).await? {
             Bearer::Token(claims) => return self.admit(accepts, *claims).map(Some),
             Bearer::Invalid => return Err(self.unauthorized()),
             Bearer::Absent => {}

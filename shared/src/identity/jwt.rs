@@ -9,6 +9,8 @@
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
+use crate::domain::TokenState;
+
 /// What a token is. Which kinds a route accepts is the route table's `accepts` column.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -36,6 +38,37 @@ pub struct Claims {
     pub client_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jti: Option<String>,
+    /// The user's token epoch when the token was issued; a token without one is epoch
+    /// 0. Refused once the user's epoch is higher (sign-out everywhere, password change).
+    #[serde(default)]
+    pub epoch: u64,
+    /// The session the token belongs to: one sign-in, one login prompt, or one OAuth
+    /// refresh family (its access tokens share it). Sign-out ends it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sid: Option<String>,
+}
+
+impl Claims {
+    /// The id that sign-out records for this token: its session, else (a token from
+    /// before sessions were named) the token's own id.
+    pub fn session_key(&self) -> Option<&str> {
+        self.sid.as_deref().or(self.jti.as_deref())
+    }
+
+    /// Whether the user ended this token: signed out everywhere or changed the password
+    /// since it was issued (an older epoch), signed out its session, or withdrew the
+    /// grant of the client it was issued to at or after it was issued.
+    pub(crate) fn ended_by(&self, state: &TokenState) -> bool {
+        self.epoch < state.epoch
+            || self
+                .session_key()
+                .is_some_and(|sid| state.revoked_sessions.contains_key(sid))
+            || self
+                .client_id
+                .as_ref()
+                .and_then(|client| state.revoked_clients.get(client))
+                .is_some_and(|&at| at >= self.iat)
+    }
 }
 
 /// An access token to issue.
@@ -48,6 +81,10 @@ pub struct Grant<'a> {
     pub client_id: Option<&'a str>,
     pub lifetime_secs: u64,
     pub now: u64,
+    /// The user's token epoch now ([`Claims::epoch`]).
+    pub epoch: u64,
+    /// The session it belongs to; `None` starts a new one.
+    pub sid: Option<&'a str>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,13 +151,31 @@ impl Jwts {
             scope: grant.scope.map(String::from),
             client_id: grant.client_id.map(String::from),
             jti: Some(super::secret::random_secret(12)),
+            epoch: grant.epoch,
+            sid: Some(
+                grant
+                    .sid
+                    .map_or_else(|| super::secret::random_secret(12), String::from),
+            ),
         };
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
             .expect("HS256 signing cannot fail")
     }
 
-    /// A person's first-party session token.
+    /// A person's first-party session token, a new session, at epoch 0 (the
+    /// development mint; it is refused once the user has signed out everywhere).
     pub fn mint(&self, user_id: &str, lifetime_secs: u64, now: u64) -> String {
+        self.session(user_id, 0, lifetime_secs, now)
+    }
+
+    /// A person's first-party session token, a new session at the user's `epoch`.
+    pub(crate) fn session(
+        &self,
+        user_id: &str,
+        epoch: u64,
+        lifetime_secs: u64,
+        now: u64,
+    ) -> String {
         self.issue(&Grant {
             kind: TokenKind::Session,
             subject: user_id,
@@ -129,6 +184,8 @@ impl Jwts {
             client_id: None,
             lifetime_secs,
             now,
+            epoch,
+            sid: None,
         })
     }
 
@@ -176,6 +233,46 @@ mod tests {
         let payload = token.split('.').nth(1).unwrap();
         let none = format!("{}.{payload}.", b64.encode(r#"{"alg":"none","typ":"JWT"}"#));
         assert!(jwts.verify(&none).is_err(), "alg none");
+    }
+
+    #[test]
+    fn a_token_is_ended_by_a_newer_epoch_its_session_or_its_clients_withdrawal() {
+        let jwts = Jwts::for_origin(&[7; 32], "https://a.example");
+        let t = now();
+        let mut claims = jwts.verify(&jwts.session("user-1", 2, 60, t)).unwrap();
+        assert_eq!(claims.epoch, 2);
+        let mut state = TokenState {
+            epoch: 2,
+            ..TokenState::default()
+        };
+        assert!(!claims.ended_by(&state), "same epoch");
+        state.epoch = 3;
+        assert!(claims.ended_by(&state), "older epoch");
+        state.epoch = 2;
+        let sid = claims.session_key().unwrap().to_string();
+        state.revoked_sessions.insert(sid, t + 60);
+        assert!(claims.ended_by(&state), "session signed out");
+        state.revoked_sessions.clear();
+        claims.client_id = Some("app".into());
+        state.revoked_clients.insert("app".into(), t - 1);
+        assert!(!claims.ended_by(&state), "withdrawn before it was issued");
+        state.revoked_clients.insert("app".into(), t);
+        assert!(
+            claims.ended_by(&state),
+            "withdrawn when or after it was issued"
+        );
+        // A token without an epoch (from before epochs) is epoch 0.
+        let legacy = serde_json::json!({ "sub": "user-1", "kind": "session",
+            "iss": "https://a.example", "aud": "https://a.example",
+            "iat": t, "nbf": t, "exp": t + 60 });
+        let legacy =
+            jsonwebtoken::encode(&Header::new(Algorithm::HS256), &legacy, &jwts.encoding).unwrap();
+        let legacy = jwts.verify(&legacy).unwrap();
+        assert_eq!((legacy.epoch, legacy.session_key()), (0, None));
+        assert!(legacy.ended_by(&TokenState {
+            epoch: 1,
+            ..TokenState::default()
+        }));
     }
 
     #[test]

@@ -17,9 +17,9 @@ mod urls;
 
 pub(crate) use caller::Caller;
 pub(crate) use caller::CallerResolver;
-pub(crate) use jwt::Grant;
 pub use jwt::Jwts;
 pub(crate) use jwt::TokenKind;
+pub(crate) use jwt::{Claims, Grant};
 pub use keys::{KeyError, Keys};
 pub(crate) use login::LoginPoll;
 pub(crate) use login::{LoginPrompts, user_code_hash};

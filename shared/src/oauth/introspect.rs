@@ -11,14 +11,16 @@
 //! resource (`/mcp`) verifies its tokens itself and never introspects, and a bearer
 //! token of a user would turn introspection into a way to read other tokens' claims.
 //!
-//! Does not touch the store beyond loading the client.
+//! Reads the store for the client and, for a person's token, the user's revocations
+//! (a token the user ended is inactive).
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use serde_json::json;
 
-use super::{OAuthApi, field, form, no_store, oauth_error};
+use super::{OAuthApi, field, form, no_store, oauth_error, unavailable};
 use crate::http as web;
+use crate::identity::TokenKind;
 
 impl OAuthApi {
     /// `POST /oauth/introspect` (RFC 7662).
@@ -35,8 +37,24 @@ impl OAuthApi {
             }
             Err(response) => return response,
         };
-        let body = match field(&params, "token").map(|t| self.jwts.verify(t)) {
+        let claims = match field(&params, "token").map(|t| self.jwts.verify(t)) {
             Some(Ok(claims)) if claims.client_id.as_deref() == Some(&client.client_id) => {
+                Some(claims)
+            }
+            _ => None,
+        };
+        // A token the user ended (signed out, withdrew the grant) is inactive.
+        let live = match &claims {
+            Some(claims) if claims.kind != TokenKind::Client => {
+                match self.store.token_state(&claims.sub).await {
+                    Ok(state) => !claims.ended_by(&state),
+                    Err(e) => return unavailable(e),
+                }
+            }
+            _ => true,
+        };
+        let body = match claims.filter(|_| live) {
+            Some(claims) => {
                 let mut value = serde_json::to_value(&claims).unwrap_or_else(|_| json!({}));
                 value["active"] = true.into();
                 value["token_type"] = "Bearer".into();

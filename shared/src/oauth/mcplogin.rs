@@ -165,6 +165,11 @@ impl OAuthApi {
             Err(e) => return unavailable(e),
         };
         let now = self.clock.now();
+        // At the user's current epoch, so signing out everywhere ends it too.
+        let epoch = match self.store.token_state(&user_id).await {
+            Ok(state) => state.epoch,
+            Err(e) => return unavailable(e),
+        };
         // An access token for the MCP endpoint only, never a first-party session: whoever
         // collects it from the poll can call tools, not manage the account.
         let token = self.jwts.issue(&Grant {
@@ -175,6 +180,8 @@ impl OAuthApi {
             client_id: None,
             lifetime_secs: LOGIN_TOKEN_SECS,
             now,
+            epoch,
+            sid: None,
         });
         let sealed = self
             .sealer

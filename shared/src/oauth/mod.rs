@@ -2,7 +2,8 @@
 //! `metadata` (discovery documents), `register` (dynamic client registration),
 //! `authorize` (the sign-in and consent page and its post), `token` (authorization code
 //! with PKCE S256, refresh rotation and reuse detection, client credentials),
-//! `introspect`, and `mcplogin` (the page the login prompt opens, which completes a
+//! `introspect`, `revoke` (RFC 7009), `grants` (the clients a user authorised, and
+//! withdrawing one), and `mcplogin` (the page the login prompt opens, which completes a
 //! device-style login state). `clients` finds a client and checks its redirect URIs,
 //! `signin` is the CSRF-protected sign-in form both pages share, `pages` renders HTML.
 //!
@@ -13,11 +14,13 @@
 
 mod authorize;
 mod clients;
+mod grants;
 mod introspect;
 mod mcplogin;
 mod metadata;
 mod pages;
 mod register;
+mod revoke;
 mod signin;
 mod token;
 

@@ -17,9 +17,10 @@ use super::{
     ACCESS_TOKEN_SECS, Form, OAuthApi, REFRESH_TOKEN_SECS, field, form, no_store, oauth_error,
     unavailable,
 };
-use crate::domain::{OAuthClient, RefreshRecord, RefreshUse};
+use crate::domain::{OAuthClient, RefreshRecord, RefreshUse, TokenState};
 use crate::http as web;
 use crate::identity::{Grant, TokenKind, random_secret, secret_hash};
+use crate::store::TokenChange;
 
 /// PKCE S256: BASE64URL(SHA256(verifier)) == challenge, verifier 43-128 unreserved characters.
 fn pkce_matches(verifier: &str, challenge: &str) -> bool {
@@ -187,6 +188,17 @@ impl OAuthApi {
             Some(audience) => audience,
             None => return wrong_target(),
         };
+        // The user's grants list shows this client from now on; the family starts at
+        // the user's current epoch.
+        let grant = TokenChange::Grant {
+            client_id: client.client_id.clone(),
+            client_name: client.client_name.clone(),
+            scope: record.scope.clone(),
+        };
+        let state = match self.store.change_tokens(&record.user_id, &grant, now).await {
+            Ok(state) => state,
+            Err(e) => return unavailable(e),
+        };
         let refresh = RefreshRecord {
             user_id: record.user_id.clone(),
             client_id: client.client_id.clone(),
@@ -194,6 +206,8 @@ impl OAuthApi {
             resource: Some(audience),
             family_id: random_secret(16),
             expires_at: now + REFRESH_TOKEN_SECS,
+            epoch: state.epoch,
+            issued_at: now,
         };
         self.issue_pair(&refresh, now).await
     }
@@ -208,6 +222,17 @@ impl OAuthApi {
         };
         match self.store.use_refresh(&secret_hash(token), now).await {
             Ok(RefreshUse::Fresh(record)) if record.client_id == client.client_id => {
+                match self.store.token_state(&record.user_id).await {
+                    Ok(state) if family_ended(&state, &record) => {
+                        return oauth_error(
+                            StatusCode::BAD_REQUEST,
+                            "invalid_grant",
+                            "the grant was revoked; sign in again",
+                        );
+                    }
+                    Ok(_) => {}
+                    Err(e) => return unavailable(e),
+                }
                 let next = RefreshRecord {
                     expires_at: now + REFRESH_TOKEN_SECS,
                     ..record
@@ -260,6 +285,8 @@ impl OAuthApi {
             client_id: Some(&refresh.client_id),
             lifetime_secs: ACCESS_TOKEN_SECS,
             now,
+            epoch: refresh.epoch,
+            sid: Some(&refresh.family_id),
         });
         token_response(json!({
             "access_token": access,
@@ -269,6 +296,17 @@ impl OAuthApi {
             "scope": refresh.scope
         }))
     }
+}
+
+/// Whether the user ended this refresh family since it began: signed out everywhere
+/// (a newer epoch), withdrew its client's grant, or revoked one of its tokens.
+fn family_ended(state: &TokenState, record: &RefreshRecord) -> bool {
+    record.epoch < state.epoch
+        || state
+            .revoked_clients
+            .get(&record.client_id)
+            .is_some_and(|&at| at >= record.issued_at)
+        || state.revoked_sessions.contains_key(&record.family_id)
 }
 
 fn wrong_target() -> Response<Bytes> {

@@ -10,7 +10,7 @@
 //! itself.
 
 use super::StoreFuture;
-use crate::domain::{Account, LoginState, PersonalUrl, UrlGrant};
+use crate::domain::{Account, ClientGrant, LoginState, PersonalUrl, TokenState, UrlGrant};
 
 /// The outcome of creating an account.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,6 +18,102 @@ pub enum Created {
     Created,
     /// The e-mail already belongs to an account (nothing was written).
     EmailTaken,
+}
+
+/// At most this many ended sessions are kept per user; one more ends every session
+/// instead (the epoch goes up and the list starts again).
+pub(crate) const MAX_REVOKED_SESSIONS: usize = 64;
+/// At most this many withdrawn client grants are kept per user; one more ends every
+/// token instead, as above.
+pub(crate) const MAX_REVOKED_CLIENTS: usize = 64;
+/// At most this many authorised clients are listed; the oldest grant leaves the list
+/// (its tokens still work until they expire or the user signs out everywhere).
+pub(crate) const MAX_GRANTS: usize = 64;
+/// A client's name is kept in a grant up to this many characters.
+const MAX_CLIENT_NAME: usize = 200;
+
+/// A change to a user's [`TokenState`], applied atomically by
+/// [`AccountStore::change_tokens`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenChange {
+    /// Ends every token and refresh family of the user (sign-out everywhere).
+    EndAll,
+    /// Ends one session (its tokens name it in `sid`) until its last token expires.
+    EndSession { sid: String, expires_at: u64 },
+    /// The user authorised `client_id` for `scope`.
+    Grant {
+        client_id: String,
+        client_name: Option<String>,
+        scope: String,
+    },
+    /// The user withdrew `client_id`'s grant: its tokens and refresh families end.
+    EndClient { client_id: String },
+}
+
+/// Applies `change` at `now`: the one definition of the record's rules both backends
+/// share. Expired session entries are dropped on every write; the lists stay bounded
+/// (an overflowing list ends everything instead, which is always safe).
+pub(crate) fn apply_token_change(state: &mut TokenState, change: &TokenChange, now: u64) {
+    state
+        .revoked_sessions
+        .retain(|_, expires_at| *expires_at > now);
+    match change {
+        TokenChange::EndAll => end_all(state),
+        TokenChange::EndSession { sid, expires_at } => {
+            if *expires_at > now {
+                state.revoked_sessions.insert(sid.clone(), *expires_at);
+            }
+            if state.revoked_sessions.len() > MAX_REVOKED_SESSIONS {
+                end_all(state);
+            }
+        }
+        TokenChange::Grant {
+            client_id,
+            client_name,
+            scope,
+        } => {
+            let name = client_name
+                .as_deref()
+                .map(|n| n.chars().take(MAX_CLIENT_NAME).collect());
+            let granted_at = state
+                .grants
+                .get(client_id)
+                .map_or(now, |grant| grant.granted_at);
+            state.grants.insert(
+                client_id.clone(),
+                ClientGrant {
+                    scope: scope.clone(),
+                    granted_at,
+                    client_name: name,
+                },
+            );
+            while state.grants.len() > MAX_GRANTS {
+                let oldest = state
+                    .grants
+                    .iter()
+                    .min_by_key(|(_, grant)| grant.granted_at)
+                    .map(|(id, _)| id.clone());
+                if let Some(oldest) = oldest {
+                    state.grants.remove(&oldest);
+                }
+            }
+        }
+        TokenChange::EndClient { client_id } => {
+            state.grants.remove(client_id);
+            state.revoked_clients.insert(client_id.clone(), now);
+            if state.revoked_clients.len() > MAX_REVOKED_CLIENTS {
+                end_all(state);
+            }
+        }
+    }
+}
+
+/// A new epoch: everything stamped before it is refused, so the lists are moot.
+fn end_all(state: &mut TokenState) {
+    state.epoch += 1;
+    state.revoked_sessions.clear();
+    state.revoked_clients.clear();
+    state.grants.clear();
 }
 
 /// Accounts (DynamoDB: keys table `email#…`, data table `<user>/account`), shares,
@@ -153,6 +249,32 @@ pub trait AccountStore: Send + Sync {
         grantee: &'a str,
         now: u64,
     ) -> StoreFuture<'a, Option<PersonalUrl>>;
+
+    // ----- Token revocation (keys table `tokens#<user>`) -----
+
+    /// The user's token state: one read, the default when nothing was ever revoked or
+    /// granted (also for a user id without an account).
+    fn token_state<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, TokenState>;
+
+    /// Applies `change` ([`apply_token_change`]) atomically: concurrent changes each
+    /// see the other's result (two sign-outs everywhere add two to the epoch). Returns
+    /// the new state.
+    fn change_tokens<'a>(
+        &'a self,
+        user_id: &'a str,
+        change: &'a TokenChange,
+        now: u64,
+    ) -> StoreFuture<'a, TokenState>;
+
+    /// Stores the account's new password hash and ends every token of the user
+    /// ([`TokenChange::EndAll`]) in one transaction; the new state, or `None` (nothing
+    /// written) when the user has no account.
+    fn change_password<'a>(
+        &'a self,
+        user_id: &'a str,
+        password_hash: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, Option<TokenState>>;
 }
 
 /// The fixed window of `window_secs` (at least 1) that holds `now`: its start and end.

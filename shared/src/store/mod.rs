@@ -38,8 +38,11 @@ mod mcp_servers;
 mod oauth;
 mod select;
 
+#[cfg(test)]
+pub(crate) use accounts::MAX_REVOKED_SESSIONS;
+pub(crate) use accounts::apply_token_change;
 pub(crate) use accounts::window;
-pub use accounts::{AccountStore, Created};
+pub use accounts::{AccountStore, Created, TokenChange};
 pub use dynamo::{DynamoStore, DynamoTables};
 pub use embedded::EmbeddedStore;
 pub use health::{HealthStore, ReadingQuery, WriteReport};

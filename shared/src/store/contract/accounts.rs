@@ -5,8 +5,10 @@
 //! backends run it unchanged; its users are its own, so no case sees another's data.
 
 use super::{YEAR, strings};
-use crate::domain::{Account, Delegation, LoginState, LoginStatus, PersonalUrl, UrlGrant};
-use crate::store::{Created, Store};
+use crate::domain::{
+    Account, Delegation, LoginState, LoginStatus, PersonalUrl, TokenState, UrlGrant,
+};
+use crate::store::{Created, MAX_REVOKED_SESSIONS, Store, TokenChange};
 
 fn account(user_id: &str, email: &str, password_hash: &str) -> Account {
     Account {
@@ -747,4 +749,142 @@ pub(super) async fn delete_share_removes_the_grant_in_the_same_write(
         assert_eq!(store.share(owner, grantee).await.unwrap(), None);
         assert_eq!(store.share_url(owner, grantee, now).await.unwrap(), None);
     }
+}
+
+pub(super) async fn racing_epoch_bumps_all_count(store: &dyn Store, user: &str, now: u64) {
+    assert_eq!(
+        store.token_state(user).await.unwrap(),
+        TokenState::default(),
+        "nothing revoked yet: epoch 0"
+    );
+    let end_all = TokenChange::EndAll;
+    let bumps = (0..5).map(|_| store.change_tokens(user, &end_all, now));
+    let states = futures_util::future::try_join_all(bumps).await.unwrap();
+    let mut epochs: Vec<u64> = states.iter().map(|s| s.epoch).collect();
+    epochs.sort_unstable();
+    assert_eq!(epochs, [1, 2, 3, 4, 5], "each bump saw the others");
+    assert_eq!(store.token_state(user).await.unwrap().epoch, 5);
+}
+
+pub(super) async fn ended_sessions_are_pruned_and_bounded(store: &dyn Store, user: &str, now: u64) {
+    let end = |sid: &str, expires_at: u64| TokenChange::EndSession {
+        sid: sid.to_string(),
+        expires_at,
+    };
+    store
+        .change_tokens(user, &end("short", now + 10), now)
+        .await
+        .unwrap();
+    let state = store
+        .change_tokens(user, &end("long", now + 3600), now)
+        .await
+        .unwrap();
+    assert_eq!(state.revoked_sessions.len(), 2);
+    assert_eq!(state.epoch, 0);
+    // Written after "short" expired: it is dropped, "long" stays.
+    let state = store
+        .change_tokens(user, &end("later", now + 3600), now + 20)
+        .await
+        .unwrap();
+    let mut sids: Vec<&str> = state.revoked_sessions.keys().map(String::as_str).collect();
+    sids.sort_unstable();
+    assert_eq!(sids, ["later", "long"]);
+    assert_eq!(store.token_state(user).await.unwrap(), state, "as stored");
+    // One more than the bound ends every session instead.
+    for i in 0..MAX_REVOKED_SESSIONS {
+        store
+            .change_tokens(user, &end(&format!("s{i}"), now + 3600), now + 20)
+            .await
+            .unwrap();
+    }
+    let state = store.token_state(user).await.unwrap();
+    assert_eq!(state.epoch, 1, "overflow bumps the epoch");
+    assert!(state.revoked_sessions.len() <= MAX_REVOKED_SESSIONS);
+}
+
+pub(super) async fn client_grants_are_listed_and_withdrawn(
+    store: &dyn Store,
+    user: &str,
+    now: u64,
+) {
+    let grant = |client: &str, scope: &str| TokenChange::Grant {
+        client_id: client.to_string(),
+        client_name: Some(format!("{client} app")),
+        scope: scope.to_string(),
+    };
+    store
+        .change_tokens(user, &grant("a", "mcp:tools"), now)
+        .await
+        .unwrap();
+    store
+        .change_tokens(user, &grant("b", "openid"), now + 5)
+        .await
+        .unwrap();
+    // Authorised again: the scope follows, the first grant's time stays.
+    store
+        .change_tokens(user, &grant("a", "mcp:tools openid"), now + 9)
+        .await
+        .unwrap();
+    let state = store.token_state(user).await.unwrap();
+    let a = &state.grants["a"];
+    assert_eq!(
+        (a.scope.as_str(), a.granted_at, a.client_name.as_deref()),
+        ("mcp:tools openid", now, Some("a app"))
+    );
+    assert_eq!(state.grants["b"].granted_at, now + 5);
+    let state = store
+        .change_tokens(
+            user,
+            &TokenChange::EndClient {
+                client_id: "a".to_string(),
+            },
+            now + 10,
+        )
+        .await
+        .unwrap();
+    assert!(!state.grants.contains_key("a"));
+    assert!(state.grants.contains_key("b"));
+    assert_eq!(state.revoked_clients.get("a"), Some(&(now + 10)));
+    assert_eq!(state.epoch, 0, "one client's grant ends nothing else");
+    assert_eq!(store.token_state(user).await.unwrap(), state);
+}
+
+pub(super) async fn password_change_ends_every_token(store: &dyn Store, user: &str, now: u64) {
+    assert_eq!(
+        store.change_password(user, "new-hash", now).await.unwrap(),
+        None,
+        "no account: nothing written"
+    );
+    assert_eq!(store.token_state(user).await.unwrap().epoch, 0);
+    let email = format!("{user}@example.com");
+    store
+        .create_account(&account(user, &email, "old-hash"))
+        .await
+        .unwrap();
+    store
+        .change_tokens(
+            user,
+            &TokenChange::EndSession {
+                sid: "s".to_string(),
+                expires_at: now + 60,
+            },
+            now,
+        )
+        .await
+        .unwrap();
+    let state = store
+        .change_password(user, "new-hash", now)
+        .await
+        .unwrap()
+        .expect("the account exists");
+    assert_eq!(state.epoch, 1);
+    assert!(
+        state.revoked_sessions.is_empty(),
+        "moot under the new epoch"
+    );
+    assert_eq!(store.token_state(user).await.unwrap(), state);
+    let stored = store.account(user).await.unwrap().unwrap();
+    assert_eq!(stored.password_hash, "new-hash");
+    let by_email = store.account_by_email(&email).await.unwrap().unwrap();
+    assert_eq!(by_email.password_hash, "new-hash");
 }

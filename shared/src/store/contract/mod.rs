@@ -141,6 +141,10 @@ contract! { |store, user, now|
         &user("unshare-grantee"),
         now,
     );
+    accounts::racing_epoch_bumps_all_count(store, &user("epoch"), now);
+    accounts::ended_sessions_are_pruned_and_bounded(store, &user("sessions"), now);
+    accounts::client_grants_are_listed_and_withdrawn(store, &user("grants"), now);
+    accounts::password_change_ends_every_token(store, &user("password"), now);
 
     oauth::clients_are_registered_once(store, &user("client"), now);
     oauth::unused_clients_lapse_and_use_extends_them(store, &user("client-lapse"), now);

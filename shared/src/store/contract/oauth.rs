@@ -41,6 +41,8 @@ fn refresh_record(user: &str, family: &str, expires_at: u64) -> RefreshRecord {
         resource: Some("https://mcp.example/mcp".to_string()),
         family_id: family.to_string(),
         expires_at,
+        epoch: 2,
+        issued_at: 1_700_000_000,
     }
 }
 

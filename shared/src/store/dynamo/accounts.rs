@@ -14,15 +14,35 @@ use super::codec::{
 };
 use super::schema::{
     ACCOUNT_SK, COLLECTED, COMPLETED, EMAIL_PREFIX, EXPIRES_AT, KEY, PENDING, PK, SHARE_PREFIX,
-    SHARE_URL_PREFIX, SK, STATE_PREFIX, URL_PREFIX, USER_URL_PREFIX, keys_key,
+    SHARE_URL_PREFIX, SK, STATE_PREFIX, TOKENS_PREFIX, URL_PREFIX, USER_URL_PREFIX, data_key,
+    keys_key,
 };
 use super::transact::{
-    Attempt, Committed, condition, conditional, contended, tx_check, tx_delete, tx_put,
+    Attempt, Committed, condition, conditional, contended, tx_check, tx_delete, tx_put, tx_update,
 };
 use super::{DynamoStore, corrupt, sdk_error};
-use crate::domain::{Account, Delegation, LoginState, LoginStatus, PersonalUrl, UrlGrant};
+use crate::domain::{
+    Account, Delegation, LoginState, LoginStatus, PersonalUrl, TokenState, UrlGrant,
+};
 use crate::store::accounts::counter_key;
-use crate::store::{AccountStore, Created, StoreError, StoreFuture};
+use crate::store::{
+    AccountStore, Created, StoreError, StoreFuture, TokenChange, apply_token_change,
+};
+
+/// The serial attribute of a `tokens#` item.
+const TOKENS_SERIAL: &str = "v";
+
+/// A `tokens#` item's state and serial; the default and 0 when absent.
+fn token_state_from_item(
+    op: &'static str,
+    item: Option<&Item>,
+) -> Result<(TokenState, u64), StoreError> {
+    let Some(item) = item else {
+        return Ok((TokenState::default(), 0));
+    };
+    let state = serde_json::from_str(&get_s(op, item, "state")?).map_err(|_| corrupt(op))?;
+    Ok((state, get_u64(op, item, TOKENS_SERIAL)?))
+}
 
 fn account_from_item(op: &'static str, user_id: &str, item: &Item) -> Result<Account, StoreError> {
     Ok(Account {
@@ -727,9 +747,103 @@ impl AccountStore for DynamoStore {
             Ok(current.filter(|url| url.expires_at > now))
         })
     }
+
+    fn token_state<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, TokenState> {
+        Box::pin(async move {
+            let op = "token_state";
+            let item = self
+                .key_item(op, format!("{TOKENS_PREFIX}{user_id}"))
+                .await?;
+            Ok(token_state_from_item(op, item.as_ref())?.0)
+        })
+    }
+
+    fn change_tokens<'a>(
+        &'a self,
+        user_id: &'a str,
+        change: &'a TokenChange,
+        now: u64,
+    ) -> StoreFuture<'a, TokenState> {
+        Box::pin(async move {
+            let op = "change_tokens";
+            contended(op, || async move {
+                let (state, put) = self.next_token_state(op, user_id, change, now).await?;
+                Ok(match self.transact(op, vec![put]).await? {
+                    Committed::Yes => Attempt::Done(state),
+                    outcome => outcome.retry(op)?,
+                })
+            })
+            .await
+        })
+    }
+
+    fn change_password<'a>(
+        &'a self,
+        user_id: &'a str,
+        password_hash: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, Option<TokenState>> {
+        Box::pin(async move {
+            let op = "change_password";
+            contended(op, || async move {
+                let (state, put) = self
+                    .next_token_state(op, user_id, &TokenChange::EndAll, now)
+                    .await?;
+                let update = tx_update(
+                    op,
+                    &self.tables.data,
+                    data_key(user_id, ACCOUNT_SK.to_string()),
+                    "SET #hash = :hash",
+                    condition(
+                        "attribute_exists(#pk)",
+                        &[("#pk", PK), ("#hash", "password_hash")],
+                        vec![(":hash", s(password_hash))],
+                    ),
+                )?;
+                let outcome = self.transact(op, vec![put, update]).await?;
+                if matches!(outcome, Committed::Yes) {
+                    return Ok(Attempt::Done(Some(state)));
+                }
+                if outcome.condition_failed(1) {
+                    return Ok(Attempt::Done(None));
+                }
+                outcome.retry(op)
+            })
+            .await
+        })
+    }
 }
 
 const COUNT: &str = "count";
+
+impl DynamoStore {
+    /// Reads the user's token state and builds the conditional Put of its next state
+    /// (on the serial read, so a racing change makes it fail and the caller read again).
+    async fn next_token_state(
+        &self,
+        op: &'static str,
+        user_id: &str,
+        change: &TokenChange,
+        now: u64,
+    ) -> Result<(TokenState, aws_sdk_dynamodb::types::TransactWriteItem), StoreError> {
+        let item = self
+            .key_item(op, format!("{TOKENS_PREFIX}{user_id}"))
+            .await?;
+        let (mut state, serial) = token_state_from_item(op, item.as_ref())?;
+        apply_token_change(&mut state, change, now);
+        let json = serde_json::to_string(&state).map_err(|_| corrupt(op))?;
+        let next = HashMap::from([
+            (KEY.to_string(), s(format!("{TOKENS_PREFIX}{user_id}"))),
+            ("state".to_string(), s(json)),
+            (TOKENS_SERIAL.to_string(), n(serial + 1)),
+        ]);
+        let guard = match item {
+            None => condition("attribute_not_exists(#k)", &[("#k", KEY)], vec![]),
+            Some(_) => condition("#v = :v", &[("#v", TOKENS_SERIAL)], vec![(":v", n(serial))]),
+        };
+        Ok((state, tx_put(op, &self.tables.keys, next, guard)?))
+    }
+}
 
 fn count_of(op: &'static str, item: &Item) -> Result<u32, StoreError> {
     u32::try_from(get_u64(op, item, COUNT)?).map_err(|_| corrupt(op))

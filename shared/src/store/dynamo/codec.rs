@@ -47,6 +47,19 @@ pub(super) fn get_u64(op: &'static str, item: &Item, name: &str) -> Result<u64, 
     }
 }
 
+/// A number attribute that may be absent.
+pub(super) fn get_opt_u64(
+    op: &'static str,
+    item: &Item,
+    name: &str,
+) -> Result<Option<u64>, StoreError> {
+    match item.get(name) {
+        None => Ok(None),
+        Some(AttributeValue::N(v)) => v.parse().map(Some).map_err(|_| corrupt(op)),
+        Some(_) => Err(corrupt(op)),
+    }
+}
+
 pub(super) fn get_bool(op: &'static str, item: &Item, name: &str) -> Result<bool, StoreError> {
     match item.get(name) {
         Some(AttributeValue::Bool(v)) => Ok(*v),

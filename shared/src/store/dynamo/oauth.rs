@@ -9,7 +9,8 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 
 use super::codec::{
-    Item, get_bool, get_opt_s, get_s, get_strings, get_u64, insert_optional, n, s, string_list,
+    Item, get_bool, get_opt_s, get_opt_u64, get_s, get_strings, get_u64, insert_optional, n, s,
+    string_list,
 };
 use super::schema::{
     CLIENT_PREFIX, CODE_PREFIX, EXPIRES_AT, FAMILY_PREFIX, KEY, REFRESH_PREFIX, USED,
@@ -104,6 +105,8 @@ fn refresh_item(token_hash: &str, record: &RefreshRecord) -> Item {
         ("family_id".to_string(), s(record.family_id.as_str())),
         (USED.to_string(), AttributeValue::Bool(false)),
         (EXPIRES_AT.to_string(), n(record.expires_at)),
+        ("epoch".to_string(), n(record.epoch)),
+        ("issued_at".to_string(), n(record.issued_at)),
     ]);
     insert_optional(&mut item, &[("resource", &record.resource)]);
     item
@@ -118,6 +121,9 @@ fn refresh_from_item(op: &'static str, item: &Item) -> Result<(RefreshRecord, bo
         resource: get_opt_s(op, item, "resource")?,
         family_id: get_s(op, item, "family_id")?,
         expires_at: get_u64(op, item, EXPIRES_AT)?,
+        // Absent on tokens stored before epochs existed.
+        epoch: get_opt_u64(op, item, "epoch")?.unwrap_or(0),
+        issued_at: get_opt_u64(op, item, "issued_at")?.unwrap_or(0),
     };
     Ok((record, get_bool(op, item, USED)?))
 }

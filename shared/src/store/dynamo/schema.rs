@@ -128,6 +128,10 @@ pub(super) const REFRESH_PREFIX: &str = "refresh#";
 
 pub(super) const FAMILY_PREFIX: &str = "family#";
 
+/// A user's token state (revocation epoch, ended sessions, client grants): the record
+/// as JSON in `state`, and `v`, the serial every change conditions on.
+pub(super) const TOKENS_PREFIX: &str = "tokens#";
+
 pub(super) const USED: &str = "used";
 
 pub(super) const PENDING: &str = "pending";

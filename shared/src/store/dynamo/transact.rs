@@ -9,7 +9,9 @@ use std::future::Future;
 
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem, Update,
+};
 
 use super::batch::backoff;
 use super::codec::Item;
@@ -232,4 +234,26 @@ pub(super) fn tx_check(
         .build()
         .map_err(|_| corrupt(op))?;
     Ok(TransactWriteItem::builder().condition_check(check).build())
+}
+
+/// A transaction Update of `key` by `expression`, with an optional condition; the
+/// expression's own names and values go in with the condition's.
+pub(super) fn tx_update(
+    op: &'static str,
+    table: &str,
+    key: Item,
+    expression: &str,
+    condition: Option<Condition>,
+) -> Result<TransactWriteItem, StoreError> {
+    let condition = condition.unwrap_or_default();
+    let update = Update::builder()
+        .table_name(table)
+        .set_key(Some(key))
+        .update_expression(expression)
+        .set_condition_expression(condition.expression)
+        .set_expression_attribute_names(condition.names)
+        .set_expression_attribute_values(condition.values)
+        .build()
+        .map_err(|_| corrupt(op))?;
+    Ok(TransactWriteItem::builder().update(update).build())
 }

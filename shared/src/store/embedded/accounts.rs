@@ -5,16 +5,20 @@
 //!
 //! Every read of an expiring row checks `expires_at` itself.
 
-use rusqlite::{OptionalExtension, Row, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
 use super::{
     EmbeddedStore, json_column, json_from_column, now_column, put_key, seconds_column,
     seconds_from_column,
 };
-use crate::domain::{Account, Delegation, LoginState, LoginStatus, PersonalUrl, UrlGrant};
+use crate::domain::{
+    Account, Delegation, LoginState, LoginStatus, PersonalUrl, TokenState, UrlGrant,
+};
 use crate::store::accounts::counter_key;
-use crate::store::{AccountStore, Created, StoreError, StoreFuture};
+use crate::store::{
+    AccountStore, Created, StoreError, StoreFuture, TokenChange, apply_token_change,
+};
 
 const URL_PREFIX: &str = "url#";
 
@@ -23,6 +27,8 @@ const USER_URL_PREFIX: &str = "user-url#";
 const SHARE_URL_PREFIX: &str = "share-url#";
 
 const STATE_PREFIX: &str = "state#";
+
+const TOKENS_PREFIX: &str = "tokens#";
 
 /// A `url#` row's value (`expires_at` is the column).
 #[derive(Serialize, Deserialize)]
@@ -135,6 +141,32 @@ fn personal_url_in(tx: &Transaction<'_>, user_key: &str) -> rusqlite::Result<Opt
     tx.prepare_cached("SELECT value, expires_at FROM keys WHERE key = ?1")?
         .query_row([user_key], personal_url_row)
         .optional()
+}
+
+/// The user's token state as stored (the default when there is no row).
+fn token_state_in(conn: &Connection, key: &str) -> rusqlite::Result<TokenState> {
+    Ok(conn
+        .prepare_cached("SELECT value FROM keys WHERE key = ?1")?
+        .query_row([key], |row| json_from_column(row, 0))
+        .optional()?
+        .unwrap_or_default())
+}
+
+/// Reads, changes and writes the user's token state inside the caller's transaction.
+fn change_tokens_in(
+    tx: &Transaction<'_>,
+    key: &str,
+    change: &TokenChange,
+    now: u64,
+) -> rusqlite::Result<TokenState> {
+    let mut state = token_state_in(tx, key)?;
+    apply_token_change(&mut state, change, now);
+    tx.prepare_cached(
+        "INSERT INTO keys (key, value, expires_at) VALUES (?1, ?2, NULL) \
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = NULL",
+    )?
+    .execute(params![key, json_column(&state)?])?;
+    Ok(state)
 }
 
 fn account_from_row(row: &Row<'_>) -> rusqlite::Result<Account> {
@@ -584,6 +616,50 @@ impl AccountStore for EmbeddedStore {
             )?
             .query_row(params![url_key, now_column(now)], personal_url_row)
             .optional()
+        }))
+    }
+
+    fn token_state<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, TokenState> {
+        let key = format!("{TOKENS_PREFIX}{user_id}");
+        Box::pin(self.run("token_state", move |conn| token_state_in(conn, &key)))
+    }
+
+    fn change_tokens<'a>(
+        &'a self,
+        user_id: &'a str,
+        change: &'a TokenChange,
+        now: u64,
+    ) -> StoreFuture<'a, TokenState> {
+        let key = format!("{TOKENS_PREFIX}{user_id}");
+        let change = change.clone();
+        Box::pin(self.run("change_tokens", move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let state = change_tokens_in(&tx, &key, &change, now)?;
+            tx.commit()?;
+            Ok(state)
+        }))
+    }
+
+    fn change_password<'a>(
+        &'a self,
+        user_id: &'a str,
+        password_hash: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, Option<TokenState>> {
+        let key = format!("{TOKENS_PREFIX}{user_id}");
+        let user_id = user_id.to_string();
+        let password_hash = password_hash.to_string();
+        Box::pin(self.run("change_password", move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let changed = tx
+                .prepare_cached("UPDATE accounts SET password_hash = ?2 WHERE user_id = ?1")?
+                .execute([&user_id, &password_hash])?;
+            if changed == 0 {
+                return Ok(None);
+            }
+            let state = change_tokens_in(&tx, &key, &TokenChange::EndAll, now)?;
+            tx.commit()?;
+            Ok(Some(state))
         }))
     }
 }

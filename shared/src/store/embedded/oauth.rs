@@ -43,6 +43,10 @@ struct RefreshValue {
     resource: Option<String>,
     family_id: String,
     used: bool,
+    #[serde(default)]
+    epoch: u64,
+    #[serde(default)]
+    issued_at: u64,
 }
 
 impl RefreshValue {
@@ -54,6 +58,8 @@ impl RefreshValue {
             resource: record.resource.clone(),
             family_id: record.family_id.clone(),
             used,
+            epoch: record.epoch,
+            issued_at: record.issued_at,
         }
     }
 }
@@ -76,6 +82,8 @@ fn refresh_in(tx: &Transaction<'_>, key: &str) -> rusqlite::Result<Option<(Refre
                 resource: value.resource,
                 family_id: value.family_id,
                 expires_at: seconds_from_column(row, 1)?,
+                epoch: value.epoch,
+                issued_at: value.issued_at,
             };
             Ok((record, value.used))
         })
