@@ -19,6 +19,7 @@ use mirobody::store::EmbeddedStore;
 use mirobody::{App, Config, RouteGroup, Runtime, Services};
 use serde_json::{Value, json};
 
+pub mod load;
 #[cfg(test)]
 mod wiring;
 
