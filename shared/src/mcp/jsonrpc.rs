@@ -4,6 +4,9 @@
 //! (garbage, batches, no `method`) and never panics on any input. Knows nothing
 //! about MCP methods.
 
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::error::McpError;
@@ -25,14 +28,32 @@ pub(super) struct Rejected {
     pub error: McpError,
 }
 
+/// The envelope's members as they appear in the body, unparsed: only `params` (and a
+/// small `id`) ever become a `Value` tree, so a hostile body (a batch, or junk members)
+/// costs no more memory than its own bytes (issue 13).
+#[derive(Deserialize)]
+struct Members<'a> {
+    #[serde(borrow, default)]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+}
+
 pub(super) fn parse(body: &[u8]) -> Result<Incoming, Rejected> {
-    let value: Value = serde_json::from_slice(body).map_err(|_| Rejected {
+    let parse_error = || Rejected {
         id: Value::Null,
         error: McpError::Parse,
-    })?;
-    let mut object = match value {
-        Value::Object(object) => object,
-        Value::Array(_) => {
+    };
+    // Well-formed JSON at all? Checked without building anything.
+    serde_json::from_slice::<IgnoredAny>(body).map_err(|_| parse_error())?;
+    let first = body.iter().find(|b| !b.is_ascii_whitespace());
+    match first {
+        Some(b'{') => {}
+        Some(b'[') => {
             return Err(reject(
                 Value::Null,
                 "batch requests are not supported; send one request per POST",
@@ -44,8 +65,19 @@ pub(super) fn parse(body: &[u8]) -> Result<Incoming, Rejected> {
                 "the body must be a JSON-RPC request object",
             ));
         }
+    }
+    // A member named twice is refused here (serde), where a tree kept the last one.
+    let members: Members<'_> = serde_json::from_slice(body)
+        .map_err(|_| reject(Value::Null, "the body must be a JSON-RPC request object"))?;
+    let raw = |member: Option<&RawValue>| {
+        member.and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
     };
-    let id = object.remove("id");
+    let id = raw(members.id)
+        .filter(|id| !id.is_null())
+        .or(match members.id {
+            Some(_) => Some(Value::Null),
+            None => None,
+        });
     if id
         .as_ref()
         .is_some_and(|id| !(id.is_string() || id.is_i64() || id.is_u64()))
@@ -53,15 +85,15 @@ pub(super) fn parse(body: &[u8]) -> Result<Incoming, Rejected> {
         return Err(reject(Value::Null, "id must be a string or an integer"));
     }
     let echo = id.clone().unwrap_or(Value::Null);
-    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    if raw(members.jsonrpc).as_ref().and_then(Value::as_str) != Some("2.0") {
         return Err(reject(echo, "jsonrpc must be \"2.0\""));
     }
-    let method = match object.remove("method") {
+    let method = match raw(members.method) {
         Some(Value::String(method)) => method,
         Some(_) => return Err(reject(echo, "method must be a string")),
         None => return Err(reject(echo, "the request has no method")),
     };
-    let params = object.remove("params");
+    let params = raw(members.params);
     if let Some(p) = &params
         && !(p.is_object() || p.is_array() || p.is_null())
     {
