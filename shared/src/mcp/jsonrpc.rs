@@ -72,12 +72,10 @@ pub(super) fn parse(body: &[u8]) -> Result<Incoming, Rejected> {
     let raw = |member: Option<&RawValue>| {
         member.and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
     };
+    // A present id that is null (or unreadable) stays present, and is refused below.
     let id = raw(members.id)
         .filter(|id| !id.is_null())
-        .or(match members.id {
-            Some(_) => Some(Value::Null),
-            None => None,
-        });
+        .or(members.id.map(|_| Value::Null));
     if id
         .as_ref()
         .is_some_and(|id| !(id.is_string() || id.is_i64() || id.is_u64()))
