@@ -2,6 +2,7 @@
 //! on the same chromosome. Short keys with a legend keep the output compact. Without
 //! genotype data the result points at the upload API instead of failing.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
@@ -17,6 +18,11 @@ const MAX_LIMIT: u64 = 1000;
 const DEFAULT_RANGE: u64 = 1_000_000;
 const MAX_RANGE: u64 = 10_000_000;
 const NEARBY_PER_HIT: usize = 20;
+/// Argument bounds, declared in the schema and enforced before any work (issue 13,
+/// finding 3): rsids per call, one rsid's length, a comma-separated string's length.
+const MAX_RSIDS: usize = 1000;
+const MAX_RSID_LENGTH: usize = 40;
+const MAX_RSID_TEXT: usize = 40_000;
 
 pub(super) struct GetGeneticData {
     pub store: Arc<dyn HealthStore>,
@@ -33,7 +39,10 @@ impl Tool for GetGeneticData {
                 "type": "object",
                 "properties": {
                     "rsid": {
-                        "oneOf": [ { "type": "string" }, { "type": "array", "items": { "type": "string" } } ],
+                        "oneOf": [
+                            { "type": "string", "maxLength": MAX_RSID_TEXT },
+                            { "type": "array", "maxItems": MAX_RSIDS, "items": { "type": "string", "maxLength": MAX_RSID_LENGTH } }
+                        ],
                         "description": "One rsid, a list, or a comma-separated string"
                     },
                     "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT },
@@ -88,7 +97,11 @@ fn parse_rsids(value: &Value) -> Result<(Vec<String>, Vec<String>), String> {
             .collect::<Result<_, _>>()?,
         _ => return Err("rsid must be a string or a list of strings".into()),
     };
+    if raw.len() > MAX_RSIDS {
+        return Err(format!("rsid may list at most {MAX_RSIDS} items"));
+    }
     let mut valid = Vec::new();
+    let mut seen = HashSet::new();
     let mut invalid = Vec::new();
     for id in raw
         .iter()
@@ -96,7 +109,7 @@ fn parse_rsids(value: &Value) -> Result<(Vec<String>, Vec<String>), String> {
         .filter(|s| !s.is_empty())
     {
         if is_rsid(&id) {
-            if !valid.contains(&id) {
+            if seen.insert(id.clone()) {
                 valid.push(id);
             }
         } else {
@@ -107,6 +120,13 @@ fn parse_rsids(value: &Value) -> Result<(Vec<String>, Vec<String>), String> {
         return Err("rsid is empty".into());
     }
     Ok((valid, invalid))
+}
+
+/// Signed distance from `from` to `to` in base pairs (positions are bounded at upload;
+/// saturating all the same).
+fn distance(from: u64, to: u64) -> i64 {
+    let d = i64::try_from(from.abs_diff(to)).unwrap_or(i64::MAX);
+    if to < from { -d } else { d }
 }
 
 fn chromosome_rank(chromosome: &str) -> u32 {
@@ -161,7 +181,7 @@ impl GetGeneticData {
             (chromosome_rank(&a.chromosome), a.position)
                 .cmp(&(chromosome_rank(&b.chromosome), b.position))
         });
-        let found: Vec<&str> = hits.iter().map(|g| g.rsid.as_str()).collect();
+        let found: HashSet<&str> = hits.iter().map(|g| g.rsid.as_str()).collect();
         let not_found: Vec<&String> = rsids
             .iter()
             .filter(|r| !found.contains(&r.as_str()))
@@ -201,7 +221,7 @@ impl GetGeneticData {
                     near.truncate(NEARBY_PER_HIT);
                     let near: Vec<Value> = near
                         .iter()
-                        .map(|g| json!({ "r": g.rsid, "p": g.position, "g": g.genotype, "d": g.position as i64 - hit.position as i64 }))
+                        .map(|g| json!({ "r": g.rsid, "p": g.position, "g": g.genotype, "d": distance(hit.position, g.position) }))
                         .collect();
                     v["n"] = near.into();
                 }
