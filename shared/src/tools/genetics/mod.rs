@@ -129,6 +129,45 @@ fn distance(from: u64, to: u64) -> i64 {
     if to < from { -d } else { d }
 }
 
+/// The `NEARBY_PER_HIT` variants of `read` (in position order) nearest to `hit` within
+/// `from..=to`, nearest first, the lower position first at equal distance: the order of a
+/// stable sort by distance, found by walking outwards from the hit (issue 13, finding 3:
+/// no sort of the whole window per hit).
+fn nearest<'g>(read: &'g [Genotype], hit: &Genotype, from: u64, to: u64) -> Vec<&'g Genotype> {
+    let lo = read.partition_point(|g| g.position < from);
+    let hi = read.partition_point(|g| g.position <= to).max(lo);
+    let window = &read[lo..hi];
+    let center = window.partition_point(|g| g.position < hit.position);
+    // window[..left] lies before the hit, unvisited; window[right..] at or after it.
+    let (mut left, mut right) = (center, center);
+    let mut near = Vec::with_capacity(NEARBY_PER_HIT + 1);
+    while near.len() < NEARBY_PER_HIT {
+        let before = left.checked_sub(1).and_then(|i| window.get(i));
+        let after = window.get(right);
+        let take_before = match (before, after) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(b), Some(a)) => {
+                hit.position.abs_diff(b.position) <= a.position.abs_diff(hit.position)
+            }
+        };
+        if let (true, Some(b)) = (take_before, before) {
+            // The whole run at that position, in the order the store gave it.
+            let start = window[..left].partition_point(|g| g.position < b.position);
+            near.extend(window[start..left].iter().filter(|g| g.rsid != hit.rsid));
+            left = start;
+        } else if let Some(a) = after {
+            if a.rsid != hit.rsid {
+                near.push(a);
+            }
+            right += 1;
+        }
+    }
+    near.truncate(NEARBY_PER_HIT);
+    near
+}
+
 fn chromosome_rank(chromosome: &str) -> u32 {
     match chromosome.parse::<u32>() {
         Ok(n) => n,
@@ -196,16 +235,21 @@ impl GetGeneticData {
             )
         };
         let mut variants = Vec::with_capacity(hits.len());
+        let by_position = |a: &Genotype, b: &Genotype| a.position.cmp(&b.position);
         // Hits are in chromosome and position order, so hits whose windows overlap are
         // neighbours: one range read serves each run of them.
         for run in hits.chunk_by(|a, b| a.chromosome == b.chromosome && window(b).0 <= window(a).1)
         {
             let read = if nearby {
                 let (first, last) = (&run[0], &run[run.len() - 1]);
-                self.store
+                let mut read = self
+                    .store
                     .genotypes_in_range(user, &first.chromosome, window(first).0, window(last).1)
                     .await
-                    .map_err(unavailable)?
+                    .map_err(unavailable)?;
+                // The stores answer in position order already; a stable sort keeps theirs.
+                read.sort_by(by_position);
+                read
             } else {
                 Vec::new()
             };
@@ -213,13 +257,7 @@ impl GetGeneticData {
                 let mut v = json!({ "r": hit.rsid, "c": hit.chromosome, "p": hit.position, "g": hit.genotype });
                 if nearby {
                     let (from, to) = window(hit);
-                    let mut near: Vec<&Genotype> = read
-                        .iter()
-                        .filter(|g| (from..=to).contains(&g.position) && g.rsid != hit.rsid)
-                        .collect();
-                    near.sort_by_key(|g| g.position.abs_diff(hit.position));
-                    near.truncate(NEARBY_PER_HIT);
-                    let near: Vec<Value> = near
+                    let near: Vec<Value> = nearest(&read, hit, from, to)
                         .iter()
                         .map(|g| json!({ "r": g.rsid, "p": g.position, "g": g.genotype, "d": distance(hit.position, g.position) }))
                         .collect();
@@ -255,6 +293,36 @@ mod tests {
         assert_eq!(valid, vec!["rs429358", "rs7412"]);
         assert_eq!(invalid.len(), 1);
         assert!(parse_rsids(&json!(42)).is_err());
+    }
+
+    #[test]
+    fn nearest_matches_a_stable_sort_by_distance_with_ties() {
+        // Positions with repeats and equal distances on both sides of each hit.
+        let mut read: Vec<Genotype> = [10, 20, 20, 30, 40, 40, 40, 50, 60, 60, 70, 80, 90, 100]
+            .iter()
+            .cycle()
+            .take(42)
+            .enumerate()
+            .map(|(i, p)| Genotype {
+                rsid: format!("rs{i}"),
+                chromosome: "1".into(),
+                position: p + (i as u64 / 14) * 5,
+                genotype: "AA".into(),
+            })
+            .collect();
+        read.sort_by(|a, b| (a.position, &a.rsid).cmp(&(b.position, &b.rsid)));
+        for hit in &read {
+            for range in [0, 5, 10, 20, 35, 1000] {
+                let (from, to) = (hit.position.saturating_sub(range), hit.position + range);
+                let mut expected: Vec<&Genotype> = read
+                    .iter()
+                    .filter(|g| (from..=to).contains(&g.position) && g.rsid != hit.rsid)
+                    .collect();
+                expected.sort_by_key(|g| g.position.abs_diff(hit.position));
+                expected.truncate(NEARBY_PER_HIT);
+                assert_eq!(nearest(&read, hit, from, to), expected, "{hit:?} {range}");
+            }
+        }
     }
 
     #[tokio::test]
