@@ -242,7 +242,11 @@ impl App {
         // A known path with another method answers 404 like an unknown one, as it always has.
         let (name, response) = match resolved {
             Resolved::Route(matched) if self.serves(matched.route.group) => {
-                (matched.route.name, self.dispatch(&matched, &request).await)
+                // The panic boundary: a panic ends this request with a 500, never the process.
+                let response = web::catch_panic(self.dispatch(&matched, &request))
+                    .await
+                    .unwrap_or_else(|_| panicked(matched.route.handler));
+                (matched.route.name, response)
             }
             // No CORS headers and no `Origin` check, as always.
             _ => ("not found", ApiError::NoRoute.into_response()),
@@ -513,6 +517,20 @@ fn decode_segment(segment: &str) -> String {
         .next()
         .map(|(_, value)| value.into_owned())
         .unwrap_or_default()
+}
+
+/// The answer to a request whose handling panicked: a JSON-RPC internal error on the
+/// MCP endpoint, else the REST envelope's 500.
+fn panicked(handler: Handler) -> Response<Bytes> {
+    if handler == Handler::McpPost {
+        let error = McpError::Internal;
+        return web::json(error.http_status(Era::Unknown), &error.transport_body());
+    }
+    ApiError::refused(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal error: the request was not completed",
+    )
+    .into_response()
 }
 
 /// `GET`/`DELETE /mcp`: 405, allowing what the path answers for real.

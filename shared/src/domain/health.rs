@@ -44,6 +44,17 @@ impl Reading {
     }
 }
 
+/// The calendar window accepted from input: dates outside it are refused by the tools
+/// (naming the argument) and by uploads (naming the line), so date arithmetic on input
+/// can never overflow and no stored reading lies outside it.
+pub(crate) const FIRST_DAY: &str = "1900-01-01";
+pub(crate) const LAST_DAY: &str = "2200-12-31";
+
+/// Is `day` inside [`FIRST_DAY`]..=[`LAST_DAY`]?
+pub(crate) fn day_accepted(day: chrono::NaiveDate) -> bool {
+    (1900..=2200).contains(&chrono::Datelike::year(&day))
+}
+
 /// One genotype call from a consumer raw file (23andMe, AncestryDNA).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Genotype {

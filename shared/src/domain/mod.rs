@@ -15,5 +15,6 @@ pub use accounts::{
     Account, ClientGrant, Delegation, LoginState, LoginStatus, PersonalUrl, TokenState, UrlGrant,
 };
 pub use health::{DataPresence, Genotype, Reading, ReadingValue};
+pub(crate) use health::{FIRST_DAY, LAST_DAY, day_accepted};
 pub use mcp_servers::{MAX_MCP_SERVERS, McpAuth, McpServerRecord, McpServerWrite, McpToolSnapshot};
 pub use oauth::{AuthCode, OAuthClient, RefreshRecord, RefreshUse};

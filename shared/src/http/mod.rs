@@ -2,6 +2,7 @@
 //! (`ApiError`), CORS, `Origin`/`Host` checks and response helpers. Plain `http` types
 //! only; no Lambda, no sockets.
 
+mod boundary;
 mod error;
 mod origin;
 mod routes;
@@ -11,6 +12,7 @@ use http::header::{self, HeaderValue};
 use http::{Response, StatusCode};
 use serde_json::Value;
 
+pub(crate) use boundary::catch_panic;
 pub(crate) use error::{ApiError, Form, STORAGE_UNAVAILABLE};
 pub(crate) use origin::OriginPolicy;
 pub(crate) use routes::{Accepts, Access, FORM_BODY, Handler, Router, methods_at};

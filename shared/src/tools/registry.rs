@@ -256,7 +256,63 @@ fn check_arguments(
             missing.join(", ")
         ));
     }
+    for (name, value) in arguments {
+        if let Some(property) = properties.and_then(|p| p.get(name)) {
+            check_bounds(name, property, value)?;
+        }
+    }
     Ok(())
+}
+
+/// The schema a value of this JSON type answers to: the `oneOf`/`anyOf` branch of that
+/// `type` when there is one, else the schema itself.
+fn branch<'s>(schema: &'s Value, value: &Value) -> &'s Value {
+    let kind = match value {
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        _ => return schema,
+    };
+    ["oneOf", "anyOf"]
+        .iter()
+        .filter_map(|k| schema.get(*k).and_then(Value::as_array))
+        .flatten()
+        .find(|b| b.get("type").and_then(Value::as_str) == Some(kind))
+        .unwrap_or(schema)
+}
+
+/// The schema's `maxLength` (strings, in characters) and `maxItems` (arrays, then each
+/// item against `items`), checked before the tool does any work (issue 13, finding 3).
+/// Counting stops at the limit, so an oversized argument costs no more than the limit.
+fn check_bounds(name: &str, schema: &Value, value: &Value) -> Result<(), String> {
+    let schema = branch(schema, value);
+    let limit = |key: &str| {
+        schema
+            .get(key)
+            .and_then(Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+    };
+    match value {
+        Value::String(text) => match limit("maxLength") {
+            Some(max) if text.chars().nth(max).is_some() => {
+                Err(format!("{name} is longer than {max} characters"))
+            }
+            _ => Ok(()),
+        },
+        Value::Array(items) => {
+            if let Some(max) = limit("maxItems")
+                && items.len() > max
+            {
+                return Err(format!("{name} may list at most {max} items"));
+            }
+            match schema.get("items") {
+                Some(item_schema) => items
+                    .iter()
+                    .try_for_each(|item| check_bounds(name, item_schema, item)),
+                None => Ok(()),
+            }
+        }
+        _ => Ok(()),
+    }
 }
 
 fn encode_cursor(offset: usize) -> String {
@@ -336,6 +392,44 @@ mod tests {
             registry.page(Some("bogus"), &|_| true),
             Err(ToolError::InvalidCursor)
         ));
+    }
+
+    #[test]
+    fn max_items_and_max_length_are_enforced_per_branch() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "ids": {
+                    "oneOf": [
+                        { "type": "string", "maxLength": 5 },
+                        { "type": "array", "maxItems": 2, "items": { "type": "string", "maxLength": 3 } }
+                    ]
+                }
+            }
+        });
+        let check = |value: Value| {
+            let mut arguments = Map::new();
+            arguments.insert("ids".into(), value);
+            check_arguments(&schema, true, &arguments)
+        };
+        assert!(check(json!("abcde")).is_ok());
+        assert!(check(json!(["abc", "d"])).is_ok());
+        assert!(
+            check(json!("abcdef"))
+                .unwrap_err()
+                .contains("longer than 5")
+        );
+        assert!(
+            check(json!(["a", "b", "c"]))
+                .unwrap_err()
+                .contains("at most 2")
+        );
+        assert!(
+            check(json!(["abcd"]))
+                .unwrap_err()
+                .contains("longer than 3")
+        );
+        assert!(check(json!(42)).is_ok());
     }
 
     #[tokio::test]

@@ -5,6 +5,10 @@
 use super::{MAX_ROWS, UploadError};
 use crate::domain::Genotype;
 
+/// The largest position accepted (the longest human chromosome has about 250 million
+/// base pairs); keeps distances between positions far from overflow.
+const MAX_POSITION: u64 = 1_000_000_000;
+
 fn error(line: usize, problem: &str) -> UploadError {
     UploadError {
         location: format!("line {line}"),
@@ -82,7 +86,9 @@ pub(crate) fn parse_genotype_file(body: &[u8]) -> Result<Vec<Genotype>, UploadEr
         let chromosome = chromosome(chrom).ok_or_else(|| error(line, "unknown chromosome"))?;
         let position: u64 = position
             .parse()
-            .map_err(|_| error(line, "position must be a whole number"))?;
+            .ok()
+            .filter(|p| *p <= MAX_POSITION)
+            .ok_or_else(|| error(line, "position must be a whole number up to 1,000,000,000"))?;
         if !allele_ok(&call) {
             return Err(error(
                 line,

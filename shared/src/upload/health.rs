@@ -4,13 +4,30 @@
 use serde_json::Value;
 
 use super::{MAX_ROWS, UploadError};
-use crate::domain::{Reading, ReadingValue};
+use crate::domain::{FIRST_DAY, LAST_DAY, Reading, ReadingValue, day_accepted};
 
 fn error(location: String, problem: impl Into<String>) -> UploadError {
     UploadError {
         location,
         problem: problem.into(),
     }
+}
+
+/// Every uploaded string is bounded (issue 13, finding 5), in UTF-8 bytes, so a reading
+/// can never reach the store's limits (DynamoDB: a 1,024-byte sort key made of the
+/// indicator key, the time and the source; a 400 KB item): at most 2 + 300 (a lower-cased
+/// 200-byte indicator) + 21 + 200 bytes of key and a few KB of item.
+const MAX_INDICATOR: usize = 200;
+const MAX_UNIT: usize = 64;
+const MAX_CODE: usize = 64;
+const MAX_SOURCE: usize = 200;
+const MAX_TEXT_VALUE: usize = 1000;
+
+fn too_long(location: String, field: &str, max: usize) -> UploadError {
+    error(
+        location,
+        format!("{field} is longer than {max} bytes (UTF-8)"),
+    )
 }
 
 /// Accepts `YYYY-MM-DD`, `YYYY-MM-DD HH:MM[:SS]` and `YYYY-MM-DDTHH:MM[:SS]` (an
@@ -21,7 +38,9 @@ fn normalise_time(raw: &str) -> Option<String> {
         Some(i) => (&raw[..i], raw[i + 1..].trim()),
         None => (raw, "00:00:00"),
     };
-    let date = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").ok()?;
+    let date = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d")
+        .ok()
+        .filter(|d| day_accepted(*d))?;
     let time = time.trim_end_matches('Z');
     let time = time.split(['+']).next().unwrap_or(time);
     let time = if time.len() > 8 && time.as_bytes().get(8) == Some(&b'-') {
@@ -72,17 +91,38 @@ fn reading(
 ) -> Result<Reading, UploadError> {
     let indicator =
         non_empty(fields.indicator).ok_or_else(|| error(location(), "indicator is missing"))?;
-    if indicator.len() > 200 {
+    if indicator.len() > MAX_INDICATOR {
         return Err(error(location(), "indicator is longer than 200 characters"));
     }
     let value = fields
         .value
         .ok_or_else(|| error(location(), "value is missing"))?;
+    if let ReadingValue::Text(text) = &value
+        && text.len() > MAX_TEXT_VALUE
+    {
+        return Err(too_long(location(), "value", MAX_TEXT_VALUE));
+    }
+    for (field, raw, max) in [
+        ("unit", fields.unit, MAX_UNIT),
+        ("code_system", fields.code_system, MAX_CODE),
+        ("code", fields.code, MAX_CODE),
+        ("source", fields.source, MAX_SOURCE),
+    ] {
+        if raw.is_some_and(|raw| raw.trim().len() > max) {
+            return Err(too_long(location(), field, max));
+        }
+    }
     let time = fields
         .time
         .ok_or_else(|| error(location(), "time is missing"))?;
-    let time = normalise_time(time)
-        .ok_or_else(|| error(location(), "time must be YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS"))?;
+    let time = normalise_time(time).ok_or_else(|| {
+        error(
+            location(),
+            format!(
+                "time must be YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS between {FIRST_DAY} and {LAST_DAY}"
+            ),
+        )
+    })?;
     Ok(Reading {
         indicator,
         value,
@@ -240,5 +280,34 @@ mod tests {
         .unwrap();
         assert_eq!(ok[0].value, ReadingValue::Text("<50".into()));
         assert_eq!(ok[0].time, "2026-02-01T07:00:00");
+    }
+
+    #[test]
+    fn every_field_is_bounded_and_named() {
+        let long = "x".repeat(1001);
+        for (column, field) in [
+            (2, "value"),
+            (3, "unit"),
+            (4, "code_system"),
+            (5, "code"),
+            (6, "source"),
+        ] {
+            let mut cells = ["HbA1c", "5.4", "%", "LOINC", "4548-4", "Lab", "2026-01-03"];
+            cells[column - 1] = &long;
+            let csv = format!(
+                "indicator,value,unit,code_system,code,source,time\nLDL,3,mg/dL,LOINC,1-1,Lab,2026-01-01\n{}\n",
+                cells.join(",")
+            );
+            let err = parse_health_csv(csv.as_bytes(), "upload").unwrap_err();
+            assert_eq!(err.location, "line 3", "{field}");
+            assert!(err.problem.starts_with(field), "{field}: {}", err.problem);
+        }
+        let at_limit = format!(
+            "indicator,value,unit,time\n{},{},{},2200-12-31\n",
+            "i".repeat(MAX_INDICATOR),
+            "v".repeat(MAX_TEXT_VALUE),
+            "u".repeat(MAX_UNIT)
+        );
+        assert!(parse_health_csv(at_limit.as_bytes(), "upload").is_ok());
     }
 }

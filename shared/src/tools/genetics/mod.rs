@@ -2,6 +2,7 @@
 //! on the same chromosome. Short keys with a legend keep the output compact. Without
 //! genotype data the result points at the upload API instead of failing.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
@@ -17,6 +18,11 @@ const MAX_LIMIT: u64 = 1000;
 const DEFAULT_RANGE: u64 = 1_000_000;
 const MAX_RANGE: u64 = 10_000_000;
 const NEARBY_PER_HIT: usize = 20;
+/// Argument bounds, declared in the schema and enforced before any work (issue 13,
+/// finding 3): rsids per call, one rsid's length, a comma-separated string's length.
+const MAX_RSIDS: usize = 1000;
+const MAX_RSID_LENGTH: usize = 40;
+const MAX_RSID_TEXT: usize = 40_000;
 
 pub(super) struct GetGeneticData {
     pub store: Arc<dyn HealthStore>,
@@ -33,7 +39,10 @@ impl Tool for GetGeneticData {
                 "type": "object",
                 "properties": {
                     "rsid": {
-                        "oneOf": [ { "type": "string" }, { "type": "array", "items": { "type": "string" } } ],
+                        "oneOf": [
+                            { "type": "string", "maxLength": MAX_RSID_TEXT },
+                            { "type": "array", "maxItems": MAX_RSIDS, "items": { "type": "string", "maxLength": MAX_RSID_LENGTH } }
+                        ],
                         "description": "One rsid, a list, or a comma-separated string"
                     },
                     "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT },
@@ -88,7 +97,11 @@ fn parse_rsids(value: &Value) -> Result<(Vec<String>, Vec<String>), String> {
             .collect::<Result<_, _>>()?,
         _ => return Err("rsid must be a string or a list of strings".into()),
     };
+    if raw.len() > MAX_RSIDS {
+        return Err(format!("rsid may list at most {MAX_RSIDS} items"));
+    }
     let mut valid = Vec::new();
+    let mut seen = HashSet::new();
     let mut invalid = Vec::new();
     for id in raw
         .iter()
@@ -96,7 +109,7 @@ fn parse_rsids(value: &Value) -> Result<(Vec<String>, Vec<String>), String> {
         .filter(|s| !s.is_empty())
     {
         if is_rsid(&id) {
-            if !valid.contains(&id) {
+            if seen.insert(id.clone()) {
                 valid.push(id);
             }
         } else {
@@ -107,6 +120,52 @@ fn parse_rsids(value: &Value) -> Result<(Vec<String>, Vec<String>), String> {
         return Err("rsid is empty".into());
     }
     Ok((valid, invalid))
+}
+
+/// Signed distance from `from` to `to` in base pairs (positions are bounded at upload;
+/// saturating all the same).
+fn distance(from: u64, to: u64) -> i64 {
+    let d = i64::try_from(from.abs_diff(to)).unwrap_or(i64::MAX);
+    if to < from { -d } else { d }
+}
+
+/// The `NEARBY_PER_HIT` variants of `read` (in position order) nearest to `hit` within
+/// `from..=to`, nearest first, the lower position first at equal distance: the order of a
+/// stable sort by distance, found by walking outwards from the hit (issue 13, finding 3:
+/// no sort of the whole window per hit).
+fn nearest<'g>(read: &'g [Genotype], hit: &Genotype, from: u64, to: u64) -> Vec<&'g Genotype> {
+    let lo = read.partition_point(|g| g.position < from);
+    let hi = read.partition_point(|g| g.position <= to).max(lo);
+    let window = &read[lo..hi];
+    let center = window.partition_point(|g| g.position < hit.position);
+    // window[..left] lies before the hit, unvisited; window[right..] at or after it.
+    let (mut left, mut right) = (center, center);
+    let mut near = Vec::with_capacity(NEARBY_PER_HIT + 1);
+    while near.len() < NEARBY_PER_HIT {
+        let before = left.checked_sub(1).and_then(|i| window.get(i));
+        let after = window.get(right);
+        let take_before = match (before, after) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(b), Some(a)) => {
+                hit.position.abs_diff(b.position) <= a.position.abs_diff(hit.position)
+            }
+        };
+        if let (true, Some(b)) = (take_before, before) {
+            // The whole run at that position, in the order the store gave it.
+            let start = window[..left].partition_point(|g| g.position < b.position);
+            near.extend(window[start..left].iter().filter(|g| g.rsid != hit.rsid));
+            left = start;
+        } else if let Some(a) = after {
+            if a.rsid != hit.rsid {
+                near.push(a);
+            }
+            right += 1;
+        }
+    }
+    near.truncate(NEARBY_PER_HIT);
+    near
 }
 
 fn chromosome_rank(chromosome: &str) -> u32 {
@@ -161,7 +220,7 @@ impl GetGeneticData {
             (chromosome_rank(&a.chromosome), a.position)
                 .cmp(&(chromosome_rank(&b.chromosome), b.position))
         });
-        let found: Vec<&str> = hits.iter().map(|g| g.rsid.as_str()).collect();
+        let found: HashSet<&str> = hits.iter().map(|g| g.rsid.as_str()).collect();
         let not_found: Vec<&String> = rsids
             .iter()
             .filter(|r| !found.contains(&r.as_str()))
@@ -176,16 +235,21 @@ impl GetGeneticData {
             )
         };
         let mut variants = Vec::with_capacity(hits.len());
+        let by_position = |a: &Genotype, b: &Genotype| a.position.cmp(&b.position);
         // Hits are in chromosome and position order, so hits whose windows overlap are
         // neighbours: one range read serves each run of them.
         for run in hits.chunk_by(|a, b| a.chromosome == b.chromosome && window(b).0 <= window(a).1)
         {
             let read = if nearby {
                 let (first, last) = (&run[0], &run[run.len() - 1]);
-                self.store
+                let mut read = self
+                    .store
                     .genotypes_in_range(user, &first.chromosome, window(first).0, window(last).1)
                     .await
-                    .map_err(unavailable)?
+                    .map_err(unavailable)?;
+                // The stores answer in position order already; a stable sort keeps theirs.
+                read.sort_by(by_position);
+                read
             } else {
                 Vec::new()
             };
@@ -193,15 +257,9 @@ impl GetGeneticData {
                 let mut v = json!({ "r": hit.rsid, "c": hit.chromosome, "p": hit.position, "g": hit.genotype });
                 if nearby {
                     let (from, to) = window(hit);
-                    let mut near: Vec<&Genotype> = read
+                    let near: Vec<Value> = nearest(&read, hit, from, to)
                         .iter()
-                        .filter(|g| (from..=to).contains(&g.position) && g.rsid != hit.rsid)
-                        .collect();
-                    near.sort_by_key(|g| g.position.abs_diff(hit.position));
-                    near.truncate(NEARBY_PER_HIT);
-                    let near: Vec<Value> = near
-                        .iter()
-                        .map(|g| json!({ "r": g.rsid, "p": g.position, "g": g.genotype, "d": g.position as i64 - hit.position as i64 }))
+                        .map(|g| json!({ "r": g.rsid, "p": g.position, "g": g.genotype, "d": distance(hit.position, g.position) }))
                         .collect();
                     v["n"] = near.into();
                 }
@@ -235,6 +293,36 @@ mod tests {
         assert_eq!(valid, vec!["rs429358", "rs7412"]);
         assert_eq!(invalid.len(), 1);
         assert!(parse_rsids(&json!(42)).is_err());
+    }
+
+    #[test]
+    fn nearest_matches_a_stable_sort_by_distance_with_ties() {
+        // Positions with repeats and equal distances on both sides of each hit.
+        let mut read: Vec<Genotype> = [10, 20, 20, 30, 40, 40, 40, 50, 60, 60, 70, 80, 90, 100]
+            .iter()
+            .cycle()
+            .take(42)
+            .enumerate()
+            .map(|(i, p)| Genotype {
+                rsid: format!("rs{i}"),
+                chromosome: "1".into(),
+                position: p + (i as u64 / 14) * 5,
+                genotype: "AA".into(),
+            })
+            .collect();
+        read.sort_by(|a, b| (a.position, &a.rsid).cmp(&(b.position, &b.rsid)));
+        for hit in &read {
+            for range in [0, 5, 10, 20, 35, 1000] {
+                let (from, to) = (hit.position.saturating_sub(range), hit.position + range);
+                let mut expected: Vec<&Genotype> = read
+                    .iter()
+                    .filter(|g| (from..=to).contains(&g.position) && g.rsid != hit.rsid)
+                    .collect();
+                expected.sort_by_key(|g| g.position.abs_diff(hit.position));
+                expected.truncate(NEARBY_PER_HIT);
+                assert_eq!(nearest(&read, hit, from, to), expected, "{hit:?} {range}");
+            }
+        }
     }
 
     #[tokio::test]

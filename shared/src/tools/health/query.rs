@@ -5,7 +5,7 @@
 //! output (constant columns hoisted, then a `|`-separated table). Reads through the
 //! `Store` trait; never logs a reading.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use chrono::{Datelike, Duration, NaiveDate};
@@ -14,13 +14,19 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::matching::{self, Keyword};
-use crate::domain::{Reading, ReadingValue};
+use crate::domain::{FIRST_DAY, LAST_DAY, Reading, ReadingValue, day_accepted};
 use crate::store::{HealthStore, ReadingQuery};
 use crate::tools::{DataKind, Tool, ToolCall, ToolOutput, ToolSpec};
 
 const DEFAULT_LIMIT: u32 = 50;
 const MAX_LIMIT: u32 = 500;
 const MAX_CATALOGUE: usize = 200;
+/// Argument bounds, declared in the schema and enforced by the registry before any work
+/// (issue 13, finding 3).
+const MAX_KEYWORDS: usize = 50;
+const MAX_INDICATORS: usize = 200;
+const MAX_NAME: usize = 200;
+const MAX_DATE: usize = 32;
 
 pub(crate) struct QueryHealthIndicators {
     pub store: Arc<dyn HealthStore>,
@@ -57,14 +63,14 @@ impl Tool for QueryHealthIndicators {
              indicators: the catalogue of what the user has. keywords: fuzzy names in any language or \
              abbreviations (e.g. [\"HbA1c\", \"Hemoglobin A1c\"]). aggregate: none (latest readings per \
              indicator), stats (count, min, max, mean, first, last, change), or day/week/month buckets. \
-             Dates are YYYY-MM-DD, inclusive.",
+             Dates are YYYY-MM-DD, inclusive, between 1900-01-01 and 2200-12-31.",
             json!({
                 "type": "object",
                 "properties": {
-                    "keywords": { "type": "array", "items": { "type": "string" }, "description": "Indicator names to search for, fuzzy (any language, abbreviations)" },
-                    "indicators": { "type": "array", "items": { "type": "string" }, "description": "Exact indicator names from the catalogue" },
-                    "start_time": { "type": "string", "description": "First day, YYYY-MM-DD (inclusive)" },
-                    "end_time": { "type": "string", "description": "Last day, YYYY-MM-DD (inclusive)" },
+                    "keywords": { "type": "array", "maxItems": MAX_KEYWORDS, "items": { "type": "string", "maxLength": MAX_NAME }, "description": "Indicator names to search for, fuzzy (any language, abbreviations)" },
+                    "indicators": { "type": "array", "maxItems": MAX_INDICATORS, "items": { "type": "string", "maxLength": MAX_NAME }, "description": "Exact indicator names from the catalogue" },
+                    "start_time": { "type": "string", "maxLength": MAX_DATE, "description": "First day, YYYY-MM-DD (inclusive, from 1900-01-01)" },
+                    "end_time": { "type": "string", "maxLength": MAX_DATE, "description": "Last day, YYYY-MM-DD (inclusive, up to 2200-12-31)" },
                     "aggregate": { "type": "string", "enum": ["none", "stats", "day", "week", "month"], "default": "none" },
                     "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "Readings per indicator (aggregate none)" }
                 },
@@ -118,8 +124,8 @@ impl QueryHealthIndicators {
         // The window is inclusive and padded one day each side (naive timestamps).
         let query = ReadingQuery {
             indicator_keys: None,
-            from: start.map(|d| (d - Duration::days(1)).format("%Y-%m-%d").to_string()),
-            to: end.map(|d| format!("{}T23:59:59", (d + Duration::days(1)).format("%Y-%m-%d"))),
+            from: start.map(|d| pad(d, -1).format("%Y-%m-%d").to_string()),
+            to: end.map(|d| format!("{}T23:59:59", pad(d, 1).format("%Y-%m-%d"))),
         };
         let readings = self.store.readings(user, &query).await.map_err(|e| {
             tracing::warn!(error = %e, "query_health_indicators: store read failed");
@@ -130,13 +136,21 @@ impl QueryHealthIndicators {
         if keywords.is_empty() && exact.is_empty() {
             return Ok(catalogue(&readings));
         }
-        let exact_keys: Vec<String> = exact.iter().map(|n| Reading::indicator_key(n)).collect();
+        let exact_keys: HashSet<String> = exact.iter().map(|n| Reading::indicator_key(n)).collect();
         let prepared: Vec<Keyword<'_>> = keywords.iter().map(|k| Keyword::new(k)).collect();
+        // Keywords are matched once per distinct (indicator, code) the user has, not per
+        // reading (issue 13, finding 3): readings × keywords became names × keywords.
+        let mut matched: HashMap<(String, Option<&str>), bool> = HashMap::new();
         let mut by_indicator: BTreeMap<String, Vec<&Reading>> = BTreeMap::new();
         for reading in &readings {
             let key = Reading::indicator_key(&reading.indicator);
             let code = reading.code.as_deref();
-            if exact_keys.contains(&key) || prepared.iter().any(|k| k.matches(&key, code)) {
+            let wanted = *matched
+                .entry((key.clone(), code))
+                .or_insert_with_key(|(key, code)| {
+                    exact_keys.contains(key) || prepared.iter().any(|k| k.matches(key, *code))
+                });
+            if wanted {
                 by_indicator.entry(key).or_default().push(reading);
             }
         }
@@ -164,9 +178,23 @@ impl QueryHealthIndicators {
     }
 }
 
+/// A window bound: `YYYY-MM-DD` inside the accepted calendar window (issue 13, finding 1:
+/// the padding below must never overflow).
 fn parse_day(field: &str, value: &str) -> Result<NaiveDate, String> {
     NaiveDate::parse_from_str(value.trim(), "%Y-%m-%d")
-        .map_err(|_| format!("{field} must be a date as YYYY-MM-DD"))
+        .ok()
+        .filter(|d| day_accepted(*d))
+        .ok_or_else(|| {
+            format!("{field} must be a date as YYYY-MM-DD between {FIRST_DAY} and {LAST_DAY}")
+        })
+}
+
+/// `day` padded by one day (`-1` or `1`); the bounds of `parse_day` keep it in range,
+/// and a day that would still overflow stays as it is.
+fn pad(day: NaiveDate, days: i64) -> NaiveDate {
+    Duration::try_days(days)
+        .and_then(|d| day.checked_add_signed(d))
+        .unwrap_or(day)
 }
 
 fn day(reading: &Reading) -> &str {
