@@ -106,6 +106,8 @@ async fn load_keys(config: &Config) -> Result<Option<Keys>, KeyError> {
             Keys::from_secrets_manager(secret, config.secretsmanager_endpoint.as_deref())
                 .await
                 .map(Some)
+                // The log line names the setting the operator has to look at.
+                .map_err(|e| KeyError(format!("MIROBODY_KEYS_SECRET: {}", e.0)))
         }
         (Runtime::Lambda, None) => Ok(None),
     }

@@ -97,12 +97,19 @@ impl Keys {
     }
 
     /// Reads the keys secret once (per cold start). `endpoint` overrides the service
-    /// address (a local emulator in tests).
+    /// address (a local emulator in tests). Bounded: a Secrets Manager that does not
+    /// answer fails the cold start within the operation timeout, never hangs it.
     pub async fn from_secrets_manager(
         secret_id: &str,
         endpoint: Option<&str>,
     ) -> Result<Keys, KeyError> {
-        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+        let timeouts = aws_config::timeout::TimeoutConfig::builder()
+            .connect_timeout(std::time::Duration::from_secs(3))
+            .operation_attempt_timeout(std::time::Duration::from_secs(4))
+            .operation_timeout(std::time::Duration::from_secs(10))
+            .build();
+        let mut loader =
+            aws_config::defaults(aws_config::BehaviorVersion::latest()).timeout_config(timeouts);
         if let Some(endpoint) = endpoint {
             loader = loader.endpoint_url(endpoint);
         }
