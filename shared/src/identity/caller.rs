@@ -118,11 +118,9 @@ impl CallerResolver {
         let Some(claims) = self.verified(value) else {
             return Ok(Bearer::Invalid);
         };
-        if claims.kind != TokenKind::Client {
-            let state = self.tokens.token_state(&claims.sub).await?;
-            if claims.ended_by(&state) {
-                return Ok(Bearer::Invalid);
-            }
+        let state = self.tokens.token_state(&claims.sub).await?;
+        if claims.ended_by(&state) {
+            return Ok(Bearer::Invalid);
         }
         Ok(Bearer::Token(Box::new(claims)))
     }

@@ -20,7 +20,6 @@ use serde_json::json;
 
 use super::{OAuthApi, field, form, no_store, oauth_error, unavailable};
 use crate::http as web;
-use crate::identity::TokenKind;
 
 impl OAuthApi {
     /// `POST /oauth/introspect` (RFC 7662).
@@ -45,13 +44,11 @@ impl OAuthApi {
         };
         // A token the user ended (signed out, withdrew the grant) is inactive.
         let live = match &claims {
-            Some(claims) if claims.kind != TokenKind::Client => {
-                match self.store.token_state(&claims.sub).await {
-                    Ok(state) => !claims.ended_by(&state),
-                    Err(e) => return unavailable(e),
-                }
-            }
-            _ => true,
+            Some(claims) => match self.store.token_state(&claims.sub).await {
+                Ok(state) => !claims.ended_by(&state),
+                Err(e) => return unavailable(e),
+            },
+            None => true,
         };
         let body = match claims.filter(|_| live) {
             Some(claims) => {
