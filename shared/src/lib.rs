@@ -13,6 +13,8 @@ mod data_api;
 mod demo;
 pub mod domain;
 mod external;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod http;
 pub mod identity;
 mod mcp;

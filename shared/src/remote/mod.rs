@@ -14,5 +14,7 @@ mod guard;
 mod mcp_client;
 
 pub(crate) use client::{GuardedHttp, HttpError};
+#[cfg(feature = "fuzzing")]
+pub(crate) use guard::Resolver;
 pub(crate) use guard::{AddressGuard, GuardPolicy, INVALID_URL_CODE};
 pub(crate) use mcp_client::{Dialect, McpConnection, RemoteError, RemoteTool, ToolList};
