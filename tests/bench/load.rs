@@ -24,8 +24,9 @@ async fn main() {
     let email = format!("load-{}@example.com", std::process::id());
     let actors = prepare(&base, &email).await;
     let (token, url) = (actors.token.clone(), actors.personal_url.clone());
-    let warm = run(actors, connections.min(64), Duration::from_secs(5)).await;
-    println!("warm-up: {}", warm.summary(5.0));
+    // Warm up at full concurrency, so the start figure already has every connection's buffers.
+    let warm = run(actors, connections, Duration::from_secs(10)).await;
+    println!("warm-up: {}", warm.summary(10.0));
     let start = pid.map(rss_kib);
     let actors = e2e::load::Actors {
         base: base.clone(),
