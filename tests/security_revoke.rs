@@ -5,8 +5,11 @@
 //! while what the user did not end keeps working.
 
 use base64::Engine;
-use e2e::{Reply, Server, bearer, encode_form as encode, form_of, get, post_json, rpc, send};
-use serde_json::{Value, json};
+use e2e::{
+    Reply, Server, bearer_json, encode_form as encode, form_of, form_with_cookie, get, post_json,
+    rpc,
+};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
 const VERIFIER: &str = "dBjftJeZ4CVP-mJ0kDqCBj8V9X7QlJuA_n4qNhtpHqZ-0123456789";
@@ -18,40 +21,6 @@ struct ClientTokens {
     client_id: String,
     access: String,
     refresh: String,
-}
-
-async fn call(
-    server: &Server,
-    method: &str,
-    path: &str,
-    token: &str,
-    body: Option<Value>,
-) -> Reply {
-    let mut headers = bearer(token);
-    headers.push(("content-type".into(), "application/json".into()));
-    send(
-        method,
-        &server.url(path),
-        &headers,
-        body.map(|b| b.to_string()),
-    )
-    .await
-}
-
-async fn form_post(
-    server: &Server,
-    path: &str,
-    pairs: &[(&str, &str)],
-    cookie: Option<&str>,
-) -> Reply {
-    let mut headers = vec![(
-        "content-type".to_string(),
-        "application/x-www-form-urlencoded".to_string(),
-    )];
-    if let Some(cookie) = cookie {
-        headers.push(("cookie".into(), cookie.into()));
-    }
-    send("POST", &server.url(path), &headers, Some(encode(pairs))).await
 }
 
 async fn sign_up(server: &Server, email: &str) -> String {
@@ -113,7 +82,7 @@ async fn authorise_as(
         ("password", PASSWORD),
         ("decision", "allow"),
     ]);
-    let reply = form_post(server, "/oauth/authorize", &submit, Some(&cookie)).await;
+    let reply = form_with_cookie(server, "/oauth/authorize", &submit, Some(&cookie)).await;
     assert_eq!(reply.status, 302, "{}", reply.body);
     let location = reply.header("location").unwrap().to_string();
     let code = location
@@ -134,7 +103,7 @@ async fn authorise_as(
     if let Some(secret) = &secret {
         exchange.push(("client_secret", secret.as_str()));
     }
-    let tokens = form_post(server, "/oauth/token", &exchange, None).await;
+    let tokens = form_with_cookie(server, "/oauth/token", &exchange, None).await;
     assert_eq!(tokens.status, 200, "{}", tokens.body);
     let tokens = tokens.json();
     let tokens = ClientTokens {
@@ -147,7 +116,7 @@ async fn authorise_as(
 
 /// The client refreshes: the reply of the token endpoint.
 async fn refresh(server: &Server, client: &ClientTokens) -> Reply {
-    form_post(
+    form_with_cookie(
         server,
         "/oauth/token",
         &[
@@ -169,7 +138,9 @@ async fn mcp_status(server: &Server, token: &str) -> u16 {
 
 /// `GET /api/data` with `token`: its status.
 async fn data_status(server: &Server, token: &str) -> u16 {
-    call(server, "GET", "/api/data", token, None).await.status
+    bearer_json(server, "GET", "/api/data", token, None)
+        .await
+        .status
 }
 
 /// A 401 with the usual challenge: the ended token is as good as a forged one.
@@ -200,14 +171,14 @@ async fn signing_out_ends_that_session_and_only_that_one() {
     assert_eq!(mcp_status(&server, &leaving).await, 200);
     assert_eq!(data_status(&server, &leaving).await, 200);
 
-    let out = call(&server, "POST", "/auth/signout", &leaving, None).await;
+    let out = bearer_json(&server, "POST", "/auth/signout", &leaving, None).await;
     assert_eq!(out.status, 200, "{}", out.body);
 
     let mcp = rpc(&server.url("/mcp"), Some(&leaving), "tools/list", json!({})).await;
     assert_ended(&mcp, "the signed-out token on /mcp");
-    let data = call(&server, "GET", "/api/data", &leaving, None).await;
+    let data = bearer_json(&server, "GET", "/api/data", &leaving, None).await;
     assert_ended(&data, "the signed-out token on /api/data");
-    let again = call(&server, "POST", "/auth/signout", &leaving, None).await;
+    let again = bearer_json(&server, "POST", "/auth/signout", &leaving, None).await;
     assert_ended(&again, "signing out twice");
 
     assert_eq!(
@@ -230,7 +201,7 @@ async fn signing_out_everywhere_ends_every_session_grant_and_the_personal_url() 
     let email = "everywhere@example.com";
     let first = sign_up(&server, email).await;
     let second = session(&server, email).await;
-    let url = call(&server, "POST", "/personal/mcp", &second, Some(json!({}))).await;
+    let url = bearer_json(&server, "POST", "/personal/mcp", &second, Some(json!({}))).await;
     assert_eq!(url.status, 200, "{}", url.body);
     let personal = url.json()["data"]["url"].as_str().unwrap().to_string();
     let path = personal.split_once("/mcp/").unwrap().1.to_string();
@@ -245,17 +216,17 @@ async fn signing_out_everywhere_ends_every_session_grant_and_the_personal_url() 
     assert_eq!(mcp_status(&server, &app.access).await, 200);
 
     // An app's token may not sign the person out.
-    let by_app = call(&server, "POST", "/auth/signout-all", &app.access, None).await;
+    let by_app = bearer_json(&server, "POST", "/auth/signout-all", &app.access, None).await;
     assert_eq!(by_app.status, 403, "{}", by_app.body);
 
-    let out = call(&server, "POST", "/auth/signout-all", &first, None).await;
+    let out = bearer_json(&server, "POST", "/auth/signout-all", &first, None).await;
     assert_eq!(out.status, 200, "{}", out.body);
     assert_eq!(out.json()["data"]["personal_url_revoked"], true);
 
     for (what, token) in [("this session", &first), ("the other session", &second)] {
         let mcp = rpc(&server.url("/mcp"), Some(token), "tools/list", json!({})).await;
         assert_ended(&mcp, &format!("{what} on /mcp"));
-        let data = call(&server, "GET", "/api/data", token, None).await;
+        let data = bearer_json(&server, "GET", "/api/data", token, None).await;
         assert_ended(&data, &format!("{what} on /api/data"));
     }
     let app_mcp = rpc(
@@ -294,15 +265,15 @@ async fn changing_the_password_ends_the_old_password_and_every_old_token() {
     let new_password = "another long enough password";
 
     let wrong = json!({ "current_password": "not the password", "new_password": new_password });
-    let refused = call(&server, "POST", "/auth/password", &old, Some(wrong)).await;
+    let refused = bearer_json(&server, "POST", "/auth/password", &old, Some(wrong)).await;
     assert_eq!(refused.status, 403, "{}", refused.body);
     let short = json!({ "current_password": PASSWORD, "new_password": "short" });
-    let refused = call(&server, "POST", "/auth/password", &old, Some(short)).await;
+    let refused = bearer_json(&server, "POST", "/auth/password", &old, Some(short)).await;
     assert_eq!(refused.status, 400, "{}", refused.body);
     assert_eq!(data_status(&server, &old).await, 200, "nothing changed yet");
 
     let change = json!({ "current_password": PASSWORD, "new_password": new_password });
-    let changed = call(&server, "POST", "/auth/password", &old, Some(change)).await;
+    let changed = bearer_json(&server, "POST", "/auth/password", &old, Some(change)).await;
     assert_eq!(changed.status, 200, "{}", changed.body);
     let new = changed.json()["data"]["token"]
         .as_str()
@@ -313,7 +284,10 @@ async fn changing_the_password_ends_the_old_password_and_every_old_token() {
         ("the token that changed it", &old),
         ("another session", &other),
     ] {
-        assert_ended(&call(&server, "GET", "/api/data", token, None).await, what);
+        assert_ended(
+            &bearer_json(&server, "GET", "/api/data", token, None).await,
+            what,
+        );
         let mcp = rpc(&server.url("/mcp"), Some(token), "tools/list", json!({})).await;
         assert_ended(&mcp, what);
     }
@@ -342,7 +316,7 @@ async fn withdrawing_a_clients_grant_ends_its_tokens_and_no_others() {
     let withdrawn = authorise(&server, email, "Withdrawn client").await;
     let kept = authorise(&server, email, "Kept client").await;
 
-    let listed = call(&server, "GET", "/api/user/oauth-grants", &me, None).await;
+    let listed = bearer_json(&server, "GET", "/api/user/oauth-grants", &me, None).await;
     assert_eq!(listed.status, 200, "{}", listed.body);
     let grants = listed.json()["data"]["grants"].clone();
     let grants = grants.as_array().unwrap();
@@ -361,11 +335,11 @@ async fn withdrawing_a_clients_grant_ends_its_tokens_and_no_others() {
     assert_eq!(entry["scope"], "mcp:tools");
     assert!(entry["granted_at"].is_u64());
     // An app's token may not read or change the person's grants.
-    let by_app = call(&server, "GET", "/api/user/oauth-grants", &kept.access, None).await;
+    let by_app = bearer_json(&server, "GET", "/api/user/oauth-grants", &kept.access, None).await;
     assert_eq!(by_app.status, 403, "{}", by_app.body);
 
     let path = format!("/api/user/oauth-grants/{}", withdrawn.client_id);
-    let deleted = call(&server, "DELETE", &path, &me, None).await;
+    let deleted = bearer_json(&server, "DELETE", &path, &me, None).await;
     assert_eq!(deleted.status, 200, "{}", deleted.body);
     assert_eq!(deleted.json()["data"]["revoked"], true);
 
@@ -397,7 +371,7 @@ async fn withdrawing_a_clients_grant_ends_its_tokens_and_no_others() {
         "the person's own session"
     );
 
-    let listed = call(&server, "GET", "/api/user/oauth-grants", &me, None)
+    let listed = bearer_json(&server, "GET", "/api/user/oauth-grants", &me, None)
         .await
         .json();
     let ids: Vec<&str> = listed["data"]["grants"]
@@ -427,7 +401,7 @@ async fn a_client_revokes_its_refresh_family_at_the_revocation_endpoint() {
     let app = authorise(&server, email, "Revoking client").await;
     let other = authorise(&server, email, "Other client").await;
     // Another client cannot revoke it: 200, nothing revoked.
-    let foreign = form_post(
+    let foreign = form_with_cookie(
         &server,
         "/oauth/revoke",
         &[("token", &app.access), ("client_id", &other.client_id)],
@@ -437,7 +411,7 @@ async fn a_client_revokes_its_refresh_family_at_the_revocation_endpoint() {
     assert_eq!(foreign.status, 200, "{}", foreign.body);
     assert_eq!(mcp_status(&server, &app.access).await, 200);
 
-    let revoked = form_post(
+    let revoked = form_with_cookie(
         &server,
         "/oauth/revoke",
         &[
@@ -463,7 +437,7 @@ async fn a_client_revokes_its_refresh_family_at_the_revocation_endpoint() {
         200,
         "the other client"
     );
-    let unknown = form_post(
+    let unknown = form_with_cookie(
         &server,
         "/oauth/revoke",
         &[("token", "not-a-token"), ("client_id", &app.client_id)],
@@ -506,9 +480,9 @@ async fn introspection_calls_an_ended_token_inactive() {
         ("client_id", app.client_id.as_str()),
         ("client_secret", secret.as_str()),
     ];
-    let introspect = || form_post(&server, "/oauth/introspect", &pairs, None);
+    let introspect = || form_with_cookie(&server, "/oauth/introspect", &pairs, None);
     assert_eq!(introspect().await.json()["active"], true);
-    let out = call(&server, "POST", "/auth/signout-all", &me, None).await;
+    let out = bearer_json(&server, "POST", "/auth/signout-all", &me, None).await;
     assert_eq!(out.status, 200, "{}", out.body);
     assert_eq!(introspect().await.json(), json!({ "active": false }));
 }

@@ -5,7 +5,8 @@
 
 use base64::Engine;
 use e2e::{
-    Reply, Server, TempDir, bearer, encode_form as encode, form_of, get, post_json, rpc, send,
+    Reply, Server, TempDir, bearer_json, encode_form as encode, form_of, form_with_cookie, get,
+    post_json, rpc,
 };
 use mirobody::identity::{Jwts, Keys};
 use serde_json::{Value, json};
@@ -49,40 +50,6 @@ fn person_routes() -> Vec<(&'static str, &'static str, Option<Value>)> {
             Some(json!({ "email": "b@example.com" })),
         ),
     ]
-}
-
-async fn call(
-    server: &Server,
-    method: &str,
-    path: &str,
-    token: &str,
-    body: Option<Value>,
-) -> Reply {
-    let mut headers = bearer(token);
-    headers.push(("content-type".into(), "application/json".into()));
-    send(
-        method,
-        &server.url(path),
-        &headers,
-        body.map(|b| b.to_string()),
-    )
-    .await
-}
-
-async fn form_post(
-    server: &Server,
-    path: &str,
-    pairs: &[(&str, &str)],
-    cookie: Option<&str>,
-) -> Reply {
-    let mut headers = vec![(
-        "content-type".to_string(),
-        "application/x-www-form-urlencoded".to_string(),
-    )];
-    if let Some(cookie) = cookie {
-        headers.push(("cookie".into(), cookie.into()));
-    }
-    send("POST", &server.url(path), &headers, Some(encode(pairs))).await
 }
 
 async fn sign_up(server: &Server) -> String {
@@ -129,7 +96,7 @@ async fn access_token(server: &Server, scope: &str) -> String {
         ("password", PASSWORD),
         ("decision", "allow"),
     ]);
-    let reply = form_post(server, "/oauth/authorize", &submit, Some(&cookie)).await;
+    let reply = form_with_cookie(server, "/oauth/authorize", &submit, Some(&cookie)).await;
     assert_eq!(reply.status, 302, "{}", reply.body);
     let location = reply.header("location").unwrap().to_string();
     let code = location
@@ -140,7 +107,7 @@ async fn access_token(server: &Server, scope: &str) -> String {
         .find_map(|pair| pair.strip_prefix("code="))
         .unwrap()
         .to_string();
-    let tokens = form_post(
+    let tokens = form_with_cookie(
         server,
         "/oauth/token",
         &[
@@ -194,7 +161,7 @@ async fn a_client_credentials_token_is_never_a_person() {
         json!({"redirect_uris":["https://x.example/cb"],"token_endpoint_auth_method":"client_secret_post"}),
     )
     .await;
-    let tokens = form_post(
+    let tokens = form_with_cookie(
         &server,
         "/oauth/token",
         &[
@@ -247,11 +214,11 @@ async fn consented_scopes_reach_mcp_and_nothing_else() {
     ];
     for (scope, token) in [("openid", &openid), ("mcp:tools", &tools)] {
         for (method, path, body) in &attacks {
-            let reply = call(&server, method, path, token, body.clone()).await;
+            let reply = bearer_json(&server, method, path, token, body.clone()).await;
             assert_insufficient(&reply, &format!("{scope} on {method} {path}"));
         }
         for (method, path, body) in person_routes() {
-            let reply = call(&server, method, path, token, body).await;
+            let reply = bearer_json(&server, method, path, token, body).await;
             assert_insufficient(&reply, &format!("{scope} on {method} {path}"));
         }
     }
@@ -285,14 +252,14 @@ async fn consented_scopes_reach_mcp_and_nothing_else() {
     );
     // The person's own session still does everything.
     for (method, path) in [("GET", "/api/data"), ("GET", "/api/user/mcp-servers")] {
-        let reply = call(&server, method, path, &session, None).await;
+        let reply = bearer_json(&server, method, path, &session, None).await;
         assert_eq!(
             reply.status, 200,
             "session on {method} {path}: {}",
             reply.body
         );
     }
-    let personal = call(&server, "POST", "/personal/mcp", &session, Some(json!({}))).await;
+    let personal = bearer_json(&server, "POST", "/personal/mcp", &session, Some(json!({}))).await;
     assert_eq!(personal.status, 200, "{}", personal.body);
     // A bearer token on the personal URL is checked the same way as on /mcp.
     let url = personal.json()["data"]["url"].as_str().unwrap().to_string();
@@ -318,7 +285,9 @@ async fn a_token_signed_for_another_origin_is_refused() {
     let theirs =
         Jwts::for_origin(&keys.jwt, "https://other-deployment.example").mint("u1", 600, now);
     assert_eq!(
-        call(&server, "GET", "/api/data", &ours, None).await.status,
+        bearer_json(&server, "GET", "/api/data", &ours, None)
+            .await
+            .status,
         200
     );
     let listed = rpc(&server.url("/mcp"), Some(&ours), "tools/list", json!({})).await;
@@ -332,8 +301,8 @@ async fn a_token_signed_for_another_origin_is_refused() {
             .unwrap()
             .contains("invalid_token")
     );
-    let reply = call(&server, "GET", "/api/data", &theirs, None).await;
+    let reply = bearer_json(&server, "GET", "/api/data", &theirs, None).await;
     assert_eq!(reply.status, 401, "{}", reply.body);
-    let reply = call(&server, "POST", "/personal/mcp", &theirs, Some(json!({}))).await;
+    let reply = bearer_json(&server, "POST", "/personal/mcp", &theirs, Some(json!({}))).await;
     assert_eq!(reply.status, 401, "{}", reply.body);
 }

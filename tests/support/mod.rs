@@ -322,6 +322,48 @@ pub async fn send(
 
 /// `application/x-www-form-urlencoded` for `pairs` (every byte but the unreserved ones
 /// percent-encoded).
+/// `method path` with the caller's bearer token and a JSON body (if any).
+pub async fn bearer_json(
+    server: &Server,
+    method: &str,
+    path: &str,
+    token: &str,
+    body: Option<Value>,
+) -> Reply {
+    let mut headers = bearer(token);
+    headers.push(("content-type".into(), "application/json".into()));
+    send(
+        method,
+        &server.url(path),
+        &headers,
+        body.map(|b| b.to_string()),
+    )
+    .await
+}
+
+/// A form `POST` to `path`, with a `cookie` header if given.
+pub async fn form_with_cookie(
+    server: &Server,
+    path: &str,
+    pairs: &[(&str, &str)],
+    cookie: Option<&str>,
+) -> Reply {
+    let mut headers = vec![(
+        "content-type".to_string(),
+        "application/x-www-form-urlencoded".to_string(),
+    )];
+    if let Some(cookie) = cookie {
+        headers.push(("cookie".into(), cookie.into()));
+    }
+    send(
+        "POST",
+        &server.url(path),
+        &headers,
+        Some(encode_form(pairs)),
+    )
+    .await
+}
+
 pub fn encode_form(pairs: &[(&str, &str)]) -> String {
     let escape = |s: &str| -> String {
         s.bytes()
