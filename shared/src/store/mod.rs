@@ -36,6 +36,7 @@ mod embedded;
 mod health;
 mod mcp_servers;
 mod oauth;
+mod objects;
 mod select;
 
 #[cfg(test)]
@@ -49,6 +50,7 @@ pub use health::{HealthStore, ReadingQuery, WriteReport};
 pub use mcp_servers::McpServerStore;
 pub(crate) use mcp_servers::{McpServerBody, McpServerParts};
 pub use oauth::OAuthStore;
+pub use objects::{ObjectBody, PutTarget, StoredObject, UploadObjects};
 pub use select::{EMBEDDED_FILE, open_store};
 
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;

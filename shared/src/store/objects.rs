@@ -1,0 +1,53 @@
+//! Uploaded files waiting for their import (issue 14): the one interface both places a
+//! file can wait in implement. Deployed, a private S3 bucket (the client PUTs to a
+//! presigned URL); locally, a directory under the data directory (the client PUTs to
+//! the local server itself, with a signed, expiring URL). The same client code works
+//! against both.
+//!
+//! Owns the [`UploadObjects`] trait and its types. Implementations stream: an object is
+//! never held whole in memory. Never logs an object key's user part or any content.
+
+use std::pin::Pin;
+
+use super::StoreFuture;
+
+/// Where and how a client sends a file: one `PUT` of the bytes to `url` with `headers`,
+/// before `expires_at` (epoch seconds). No other credential is needed: the URL is the
+/// capability, so it is shown only to the upload's owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PutTarget {
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub expires_at: u64,
+}
+
+/// The bytes of a stored object, read as a stream.
+pub type ObjectBody = Pin<Box<dyn tokio::io::AsyncRead + Send>>;
+
+/// A stored object: its size in bytes and its content as a stream.
+pub struct StoredObject {
+    pub size: u64,
+    pub body: ObjectBody,
+}
+
+impl std::fmt::Debug for StoredObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredObject")
+            .field("size", &self.size)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where uploaded files wait until they are imported. Keys are opaque to callers
+/// (the upload flow chooses them, e.g. `uploads/<upload id>`).
+pub trait UploadObjects: Send + Sync {
+    /// Where a client sends the bytes of object `key` with one PUT, valid until
+    /// `expires_at` (epoch seconds).
+    fn put_target<'a>(&'a self, key: &'a str, expires_at: u64) -> StoreFuture<'a, PutTarget>;
+
+    /// The object's content as a stream; `None` when there is no such object.
+    fn open<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<StoredObject>>;
+
+    /// Deletes the object; an absent object is not an error.
+    fn remove<'a>(&'a self, key: &'a str) -> StoreFuture<'a, ()>;
+}
