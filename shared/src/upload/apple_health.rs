@@ -712,8 +712,10 @@ impl LocalEntry {
         self.flags & 0x08 != 0
     }
 
+    /// `export.xml` at any depth, in any case (some locales write `Export.xml`).
     fn is_export(&self) -> bool {
-        self.name == b"export.xml" || self.name.ends_with(b"/export.xml")
+        let file = self.name.rsplit(|&b| b == b'/').next().unwrap_or(&[]);
+        file.eq_ignore_ascii_case(b"export.xml")
     }
 }
 
@@ -787,7 +789,8 @@ fn skip(input: &mut impl Read, count: u64) -> Result<(), UploadError> {
 }
 
 /// Streams the `export.xml` inside an `export.zip` (`apple_health_export/export.xml`, or
-/// any `*/export.xml`): no `Seek`, entries before it are skipped, nothing after it is read.
+/// any `*/export.xml`, in any case): no `Seek`, entries before it are skipped, nothing after
+/// it is read.
 pub(crate) fn stream_apple_health_zip<R: Read>(
     reader: R,
     each: &mut dyn FnMut(Reading) -> Result<(), UploadError>,

@@ -472,6 +472,7 @@ fn export_zip_is_streamed_with_or_without_data_descriptors() {
         ("apple_health_export/export.xml", false, true),
         ("export.xml", false, false),
         ("Export/export.xml", true, true),
+        ("apple_health_export/Export.xml", true, true),
     ] {
         let mut zip = zip_entry("apple_health_export/export_cda.xml", &cda, true, descriptor);
         zip.extend(zip_entry(
