@@ -1,5 +1,5 @@
-//! The upload parsers (E4): health readings as JSON and as CSV, and genotype raw files.
-//! Every input goes through all three.
+//! The upload parsers (E4): health readings as JSON and as CSV, genotype raw files, and
+//! Apple Health exports (XML and zip). Every input goes through all of them.
 
 #![no_main]
 
@@ -9,4 +9,5 @@ fuzz_target!(|data: &[u8]| {
     mirobody::fuzzing::upload_health_json(data);
     mirobody::fuzzing::upload_health_csv(data);
     mirobody::fuzzing::upload_genotype(data);
+    mirobody::fuzzing::upload_apple_health(data);
 });

@@ -26,6 +26,13 @@ pub fn upload_genotype(body: &[u8]) -> bool {
     crate::upload::parse_genotype_file(body).is_ok()
 }
 
+/// The Apple Health export parser, on the input as `export.xml` and as `export.zip`.
+pub fn upload_apple_health(body: &[u8]) -> bool {
+    let xml = crate::upload::stream_apple_health_xml(body, &mut |_| Ok(())).is_ok();
+    let zip = crate::upload::stream_apple_health_zip(body, &mut |_| Ok(())).is_ok();
+    xml || zip
+}
+
 /// A resolver that answers every name with the same addresses.
 struct FixedResolver(Vec<IpAddr>);
 

@@ -113,4 +113,26 @@ mod tests {
         assert!(matches("cholesterol", "Something odd", Some("2093-3")));
         assert_eq!(known_code("Blood sugar"), Some("2345-7"));
     }
+
+    #[test]
+    fn apple_health_readings_are_found_by_their_usual_names() {
+        for (keyword, name, code) in [
+            ("hrv", "Heart rate variability SDNN", "80404-7"),
+            ("spo2", "Oxygen saturation", "59408-5"),
+            ("blood oxygen", "Oxygen saturation", "59408-5"),
+            ("breathing rate", "Respiratory rate", "9279-1"),
+            ("step count", "Steps", "55423-8"),
+            ("body fat", "Body fat percentage", "41982-0"),
+            ("rhr", "Resting heart rate", "40443-4"),
+            ("heart rate", "Resting heart rate", "40443-4"),
+            ("blood sugar", "Blood glucose", "2339-0"),
+            ("glucose", "Blood glucose", "2339-0"),
+            ("weight", "Body weight", "29463-7"),
+            ("systolic", "Systolic blood pressure", "8480-6"),
+        ] {
+            assert!(matches(keyword, name, Some(code)), "{keyword} -> {name}");
+        }
+        assert!(matches("sleep", "Sleep deep", None));
+        assert!(!matches("hrv", "Heart rate", Some("8867-4")));
+    }
 }

@@ -290,4 +290,53 @@ pub(super) const LAB_INDICATORS: &[LabIndicator] = &[
         name: "Body mass index",
         names: &["bmi", "body mass index", "体重指数"],
     },
+    // The wearable indicators of Apple Health exports (upload/apple_health.rs).
+    LabIndicator {
+        loinc: "40443-4",
+        name: "Resting heart rate",
+        names: &["resting heart rate", "rhr", "resting pulse", "静息心率"],
+    },
+    LabIndicator {
+        loinc: "80404-7",
+        name: "Heart rate variability SDNN",
+        names: &[
+            "hrv",
+            "heart rate variability",
+            "heart rate variability sdnn",
+            "sdnn",
+            "心率变异性",
+        ],
+    },
+    LabIndicator {
+        loinc: "55423-8",
+        name: "Steps",
+        names: &["steps", "step count", "daily steps", "步数"],
+    },
+    LabIndicator {
+        loinc: "41982-0",
+        name: "Body fat percentage",
+        names: &["body fat", "body fat percentage", "体脂率"],
+    },
+    LabIndicator {
+        loinc: "59408-5",
+        name: "Oxygen saturation",
+        names: &[
+            "spo2",
+            "oxygen saturation",
+            "blood oxygen",
+            "o2 saturation",
+            "血氧",
+            "血氧饱和度",
+        ],
+    },
+    LabIndicator {
+        loinc: "9279-1",
+        name: "Respiratory rate",
+        names: &[
+            "respiratory rate",
+            "breathing rate",
+            "respiration rate",
+            "呼吸频率",
+        ],
+    },
 ];

@@ -1,0 +1,690 @@
+use std::io::Write;
+
+use super::*;
+
+/// The head of a real export: the declaration and (part of) Apple's internal DTD.
+const HEAD: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE HealthData [
+<!-- HealthKit Export Version: 14 -->
+<!ELEMENT HealthData (ExportDate,Me,(Record|Correlation|Workout|ActivitySummary|ClinicalRecord|Audiogram|VisionPrescription)*)>
+<!ATTLIST HealthData
+  locale CDATA #REQUIRED
+>
+<!ELEMENT Record ((MetadataEntry|HeartRateVariabilityMetadataList)*)>
+<!ATTLIST Record
+  type          CDATA #REQUIRED
+  unit          CDATA #IMPLIED
+  value         CDATA #IMPLIED
+  sourceName    CDATA #REQUIRED
+  startDate     CDATA #REQUIRED
+  endDate       CDATA #REQUIRED
+>
+<!-- Note: Any Records that appear as children of a correlation also appear as top-level records in this document. -->
+<!ELEMENT Correlation ((MetadataEntry|Record)*)>
+]>
+<HealthData locale="en_US">
+ <ExportDate value="2026-03-01 09:00:00 +0100"/>
+ <Me HKCharacteristicTypeIdentifierDateOfBirth="" HKCharacteristicTypeIdentifierBiologicalSex="HKBiologicalSexNotSet"/>
+"#;
+
+const TAIL: &str = "</HealthData>\n";
+
+fn record(kind: &str, unit: &str, value: &str, start: &str, end: &str) -> String {
+    format!(
+        " <Record type=\"{kind}\" sourceName=\"Jo&apos;s Watch\" sourceVersion=\"10.1\" device=\"&lt;&lt;HKDevice: 0x1&gt;&gt;\" unit=\"{unit}\" creationDate=\"{end}\" startDate=\"{start}\" endDate=\"{end}\" value=\"{value}\">\n  <MetadataEntry key=\"HKMetadataKeyHeartRateMotionContext\" value=\"0\"/>\n </Record>\n"
+    )
+}
+
+fn export(body: &str) -> String {
+    format!("{HEAD}{body}{TAIL}")
+}
+
+fn parse(xml: &str) -> Result<(Vec<Reading>, AppleHealthReport), UploadError> {
+    let mut readings = Vec::new();
+    let report = stream_apple_health_xml(xml.as_bytes(), &mut |r| {
+        readings.push(r);
+        Ok(())
+    })?;
+    Ok((readings, report))
+}
+
+const T: &str = "2026-02-03 07:15:00 +0100";
+const T2: &str = "2026-02-03 07:16:00 +0100";
+
+#[test]
+fn quantity_records_become_readings_with_units_and_codes() {
+    let q = |k: &str| format!("HKQuantityTypeIdentifier{k}");
+    let body = [
+        record(&q("HeartRate"), "count/min", "72", T, T2),
+        record(&q("RestingHeartRate"), "count/min", "55", T, T2),
+        record(&q("HeartRateVariabilitySDNN"), "ms", "48.5", T, T2),
+        record(&q("StepCount"), "count", "1234", T, T2),
+        record(&q("BloodGlucose"), "mg/dL", "104", T, T2),
+        record(
+            &q("BloodGlucose"),
+            "mmol<180.1558800000541>/L",
+            "5.8",
+            T2,
+            T2,
+        ),
+        record(&q("BodyMass"), "lb", "165.2", T, T),
+        record(&q("BodyFatPercentage"), "%", "0.25", T, T),
+        record(&q("OxygenSaturation"), "%", "0.97", T, T),
+        record(&q("RespiratoryRate"), "count/min", "14.5", T, T),
+    ]
+    .concat();
+    let (readings, report) = parse(&export(&body)).unwrap();
+    assert_eq!((report.records, report.imported), (10, 10));
+    let got: Vec<(&str, f64, &str, &str)> = readings
+        .iter()
+        .map(|r| {
+            let ReadingValue::Number(n) = r.value else {
+                panic!("not a number")
+            };
+            (
+                r.indicator.as_str(),
+                n,
+                r.unit.as_deref().unwrap_or(""),
+                r.code.as_deref().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("Heart rate", 72.0, "/min", "8867-4"),
+            ("Resting heart rate", 55.0, "/min", "40443-4"),
+            ("Heart rate variability SDNN", 48.5, "ms", "80404-7"),
+            ("Steps", 1234.0, "steps", "55423-8"),
+            ("Blood glucose", 104.0, "mg/dL", "2339-0"),
+            ("Blood glucose", 5.8, "mmol/L", "2339-0"),
+            ("Body weight", 165.2, "lb", "29463-7"),
+            ("Body fat percentage", 25.0, "%", "41982-0"),
+            ("Oxygen saturation", 97.0, "%", "59408-5"),
+            ("Respiratory rate", 14.5, "/min", "9279-1"),
+        ]
+    );
+    let first = &readings[0];
+    assert_eq!(first.time, "2026-02-03T07:15:00", "the offset is dropped");
+    assert_eq!(first.source, "Jo's Watch");
+    assert_eq!(first.code_system.as_deref(), Some("LOINC"));
+}
+
+#[test]
+fn sleep_becomes_minutes_per_stage() {
+    let sleep = |stage: &str, start: &str, end: &str| {
+        record(
+            SLEEP_TYPE,
+            "",
+            &format!("HKCategoryValueSleepAnalysis{stage}"),
+            start,
+            end,
+        )
+    };
+    let body = [
+        sleep(
+            "InBed",
+            "2026-02-02 23:00:00 +0100",
+            "2026-02-03 07:00:00 +0100",
+        ),
+        sleep(
+            "AsleepCore",
+            "2026-02-02 23:10:00 +0100",
+            "2026-02-02 23:55:30 +0100",
+        ),
+        sleep(
+            "AsleepDeep",
+            "2026-02-02 23:55:30 +0100",
+            "2026-02-03 00:40:30 +0100",
+        ),
+        sleep(
+            "AsleepREM",
+            "2026-02-03 00:40:30 +0100",
+            "2026-02-03 01:00:30 +0100",
+        ),
+        sleep(
+            "Awake",
+            "2026-02-03 01:00:30 +0100",
+            "2026-02-03 01:02:30 +0100",
+        ),
+        sleep(
+            "AsleepUnspecified",
+            "2026-02-03 01:02:30 +0100",
+            "2026-02-03 02:02:30 +0100",
+        ),
+        // Across a daylight-saving change: 01:30 +0100 to 03:30 +0200 is one hour.
+        sleep(
+            "Asleep",
+            "2026-03-29 01:30:00 +0100",
+            "2026-03-29 03:30:00 +0200",
+        ),
+        sleep("Mystery", T, T2),
+    ]
+    .concat();
+    let (readings, report) = parse(&export(&body)).unwrap();
+    let got: Vec<(&str, f64)> = readings
+        .iter()
+        .map(|r| match r.value {
+            ReadingValue::Number(n) => (r.indicator.as_str(), n),
+            ReadingValue::Text(_) => panic!("not a number"),
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("Sleep in bed", 480.0),
+            ("Sleep core", 45.5),
+            ("Sleep deep", 45.0),
+            ("Sleep REM", 20.0),
+            ("Sleep awake", 2.0),
+            ("Sleep asleep", 60.0),
+            ("Sleep asleep", 60.0),
+        ]
+    );
+    assert!(readings.iter().all(|r| r.unit.as_deref() == Some("min")));
+    assert_eq!(readings[0].time, "2026-02-02T23:00:00");
+    assert_eq!(report.skipped.get(SLEEP_TYPE), Some(&1), "an unknown stage");
+}
+
+#[test]
+fn blood_pressure_inside_a_correlation_is_not_duplicated() {
+    let sys = |v: &str| {
+        record(
+            "HKQuantityTypeIdentifierBloodPressureSystolic",
+            "mmHg",
+            v,
+            T,
+            T,
+        )
+    };
+    let dia = |v: &str| {
+        record(
+            "HKQuantityTypeIdentifierBloodPressureDiastolic",
+            "mmHg",
+            v,
+            T,
+            T,
+        )
+    };
+    let correlation = |inner: String| {
+        format!(
+            " <Correlation type=\"HKCorrelationTypeIdentifierBloodPressure\" sourceName=\"Cuff\" startDate=\"{T}\" endDate=\"{T}\">\n  <MetadataEntry key=\"k\" value=\"v\"/>\n{inner} </Correlation>\n"
+        )
+    };
+    // Apple lists the records at the top level and again in their correlation; a
+    // correlation whose records are not at the top level still counts once.
+    let body = [
+        sys("128"),
+        dia("82"),
+        correlation([sys("128"), dia("82")].concat()),
+        correlation([sys("131"), dia("85")].concat()),
+    ]
+    .concat();
+    let (readings, report) = parse(&export(&body)).unwrap();
+    let values: Vec<(&str, ReadingValue)> = readings
+        .iter()
+        .map(|r| (r.code.as_deref().unwrap_or(""), r.value.clone()))
+        .collect();
+    assert_eq!(
+        values,
+        [
+            ("8480-6", ReadingValue::Number(128.0)),
+            ("8462-4", ReadingValue::Number(82.0)),
+            ("8480-6", ReadingValue::Number(131.0)),
+            ("8462-4", ReadingValue::Number(85.0)),
+        ]
+    );
+    assert_eq!(
+        (report.records, report.imported, report.duplicates),
+        (6, 4, 2)
+    );
+}
+
+#[test]
+fn unknown_types_are_counted_and_skipped_in_a_bounded_map() {
+    let mut body = String::new();
+    for i in 0..150 {
+        body.push_str(&record(
+            &format!("HKQuantityTypeIdentifierOdd{i}"),
+            "x",
+            "1",
+            T,
+            T,
+        ));
+    }
+    body.push_str(&record("HKQuantityTypeIdentifierOdd0", "x", "1", T, T));
+    body.push_str(&record(
+        "HKQuantityTypeIdentifierHeartRate",
+        "count/min",
+        "60",
+        T,
+        T,
+    ));
+    body.push_str(" <Workout workoutActivityType=\"HKWorkoutActivityTypeRunning\" duration=\"30\"><WorkoutEvent type=\"x\"/></Workout>\n");
+    body.push_str(" <ActivitySummary dateComponents=\"2026-02-03\" activeEnergyBurned=\"400\"/>\n");
+    let (readings, report) = parse(&export(&body)).unwrap();
+    assert_eq!(readings.len(), 1);
+    assert_eq!(report.records, 152);
+    assert_eq!(report.skipped.len(), MAX_SKIPPED_TYPES + 1);
+    assert_eq!(report.skipped.get("HKQuantityTypeIdentifierOdd0"), Some(&2));
+    assert_eq!(report.skipped.get(OTHER_TYPES), Some(&50));
+    assert_eq!(report.skipped.values().sum::<u64>(), 151);
+}
+
+#[test]
+fn unusable_records_of_known_types_are_counted_with_the_first_line() {
+    let hr = "HKQuantityTypeIdentifierHeartRate";
+    let body = [
+        record(hr, "count/min", "72", T, T),
+        record(hr, "count/min", "fast", T, T),
+        record(hr, "count/min", "72", "1850-01-01 00:00:00 +0000", T),
+        record(hr, "count/min", "72", "yesterday", T),
+        record("HKQuantityTypeIdentifierBodyMass", &"u".repeat(65), "70", T, T),
+        record(hr, "count/min", "inf", T, T),
+        format!(
+            " <Record type=\"{hr}\" sourceName=\"{}\" unit=\"count/min\" startDate=\"{T}\" endDate=\"{T}\" value=\"70\"/>\n",
+            "s".repeat(201)
+        ),
+    ]
+    .concat();
+    let (readings, report) = parse(&export(&body)).unwrap();
+    assert_eq!(readings.len(), 1);
+    assert_eq!(report.invalid, 6);
+    let first = report.first_invalid.unwrap();
+    let line = HEAD.lines().count() + 4; // each record takes three lines
+    assert_eq!(first.location, format!("line {line}"));
+    assert_eq!(first.problem, "value is not a number");
+}
+
+#[test]
+fn a_missing_source_is_apple_health() {
+    let xml = export(&format!(
+        " <Record type=\"HKQuantityTypeIdentifierStepCount\" unit=\"count\" startDate=\"{T}\" endDate=\"{T}\" value=\"5\"/>\n"
+    ));
+    let (readings, _) = parse(&xml).unwrap();
+    assert_eq!(readings[0].source, DEFAULT_SOURCE);
+}
+
+#[test]
+fn malformed_xml_is_an_error_with_its_line() {
+    let hr = record("HKQuantityTypeIdentifierHeartRate", "count/min", "72", T, T);
+    let line_after_head = HEAD.lines().count() as u64 + 1;
+    let cases: Vec<(String, u64, &str)> = vec![
+        (
+            export(&format!("{hr} <Record type=\"x\">\n </Correlation>\n")),
+            line_after_head + 4,
+            "malformed XML (mismatched or missing tags)",
+        ),
+        (
+            format!("{HEAD}{hr}"),
+            line_after_head + 3,
+            "the file ends inside an element (truncated?)",
+        ),
+        (
+            export(" <Record type=\"a\" type=\"b\"/>\n"),
+            line_after_head,
+            "malformed XML (an attribute)",
+        ),
+        (
+            export(&format!(
+                " <Record type=\"HKQuantityTypeIdentifierHeartRate\" sourceName=\"&bomb;\" startDate=\"{T}\" value=\"1\"/>\n"
+            )),
+            line_after_head,
+            "malformed XML (an undefined entity or a bad character reference)",
+        ),
+        (
+            "<?xml version=\"1.0\"?>\n<rss>\n</rss>\n".to_string(),
+            2,
+            "not an Apple Health export (the root element is not HealthData)",
+        ),
+        (
+            String::new(),
+            1,
+            "not an Apple Health export (no HealthData element)",
+        ),
+    ];
+    for (xml, line, problem) in cases {
+        let err = parse(&xml).unwrap_err();
+        assert_eq!(
+            (err.location.as_str(), err.problem.as_str()),
+            (format!("line {line}").as_str(), problem),
+            "{xml}"
+        );
+    }
+}
+
+#[test]
+fn depth_and_tag_length_are_bounded() {
+    let deep = export(&format!(
+        "{}{}",
+        "<a>".repeat(MAX_DEPTH + 5),
+        "</a>".repeat(MAX_DEPTH + 5)
+    ));
+    let err = parse(&deep).unwrap_err();
+    assert_eq!(
+        err.problem,
+        format!("elements are nested deeper than {MAX_DEPTH}")
+    );
+
+    // A tag that never closes stops at the bound instead of growing the buffer: the
+    // reader is infinite, so only the bound ends this.
+    let endless = io::Read::chain(HEAD.as_bytes(), io::repeat(b'x'));
+    let endless = io::Read::chain(b" <Record type=\"".as_slice(), endless);
+    let err = stream_apple_health_xml(io::BufReader::new(endless), &mut |_| Ok(())).unwrap_err();
+    assert_eq!(err.problem, EventTooLong.to_string());
+}
+
+#[test]
+fn the_callers_error_ends_the_import() {
+    let hr = record("HKQuantityTypeIdentifierHeartRate", "count/min", "72", T, T);
+    let xml = export(&[hr.clone(), hr.clone(), hr].concat());
+    let mut calls = 0;
+    let err = stream_apple_health_xml(xml.as_bytes(), &mut |_| {
+        calls += 1;
+        if calls == 2 {
+            Err(error(9, "store full"))
+        } else {
+            Ok(())
+        }
+    })
+    .unwrap_err();
+    assert_eq!((calls, err.problem.as_str()), (2, "store full"));
+}
+
+/// One zip entry as a streaming zipper writes it: deflated (or stored), with the sizes
+/// in the local header or in a data descriptor after the data.
+fn zip_entry(name: &str, data: &[u8], deflate: bool, descriptor: bool) -> Vec<u8> {
+    let body = if deflate {
+        let mut encoder =
+            flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(data).unwrap();
+        encoder.finish().unwrap()
+    } else {
+        data.to_vec()
+    };
+    let crc = crc32fast::hash(data);
+    let (c, u) = (body.len() as u32, data.len() as u32);
+    let mut out = Vec::new();
+    out.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
+    out.extend_from_slice(&20u16.to_le_bytes());
+    out.extend_from_slice(&(if descriptor { 8u16 } else { 0 }).to_le_bytes());
+    out.extend_from_slice(&(if deflate { 8u16 } else { 0 }).to_le_bytes());
+    out.extend_from_slice(&[0; 4]); // time, date
+    for field in if descriptor { [0, 0, 0] } else { [crc, c, u] } {
+        out.extend_from_slice(&field.to_le_bytes());
+    }
+    out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+    out.extend_from_slice(&4u16.to_le_bytes());
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(&[0x55, 0x58, 0, 0]); // an empty extra field
+    out.extend_from_slice(&body);
+    if descriptor {
+        out.extend_from_slice(&0x0807_4b50u32.to_le_bytes());
+        for field in [crc, c, u] {
+            out.extend_from_slice(&field.to_le_bytes());
+        }
+    }
+    out
+}
+
+fn central_directory() -> Vec<u8> {
+    let mut out = 0x0201_4b50u32.to_le_bytes().to_vec();
+    out.extend_from_slice(&[0; 42]);
+    out
+}
+
+fn parse_zip(zip: &[u8]) -> Result<(Vec<Reading>, AppleHealthReport), UploadError> {
+    let mut readings = Vec::new();
+    // A reader without Seek, handing out a few bytes at a time.
+    struct Trickle<'a>(&'a [u8]);
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = self.0.len().min(out.len()).min(777);
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+    let report = stream_apple_health_zip(Trickle(zip), &mut |r| {
+        readings.push(r);
+        Ok(())
+    })?;
+    Ok((readings, report))
+}
+
+#[test]
+fn export_zip_is_streamed_with_or_without_data_descriptors() {
+    let mut body = String::new();
+    for minute in 0..500 {
+        let t = format!("2026-02-03 {:02}:{:02}:00 +0100", minute / 60, minute % 60);
+        body.push_str(&record(
+            "HKQuantityTypeIdentifierHeartRate",
+            "count/min",
+            &(60 + minute % 40).to_string(),
+            &t,
+            &t,
+        ));
+    }
+    let xml = export(&body);
+    let cda = b"<ClinicalDocument>...</ClinicalDocument>".repeat(100);
+    for (name, descriptor, deflate) in [
+        ("apple_health_export/export.xml", true, true),
+        ("apple_health_export/export.xml", false, true),
+        ("export.xml", false, false),
+        ("Export/export.xml", true, true),
+        ("apple_health_export/Export.xml", true, true),
+    ] {
+        let mut zip = zip_entry("apple_health_export/export_cda.xml", &cda, true, descriptor);
+        zip.extend(zip_entry(
+            "apple_health_export/workout-routes/r.gpx",
+            b"<gpx/>",
+            false,
+            false,
+        ));
+        zip.extend(zip_entry(name, xml.as_bytes(), deflate, descriptor));
+        zip.extend(zip_entry(
+            "apple_health_export/electrocardiograms/e.csv",
+            b"x",
+            true,
+            true,
+        ));
+        zip.extend(central_directory());
+        let (readings, report) = parse_zip(&zip).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!((readings.len(), report.imported), (500, 500), "{name}");
+        assert_eq!(readings[499].time, "2026-02-03T08:19:00");
+    }
+}
+
+#[test]
+fn a_damaged_or_foreign_zip_is_refused() {
+    let xml = export(&record(
+        "HKQuantityTypeIdentifierHeartRate",
+        "count/min",
+        "72",
+        T,
+        T,
+    ));
+    let mut no_export = zip_entry("apple_health_export/export_cda.xml", b"<a/>", true, true);
+    no_export.extend(central_directory());
+    let mut damaged = zip_entry("apple_health_export/export.xml", xml.as_bytes(), true, true);
+    let crc_at = damaged.len() - 12;
+    damaged[crc_at] ^= 0xff;
+    let mut truncated = zip_entry(
+        "apple_health_export/export.xml",
+        xml.as_bytes(),
+        true,
+        false,
+    );
+    truncated.truncate(truncated.len() - 40);
+    let mut encrypted = zip_entry(
+        "apple_health_export/export.xml",
+        xml.as_bytes(),
+        true,
+        false,
+    );
+    encrypted[6] |= 1;
+    let cases: [(&[u8], &str); 5] = [
+        (&no_export, "the archive holds no export.xml"),
+        (
+            &damaged,
+            "export.xml is damaged in the archive (checksum mismatch)",
+        ),
+        (&truncated, "export.xml is damaged in the archive"),
+        (&encrypted, "encrypted archives are not supported"),
+        (xml.as_bytes(), "not a zip archive (or a damaged one)"),
+    ];
+    for (zip, problem) in cases {
+        let err = parse_zip(zip).unwrap_err();
+        assert_eq!(
+            (err.location.as_str(), err.problem.as_str()),
+            ("zip", problem)
+        );
+    }
+    // Malformed XML inside the zip still names its line.
+    let bad = format!("{HEAD}<Record>\n</HealthData>\n");
+    let zip = zip_entry("apple_health_export/export.xml", bad.as_bytes(), true, true);
+    let err = parse_zip(&zip).unwrap_err();
+    assert_eq!(err.location, format!("line {}", HEAD.lines().count() + 2));
+}
+
+/// The benchmark's generator (`scripts/gen-dataset`) in a tiny run: every file it writes
+/// parses with today's parsers.
+#[test]
+fn the_generated_dataset_parses() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = std::env::temp_dir().join(format!("gen-dataset-{}", std::process::id()));
+    let status = std::process::Command::new("python3")
+        .arg(root.join("scripts/gen-dataset"))
+        .args(["--out"])
+        .arg(&dir)
+        .args([
+            "--days",
+            "4",
+            "--genome-rows",
+            "3000",
+            "--apple-mb",
+            "1",
+            "--seed",
+            "7",
+        ])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("python3 runs scripts/gen-dataset");
+    assert!(status.success());
+    let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
+
+    let readings = super::super::parse_health_csv(&read("readings-3y.csv"), "upload").unwrap();
+    assert!(readings.len() > 4 * 288 * 2, "{}", readings.len());
+    let indicators: HashSet<&str> = readings.iter().map(|r| r.indicator.as_str()).collect();
+    for name in [
+        "Glucose",
+        "Heart rate",
+        "Steps",
+        "Body weight",
+        "HbA1c",
+        "LDL",
+    ] {
+        assert!(indicators.contains(name), "{name}");
+    }
+    assert!(
+        !super::super::parse_health_csv(&read("readings-30d.csv"), "upload")
+            .unwrap()
+            .is_empty()
+    );
+
+    let genome = super::super::parse_genotype_file(&read("genome.txt")).unwrap();
+    assert_eq!(genome.len(), 3000);
+
+    let (from_xml, report) = {
+        let mut n = Vec::new();
+        let report = stream_apple_health_xml(
+            io::BufReader::new(std::fs::File::open(dir.join("export.xml")).unwrap()),
+            &mut |r| {
+                n.push(r);
+                Ok(())
+            },
+        )
+        .unwrap();
+        (n, report)
+    };
+    assert!(report.imported > 1000, "{report:?}");
+    assert_eq!(report.invalid, 0, "{report:?}");
+    assert!(
+        report.duplicates > 0,
+        "blood pressure in correlations: {report:?}"
+    );
+    assert!(!report.skipped.is_empty(), "{report:?}");
+    let kinds: HashSet<&str> = from_xml.iter().map(|r| r.indicator.as_str()).collect();
+    for name in [
+        "Heart rate",
+        "Steps",
+        "Blood glucose",
+        "Sleep core",
+        "Systolic blood pressure",
+    ] {
+        assert!(kinds.contains(name), "{name}");
+    }
+    let mut from_zip = 0;
+    let zipped = stream_apple_health_zip(
+        std::fs::File::open(dir.join("export.zip")).unwrap(),
+        &mut |_| {
+            from_zip += 1;
+            Ok(())
+        },
+    )
+    .unwrap();
+    assert_eq!((zipped, from_zip), (report, from_xml.len()));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Throughput and peak memory on a generated export (release build):
+/// `scripts/gen-dataset --out /tmp/ds --apple-mb 200` then
+/// `APPLE_HEALTH_XML=/tmp/ds/export.xml cargo test --release -p mirobody --lib apple_health_throughput -- --ignored --nocapture`
+/// (`APPLE_HEALTH_ZIP=/tmp/ds/export.zip` measures the zip).
+#[test]
+#[ignore = "a measurement on a generated file; prints numbers"]
+fn apple_health_throughput() {
+    let peak_kb = || {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmHWM:"))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            })
+            .unwrap_or(0)
+    };
+    for (var, zip) in [("APPLE_HEALTH_XML", false), ("APPLE_HEALTH_ZIP", true)] {
+        let Ok(path) = std::env::var(var) else {
+            continue;
+        };
+        let bytes = std::fs::metadata(&path).unwrap().len();
+        let file = std::fs::File::open(&path).unwrap();
+        let before = peak_kb();
+        let started = std::time::Instant::now();
+        let mut count = 0u64;
+        let mut each = |_: Reading| {
+            count += 1;
+            Ok(())
+        };
+        let report = if zip {
+            stream_apple_health_zip(file, &mut each)
+        } else {
+            stream_apple_health_xml(io::BufReader::with_capacity(64 * 1024, file), &mut each)
+        }
+        .unwrap();
+        let seconds = started.elapsed().as_secs_f64();
+        println!(
+            "{path}: {:.1} MB in {seconds:.2} s: {} records ({:.0} records/s, {:.1} MB/s), {} readings, {} duplicates, {} skipped; peak RSS {} MB (before {} MB)",
+            bytes as f64 / 1e6,
+            report.records,
+            report.records as f64 / seconds,
+            bytes as f64 / 1e6 / seconds,
+            report.imported,
+            report.duplicates,
+            report.skipped.values().sum::<u64>(),
+            peak_kb() / 1024,
+            before / 1024,
+        );
+    }
+}
