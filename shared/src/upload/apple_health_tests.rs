@@ -427,6 +427,32 @@ fn zip_entry(name: &str, data: &[u8], deflate: bool, descriptor: bool) -> Vec<u8
     out
 }
 
+/// A zip64 entry as Python's and Apple's streaming zippers write one past 4 GiB: sizes
+/// 0xFFFFFFFF in the header, a zip64 extra field, 8-byte sizes in the data descriptor.
+fn zip64_entry(name: &str, data: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(data).unwrap();
+    let body = encoder.finish().unwrap();
+    let mut out = Vec::new();
+    out.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
+    out.extend_from_slice(&45u16.to_le_bytes());
+    out.extend_from_slice(&8u16.to_le_bytes());
+    out.extend_from_slice(&8u16.to_le_bytes());
+    out.extend_from_slice(&[0; 8]); // time, date, CRC
+    out.extend_from_slice(&[0xff; 8]);
+    out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+    out.extend_from_slice(&20u16.to_le_bytes());
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(&[1, 0, 16, 0]);
+    out.extend_from_slice(&[0; 16]);
+    out.extend_from_slice(&body);
+    out.extend_from_slice(&0x0807_4b50u32.to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(data).to_le_bytes());
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    out.extend_from_slice(&(data.len() as u64).to_le_bytes());
+    out
+}
+
 fn central_directory() -> Vec<u8> {
     let mut out = 0x0201_4b50u32.to_le_bytes().to_vec();
     out.extend_from_slice(&[0; 42]);
@@ -493,6 +519,13 @@ fn export_zip_is_streamed_with_or_without_data_descriptors() {
         assert_eq!((readings.len(), report.imported), (500, 500), "{name}");
         assert_eq!(readings[499].time, "2026-02-03T08:19:00");
     }
+    let mut zip = zip64_entry("apple_health_export/export_cda.xml", &cda);
+    zip.extend(zip64_entry(
+        "apple_health_export/export.xml",
+        xml.as_bytes(),
+    ));
+    let (readings, _) = parse_zip(&zip).unwrap();
+    assert_eq!(readings.len(), 500, "zip64");
 }
 
 #[test]
