@@ -37,6 +37,7 @@ mod health;
 mod mcp_servers;
 mod oauth;
 mod objects;
+mod objects_local;
 mod select;
 mod uploads;
 
@@ -51,8 +52,9 @@ pub use health::{HealthStore, ReadingQuery, WriteReport};
 pub use mcp_servers::McpServerStore;
 pub(crate) use mcp_servers::{McpServerBody, McpServerParts};
 pub use oauth::OAuthStore;
-pub use objects::{ObjectBody, PutTarget, StoredObject, UploadObjects};
-pub use select::{EMBEDDED_FILE, open_store};
+pub use objects::{BodyChunks, ObjectBody, PutTarget, Received, StoredObject, UploadObjects};
+pub use objects_local::{LOCAL_OBJECTS_PATH, LocalObjects};
+pub use select::{EMBEDDED_FILE, OBJECTS_DIR, open_store, open_upload_objects};
 pub use uploads::{MAX_LISTED_UPLOADS, UploadOutcome, UploadStore};
 
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;

@@ -8,9 +8,11 @@
 
 mod genotype;
 mod health;
+mod stream;
 
 pub(crate) use genotype::{is_rsid, parse_genotype_file};
-pub(crate) use health::{parse_health_csv, parse_health_json};
+pub(crate) use health::{for_each_csv_reading, parse_health_csv, parse_health_json};
+pub(crate) use stream::for_each_json_reading;
 
 /// Why an upload was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
