@@ -207,3 +207,95 @@ fn internal() -> UploadFailure {
         message: "internal error while reading the file".into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::FakeClock;
+    use crate::domain::UploadStatus;
+    use crate::store::{
+        EmbeddedStore, HealthStore, LocalObjects, ReadingQuery, Received, UploadStore,
+    };
+
+    const NOW: u64 = 1_800_000_000;
+
+    async fn stored(objects: &LocalObjects, key: &str, body: &str) {
+        let target = objects.put_target(key, NOW + 60).await.unwrap();
+        let query = target.url.split_once('?').unwrap().1.to_string();
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        tx.send(Ok(bytes::Bytes::from(body.to_string())))
+            .await
+            .unwrap();
+        drop(tx);
+        let received = objects.receive(key, &query, NOW, rx, 1 << 20).await;
+        assert!(matches!(received, Ok(Received::Stored { .. })));
+    }
+
+    /// A repeated event (S3 delivers at least once) and racing calls import once; an
+    /// unknown object is an error, not an import.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_object_is_imported_once_whatever_the_events() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let dir =
+            std::env::temp_dir().join(format!("mirobody-import-{}-{nanos}", std::process::id()));
+        let store = Arc::new(EmbeddedStore::open(dir.join("db.sqlite3")).unwrap());
+        let objects =
+            Arc::new(LocalObjects::open(dir.join("uploads"), "http://127.0.0.1:1").unwrap());
+        let importer = Arc::new(Importer {
+            store: store.clone(),
+            objects: objects.clone(),
+            clock: Arc::new(FakeClock::at(NOW)),
+        });
+        let record = UploadRecord::waiting(
+            "01".into(),
+            "u1".into(),
+            UploadKind::Health,
+            "a.csv".into(),
+            "uploads/01".into(),
+            NOW,
+            NOW + 3600,
+        );
+        store.create_upload(&record).await.unwrap();
+        stored(
+            &objects,
+            "uploads/01",
+            "indicator,value,time\nLDL,3,2025-01-01\nLDL,4,2025-01-02\n",
+        )
+        .await;
+
+        let racing = (0..3).map(|_| {
+            let importer = importer.clone();
+            tokio::spawn(async move { importer.import_object("uploads/01").await })
+        });
+        for outcome in futures_util::future::join_all(racing).await {
+            let outcome = outcome.unwrap();
+            assert!(
+                matches!(outcome, Ok(()) | Err(ImportError::MissingObject)),
+                "{outcome:?}"
+            );
+        }
+        let done = store.upload("u1", "01", NOW).await.unwrap().unwrap();
+        assert_eq!((done.status, done.rows_written), (UploadStatus::Done, 2));
+        let rows = store
+            .readings("u1", &ReadingQuery::default())
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 2);
+        assert!(
+            objects.open("uploads/01").await.unwrap().is_none(),
+            "the file is deleted"
+        );
+        assert!(matches!(
+            importer.import_object("uploads/01").await,
+            Err(ImportError::MissingObject)
+        ));
+        assert!(matches!(
+            importer.import_object("uploads/none").await,
+            Err(ImportError::UnknownObject)
+        ));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
