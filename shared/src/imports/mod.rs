@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::domain::{UploadFailure, UploadKind, UploadRecord};
+use crate::domain::{UploadFailure, UploadKind, UploadRecord, UploadStatus};
 use crate::services::Services;
 use crate::store::{Store, StoreError, StoredObject, UploadObjects, UploadOutcome};
 use crate::upload::{self, UploadError};
@@ -93,6 +93,10 @@ impl Importer {
             .upload_by_object(key, self.clock.now())
             .await?
             .ok_or(ImportError::UnknownObject)?;
+        if record.status != UploadStatus::Waiting {
+            // A repeated event for an import that ran (or runs): nothing to do.
+            return Ok(());
+        }
         let object = self
             .objects
             .open(key)
@@ -212,7 +216,6 @@ fn internal() -> UploadFailure {
 mod tests {
     use super::*;
     use crate::clock::FakeClock;
-    use crate::domain::UploadStatus;
     use crate::store::{
         EmbeddedStore, HealthStore, LocalObjects, ReadingQuery, Received, UploadStore,
     };
@@ -288,10 +291,7 @@ mod tests {
             objects.open("uploads/01").await.unwrap().is_none(),
             "the file is deleted"
         );
-        assert!(matches!(
-            importer.import_object("uploads/01").await,
-            Err(ImportError::MissingObject)
-        ));
+        assert!(matches!(importer.import_object("uploads/01").await, Ok(())));
         assert!(matches!(
             importer.import_object("uploads/none").await,
             Err(ImportError::UnknownObject)
