@@ -8,7 +8,7 @@ use bytes::Bytes;
 use std::sync::Arc;
 
 use e2e::{TempDir, sample_events};
-use mirobody::store::EmbeddedStore;
+use mirobody::store::{EmbeddedStore, LocalObjects};
 use mirobody::{App, Config, RouteGroup, Runtime, Services};
 
 fn expected_status(name: &str) -> u16 {
@@ -50,6 +50,9 @@ async fn every_sample_event_is_served_by_its_function() {
             store: store.clone(),
             keys: None,
             clock: Arc::new(mirobody::clock::SystemClock),
+            objects: Arc::new(
+                LocalObjects::open(dir.0.join("uploads"), &config.public_origin()).unwrap(),
+            ),
         };
         App::new(config, group, services).unwrap()
     };

@@ -26,6 +26,8 @@ use crate::http::{
 use crate::identity::{
     Caller, CallerResolver, Jwts, LoginPoll, LoginPrompts, McpUrls, Passwords, Sealer,
 };
+use crate::imports::Importer;
+use crate::imports::api::UploadsApi;
 use crate::mcp::{Declaration, Era, Exchange, McpError, McpServer, Reply};
 use crate::oauth::{OAuthApi, OAuthServices};
 use crate::prompts::Prompts;
@@ -52,6 +54,7 @@ pub struct App {
     origin: OriginPolicy,
     mcp: McpServer,
     data: DataApi,
+    uploads: UploadsApi,
     signed: Option<Signed>,
     agents: AgentPolicy,
     callers: CallerResolver,
@@ -80,7 +83,19 @@ impl From<ApiError> for Refusal {
 impl App {
     /// Builds everything expensive once: settings, the tool registry, resources, keys.
     pub fn new(config: Config, group: RouteGroup, services: Services) -> Result<Self, ConfigError> {
-        let Services { store, keys, clock } = services;
+        let importer = Arc::new(Importer::new(&config, &services));
+        let Services {
+            store,
+            keys,
+            clock,
+            objects,
+        } = services;
+        let uploads = UploadsApi {
+            store: store.clone(),
+            objects,
+            clock: clock.clone(),
+            importer,
+        };
         let mut registry = Registry::new();
         tools::register_builtin(&mut registry, store.clone());
         let mut resources = Resources::new();
@@ -185,6 +200,7 @@ impl App {
             data: DataApi {
                 store: store.clone(),
             },
+            uploads,
             agents: AgentPolicy::new(
                 config.allowed_tools.clone(),
                 config.disallowed_tools.clone(),
@@ -272,6 +288,62 @@ impl App {
     /// The 413 for a body an HTTP server stopped reading at [`App::body_limit`].
     pub fn body_too_large(&self, limit: usize) -> Response<Bytes> {
         ApiError::body_too_large(limit).into_response()
+    }
+
+    /// Whether `method path` is the local PUT of an upload's file, whose body an HTTP
+    /// server streams to [`App::handle_streamed`] instead of reading it whole.
+    pub fn streams_body(&self, method: &http::Method, path: &str) -> bool {
+        matches!(
+            self.router.resolve(method, path),
+            Resolved::Route(matched)
+                if self.serves(matched.route.group)
+                    && matched.route.handler == Handler::UploadContent
+        )
+    }
+
+    /// The local PUT of an upload's file with its body as it arrives (at most
+    /// `max_bytes`; the sender ends the body with an error when the client idles): the
+    /// `Origin`/`Host` check, the URL's capability, the body streamed to disk, then the
+    /// import in the background. One log line, as [`App::handle`].
+    pub async fn handle_streamed(
+        &self,
+        request: Request<()>,
+        body: tokio::sync::mpsc::Receiver<std::io::Result<Bytes>>,
+        max_bytes: u64,
+    ) -> Response<Bytes> {
+        let started = Instant::now();
+        let resolved = self.router.resolve(request.method(), request.uri().path());
+        let (name, response) = match resolved {
+            Resolved::Route(matched)
+                if self.serves(matched.route.group)
+                    && matched.route.handler == Handler::UploadContent =>
+            {
+                let headers = request.headers();
+                let work = async {
+                    if !self.origin.allows(headers) {
+                        let error = McpError::ForbiddenOrigin;
+                        return web::json(error.http_status(Era::Unknown), &error.transport_body());
+                    }
+                    let key = decode_segment(matched.param("key").unwrap_or_default());
+                    let query = request.uri().query().unwrap_or_default();
+                    let answer = self.uploads.receive(&key, query, body, max_bytes).await;
+                    let response = answer.unwrap_or_else(ApiError::into_response);
+                    self.with_cors(matched.route.access, headers, response)
+                };
+                let response = web::catch_panic(work)
+                    .await
+                    .unwrap_or_else(|_| panicked(matched.route.handler));
+                (matched.route.name, response)
+            }
+            _ => ("not found", ApiError::NoRoute.into_response()),
+        };
+        tracing::info!(
+            route = name,
+            status = response.status().as_u16(),
+            micros = started.elapsed().as_micros() as u64,
+            "request"
+        );
+        response
     }
 
     fn serves(&self, group: RouteGroup) -> bool {
@@ -401,6 +473,22 @@ impl App {
             Handler::DataGenotype => self.data.genotype(user()?, request).await?,
             Handler::DataSummary => self.data.summary(user()?).await?,
             Handler::DataDelete => self.data.delete(user()?).await?,
+            Handler::UploadCreate => self.uploads.create(user()?, body).await?,
+            Handler::UploadList => self.uploads.list(user()?).await?,
+            Handler::UploadGet => {
+                let id = matched.param("id").unwrap_or_default();
+                self.uploads.get(user()?, id).await?
+            }
+            Handler::UploadContent => {
+                // A body already read whole (not the local server's streamed path).
+                let (sender, chunks) = tokio::sync::mpsc::channel(1);
+                let _ = sender.try_send(Ok(body.clone()));
+                drop(sender);
+                let key = decode_segment(matched.param("key").unwrap_or_default());
+                let query = request.uri().query().unwrap_or_default();
+                let max = matched.route.max_body as u64;
+                self.uploads.receive(&key, query, chunks, max).await?
+            }
             Handler::PersonalUrl => self.accounts()?.personal_url(user()?, body).await?,
             Handler::PersonalUrlRevoke => {
                 self.accounts()?.revoke_personal_url(user()?, body).await?

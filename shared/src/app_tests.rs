@@ -11,7 +11,7 @@ use super::*;
 use crate::clock::FakeClock;
 use crate::config::Runtime;
 use crate::identity::Keys;
-use crate::store::EmbeddedStore;
+use crate::store::{EmbeddedStore, LocalObjects};
 
 const PAGE: &str = "http://localhost:18060";
 
@@ -51,6 +51,9 @@ fn app(keys: bool) -> Fixture {
             seal: [2; 32],
         }),
         clock: Arc::new(FakeClock::at(1_800_000_000)),
+        objects: Arc::new(
+            LocalObjects::open(dir.join("uploads"), &config.public_origin()).unwrap(),
+        ),
     };
     let app = App::new(config, RouteGroup::All, services).unwrap();
     Fixture { app, dir }

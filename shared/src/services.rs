@@ -1,4 +1,4 @@
-//! What the app is built on (the store, the keys, the clock), opened once per process
+//! What the app is built on (the store, the keys, the clock, where uploads wait), opened once per process
 //! from the settings, so that no binary assembles them by hand.
 //!
 //! Owns where each comes from: the configured store; the keys from the dev key file
@@ -12,7 +12,7 @@ use chrono::NaiveDate;
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, Runtime};
 use crate::identity::{Jwts, KeyError, Keys};
-use crate::store::{Store, StoreError, open_store};
+use crate::store::{Store, StoreError, UploadObjects, open_store, open_upload_objects};
 
 /// What the app is built on: built once per cold start by the binary that runs it.
 pub struct Services {
@@ -21,6 +21,8 @@ pub struct Services {
     /// account endpoints answer 503.
     pub keys: Option<Keys>,
     pub clock: Arc<dyn Clock>,
+    /// Where uploaded files wait for their import (issue 14).
+    pub objects: Arc<dyn UploadObjects>,
 }
 
 /// Why the services could not be opened. Shows the underlying message unchanged.
@@ -58,10 +60,12 @@ impl Services {
     pub async fn open(config: &Config) -> Result<Services, StartupError> {
         let store = open_store(config).await?;
         let keys = load_keys(config).await?;
+        let objects = open_upload_objects(config).await?;
         Ok(Services {
             store,
             keys,
             clock: Arc::new(SystemClock),
+            objects,
         })
     }
 

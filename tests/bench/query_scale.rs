@@ -18,7 +18,7 @@ use bytes::Bytes;
 use mirobody::clock::{Clock, SystemClock};
 use mirobody::domain::{Reading, ReadingValue};
 use mirobody::identity::{Jwts, Keys};
-use mirobody::store::{DynamoStore, DynamoTables, EmbeddedStore, Store};
+use mirobody::store::{DynamoStore, DynamoTables, EmbeddedStore, LocalObjects, Store};
 use mirobody::{App, Config, RouteGroup, Runtime, Services};
 use serde_json::{Value, json};
 
@@ -82,6 +82,8 @@ async fn measure(label: &str, store: Arc<dyn Store>, requests: Option<&AtomicUsi
         .expect("write");
     let write_ms = started.elapsed().as_millis();
     let config = Config::from_vars(Runtime::Local, Vec::new()).unwrap();
+    let objects_dir = std::env::temp_dir().join(format!("mirobody-bench-{}", std::process::id()));
+    let objects = LocalObjects::open(objects_dir, &origin).expect("an objects directory");
     let app = App::new(
         config,
         RouteGroup::All,
@@ -89,6 +91,7 @@ async fn measure(label: &str, store: Arc<dyn Store>, requests: Option<&AtomicUsi
             store,
             keys: Some(keys),
             clock: Arc::new(SystemClock),
+            objects: Arc::new(objects),
         },
     )
     .unwrap();

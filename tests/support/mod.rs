@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use mirobody::clock::FakeClock;
 use mirobody::identity::Keys;
-use mirobody::store::EmbeddedStore;
+use mirobody::store::{EmbeddedStore, LocalObjects};
 use mirobody::{App, Config, RouteGroup, Runtime, Services};
 use serde_json::{Value, json};
 
@@ -539,6 +539,10 @@ pub fn in_process(env: &[(&str, &str)]) -> InProcess {
         store: store.clone(),
         keys: Some(keys),
         clock: clock.clone(),
+        objects: Arc::new(
+            LocalObjects::open(dir.0.join("uploads"), &config.public_origin())
+                .expect("an objects directory"),
+        ),
     };
     let app = App::new(config, RouteGroup::All, services).expect("the app builds");
     InProcess {

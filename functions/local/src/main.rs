@@ -126,7 +126,11 @@ async fn serve_until_signalled(
 ) {
     let connections = Arc::new(Semaphore::new(limits.max_connections));
     let graceful = GracefulShutdown::new();
-    let body_timeout = limits.body_timeout;
+    let body_limits = BodyLimits {
+        timeout: limits.body_timeout,
+        upload_max: limits.upload_max_bytes,
+        upload_idle: limits.upload_idle_timeout,
+    };
     tokio::pin!(shutdown);
     loop {
         // A free slot first: while all are taken, new connections wait in the backlog.
@@ -147,7 +151,7 @@ async fn serve_until_signalled(
         let _ = stream.set_nodelay(true);
         let app = app.clone();
         let source = SourceAddr(peer.ip());
-        let service = service_fn(move |request| serve(app.clone(), source, body_timeout, request));
+        let service = service_fn(move |request| serve(app.clone(), source, body_limits, request));
         let connection = http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(limits.header_timeout)
@@ -190,17 +194,41 @@ async fn token(config: &Config, user: &str) -> String {
     }
 }
 
-/// One request: its body read up to its route's cap, within the body timeout.
+/// How request bodies are read.
+#[derive(Clone, Copy)]
+struct BodyLimits {
+    /// A whole (buffered) body must arrive within this.
+    timeout: Duration,
+    /// An upload's streamed PUT: at most this many bytes, and no pause longer than
+    /// `upload_idle` between chunks.
+    upload_max: u64,
+    upload_idle: Duration,
+}
+
+/// Chunks of a streamed body in flight between the socket and the file.
+const STREAM_CHUNKS: usize = 8;
+
+/// One request: its body read up to its route's cap, within the body timeout; an
+/// upload's PUT streamed to the app as it arrives instead.
 async fn serve(
     app: Arc<App>,
     source: SourceAddr,
-    body_timeout: Duration,
+    limits: BodyLimits,
     request: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let (mut parts, body) = request.into_parts();
     parts.extensions.insert(source);
+    if app.streams_body(&parts.method, parts.uri.path()) {
+        let (sender, chunks) = tokio::sync::mpsc::channel(STREAM_CHUNKS);
+        tokio::spawn(forward_body(body, sender, limits.upload_idle));
+        let request = Request::from_parts(parts, ());
+        let response = app
+            .handle_streamed(request, chunks, limits.upload_max)
+            .await;
+        return Ok(response.map(Full::new));
+    }
     let limit = app.body_limit(&parts.method, parts.uri.path());
-    let body = match tokio::time::timeout(body_timeout, read_body(body, limit)).await {
+    let body = match tokio::time::timeout(limits.timeout, read_body(body, limit)).await {
         Ok(Ok(Some(body))) => body,
         Ok(Ok(None)) => return Ok(app.body_too_large(limit).map(Full::new)),
         // The client went away mid-body: nobody reads this answer.
@@ -244,6 +272,31 @@ async fn read_body(mut body: Incoming, limit: usize) -> Result<Option<Bytes>, hy
         }
     }
     Ok((seen <= limit).then(|| kept.freeze()))
+}
+
+/// Sends a streamed body's chunks to the app as they arrive; a client that sends
+/// nothing for `idle` (or breaks off) ends the body with an error. Stops when the app
+/// stops listening (it refused the URL, or the body passed the cap).
+async fn forward_body(
+    mut body: Incoming,
+    sender: tokio::sync::mpsc::Sender<std::io::Result<Bytes>>,
+    idle: Duration,
+) {
+    loop {
+        let chunk = match tokio::time::timeout(idle, body.frame()).await {
+            Ok(None) => return,
+            Ok(Some(Ok(frame))) => match frame.into_data() {
+                Ok(data) => Ok(data),
+                Err(_) => continue, // trailers
+            },
+            Ok(Some(Err(error))) => Err(std::io::Error::other(error)),
+            Err(_) => Err(std::io::Error::from(std::io::ErrorKind::TimedOut)),
+        };
+        let failed = chunk.is_err();
+        if sender.send(chunk).await.is_err() || failed {
+            return;
+        }
+    }
 }
 
 /// The local server's own refusals, in the account API's envelope.

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use chrono::NaiveDate;
 use mirobody::clock::FakeClock;
 use mirobody::identity::{Jwts, Keys};
-use mirobody::store::EmbeddedStore;
+use mirobody::store::{EmbeddedStore, LocalObjects};
 use mirobody::{App, Config, RouteGroup, Runtime, Services};
 
 pub const USER: &str = "fuzz-user";
@@ -46,6 +46,9 @@ pub fn fuzzed() -> &'static Fuzzed {
             store,
             keys: Some(keys),
             clock: Arc::new(FakeClock::at(NOW)),
+            objects: Arc::new(
+                LocalObjects::open(dir.join("uploads"), &config.public_origin()).expect("objects"),
+            ),
         };
         let first_day = NaiveDate::from_ymd_opt(2026, 10, 1).expect("a date");
         runtime

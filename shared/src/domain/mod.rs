@@ -10,6 +10,7 @@ mod accounts;
 mod health;
 mod mcp_servers;
 mod oauth;
+mod uploads;
 
 pub use accounts::{
     Account, ClientGrant, Delegation, LoginState, LoginStatus, PersonalUrl, TokenState, UrlGrant,
@@ -18,3 +19,4 @@ pub use health::{DataPresence, Genotype, Reading, ReadingValue};
 pub(crate) use health::{FIRST_DAY, LAST_DAY, day_accepted};
 pub use mcp_servers::{MAX_MCP_SERVERS, McpAuth, McpServerRecord, McpServerWrite, McpToolSnapshot};
 pub use oauth::{AuthCode, OAuthClient, RefreshRecord, RefreshUse};
+pub use uploads::{UploadFailure, UploadKind, UploadRecord, UploadStatus};

@@ -79,6 +79,14 @@ pub(crate) enum Handler {
     DataSummary,
     /// Delete the caller's readings and genotypes.
     DataDelete,
+    /// Create an upload: where to PUT a whole file (issue 14).
+    UploadCreate,
+    /// The caller's recent uploads.
+    UploadList,
+    /// One upload's status (owner only).
+    UploadGet,
+    /// The local server's PUT of an upload's file (the URL is the capability).
+    UploadContent,
     /// The caller's personal MCP URL, or that of an account that shared "chat" with them.
     PersonalUrl,
     PersonalUrlRevoke,
@@ -219,6 +227,17 @@ pub(crate) static ROUTES: &[Route] = {
                 access: SignedIn, handler: DataSummary, ..ROW },
         Route { method: "DELETE", path: "/api/data", group: Data, name: "DELETE /api/data",
                 access: SignedIn, handler: DataDelete, ..ROW },
+        Route { method: "POST", path: "/api/data/uploads", group: Data,
+                name: "POST /api/data/uploads", access: SignedIn, handler: UploadCreate, ..ROW },
+        Route { method: "GET", path: "/api/data/uploads", group: Data,
+                name: "GET /api/data/uploads", access: SignedIn, handler: UploadList, ..ROW },
+        Route { method: "GET", path: "/api/data/uploads/{id}", group: Data,
+                name: "GET /api/data/uploads/{id}", access: SignedIn, handler: UploadGet, ..ROW },
+        // Local only: the file itself, streamed to disk by the local server (deployed, the
+        // client PUTs to S3). The body is never buffered, so the cap here is unused there.
+        Route { method: "PUT", path: "/api/data/objects/{key}", group: Data,
+                name: "PUT /api/data/objects/{key}", access: SameOrigin, handler: UploadContent,
+                deployed: false, max_body: UPLOAD_BODY, ..ROW },
 
         // The personal URL, under the prefix, and the caller's external MCP servers.
         Route { method: "POST", path: "/personal/mcp", prefix: Leading, group: Personal,

@@ -37,7 +37,9 @@ mod health;
 mod mcp_servers;
 mod oauth;
 mod objects;
+mod objects_local;
 mod select;
+mod uploads;
 
 #[cfg(test)]
 pub(crate) use accounts::MAX_REVOKED_SESSIONS;
@@ -50,8 +52,10 @@ pub use health::{HealthStore, ReadingQuery, WriteReport};
 pub use mcp_servers::McpServerStore;
 pub(crate) use mcp_servers::{McpServerBody, McpServerParts};
 pub use oauth::OAuthStore;
-pub use objects::{ObjectBody, PutTarget, StoredObject, UploadObjects};
-pub use select::{EMBEDDED_FILE, open_store};
+pub use objects::{BodyChunks, ObjectBody, PutTarget, Received, StoredObject, UploadObjects};
+pub use objects_local::{LOCAL_OBJECTS_PATH, LocalObjects};
+pub use select::{EMBEDDED_FILE, OBJECTS_DIR, open_store, open_upload_objects};
+pub use uploads::{MAX_LISTED_UPLOADS, UploadOutcome, UploadStore};
 
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
@@ -79,9 +83,9 @@ impl std::error::Error for StoreError {}
 /// `Arc<dyn Store>` serves a consumer that needs several, and one that needs a single
 /// domain can take the narrow trait (`Arc<dyn HealthStore>`, by upcasting).
 /// Implemented for every type that implements all four.
-pub trait Store: HealthStore + AccountStore + OAuthStore + McpServerStore {}
+pub trait Store: HealthStore + AccountStore + OAuthStore + McpServerStore + UploadStore {}
 
-impl<T: HealthStore + AccountStore + OAuthStore + McpServerStore> Store for T {}
+impl<T: HealthStore + AccountStore + OAuthStore + McpServerStore + UploadStore> Store for T {}
 
 #[cfg(test)]
 mod tests {

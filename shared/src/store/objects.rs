@@ -50,4 +50,36 @@ pub trait UploadObjects: Send + Sync {
 
     /// Deletes the object; an absent object is not an error.
     fn remove<'a>(&'a self, key: &'a str) -> StoreFuture<'a, ()>;
+
+    /// The local server's side of a PUT to a [`PutTarget`] URL: checks the URL's
+    /// capability (its query string) at `now`, then stores the body (at most
+    /// `max_bytes`) as object `key`. Backends whose PUTs go elsewhere (S3) refuse.
+    fn receive<'a>(
+        &'a self,
+        key: &'a str,
+        query: &'a str,
+        now: u64,
+        body: BodyChunks,
+        max_bytes: u64,
+    ) -> StoreFuture<'a, Received> {
+        let _ = (key, query, now, body, max_bytes);
+        Box::pin(async { Ok(Received::Refused) })
+    }
+}
+
+/// A request body as it arrives, chunk by chunk (bounded: the sender waits while the
+/// receiver writes). An error ends the body unfinished (the client went away or idled).
+pub type BodyChunks = tokio::sync::mpsc::Receiver<std::io::Result<bytes::Bytes>>;
+
+/// What [`UploadObjects::receive`] did with a body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Received {
+    /// Stored whole: the object now holds `size` bytes.
+    Stored { size: u64 },
+    /// The URL is forged, altered or expired (or this backend takes no PUTs).
+    Refused,
+    /// The body passed `max_bytes`; nothing was kept.
+    TooLarge,
+    /// The body ended early (an error or an idle client); nothing was kept.
+    Incomplete,
 }

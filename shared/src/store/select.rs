@@ -1,9 +1,13 @@
-//! Picks and opens the configured store, once per process.
+//! Picks and opens the configured store and the place uploaded files wait, once per
+//! process.
 
 use std::sync::Arc;
 
-use super::{DynamoStore, DynamoTables, EmbeddedStore, Store, StoreError};
-use crate::config::{Config, StoreKind};
+use super::{
+    DynamoStore, DynamoTables, EmbeddedStore, LocalObjects, PutTarget, Store, StoreError,
+    StoreFuture, StoredObject, UploadObjects,
+};
+use crate::config::{Config, Runtime, StoreKind};
 
 /// File name of the embedded database inside the data directory.
 pub const EMBEDDED_FILE: &str = "mirobody.sqlite3";
@@ -19,4 +23,42 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
             Arc::new(DynamoStore::from_env(tables, config.dynamodb_endpoint.clone()).await)
         }
     })
+}
+
+/// The directory under the data directory where uploaded files wait locally.
+pub const OBJECTS_DIR: &str = "uploads";
+
+/// Where uploaded files wait until imported: locally a directory under the data
+/// directory, PUT to the local server itself at its public origin. In Lambda (a
+/// read-only file system) none until the S3 backend is configured: creating an upload
+/// answers 503 there, and nothing touches the disk at a cold start.
+pub async fn open_upload_objects(config: &Config) -> Result<Arc<dyn UploadObjects>, StoreError> {
+    Ok(match config.runtime {
+        Runtime::Local => Arc::new(LocalObjects::open(
+            config.data_dir.join(OBJECTS_DIR),
+            &config.public_origin(),
+        )?),
+        Runtime::Lambda => Arc::new(NoObjects),
+    })
+}
+
+/// No place for uploaded files: every upload is refused as unavailable.
+struct NoObjects;
+
+impl UploadObjects for NoObjects {
+    fn put_target<'a>(&'a self, _: &'a str, _: u64) -> StoreFuture<'a, PutTarget> {
+        Box::pin(async {
+            Err(StoreError::Unavailable(
+                "upload objects: none configured".into(),
+            ))
+        })
+    }
+
+    fn open<'a>(&'a self, _: &'a str) -> StoreFuture<'a, Option<StoredObject>> {
+        Box::pin(async { Ok(None) })
+    }
+
+    fn remove<'a>(&'a self, _: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
 }

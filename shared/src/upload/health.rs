@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::{MAX_ROWS, UploadError};
 use crate::domain::{FIRST_DAY, LAST_DAY, Reading, ReadingValue, day_accepted};
 
-fn error(location: String, problem: impl Into<String>) -> UploadError {
+pub(super) fn error(location: String, problem: impl Into<String>) -> UploadError {
     UploadError {
         location,
         problem: problem.into(),
@@ -161,43 +161,67 @@ pub(crate) fn parse_health_json(
     }
     rows.iter()
         .enumerate()
-        .map(|(i, row)| {
-            let location = || format!("readings[{i}]");
-            let row = row
-                .as_object()
-                .ok_or_else(|| error(location(), "each reading must be an object"))?;
-            let text = |k: &str| row.get(k).and_then(Value::as_str);
-            let value = match row.get("value") {
-                Some(Value::Number(n)) => n.as_f64().map(ReadingValue::Number),
-                Some(Value::String(s)) => value_of(s),
-                Some(Value::Null) | None => None,
-                Some(_) => return Err(error(location(), "value must be a number or a string")),
-            };
-            reading(
-                Fields {
-                    indicator: text("indicator"),
-                    value,
-                    unit: text("unit"),
-                    time: text("time"),
-                    code_system: text("code_system"),
-                    code: text("code"),
-                    source: text("source"),
-                },
-                default_source,
-                location,
-            )
-        })
+        .map(|(i, row)| json_reading(i, row, default_source))
         .collect()
+}
+
+/// One element of a JSON upload's `readings` (index `i`) as a reading.
+pub(super) fn json_reading(
+    i: usize,
+    row: &Value,
+    default_source: &str,
+) -> Result<Reading, UploadError> {
+    let location = || format!("readings[{i}]");
+    let row = row
+        .as_object()
+        .ok_or_else(|| error(location(), "each reading must be an object"))?;
+    let text = |k: &str| row.get(k).and_then(Value::as_str);
+    let value = match row.get("value") {
+        Some(Value::Number(n)) => n.as_f64().map(ReadingValue::Number),
+        Some(Value::String(s)) => value_of(s),
+        Some(Value::Null) | None => None,
+        Some(_) => return Err(error(location(), "value must be a number or a string")),
+    };
+    reading(
+        Fields {
+            indicator: text("indicator"),
+            value,
+            unit: text("unit"),
+            time: text("time"),
+            code_system: text("code_system"),
+            code: text("code"),
+            source: text("source"),
+        },
+        default_source,
+        location,
+    )
 }
 
 pub(crate) fn parse_health_csv(
     body: &[u8],
     default_source: &str,
 ) -> Result<Vec<Reading>, UploadError> {
+    let mut readings = Vec::new();
+    for_each_csv_reading(body, default_source, MAX_ROWS, |reading| {
+        readings.push(reading);
+        true
+    })?;
+    Ok(readings)
+}
+
+/// Reads CSV readings from `input` one row at a time, handing each to `row` (which
+/// answers `false` to stop early); at most `max_rows`. Returns how many rows it read.
+/// The first bad row ends the reading with its line.
+pub(crate) fn for_each_csv_reading(
+    input: impl std::io::Read,
+    default_source: &str,
+    max_rows: usize,
+    mut row: impl FnMut(Reading) -> bool,
+) -> Result<usize, UploadError> {
     let mut reader = csv::ReaderBuilder::new()
         .flexible(true)
         .trim(csv::Trim::All)
-        .from_reader(body);
+        .from_reader(input);
     let headers = reader
         .headers()
         .map_err(|_| error("line 1".into(), "the header row is unreadable"))?
@@ -217,22 +241,29 @@ pub(crate) fn parse_health_csv(
         column("code"),
         column("source"),
     );
-    let mut readings = Vec::new();
-    for (i, record) in reader.records().enumerate() {
+    let mut count = 0usize;
+    let mut record = csv::StringRecord::new();
+    let mut i = 0usize;
+    loop {
         let line = i + 2;
+        i += 1;
         let location = || format!("line {line}");
-        let record = record.map_err(|_| error(location(), "the row is not valid CSV"))?;
+        match reader.read_record(&mut record) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(_) => return Err(error(location(), "the row is not valid CSV")),
+        }
         if record.iter().all(str::is_empty) {
             continue;
         }
-        if readings.len() == MAX_ROWS {
+        if count == max_rows {
             return Err(error(
                 location(),
-                format!("more than {MAX_ROWS} readings in one upload"),
+                format!("more than {max_rows} readings in one upload"),
             ));
         }
         let get = |c: Option<usize>| c.and_then(|c| record.get(c));
-        readings.push(reading(
+        let reading = reading(
             Fields {
                 indicator: get(Some(indicator)),
                 value: get(Some(value)).and_then(value_of),
@@ -244,9 +275,13 @@ pub(crate) fn parse_health_csv(
             },
             default_source,
             location,
-        )?);
+        )?;
+        count += 1;
+        if !row(reading) {
+            break;
+        }
     }
-    Ok(readings)
+    Ok(count)
 }
 
 #[cfg(test)]

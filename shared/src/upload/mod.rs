@@ -7,23 +7,15 @@
 //! Pure functions: no storage, no HTTP. Error messages name the line and the field,
 //! never echo the value (it is health data).
 
-#[allow(
-    dead_code,
-    reason = "called by the import runner (issue 14, part uploads); drop this on merge"
-)]
 mod apple_health;
 mod genotype;
 mod health;
+mod stream;
 
-#[allow(
-    unused_imports,
-    reason = "called by the import runner (issue 14, part uploads); drop this on merge"
-)]
-pub(crate) use apple_health::{
-    AppleHealthReport, stream_apple_health_xml, stream_apple_health_zip,
-};
+pub(crate) use apple_health::{stream_apple_health_xml, stream_apple_health_zip};
 pub(crate) use genotype::{is_rsid, parse_genotype_file};
-pub(crate) use health::{parse_health_csv, parse_health_json};
+pub(crate) use health::{for_each_csv_reading, parse_health_csv, parse_health_json};
+pub(crate) use stream::for_each_json_reading;
 
 /// Why an upload was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,6 +14,7 @@ mod accounts;
 mod health;
 mod mcp_servers;
 mod oauth;
+mod uploads;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
@@ -168,6 +169,8 @@ contract! { |store, user, now|
         &user("mcp-both"),
         &user("mcp-next"),
     );
+
+    uploads::upload_records_follow_an_import(store, &user("upload"), &user("upload-other"), now);
 }
 
 // ---------------------------------------------------------------- backends

@@ -24,6 +24,7 @@ mod mcp_servers;
 mod oauth;
 mod schema;
 mod transact;
+mod uploads;
 
 use std::time::Duration;
 

@@ -37,6 +37,7 @@ mod accounts;
 mod health;
 mod mcp_servers;
 mod oauth;
+mod uploads;
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -56,7 +57,8 @@ const STATEMENT_CACHE: usize = 64;
 
 /// The schema version this code reads and writes (`PRAGMA user_version`).
 /// 1: readings, genotypes. 2: adds accounts, shares, keys. 3: adds mcp_servers.
-const SCHEMA_VERSION: i64 = 3;
+/// 6: adds uploads (issue 14; steps 4 and 5 are the readings' and the genome's).
+const SCHEMA_VERSION: i64 = 6;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS readings (
@@ -181,6 +183,9 @@ fn prepare(conn: &mut Connection) -> rusqlite::Result<()> {
     // Every statement is `IF NOT EXISTS`: on a fresh file it creates everything, on an
     // older one (version 1 or 2) it adds the tables that version lacks.
     tx.execute_batch(SCHEMA)?;
+    if version < 6 {
+        tx.execute_batch(uploads::SCHEMA_STEP_6)?;
+    }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()
 }

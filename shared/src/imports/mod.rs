@@ -1,0 +1,302 @@
+//! Importing uploaded files (issue 14): the one runner both places use. Locally the
+//! server starts it as a background task once a PUT has stored the file; deployed, the
+//! `import` function calls [`Importer::import_object`] for each S3 `ObjectCreated`
+//! event.
+//!
+//! Owns the order of an import: find the upload by its object key, start it exactly
+//! once (a duplicate event does nothing), read the file through
+//! [`UploadObjects::open`] (gzip detected by its magic bytes and decompressed as a
+//! stream), parse by kind and write, record progress and the outcome, then delete the
+//! file. Parsing runs on the blocking pool and hands rows over a bounded channel, so
+//! memory stays bounded whatever the file's size. Readings go in two passes: the first
+//! validates every row (a bad row fails the upload with its line and nothing is saved),
+//! the second writes them in chunks. `api` is the REST side (create, poll, list, and
+//! the local PUT). Never logs a user id, an object key or any content.
+
+pub(crate) mod api;
+mod readers;
+mod readings;
+
+use std::sync::Arc;
+
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::domain::{UploadFailure, UploadKind, UploadRecord, UploadStatus};
+use crate::services::Services;
+use crate::store::{Store, StoreError, StoredObject, UploadObjects, UploadOutcome};
+use crate::upload::{self, UploadError};
+
+/// Why [`Importer::import_object`] could not run an import. A failed import (a bad
+/// row, an unsupported format) is not an error: it is recorded on the upload.
+#[derive(Debug)]
+pub enum ImportError {
+    /// No live upload has this object key (never created, or expired).
+    UnknownObject,
+    /// The upload exists but its file is not there (yet).
+    MissingObject,
+    /// The store or the object storage failed; retrying the event is safe.
+    Store(StoreError),
+}
+
+impl std::fmt::Display for ImportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ImportError::UnknownObject => f.write_str("no upload has this object"),
+            ImportError::MissingObject => f.write_str("the upload's file is missing"),
+            ImportError::Store(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ImportError {}
+
+impl From<StoreError> for ImportError {
+    fn from(error: StoreError) -> Self {
+        ImportError::Store(error)
+    }
+}
+
+/// The import runner, built once per process from the services.
+pub struct Importer {
+    store: Arc<dyn Store>,
+    objects: Arc<dyn UploadObjects>,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for Importer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Importer").finish_non_exhaustive()
+    }
+}
+
+/// The default source of rows that name none (as `POST /api/data/health`).
+const DEFAULT_SOURCE: &str = "upload";
+
+/// The largest genotype file read (decompressed): a whole consumer genome is ~25 MB.
+const MAX_GENOTYPE_FILE: u64 = 128 * 1024 * 1024;
+
+impl Importer {
+    pub fn new(_config: &Config, services: &Services) -> Importer {
+        Importer {
+            store: services.store.clone(),
+            objects: services.objects.clone(),
+            clock: services.clock.clone(),
+        }
+    }
+
+    /// Imports the uploaded file `key`: once per upload (a repeated call for a started
+    /// upload returns `Ok` without doing anything). The outcome, a bad row's line
+    /// included, is recorded on the upload; the file is deleted when the import ends.
+    pub async fn import_object(&self, key: &str) -> Result<(), ImportError> {
+        let record = self
+            .store
+            .upload_by_object(key, self.clock.now())
+            .await?
+            .ok_or(ImportError::UnknownObject)?;
+        if record.status != UploadStatus::Waiting {
+            // A repeated event for an import that ran (or runs): nothing to do.
+            return Ok(());
+        }
+        let object = self
+            .objects
+            .open(key)
+            .await?
+            .ok_or(ImportError::MissingObject)?;
+        if !self
+            .store
+            .start_upload(&record.user, &record.id, object.size)
+            .await?
+        {
+            return Ok(());
+        }
+        let outcome = match self.run(&record, object).await {
+            Ok(()) => UploadOutcome::Done,
+            Err(failure) => UploadOutcome::Failed(failure),
+        };
+        if let UploadOutcome::Failed(failure) = &outcome {
+            tracing::info!(kind = record.kind.as_str(), line = ?failure.line, "import failed");
+        }
+        self.store
+            .finish_upload(&record.user, &record.id, &outcome, self.clock.now())
+            .await?;
+        self.objects.remove(key).await?;
+        Ok(())
+    }
+
+    /// Parses and writes by kind; `Err` is the failure recorded on the upload.
+    async fn run(&self, record: &UploadRecord, object: StoredObject) -> Result<(), UploadFailure> {
+        match record.kind {
+            UploadKind::Health => {
+                readings::import(self, record, object, readings::Format::Readings).await
+            }
+            UploadKind::Genotype => self.import_genotypes(record, object).await,
+            UploadKind::AppleHealth => {
+                readings::import(self, record, object, readings::Format::AppleHealth).await
+            }
+        }
+    }
+
+    /// A raw genotype file, read whole (bounded) and written with today's parser and
+    /// store call. One function, so switching to the streaming genome import is local.
+    async fn import_genotypes(
+        &self,
+        record: &UploadRecord,
+        object: StoredObject,
+    ) -> Result<(), UploadFailure> {
+        let handle = tokio::runtime::Handle::current();
+        let parsed = tokio::task::spawn_blocking(move || {
+            let (reader, _) = readers::open(object.body, handle).map_err(read_failure)?;
+            let bytes = readers::read_bounded(reader, MAX_GENOTYPE_FILE).map_err(read_failure)?;
+            upload::parse_genotype_file(&bytes).map_err(failure_of)
+        })
+        .await
+        .map_err(|_| internal())??;
+        let rows = parsed.len() as u64;
+        self.progress(record, rows, 0, 0.5).await;
+        let report = self
+            .store
+            .put_genotypes(&record.user, &parsed)
+            .await
+            .map_err(store_failure)?;
+        self.progress(record, rows, report.written as u64, 1.0)
+            .await;
+        Ok(())
+    }
+
+    /// Records progress; a failure to record it does not stop the import.
+    async fn progress(&self, record: &UploadRecord, read: u64, written: u64, progress: f64) {
+        if let Err(error) = self
+            .store
+            .upload_progress(&record.user, &record.id, read, written, progress)
+            .await
+        {
+            tracing::warn!(%error, "import progress not recorded");
+        }
+    }
+}
+
+/// A parser's refusal as the upload's error: the line when it names one.
+fn failure_of(error: UploadError) -> UploadFailure {
+    let line = error
+        .location
+        .strip_prefix("line ")
+        .and_then(|n| n.parse::<u64>().ok());
+    let message = match line {
+        Some(_) => error.problem,
+        None => error.to_string(),
+    };
+    UploadFailure { line, message }
+}
+
+fn read_failure(error: std::io::Error) -> UploadFailure {
+    UploadFailure {
+        line: None,
+        message: match error.kind() {
+            std::io::ErrorKind::FileTooLarge => "the file is too large for its kind".into(),
+            _ => "the file could not be read (a damaged gzip file?)".into(),
+        },
+    }
+}
+
+fn store_failure(error: StoreError) -> UploadFailure {
+    tracing::warn!(%error, "import: store failure");
+    UploadFailure {
+        line: None,
+        message: "storage was unavailable; upload the file again (it never duplicates rows)".into(),
+    }
+}
+
+fn internal() -> UploadFailure {
+    UploadFailure {
+        line: None,
+        message: "internal error while reading the file".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::FakeClock;
+    use crate::store::{
+        EmbeddedStore, HealthStore, LocalObjects, ReadingQuery, Received, UploadStore,
+    };
+
+    const NOW: u64 = 1_800_000_000;
+
+    async fn stored(objects: &LocalObjects, key: &str, body: &str) {
+        let target = objects.put_target(key, NOW + 60).await.unwrap();
+        let query = target.url.split_once('?').unwrap().1.to_string();
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        tx.send(Ok(bytes::Bytes::from(body.to_string())))
+            .await
+            .unwrap();
+        drop(tx);
+        let received = objects.receive(key, &query, NOW, rx, 1 << 20).await;
+        assert!(matches!(received, Ok(Received::Stored { .. })));
+    }
+
+    /// A repeated event (S3 delivers at least once) and racing calls import once; an
+    /// unknown object is an error, not an import.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_object_is_imported_once_whatever_the_events() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let dir =
+            std::env::temp_dir().join(format!("mirobody-import-{}-{nanos}", std::process::id()));
+        let store = Arc::new(EmbeddedStore::open(dir.join("db.sqlite3")).unwrap());
+        let objects =
+            Arc::new(LocalObjects::open(dir.join("uploads"), "http://127.0.0.1:1").unwrap());
+        let importer = Arc::new(Importer {
+            store: store.clone(),
+            objects: objects.clone(),
+            clock: Arc::new(FakeClock::at(NOW)),
+        });
+        let record = UploadRecord::waiting(
+            "01".into(),
+            "u1".into(),
+            UploadKind::Health,
+            "a.csv".into(),
+            "uploads/01".into(),
+            NOW,
+            NOW + 3600,
+        );
+        store.create_upload(&record).await.unwrap();
+        stored(
+            &objects,
+            "uploads/01",
+            "indicator,value,time\nLDL,3,2025-01-01\nLDL,4,2025-01-02\n",
+        )
+        .await;
+
+        let racing = (0..3).map(|_| {
+            let importer = importer.clone();
+            tokio::spawn(async move { importer.import_object("uploads/01").await })
+        });
+        for outcome in futures_util::future::join_all(racing).await {
+            let outcome = outcome.unwrap();
+            assert!(
+                matches!(outcome, Ok(()) | Err(ImportError::MissingObject)),
+                "{outcome:?}"
+            );
+        }
+        let done = store.upload("u1", "01", NOW).await.unwrap().unwrap();
+        assert_eq!((done.status, done.rows_written), (UploadStatus::Done, 2));
+        let rows = store
+            .readings("u1", &ReadingQuery::default())
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 2);
+        assert!(
+            objects.open("uploads/01").await.unwrap().is_none(),
+            "the file is deleted"
+        );
+        assert!(matches!(importer.import_object("uploads/01").await, Ok(())));
+        assert!(matches!(
+            importer.import_object("uploads/none").await,
+            Err(ImportError::UnknownObject)
+        ));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -1,0 +1,125 @@
+//! Contract cases for [`UploadStore`](crate::store::UploadStore): upload records,
+//! found by owner and by object key, listed newest first, started exactly once,
+//! finished with their outcome, and gone once expired.
+
+use crate::domain::{UploadFailure, UploadKind, UploadRecord, UploadStatus};
+use crate::store::{Store, UploadOutcome};
+
+fn record(user: &str, id: &str, created_at: u64, expires_at: u64) -> UploadRecord {
+    UploadRecord::waiting(
+        id.to_string(),
+        user.to_string(),
+        UploadKind::Health,
+        "glucose 2024.csv".to_string(),
+        format!("uploads/{user}-{id}"),
+        created_at,
+        expires_at,
+    )
+}
+
+pub(super) async fn upload_records_follow_an_import(
+    store: &dyn Store,
+    user: &str,
+    other: &str,
+    now: u64,
+) {
+    let first = record(user, "0000000001aa", now - 20, now + 3600);
+    let second = record(user, "0000000002bb", now - 10, now + 3600);
+    let expired = record(user, "0000000000ff", now - 30, now - 1);
+    for r in [&first, &second, &expired] {
+        store.create_upload(r).await.unwrap();
+    }
+
+    // Found by its owner and by its object key; nobody else sees it; expired is gone.
+    assert_eq!(
+        store.upload(user, &first.id, now).await.unwrap(),
+        Some(first.clone())
+    );
+    assert_eq!(store.upload(other, &first.id, now).await.unwrap(), None);
+    assert_eq!(store.upload(user, &expired.id, now).await.unwrap(), None);
+    assert_eq!(
+        store
+            .upload_by_object(&second.object_key, now)
+            .await
+            .unwrap(),
+        Some(second.clone())
+    );
+    assert_eq!(
+        store
+            .upload_by_object(&expired.object_key, now)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store.upload_by_object("uploads/none", now).await.unwrap(),
+        None
+    );
+
+    // Listed newest first, bounded, without the expired one.
+    let listed = store.recent_uploads(user, 10, now).await.unwrap();
+    let ids: Vec<&str> = listed.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, [second.id.as_str(), first.id.as_str()]);
+    assert_eq!(store.recent_uploads(user, 1, now).await.unwrap().len(), 1);
+    assert!(
+        store
+            .recent_uploads(other, 10, now)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // Started exactly once (a duplicate event must not import twice).
+    assert!(store.start_upload(user, &first.id, 1234).await.unwrap());
+    assert!(!store.start_upload(user, &first.id, 1234).await.unwrap());
+    assert!(!store.start_upload(other, &second.id, 1).await.unwrap());
+    assert!(!store.start_upload(user, "0000000009zz", 1).await.unwrap());
+
+    store
+        .upload_progress(user, &first.id, 500, 250, 0.75)
+        .await
+        .unwrap();
+    let importing = store.upload(user, &first.id, now).await.unwrap().unwrap();
+    assert_eq!(importing.status, UploadStatus::Importing);
+    assert_eq!(
+        (importing.bytes, importing.rows_read, importing.rows_written),
+        (1234, 500, 250)
+    );
+    assert!((importing.progress - 0.75).abs() < 1e-9);
+
+    store
+        .finish_upload(user, &first.id, &UploadOutcome::Done, now + 5)
+        .await
+        .unwrap();
+    let done = store.upload(user, &first.id, now).await.unwrap().unwrap();
+    assert_eq!(done.status, UploadStatus::Done);
+    assert_eq!(done.finished_at, Some(now + 5));
+    assert_eq!(done.progress, 1.0);
+    assert_eq!(done.error, None);
+
+    // A failure keeps its line and message; the record stays the owner's.
+    assert!(store.start_upload(user, &second.id, 99).await.unwrap());
+    let failure = UploadFailure {
+        line: Some(400_002),
+        message: "value is missing".to_string(),
+    };
+    store
+        .finish_upload(
+            user,
+            &second.id,
+            &UploadOutcome::Failed(failure.clone()),
+            now + 6,
+        )
+        .await
+        .unwrap();
+    let failed = store
+        .upload_by_object(&second.object_key, now)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(failed.status, UploadStatus::Failed);
+    assert_eq!(failed.error, Some(failure));
+    assert_eq!(failed.user, user);
+    // A finished upload is never started again.
+    assert!(!store.start_upload(user, &second.id, 99).await.unwrap());
+}
