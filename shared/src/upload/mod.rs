@@ -9,7 +9,8 @@
 mod genotype;
 mod health;
 
-pub(crate) use genotype::{is_rsid, parse_genotype_file};
+#[allow(unused_imports)] // read_genome: the upload flow calls it after the merge
+pub(crate) use genotype::{is_rsid, parse_genotype_file, read_genome};
 pub(crate) use health::{parse_health_csv, parse_health_json};
 
 /// Why an upload was refused.
