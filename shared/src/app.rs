@@ -184,6 +184,7 @@ impl App {
             },
             data: DataApi {
                 store: store.clone(),
+                clock: clock.clone(),
             },
             agents: AgentPolicy::new(
                 config.allowed_tools.clone(),

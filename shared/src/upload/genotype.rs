@@ -5,7 +5,7 @@
 use std::io::{BufRead, Read};
 
 use super::{MAX_ROWS, UploadError};
-use crate::domain::{Genome, Genotype, Variant};
+use crate::domain::{Genome, Variant};
 
 /// The largest position accepted (the longest human chromosome has about 250 million
 /// base pairs); keeps distances between positions far from overflow.
@@ -52,9 +52,10 @@ fn allele_ok(a: &str) -> bool {
 /// a longer one is refused before it is parsed, so one line never holds much memory.
 const MAX_LINE: usize = 16 * 1024;
 
-/// The small-body endpoint's parser: the whole file in memory, parsed by [`read_genome`].
-pub(crate) fn parse_genotype_file(body: &[u8]) -> Result<Vec<Genotype>, UploadError> {
-    Ok(read_genome(body)?.genotypes().collect())
+/// The small-body endpoint's parser (`POST /api/data/genotype`): the body already in
+/// memory, read by [`read_genome`].
+pub(crate) fn parse_genotype_file(body: &[u8]) -> Result<Genome, UploadError> {
+    read_genome(body)
 }
 
 /// Reads a raw file row by row into a compact [`Genome`] (each rsid once, the last row
@@ -160,11 +161,15 @@ fn parse_row(raw_line: &str, line: usize) -> Result<Option<Variant>, UploadError
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::Genotype;
 
     #[test]
     fn both_vendor_formats_parse() {
         let me = "# 23andMe\n# rsid\tchromosome\tposition\tgenotype\nrs429358\t19\t44908684\tTC\ni6019299\tMT\t16519\tT\n";
-        let rows = parse_genotype_file(me.as_bytes()).unwrap();
+        let rows: Vec<Genotype> = parse_genotype_file(me.as_bytes())
+            .unwrap()
+            .genotypes()
+            .collect();
         assert_eq!(
             rows[0],
             Genotype {
@@ -175,7 +180,10 @@ mod tests {
             }
         );
         let ancestry = "#AncestryDNA\nrsid\tchromosome\tposition\tallele1\tallele2\nrs7412\t19\t44908822\tC\tT\nrs1\t23\t100\t0\t0\n";
-        let rows = parse_genotype_file(ancestry.as_bytes()).unwrap();
+        let rows: Vec<Genotype> = parse_genotype_file(ancestry.as_bytes())
+            .unwrap()
+            .genotypes()
+            .collect();
         assert_eq!(
             (
                 rows[0].genotype.as_str(),

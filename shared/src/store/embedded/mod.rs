@@ -3,12 +3,13 @@
 //!
 //! `mod.rs` opens the file, holds the connection, the schema and its migrations, and
 //! the column conversions every domain uses; each domain's trait is implemented in its
-//! own file (`health`, `accounts`, `oauth`, `mcp_servers`).
+//! own file (`health`, `genome`, `accounts`, `oauth`, `mcp_servers`).
 //!
 //! Same model as the DynamoDB store, in typed tables keyed by user:
 //! - `readings`: identity (user, indicator key, time, source); a re-upload replaces in place.
-//! - `genotypes`: identity (user, rsid), plus the index `genotypes_by_position`
-//!   (user, chromosome, position) for range queries.
+//! - `genomes`: a user's active genome version (and its count, source, import time);
+//!   `genome_variants`: identity (user, version, rsid), plus the index
+//!   `genome_variants_by_position` (user, version, chromosome, position) for ranges.
 //! - `accounts`: one row per user; the e-mail is unique (the `email#` lookup of the
 //!   DynamoDB keys table).
 //! - `shares`: identity (owner, grantee), the permissions as a JSON array.
@@ -34,6 +35,7 @@
 //! through WAL and a busy timeout.
 
 mod accounts;
+mod genome;
 mod health;
 mod mcp_servers;
 mod oauth;
@@ -56,7 +58,8 @@ const STATEMENT_CACHE: usize = 64;
 
 /// The schema version this code reads and writes (`PRAGMA user_version`).
 /// 1: readings, genotypes. 2: adds accounts, shares, keys. 3: adds mcp_servers.
-const SCHEMA_VERSION: i64 = 3;
+/// 5: genomes in versions (`genomes`, `genome_variants`), `genotypes` moved into them.
+const SCHEMA_VERSION: i64 = 5;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS readings (
@@ -73,15 +76,24 @@ CREATE TABLE IF NOT EXISTS readings (
     PRIMARY KEY (user, indicator_key, time, source),
     CHECK ((value_number IS NULL) <> (value_text IS NULL))
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS genotypes (
+CREATE TABLE IF NOT EXISTS genomes (
+    user        TEXT NOT NULL PRIMARY KEY,
+    version     INTEGER NOT NULL,
+    variants    INTEGER NOT NULL,
+    source      TEXT NOT NULL,
+    imported_at INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS genome_variants (
     user       TEXT NOT NULL,
+    version    INTEGER NOT NULL,
     rsid       TEXT NOT NULL,
     chromosome TEXT NOT NULL,
     position   INTEGER NOT NULL,
     genotype   TEXT NOT NULL,
-    PRIMARY KEY (user, rsid)
+    PRIMARY KEY (user, version, rsid)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS genotypes_by_position ON genotypes (user, chromosome, position);
+CREATE INDEX IF NOT EXISTS genome_variants_by_position
+    ON genome_variants (user, version, chromosome, position);
 CREATE TABLE IF NOT EXISTS accounts (
     user_id       TEXT NOT NULL PRIMARY KEY,
     email         TEXT NOT NULL UNIQUE,
@@ -179,8 +191,11 @@ fn prepare(conn: &mut Connection) -> rusqlite::Result<()> {
         return Err(rusqlite::Error::InvalidQuery);
     }
     // Every statement is `IF NOT EXISTS`: on a fresh file it creates everything, on an
-    // older one (version 1 or 2) it adds the tables that version lacks.
+    // older one it adds the tables that version lacks.
     tx.execute_batch(SCHEMA)?;
+    if (1..5).contains(&version) {
+        genome::migrate_genotypes_table(&tx)?;
+    }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()
 }
@@ -421,6 +436,69 @@ mod tests {
         drop(store);
         let again = EmbeddedStore::open(&path).unwrap();
         assert_eq!(again.mcp_servers("u1").await.unwrap(), vec![server]);
+        drop(again);
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    /// Schema step 5 from a version-3 file: each user's `genotypes` rows become their
+    /// active genome (version 1, source `migrated`), and the old table goes.
+    #[tokio::test]
+    async fn version_3_genotypes_become_an_active_genome() {
+        use crate::store::{GenomeStore, GenomeSummary};
+        let path = temp_path("migrate-v3");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(SCHEMA_V1).unwrap();
+        old.execute_batch(SCHEMA_V2_ADDED).unwrap();
+        old.execute_batch(
+            "INSERT INTO genotypes (user, rsid, chromosome, position, genotype) VALUES
+                ('u1', 'rs429358', '19', 44908684, 'TC'),
+                ('u1', 'rs7412', '19', 44908822, 'CC'),
+                ('u2', 'i5000', 'X', 5, '--');
+             PRAGMA user_version = 3;",
+        )
+        .unwrap();
+        drop(old);
+
+        let store = EmbeddedStore::open(&path).unwrap();
+        assert_eq!(user_version(&store), SCHEMA_VERSION);
+        let near = store
+            .genotypes_in_range("u1", "19", 0, u64::MAX)
+            .await
+            .unwrap();
+        let rsids: Vec<&str> = near.iter().map(|g| g.rsid.as_str()).collect();
+        assert_eq!(rsids, ["rs429358", "rs7412"]);
+        assert_eq!(
+            store.genome_summary("u2").await.unwrap(),
+            Some(GenomeSummary {
+                variants: 1,
+                source: "migrated".into(),
+                imported_at: 0
+            })
+        );
+        assert!(store.data_presence("u2").await.unwrap().genotype);
+        let table: i64 = store
+            .conn
+            .lock()
+            .unwrap()
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'genotypes'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(table, 0, "the old table is gone");
+        drop(store);
+        // Opening again changes nothing.
+        let again = EmbeddedStore::open(&path).unwrap();
+        assert_eq!(
+            again
+                .genotypes_by_rsid("u2", &["i5000".to_string()])
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
         drop(again);
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }

@@ -1,0 +1,1046 @@
+//! [`GenomeStore`] on DynamoDB: a genome as a few hundred large items per version, read
+//! with a handful of requests.
+//!
+//! Items (data table, partition key the user; layout in [`super::schema`]):
+//! - `genome`: the pointer: the active `version`, `variants`, `source`, `imported_at`,
+//!   the number of rsid `buckets`, and `blocks`, the block ids (and parts) the version
+//!   holds. Switched in one conditional transaction with the `presence` flag.
+//! - `gv#<version>#b#<block>.<part>`: the SNPs of one chromosome region
+//!   ([`REGION_BITS`]: 4 Mbp) in position order, compactly encoded in `d` (binary):
+//!   a region of ~800 SNPs is ~7 KB; a region with more than [`PART_VARIANTS`] SNPs is
+//!   split into parts.
+//! - `gv#<version>#i#<bucket>`: the rsid index: the rsids hashing to this bucket, each
+//!   with its chromosome and position to 16 kbp (which block holds it, and whether its
+//!   neighbourhood reaches the next block), in `d` (binary), ~600 rsids a bucket.
+//!
+//! A whole 23andMe genome is ~1,800 items (BatchWriteItem, 25 a request); a lookup of a
+//! few rsids with their neighbours is three requests (the pointer, the index buckets,
+//! the blocks). A reader that finds an item of its version missing (a racing import
+//! switched and removed it) starts again from the pointer, so it never mixes versions.
+//! Never logs a genotype.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
+
+use super::batch::{GET_CHUNK, bounded, get_batch, put_request};
+use super::codec::{Item, get_s, get_u64, n, s};
+use super::schema::{
+    GENOME_SK, GENOME_VERSION_PREFIX, GENOTYPE_PREFIX, GPOS, PK, PRESENCE_SK, SK, data_key,
+    genome_block_sk, genome_bucket_sk,
+};
+use super::transact::{Attempt, Committed, condition, contended, tx_delete, tx_put, tx_update};
+use super::{DynamoStore, corrupt, sdk_error};
+use crate::domain::{Genome, Genotype, Variant, chromosome_code, rsid_key};
+use crate::store::genome::{new_version, sort_nearby};
+use crate::store::{GenomeStore, GenomeSummary, Neighbourhood, StoreError, StoreFuture};
+
+/// Positions per block: 2^22 = 4,194,304 bp.
+pub(super) const REGION_BITS: u32 = 22;
+
+/// The index keeps positions to 2^18 = 262,144 bp (16 cells a block): enough to tell
+/// whether a neighbourhood reaches the next block.
+const CELL_BITS: u32 = 18;
+
+/// Most SNPs in one block item (~9 bytes each: far below DynamoDB's 400 KB).
+const PART_VARIANTS: usize = 20_000;
+
+/// The rsid index's buckets: ~530 rsids each, at most this many (a whole genome's
+/// ~800 blocks and 1,200 buckets stay under 2,000 items).
+const MAX_BUCKETS: u64 = 1200;
+const BUCKET_TARGET: u64 = 530;
+
+/// Reads that find their version gone start again at most this many times.
+const READ_ATTEMPTS: usize = 4;
+
+/// Requests and bytes this module's reads and writes made (per process): what the
+/// measurement test prints.
+pub(super) struct Meter {
+    pub requests: AtomicU64,
+    pub bytes_read: AtomicU64,
+    pub items_written: AtomicU64,
+}
+
+pub(super) static METER: Meter = Meter {
+    requests: AtomicU64::new(0),
+    bytes_read: AtomicU64::new(0),
+    items_written: AtomicU64::new(0),
+};
+
+/// An item's size as DynamoDB counts it (names and values), near enough.
+fn item_size(item: &Item) -> u64 {
+    item.iter()
+        .map(|(name, value)| {
+            name.len()
+                + match value {
+                    AttributeValue::S(v) | AttributeValue::N(v) => v.len(),
+                    AttributeValue::B(b) => b.as_ref().len(),
+                    _ => 1,
+                }
+        })
+        .sum::<usize>() as u64
+}
+
+fn metered(items: &[Item]) {
+    METER.requests.fetch_add(1, Ordering::Relaxed);
+    let bytes: u64 = items.iter().map(item_size).sum();
+    METER.bytes_read.fetch_add(bytes, Ordering::Relaxed);
+}
+
+// ---------------------------------------------------------------- encoding
+
+fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn varint(&mut self) -> Option<u64> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let (&byte, rest) = self.0.split_first()?;
+            self.0 = rest;
+            value |= u64::from(byte & 0x7F).checked_shl(shift)?;
+            if byte < 0x80 {
+                return Some(value);
+            }
+        }
+        None
+    }
+}
+
+/// The block of a variant: chromosome code and region index (< 256: positions are at
+/// most 1e9).
+fn block_of(chromosome: u8, position: u32) -> u16 {
+    u16::from(chromosome) << 8 | (position >> REGION_BITS) as u16
+}
+
+/// A variant's place in the index: its block's index in the pointer's list, and the
+/// cell of the block it lies in.
+fn location_of(block_index: usize, v: &Variant) -> u64 {
+    let cell = (v.position & ((1 << REGION_BITS) - 1)) >> CELL_BITS;
+    (block_index as u64) << (REGION_BITS - CELL_BITS) | u64::from(cell)
+}
+
+fn bucket_of(rsid: u64, buckets: u64) -> u64 {
+    (rsid.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % buckets.max(1)
+}
+
+fn bucket_count(variants: usize) -> u64 {
+    (variants as u64 / BUCKET_TARGET).clamp(1, MAX_BUCKETS)
+}
+
+/// A packed call ([`crate::domain::Variant::call`]) as a number below 56 (one byte) for
+/// one or two symbols: two as `7 * first + second`, one as `49 + symbol`; longer ones as
+/// `56 + packed`.
+fn call_code(packed: u16) -> u64 {
+    let symbol = |i: u16| u64::from(packed >> (2 + 3 * i) & 7);
+    match packed & 3 {
+        1 if packed >> 8 == 0 && symbol(0) < 7 && symbol(1) < 7 => 7 * symbol(0) + symbol(1),
+        0 if packed >> 5 == 0 && symbol(0) < 7 => 49 + symbol(0),
+        _ => 56 + u64::from(packed),
+    }
+}
+
+fn call_from_code(code: u64) -> Option<u16> {
+    let packed = match code {
+        0..49 => 1 | ((code / 7) as u16) << 2 | ((code % 7) as u16) << 5,
+        49..56 => ((code - 49) as u16) << 2,
+        _ => u16::try_from(code - 56).ok()?,
+    };
+    crate::domain::unpack_call(packed).map(|_| packed)
+}
+
+/// A block part: the count, then per SNP its position (a delta from the previous), rsid
+/// key and packed call.
+fn encode_block(variants: &[Variant]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(variants.len() * 9 + 4);
+    put_varint(&mut out, variants.len() as u64);
+    let mut previous = 0u32;
+    for v in variants {
+        put_varint(&mut out, u64::from(v.position.wrapping_sub(previous)));
+        put_varint(&mut out, v.rsid);
+        put_varint(&mut out, call_code(v.call));
+        previous = v.position;
+    }
+    out
+}
+
+fn decode_block(chromosome: u8, bytes: &[u8]) -> Option<Vec<Variant>> {
+    let mut r = Reader(bytes);
+    let count = usize::try_from(r.varint()?).ok()?;
+    let mut out = Vec::with_capacity(count.min(PART_VARIANTS));
+    let mut position = 0u32;
+    for _ in 0..count {
+        position = position.checked_add(u32::try_from(r.varint()?).ok()?)?;
+        let rsid = r.varint()?;
+        let call = call_from_code(r.varint()?)?;
+        out.push(Variant {
+            rsid,
+            position,
+            chromosome,
+            call,
+        });
+    }
+    r.0.is_empty().then_some(out)
+}
+
+/// A bucket: the count, then per rsid (in key order) the key as a delta and its location.
+fn encode_bucket(entries: &mut [(u64, u64)]) -> Vec<u8> {
+    entries.sort_unstable();
+    let mut out = Vec::with_capacity(entries.len() * 6 + 4);
+    put_varint(&mut out, entries.len() as u64);
+    let mut previous = 0u64;
+    for (key, location) in entries.iter() {
+        put_varint(&mut out, key - previous);
+        put_varint(&mut out, *location);
+        previous = *key;
+    }
+    out
+}
+
+fn decode_bucket(bytes: &[u8]) -> Option<Vec<(u64, u64)>> {
+    let mut r = Reader(bytes);
+    let count = usize::try_from(r.varint()?).ok()?;
+    let mut out = Vec::with_capacity(count.min(100_000));
+    let mut key = 0u64;
+    for _ in 0..count {
+        key = key.checked_add(r.varint()?)?;
+        out.push((key, r.varint()?));
+    }
+    r.0.is_empty().then_some(out)
+}
+
+// ---------------------------------------------------------------- the pointer
+
+struct Pointer {
+    version: String,
+    variants: u64,
+    source: String,
+    imported_at: u64,
+    buckets: u64,
+    /// Block id and its number of parts, sorted by id.
+    blocks: Vec<(u16, u8)>,
+}
+
+impl Pointer {
+    fn parts(&self, block: u16) -> Option<u8> {
+        self.blocks
+            .binary_search_by_key(&block, |b| b.0)
+            .ok()
+            .map(|i| self.blocks[i].1)
+    }
+
+    /// The keys of every part of these blocks (those the version holds).
+    fn block_keys(&self, blocks: &BTreeSet<u16>) -> Vec<String> {
+        blocks
+            .iter()
+            .filter_map(|b| self.parts(*b).map(|parts| (*b, parts)))
+            .flat_map(|(b, parts)| (0..parts).map(move |p| genome_block_sk(&self.version, b, p)))
+            .collect()
+    }
+
+    fn item(&self, user: &str) -> Item {
+        // Ids as deltas (mostly 1), then parts: two bytes a block.
+        let mut blocks = Vec::with_capacity(self.blocks.len() * 2);
+        let mut previous = 0u16;
+        for (id, parts) in &self.blocks {
+            put_varint(&mut blocks, u64::from(id - previous));
+            put_varint(&mut blocks, u64::from(*parts));
+            previous = *id;
+        }
+        HashMap::from([
+            (PK.to_string(), s(user)),
+            (SK.to_string(), s(GENOME_SK)),
+            ("version".to_string(), s(self.version.as_str())),
+            ("variants".to_string(), n(self.variants)),
+            ("source".to_string(), s(self.source.as_str())),
+            ("imported_at".to_string(), n(self.imported_at)),
+            ("buckets".to_string(), n(self.buckets)),
+            ("blocks".to_string(), AttributeValue::B(blocks.into())),
+        ])
+    }
+
+    fn from_item(op: &'static str, item: &Item) -> Result<Pointer, StoreError> {
+        let blocks = match item.get("blocks") {
+            Some(AttributeValue::B(b)) => decode_blocks(b.as_ref()).ok_or_else(|| corrupt(op))?,
+            _ => return Err(corrupt(op)),
+        };
+        Ok(Pointer {
+            version: get_s(op, item, "version")?,
+            variants: get_u64(op, item, "variants")?,
+            source: get_s(op, item, "source")?,
+            imported_at: get_u64(op, item, "imported_at")?,
+            buckets: get_u64(op, item, "buckets")?,
+            blocks,
+        })
+    }
+}
+
+fn decode_blocks(bytes: &[u8]) -> Option<Vec<(u16, u8)>> {
+    let mut r = Reader(bytes);
+    let mut blocks = Vec::new();
+    let mut id = 0u16;
+    while !r.0.is_empty() {
+        id = id.checked_add(u16::try_from(r.varint()?).ok()?)?;
+        blocks.push((id, u8::try_from(r.varint()?).ok()?));
+    }
+    Some(blocks)
+}
+
+fn binary(op: &'static str, item: &Item) -> Result<Vec<u8>, StoreError> {
+    match item.get("d") {
+        Some(AttributeValue::B(b)) => Ok(b.as_ref().to_vec()),
+        _ => Err(corrupt(op)),
+    }
+}
+
+/// The chromosome code of a block key's id (`…#b#<id>.<part>`).
+fn block_chromosome(op: &'static str, sk: &str) -> Result<u8, StoreError> {
+    let id = sk
+        .rsplit_once("#b#")
+        .and_then(|(_, rest)| rest.split_once('.'))
+        .and_then(|(id, _)| u16::from_str_radix(id, 16).ok())
+        .ok_or_else(|| corrupt(op))?;
+    Ok((id >> 8) as u8)
+}
+
+impl DynamoStore {
+    async fn genome_pointer(
+        &self,
+        op: &'static str,
+        user: &str,
+    ) -> Result<Option<Pointer>, StoreError> {
+        let item = self.data_item(op, user, GENOME_SK.to_string()).await?;
+        METER.requests.fetch_add(1, Ordering::Relaxed);
+        match item {
+            None => Ok(None),
+            Some(item) => {
+                metered_bytes(&item);
+                Pointer::from_item(op, &item).map(Some)
+            }
+        }
+    }
+
+    /// The `d` of each of these items of the user, by sort key; `None` if one is
+    /// missing (its version was removed meanwhile).
+    async fn genome_items(
+        &self,
+        op: &'static str,
+        user: &str,
+        sks: Vec<String>,
+    ) -> Result<Option<HashMap<String, Vec<u8>>>, StoreError> {
+        let wanted = sks.len();
+        let mut batches = Vec::new();
+        for chunk in sks.chunks(GET_CHUNK) {
+            let keys = chunk.iter().map(|sk| data_key(user, sk.clone())).collect();
+            let request = KeysAndAttributes::builder()
+                .set_keys(Some(keys))
+                .consistent_read(true)
+                .build()
+                .map_err(|_| corrupt(op))?;
+            batches.push(get_batch(
+                self.client.clone(),
+                self.tables.data.clone(),
+                op,
+                request,
+            ));
+        }
+        let mut found = HashMap::with_capacity(wanted);
+        for items in bounded(op, batches.into_iter()).await? {
+            metered(&items);
+            for item in &items {
+                found.insert(get_s(op, item, SK)?, binary(op, item)?);
+            }
+        }
+        Ok((found.len() == wanted).then_some(found))
+    }
+}
+
+fn metered_bytes(item: &Item) {
+    METER
+        .bytes_read
+        .fetch_add(item_size(item), Ordering::Relaxed);
+}
+
+fn gone(op: &'static str) -> StoreError {
+    StoreError::Unavailable(format!("{op}: genome replaced meanwhile"))
+}
+
+/// The block (id) of an index location.
+fn block_of_location(pointer: &Pointer, location: u64) -> Option<u16> {
+    let index = usize::try_from(location >> (REGION_BITS - CELL_BITS)).ok()?;
+    pointer.blocks.get(index).map(|b| b.0)
+}
+
+/// The blocks the window `radius` around an index location can reach (those the
+/// version holds), its own among them; `None` for a location naming no block.
+fn blocks_around(
+    pointer: &Pointer,
+    location: u64,
+    radius: u64,
+    into: &mut BTreeSet<u16>,
+) -> Option<()> {
+    let block = block_of_location(pointer, location)?;
+    let chromosome = block >> 8;
+    let cell = location & ((1 << (REGION_BITS - CELL_BITS)) - 1);
+    let low = (u64::from(block & 0xFF) << REGION_BITS) + (cell << CELL_BITS);
+    let high = low + (1 << CELL_BITS) - 1;
+    let first = low.saturating_sub(radius) >> REGION_BITS;
+    let last = (high.saturating_add(radius) >> REGION_BITS).min(255);
+    into.insert(block);
+    for region in first..=last {
+        let near = chromosome << 8 | region as u16;
+        if pointer.parts(near).is_some() {
+            into.insert(near);
+        }
+    }
+    Some(())
+}
+
+impl DynamoStore {
+    /// The index entries (rsid key, location) of these keys; `None` if the version is gone.
+    async fn locate(
+        &self,
+        op: &'static str,
+        user: &str,
+        pointer: &Pointer,
+        keys: &BTreeSet<u64>,
+    ) -> Result<Option<Vec<(u64, u64)>>, StoreError> {
+        let buckets: BTreeSet<u64> = keys
+            .iter()
+            .map(|k| bucket_of(*k, pointer.buckets))
+            .collect();
+        let sks = buckets
+            .iter()
+            .map(|b| genome_bucket_sk(&pointer.version, *b))
+            .collect();
+        let Some(items) = self.genome_items(op, user, sks).await? else {
+            return Ok(None);
+        };
+        let mut found = Vec::new();
+        for bytes in items.values() {
+            let entries = decode_bucket(bytes).ok_or_else(|| corrupt(op))?;
+            found.extend(entries.into_iter().filter(|(k, _)| keys.contains(k)));
+        }
+        Ok(Some(found))
+    }
+
+    /// Every variant of these blocks; `None` if the version is gone.
+    async fn read_blocks(
+        &self,
+        op: &'static str,
+        user: &str,
+        pointer: &Pointer,
+        blocks: &BTreeSet<u16>,
+    ) -> Result<Option<Vec<Variant>>, StoreError> {
+        let sks = pointer.block_keys(blocks);
+        if sks.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        let Some(items) = self.genome_items(op, user, sks).await? else {
+            return Ok(None);
+        };
+        let mut variants = Vec::new();
+        for (sk, bytes) in &items {
+            let chromosome = block_chromosome(op, sk)?;
+            variants.extend(decode_block(chromosome, bytes).ok_or_else(|| corrupt(op))?);
+        }
+        Ok(Some(variants))
+    }
+
+    /// The user's rsids' entries and the blocks around them, from one version: (hits,
+    /// every variant of the blocks read). Empty without a genome.
+    async fn lookup(
+        &self,
+        op: &'static str,
+        user: &str,
+        rsids: &[String],
+        radius: u64,
+    ) -> Result<(Vec<Variant>, Vec<Variant>), StoreError> {
+        let keys: BTreeSet<u64> = Genotype::normalized_rsids(rsids)
+            .iter()
+            .filter_map(|r| rsid_key(r))
+            .collect();
+        if keys.is_empty() {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        for _ in 0..READ_ATTEMPTS {
+            let Some(pointer) = self.genome_pointer(op, user).await? else {
+                return Ok((Vec::new(), Vec::new()));
+            };
+            let Some(entries) = self.locate(op, user, &pointer, &keys).await? else {
+                continue;
+            };
+            let mut blocks = BTreeSet::new();
+            for (_, location) in &entries {
+                blocks_around(&pointer, *location, radius, &mut blocks)
+                    .ok_or_else(|| corrupt(op))?;
+            }
+            let Some(read) = self.read_blocks(op, user, &pointer, &blocks).await? else {
+                continue;
+            };
+            let hits = read
+                .iter()
+                .filter(|v| keys.contains(&v.rsid))
+                .copied()
+                .collect();
+            return Ok((hits, read));
+        }
+        Err(gone(op))
+    }
+}
+
+fn genotypes(op: &'static str, variants: &[Variant]) -> Result<Vec<Genotype>, StoreError> {
+    variants
+        .iter()
+        .map(|v| v.genotype().ok_or_else(|| corrupt(op)))
+        .collect()
+}
+
+impl GenomeStore for DynamoStore {
+    fn replace_genome<'a>(
+        &'a self,
+        user: &'a str,
+        genome: &'a Genome,
+        source: &'a str,
+        imported_at: u64,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let op = "replace_genome";
+            if genome.is_empty() {
+                return self.delete_genome(user).await;
+            }
+            let version = format!("{:016x}", new_version()?);
+            let buckets = bucket_count(genome.len());
+            let mut requests = Vec::new();
+            let mut blocks = Vec::new();
+            let item = |sk: String, bytes: Vec<u8>| {
+                HashMap::from([
+                    (PK.to_string(), s(user)),
+                    (SK.to_string(), s(sk)),
+                    ("d".to_string(), AttributeValue::B(bytes.into())),
+                ])
+            };
+            for run in genome.variants().chunk_by(|a, b| {
+                block_of(a.chromosome, a.position) == block_of(b.chromosome, b.position)
+            }) {
+                let id = block_of(run[0].chromosome, run[0].position);
+                let mut parts = 0u8;
+                for (part, variants) in run.chunks(PART_VARIANTS).enumerate() {
+                    let part = u8::try_from(part).map_err(|_| corrupt(op))?;
+                    requests.push(put_request(
+                        op,
+                        item(genome_block_sk(&version, id, part), encode_block(variants)),
+                    )?);
+                    parts = part + 1;
+                }
+                blocks.push((id, parts));
+            }
+            let mut index: Vec<Vec<(u64, u64)>> = vec![Vec::new(); buckets as usize];
+            // Blocks come in id order (the genome's order), so an id's index is its rank.
+            let mut block_index = 0;
+            for v in genome.variants() {
+                let id = block_of(v.chromosome, v.position);
+                while blocks[block_index].0 != id {
+                    block_index += 1;
+                }
+                index[bucket_of(v.rsid, buckets) as usize]
+                    .push((v.rsid, location_of(block_index, v)));
+            }
+            for (bucket, entries) in index.iter_mut().enumerate() {
+                requests.push(put_request(
+                    op,
+                    item(
+                        genome_bucket_sk(&version, bucket as u64),
+                        encode_bucket(entries),
+                    ),
+                )?);
+            }
+            drop(index);
+            METER
+                .items_written
+                .fetch_add(requests.len() as u64, Ordering::Relaxed);
+            let version_prefix = format!("{GENOME_VERSION_PREFIX}{version}#");
+            if let Err(error) = self.write_all(op, requests).await {
+                // Nothing points at the partial version: remove it if possible.
+                let _ = self.delete_prefixed(op, user, &version_prefix).await;
+                return Err(error);
+            }
+            let pointer = Pointer {
+                version: version.clone(),
+                variants: genome.len() as u64,
+                source: source.to_string(),
+                imported_at,
+                buckets,
+                blocks,
+            };
+            let switched = contended(op, || async {
+                let previous = self.genome_pointer(op, user).await?.map(|p| p.version);
+                let guard = match &previous {
+                    None => condition("attribute_not_exists(#pk)", &[("#pk", PK)], vec![]),
+                    Some(v) => condition(
+                        "#version = :previous",
+                        &[("#version", "version")],
+                        vec![(":previous", s(v.as_str()))],
+                    ),
+                };
+                let items = vec![
+                    tx_put(op, &self.tables.data, pointer.item(user), guard)?,
+                    tx_update(
+                        op,
+                        &self.tables.data,
+                        data_key(user, PRESENCE_SK.to_string()),
+                        "SET #genotype = :yes",
+                        condition(
+                            "attribute_exists(#pk) OR attribute_not_exists(#pk)",
+                            &[("#pk", PK), ("#genotype", "genotype")],
+                            vec![(":yes", AttributeValue::Bool(true))],
+                        ),
+                    )?,
+                ];
+                match self.transact(op, items).await? {
+                    Committed::Yes => Ok(Attempt::Done(previous)),
+                    cancelled => cancelled.retry(op),
+                }
+            })
+            .await;
+            let previous = match switched {
+                Ok(previous) => previous,
+                Err(error) => {
+                    let _ = self.delete_prefixed(op, user, &version_prefix).await;
+                    return Err(error);
+                }
+            };
+            if let Some(previous) = previous.filter(|p| *p != version) {
+                let prefix = format!("{GENOME_VERSION_PREFIX}{previous}#");
+                if self.delete_prefixed(op, user, &prefix).await.is_err() {
+                    tracing::warn!(
+                        operation = op,
+                        "dynamodb store: previous genome version left"
+                    );
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn genome_summary<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Option<GenomeSummary>> {
+        Box::pin(async move {
+            Ok(self
+                .genome_pointer("genome_summary", user)
+                .await?
+                .map(|p| GenomeSummary {
+                    variants: p.variants,
+                    source: p.source,
+                    imported_at: p.imported_at,
+                }))
+        })
+    }
+
+    fn genotypes_by_rsid<'a>(
+        &'a self,
+        user: &'a str,
+        rsids: &'a [String],
+    ) -> StoreFuture<'a, Vec<Genotype>> {
+        Box::pin(async move {
+            let op = "genotypes_by_rsid";
+            let (hits, _) = self.lookup(op, user, rsids, 0).await?;
+            genotypes(op, &hits)
+        })
+    }
+
+    fn genotypes_in_range<'a>(
+        &'a self,
+        user: &'a str,
+        chromosome: &'a str,
+        from: u64,
+        to: u64,
+    ) -> StoreFuture<'a, Vec<Genotype>> {
+        Box::pin(async move {
+            let op = "genotypes_in_range";
+            let Some(code) = chromosome_code(chromosome) else {
+                return Ok(Vec::new());
+            };
+            if from > to || from > u64::from(u32::MAX) {
+                return Ok(Vec::new());
+            }
+            let to = to.min(u64::from(u32::MAX));
+            for _ in 0..READ_ATTEMPTS {
+                let Some(pointer) = self.genome_pointer(op, user).await? else {
+                    return Ok(Vec::new());
+                };
+                let (first, last) = (from >> REGION_BITS, to >> REGION_BITS);
+                let blocks: BTreeSet<u16> = pointer
+                    .blocks
+                    .iter()
+                    .map(|b| b.0)
+                    .filter(|b| {
+                        (b >> 8) as u8 == code && (first..=last).contains(&u64::from(b & 0xFF))
+                    })
+                    .collect();
+                let Some(mut read) = self.read_blocks(op, user, &pointer, &blocks).await? else {
+                    continue;
+                };
+                read.retain(|v| (from..=to).contains(&u64::from(v.position)));
+                let mut out = genotypes(op, &read)?;
+                out.sort_by(|a, b| (a.position, &a.rsid).cmp(&(b.position, &b.rsid)));
+                return Ok(out);
+            }
+            Err(gone(op))
+        })
+    }
+
+    fn genotypes_near<'a>(
+        &'a self,
+        user: &'a str,
+        rsids: &'a [String],
+        radius: u64,
+    ) -> StoreFuture<'a, Neighbourhood> {
+        Box::pin(async move {
+            let op = "genotypes_near";
+            let (hits, read) = self.lookup(op, user, rsids, radius).await?;
+            // Only what lies within `radius` of a hit on its chromosome.
+            let mut windows: Vec<(u8, u64, u64)> = hits
+                .iter()
+                .map(|h| {
+                    let p = u64::from(h.position);
+                    (
+                        h.chromosome,
+                        p.saturating_sub(radius),
+                        p.saturating_add(radius),
+                    )
+                })
+                .collect();
+            windows.sort_unstable();
+            let near: Vec<Variant> = read
+                .into_iter()
+                .filter(|v| {
+                    let p = u64::from(v.position);
+                    let i = windows.partition_point(|w| (w.0, w.1) <= (v.chromosome, p));
+                    // Windows of one radius: the last one starting at or before `p`
+                    // reaches furthest.
+                    i > 0 && windows[i - 1].0 == v.chromosome && p <= windows[i - 1].2
+                })
+                .collect();
+            let mut nearby = genotypes(op, &near)?;
+            sort_nearby(&mut nearby);
+            Ok(Neighbourhood {
+                hits: genotypes(op, &hits)?,
+                nearby,
+            })
+        })
+    }
+
+    fn delete_genome<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let op = "delete_genome";
+            let items = vec![
+                tx_delete(
+                    op,
+                    &self.tables.data,
+                    data_key(user, GENOME_SK.to_string()),
+                    None,
+                )?,
+                tx_update(
+                    op,
+                    &self.tables.data,
+                    data_key(user, PRESENCE_SK.to_string()),
+                    "REMOVE #genotype",
+                    condition(
+                        "attribute_exists(#pk) OR attribute_not_exists(#pk)",
+                        &[("#pk", PK), ("#genotype", "genotype")],
+                        vec![],
+                    ),
+                )?,
+            ];
+            contended(op, || async {
+                match self.transact(op, items.clone()).await? {
+                    Committed::Yes => Ok(Attempt::Done(())),
+                    cancelled => cancelled.retry(op),
+                }
+            })
+            .await?;
+            // Every version, the active one's and any an interrupted import left.
+            self.delete_prefixed(op, user, GENOME_VERSION_PREFIX).await
+        })
+    }
+
+    fn migrate_legacy_genotypes(&self, now: u64) -> StoreFuture<'_, usize> {
+        Box::pin(async move {
+            let op = "migrate_legacy_genotypes";
+            let mut by_user: HashMap<String, Vec<Variant>> = HashMap::new();
+            let mut start: Option<Item> = None;
+            loop {
+                let page = self
+                    .client
+                    .scan()
+                    .table_name(&self.tables.data)
+                    .consistent_read(true)
+                    .filter_expression("begins_with(#sk, :prefix)")
+                    .expression_attribute_names("#sk", SK)
+                    .expression_attribute_values(":prefix", s(GENOTYPE_PREFIX))
+                    .set_exclusive_start_key(start.take())
+                    .send()
+                    .await
+                    .map_err(|e| sdk_error(op, e))?;
+                for item in page.items.unwrap_or_default() {
+                    let (Ok(user), Ok(sk)) = (get_s(op, &item, PK), get_s(op, &item, SK)) else {
+                        continue;
+                    };
+                    let variant = sk.strip_prefix(GENOTYPE_PREFIX).and_then(|rsid| {
+                        let chromosome = get_s(op, &item, "chromosome").ok()?;
+                        let call = get_s(op, &item, "genotype").ok()?;
+                        let position = get_u64(op, &item, GPOS).ok()?;
+                        Variant::new(rsid, &chromosome, position, &call)
+                    });
+                    // An unreadable legacy row is dropped (it could never be shown).
+                    let entry = by_user.entry(user).or_default();
+                    entry.extend(variant);
+                }
+                match page.last_evaluated_key {
+                    Some(key) if !key.is_empty() => start = Some(key),
+                    _ => break,
+                }
+            }
+            let mut moved = 0;
+            for (user, variants) in by_user {
+                // A user who already has a versioned genome keeps it.
+                if self.genome_pointer(op, &user).await?.is_none() && !variants.is_empty() {
+                    let genome = Genome::from_variants(variants);
+                    self.replace_genome(&user, &genome, "migrated", now).await?;
+                    moved += 1;
+                }
+                self.delete_prefixed(op, &user, GENOTYPE_PREFIX).await?;
+            }
+            Ok(moved)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::HealthStore;
+    use crate::store::contract::{fresh_tables, moto_client, moto_endpoint};
+
+    #[test]
+    fn blocks_and_buckets_round_trip() {
+        let variants: Vec<Variant> = [
+            ("rs1", 5u64, "AG"),
+            ("i77", 5, "--"),
+            ("rs007", 4_194_303, "ACGT"),
+        ]
+        .iter()
+        .map(|(r, p, c)| Variant::new(r, "7", *p, c).unwrap())
+        .collect();
+        assert_eq!(
+            decode_block(7, &encode_block(&variants)),
+            Some(variants.clone())
+        );
+        let mut entries: Vec<(u64, u64)> = variants
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (v.rsid, location_of(i, v)))
+            .collect();
+        let bytes = encode_bucket(&mut entries);
+        assert_eq!(decode_bucket(&bytes), Some(entries));
+        // Damaged bytes are refused, never a panic.
+        for bytes in [&[][..], &[5, 1][..], &[0xFF; 12][..], &[1, 0, 0, 0, 9][..]] {
+            assert_eq!(decode_block(1, bytes), None);
+            assert!(decode_bucket(bytes).is_none() || bytes == [1, 0, 0, 0, 9]);
+        }
+        for packed in 0..=u16::MAX {
+            if crate::domain::unpack_call(packed).is_some() {
+                assert_eq!(call_from_code(call_code(packed)), Some(packed));
+            }
+        }
+        for call in ["AG", "--", "A", "-", "ACGT", "DI", "III"] {
+            let packed = crate::domain::pack_call(call).unwrap();
+            assert_eq!(call_from_code(call_code(packed)), Some(packed), "{call}");
+            assert_eq!(call_code(packed) < 56, call.len() <= 2, "{call}");
+        }
+    }
+
+    async fn moto_store() -> (DynamoStore, Option<std::sync::Arc<crate::testing::Moto>>) {
+        let (endpoint, moto) = moto_endpoint();
+        let client = moto_client(&endpoint);
+        let tables = fresh_tables();
+        DynamoStore::create_tables(&client, &tables)
+            .await
+            .expect("create tables");
+        (DynamoStore::new(client, tables), moto)
+    }
+
+    /// Today's `g#<rsid>` items become an active genome version and are deleted; a user
+    /// who already has a versioned genome keeps it; running again moves nothing.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn legacy_genotypes_move_into_an_active_genome() {
+        let (store, _moto) = moto_store().await;
+        let legacy = |user: &str, rsid: &str, chromosome: &str, position: u64, call: &str| {
+            HashMap::from([
+                (PK.to_string(), s(user)),
+                (SK.to_string(), s(format!("{GENOTYPE_PREFIX}{rsid}"))),
+                ("chromosome".to_string(), s(chromosome)),
+                ("genotype".to_string(), s(call)),
+                ("gpk".to_string(), s(format!("{user}#{chromosome}"))),
+                (GPOS.to_string(), n(position)),
+            ])
+        };
+        let rows = [
+            legacy("u1", "rs429358", "19", 44_908_684, "TC"),
+            legacy("u1", "rs7412", "19", 44_908_822, "CC"),
+            legacy("u1", "i5000", "X", 5, "--"),
+            legacy("u2", "rs1", "1", 1, "AA"),
+        ];
+        for item in rows {
+            store
+                .client
+                .put_item()
+                .table_name(&store.tables.data)
+                .set_item(Some(item))
+                .send()
+                .await
+                .unwrap();
+        }
+        let kept = Genome::from_genotypes(&[Genotype {
+            rsid: "rs2".into(),
+            chromosome: "2".into(),
+            position: 2,
+            genotype: "GG".into(),
+        }])
+        .unwrap();
+        store.replace_genome("u2", &kept, "new", 5).await.unwrap();
+
+        assert_eq!(store.migrate_legacy_genotypes(99).await.unwrap(), 1);
+        let mut found = store
+            .genotypes_by_rsid("u1", &["rs429358".into(), "rs7412".into(), "i5000".into()])
+            .await
+            .unwrap();
+        found.sort_by(|a, b| a.rsid.cmp(&b.rsid));
+        let rsids: Vec<&str> = found.iter().map(|g| g.rsid.as_str()).collect();
+        assert_eq!(rsids, ["i5000", "rs429358", "rs7412"]);
+        assert_eq!(
+            store.genome_summary("u1").await.unwrap(),
+            Some(GenomeSummary {
+                variants: 3,
+                source: "migrated".into(),
+                imported_at: 99
+            })
+        );
+        assert!(store.data_presence("u1").await.unwrap().genotype);
+        assert_eq!(
+            store.genome_summary("u2").await.unwrap().unwrap().source,
+            "new",
+            "a versioned genome is kept"
+        );
+        for user in ["u1", "u2"] {
+            let left = store
+                .user_query(user)
+                .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+                .expression_attribute_names("#sk", SK)
+                .expression_attribute_values(":prefix", s(GENOTYPE_PREFIX))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(left.count, 0, "legacy items deleted");
+        }
+        assert_eq!(
+            store.migrate_legacy_genotypes(100).await.unwrap(),
+            0,
+            "idempotent"
+        );
+        assert_eq!(
+            store
+                .genome_summary("u1")
+                .await
+                .unwrap()
+                .unwrap()
+                .imported_at,
+            99
+        );
+    }
+
+    /// Approximate GRCh37 chromosome lengths in Mbp (1-22, X, Y, MT as 1).
+    const LENGTHS: [u64; 25] = [
+        249, 243, 198, 191, 181, 171, 159, 146, 141, 136, 135, 134, 115, 107, 103, 90, 81, 78, 59,
+        63, 48, 51, 155, 59, 1,
+    ];
+
+    /// A 23andMe-sized genome (638,000 SNPs spread over the chromosomes by length): how
+    /// many items it is written as, and what a lookup of 4 rsids with their 20 nearest
+    /// within 1 Mbp costs. Prints the figures (`--no-capture`).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_whole_genome_is_few_items_and_a_lookup_few_requests() {
+        const SNPS: u64 = 638_000;
+        let total: u64 = LENGTHS.iter().sum();
+        let mut variants = Vec::with_capacity(SNPS as usize);
+        let calls = ["AA", "AG", "CT", "GG", "CC", "TT", "--", "AC"];
+        let mut i = 0u64;
+        for (c, mbp) in LENGTHS.iter().enumerate() {
+            let count = SNPS * mbp / total;
+            let step = mbp * 1_000_000 / count.max(1);
+            for k in 0..count {
+                let rsid = if i.is_multiple_of(30) {
+                    format!("i{}", 3_000_000 + i)
+                } else {
+                    format!("rs{}", (i * 2_654_435_761) % 999_999_937 + 1)
+                };
+                let v = Variant::new(
+                    &rsid,
+                    crate::domain::chromosome_name(c as u8 + 1).unwrap(),
+                    k * step + (i * 7919) % step.max(1),
+                    calls[(i % 8) as usize],
+                )
+                .unwrap();
+                variants.push(v);
+                i += 1;
+            }
+        }
+        let genome = Genome::from_variants(variants);
+        let (store, _moto) = moto_store().await;
+        let started = std::time::Instant::now();
+        store
+            .replace_genome("measure", &genome, "genome.txt", 1)
+            .await
+            .unwrap();
+        let items = METER.items_written.load(Ordering::Relaxed);
+        println!(
+            "replace_genome: {} SNPs as {items} items in {} BatchWriteItem requests, {:?} on moto",
+            genome.len(),
+            items.div_ceil(25),
+            started.elapsed()
+        );
+        assert!(items <= 2_000, "{items} items");
+
+        // Four rsids on different chromosomes, as the tool asks (default range 1 Mbp).
+        let picks = [1_000usize, 200_000, 400_000, 600_000];
+        let rsids: Vec<String> = picks
+            .iter()
+            .map(|i| genome.variants()[*i].genotype().unwrap().rsid)
+            .collect();
+        METER.requests.store(0, Ordering::Relaxed);
+        METER.bytes_read.store(0, Ordering::Relaxed);
+        let near = store
+            .genotypes_near("measure", &rsids, 1_000_000)
+            .await
+            .unwrap();
+        let (requests, bytes) = (
+            METER.requests.load(Ordering::Relaxed),
+            METER.bytes_read.load(Ordering::Relaxed),
+        );
+        println!(
+            "genotypes_near: 4 rsids, radius 1 Mbp: {requests} requests, {bytes} bytes read, {} nearby",
+            near.nearby.len()
+        );
+        assert_eq!(near.hits.len(), 4);
+        assert!(requests <= 3, "{requests} requests");
+        assert!(bytes <= 64 * 1024, "{bytes} bytes");
+    }
+}
