@@ -6,7 +6,7 @@
 //!   data), [`AccountStore`] (accounts, shares, URL grants, personal URLs, login
 //!   states, abuse counters), [`OAuthStore`] (clients, codes, refresh tokens) and
 //!   [`McpServerStore`] (a user's external MCP servers, and presence with them in one
-//!   read), [`GenomeStore`] (a user's genome, versioned). [`Store`] is all four: consumers hold an `Arc<dyn Store>`, and one that needs a single
+//!   read), [`GenomeStore`] (a user's genome, versioned). [`Store`] is all five: consumers hold an `Arc<dyn Store>`, and one that needs a single
 //!   domain can take that trait instead. The records are [`crate::domain`]'s.
 //! - The backends, one folder each with one file per domain: `dynamo` (DynamoDB, a
 //!   `keys` table found by opaque key and a `data` table keyed by user with
@@ -77,10 +77,10 @@ impl std::fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
-/// Everything the product stores: the four domains' traits in one, so that
+/// Everything the product stores: the five domains' traits in one, so that
 /// `Arc<dyn Store>` serves a consumer that needs several, and one that needs a single
 /// domain can take the narrow trait (`Arc<dyn HealthStore>`, by upcasting).
-/// Implemented for every type that implements all four.
+/// Implemented for every type that implements all five.
 pub trait Store: HealthStore + AccountStore + OAuthStore + McpServerStore + GenomeStore {}
 
 impl<T: HealthStore + AccountStore + OAuthStore + McpServerStore + GenomeStore> Store for T {}
