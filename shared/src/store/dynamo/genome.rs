@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 
-use super::batch::{GET_CHUNK, bounded, get_batch, put_request};
+use super::batch::{GET_CHUNK, bounded, get_batch, put_request, query_all};
 use super::codec::{Item, get_s, get_u64, n, s};
 use super::schema::{
     GENOME_SK, GENOME_VERSION_PREFIX, GENOTYPE_PREFIX, GPOS, PK, PRESENCE_SK, SK, data_key,
@@ -775,7 +775,9 @@ impl GenomeStore for DynamoStore {
     fn migrate_legacy_genotypes(&self, now: u64) -> StoreFuture<'_, usize> {
         Box::pin(async move {
             let op = "migrate_legacy_genotypes";
-            let mut by_user: HashMap<String, Vec<Variant>> = HashMap::new();
+            // First who has legacy items (keys only), then one user at a time, so memory
+            // holds one user's genotypes, never the table's.
+            let mut users = BTreeSet::new();
             let mut start: Option<Item> = None;
             loop {
                 let page = self
@@ -784,6 +786,8 @@ impl GenomeStore for DynamoStore {
                     .table_name(&self.tables.data)
                     .consistent_read(true)
                     .filter_expression("begins_with(#sk, :prefix)")
+                    .projection_expression("#pk")
+                    .expression_attribute_names("#pk", PK)
                     .expression_attribute_names("#sk", SK)
                     .expression_attribute_values(":prefix", s(GENOTYPE_PREFIX))
                     .set_exclusive_start_key(start.take())
@@ -791,18 +795,7 @@ impl GenomeStore for DynamoStore {
                     .await
                     .map_err(|e| sdk_error(op, e))?;
                 for item in page.items.unwrap_or_default() {
-                    let (Ok(user), Ok(sk)) = (get_s(op, &item, PK), get_s(op, &item, SK)) else {
-                        continue;
-                    };
-                    let variant = sk.strip_prefix(GENOTYPE_PREFIX).and_then(|rsid| {
-                        let chromosome = get_s(op, &item, "chromosome").ok()?;
-                        let call = get_s(op, &item, "genotype").ok()?;
-                        let position = get_u64(op, &item, GPOS).ok()?;
-                        Variant::new(rsid, &chromosome, position, &call)
-                    });
-                    // An unreadable legacy row is dropped (it could never be shown).
-                    let entry = by_user.entry(user).or_default();
-                    entry.extend(variant);
+                    users.insert(get_s(op, &item, PK)?);
                 }
                 match page.last_evaluated_key {
                     Some(key) if !key.is_empty() => start = Some(key),
@@ -810,9 +803,28 @@ impl GenomeStore for DynamoStore {
                 }
             }
             let mut moved = 0;
-            for (user, variants) in by_user {
+            for user in users {
+                let query = self
+                    .user_query(&user)
+                    .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+                    .expression_attribute_names("#sk", SK)
+                    .expression_attribute_values(":prefix", s(GENOTYPE_PREFIX));
+                let items = query_all(op, query, self.page_limit).await?;
+                // An unreadable legacy row is dropped (it could never be shown).
+                let variants: Vec<Variant> = items
+                    .iter()
+                    .filter_map(|item| {
+                        let sk = get_s(op, item, SK).ok()?;
+                        let rsid = sk.strip_prefix(GENOTYPE_PREFIX)?;
+                        let chromosome = get_s(op, item, "chromosome").ok()?;
+                        let call = get_s(op, item, "genotype").ok()?;
+                        let position = get_u64(op, item, GPOS).ok()?;
+                        Variant::new(rsid, &chromosome, position, &call)
+                    })
+                    .collect();
+                drop(items);
                 // A user who already has a versioned genome keeps it.
-                if self.genome_pointer(op, &user).await?.is_none() && !variants.is_empty() {
+                if !variants.is_empty() && self.genome_pointer(op, &user).await?.is_none() {
                     let genome = Genome::from_variants(variants);
                     self.replace_genome(&user, &genome, "migrated", now).await?;
                     moved += 1;
@@ -897,6 +909,7 @@ mod tests {
             legacy("u1", "rs429358", "19", 44_908_684, "TC"),
             legacy("u1", "rs7412", "19", 44_908_822, "CC"),
             legacy("u1", "i5000", "X", 5, "--"),
+            legacy("u1", "rs5", "Q", 1, "AA"), // unreadable: dropped, still deleted
             legacy("u2", "rs1", "1", 1, "AA"),
         ];
         for item in rows {

@@ -10,7 +10,7 @@
 use rusqlite::{Connection, Row, Transaction, TransactionBehavior, params};
 
 use super::EmbeddedStore;
-use crate::domain::{Genome, Genotype};
+use crate::domain::{Genome, Genotype, Variant};
 use crate::store::genome::{new_version, sort_nearby};
 use crate::store::{GenomeStore, GenomeSummary, Neighbourhood, StoreError, StoreFuture};
 
@@ -134,7 +134,11 @@ impl GenomeStore for EmbeddedStore {
                 .map_err(|_| StoreError::Unavailable(format!("{op}: version")))?;
             // The rows as stored, converted once (a few hundred bytes per chunk in flight).
             for chunk in genome.variants().chunks(CHUNK) {
-                let rows: Vec<Genotype> = chunk.iter().filter_map(|v| v.genotype()).collect();
+                let rows: Vec<Genotype> = chunk
+                    .iter()
+                    .map(Variant::genotype)
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| StoreError::Corrupt(format!("{op}: variant")))?;
                 let user = user.to_string();
                 self.run(op, move |conn| {
                     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
