@@ -373,3 +373,34 @@ pub(super) async fn delete_genome_clears_it_and_its_presence(
     put_genome(store, user, &data[..1]).await;
     assert!(store.data_presence(user).await.unwrap().genotype);
 }
+
+/// Two imports racing: the last switch wins and its genome reads back whole; the
+/// other is never mixed in.
+pub(super) async fn racing_replacements_leave_one_whole_genome(store: &dyn Store, user: &str) {
+    let genome = |call: &str, count: u64| {
+        let rows: Vec<Genotype> = (0..count)
+            .map(|i| genotype(&format!("rs{}", 100 + i), "3", 1_000 + i * 5_000, call))
+            .collect();
+        Genome::from_genotypes(&rows).unwrap()
+    };
+    let (a, b) = (genome("AA", 3_000), genome("CC", 2_000));
+    let (left, right) = tokio::join!(
+        store.replace_genome(user, &a, "a", 1),
+        store.replace_genome(user, &b, "b", 2)
+    );
+    left.unwrap();
+    right.unwrap();
+    let summary = store.genome_summary(user).await.unwrap().unwrap();
+    let range = store
+        .genotypes_in_range(user, "3", 0, u64::MAX)
+        .await
+        .unwrap();
+    let (call, count) = if summary.source == "a" {
+        ("AA", 3_000)
+    } else {
+        ("CC", 2_000)
+    };
+    assert_eq!(summary.variants, count);
+    assert_eq!(range.len() as u64, count, "{}", summary.source);
+    assert!(range.iter().all(|g| g.genotype == call));
+}

@@ -118,6 +118,7 @@ contract! { |store, user, now|
     genome::genotype_ranges_ordered_and_confined(store, &user("range"), &user("range-other"));
     genome::neighbourhoods_cover_the_radius(store, &user("near"));
     genome::readers_never_see_a_mix_during_a_replacement(store, &user("switch"));
+    genome::racing_replacements_leave_one_whole_genome(store, &user("race-genome"));
     genome::delete_genome_clears_it_and_its_presence(
         store,
         &user("genome-delete"),
