@@ -314,3 +314,77 @@ impl GenomeStore for EmbeddedStore {
         Box::pin(async { Ok(0) })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 23andMe-sized genome (638,000 SNPs) on SQLite: the import's time and a lookup of
+    /// 4 rsids with neighbours within 1 Mbp (median of 20). A measurement, not a timed
+    /// test: `cargo nextest run -p mirobody --run-ignored only -E
+    /// 'test(embedded_whole_genome)' --no-capture`.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore = "a measurement (prints figures); run on purpose"]
+    async fn embedded_whole_genome_import_and_lookup() {
+        let dir = std::env::temp_dir().join(format!(
+            "mirobody-genome-measure-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        let store = EmbeddedStore::open(dir.join("db.sqlite3")).unwrap();
+        let calls = ["AA", "AG", "CT", "GG", "CC", "TT", "--", "AC"];
+        let variants: Vec<crate::domain::Variant> = (0..638_000u64)
+            .map(|i| {
+                let chromosome = crate::domain::chromosome_name((i * 25 / 638_000) as u8 + 1);
+                crate::domain::Variant::new(
+                    &format!("rs{}", (i * 2_654_435_761) % 999_999_937 + 1),
+                    chromosome.unwrap(),
+                    (i % 25_520) * 9_000 + 17,
+                    calls[(i % 8) as usize],
+                )
+                .unwrap()
+            })
+            .collect();
+        let genome = Genome::from_variants(variants);
+        let started = std::time::Instant::now();
+        store
+            .replace_genome("m", &genome, "genome.txt", 1)
+            .await
+            .unwrap();
+        println!(
+            "embedded replace_genome: {} SNPs in {:?}",
+            genome.len(),
+            started.elapsed()
+        );
+        let rsids: Vec<String> = [1_000usize, 200_000, 400_000, 600_000]
+            .iter()
+            .map(|i| genome.variants()[*i].genotype().unwrap().rsid)
+            .collect();
+        let mut times = Vec::new();
+        for _ in 0..20 {
+            let started = std::time::Instant::now();
+            let near = store.genotypes_near("m", &rsids, 1_000_000).await.unwrap();
+            times.push(started.elapsed());
+            assert_eq!(near.hits.len(), 4);
+        }
+        times.sort();
+        println!(
+            "embedded genotypes_near (4 rsids, 1 Mbp): median {:?}, max {:?}",
+            times[10], times[19]
+        );
+        let started = std::time::Instant::now();
+        store
+            .replace_genome("m", &genome, "again.txt", 2)
+            .await
+            .unwrap();
+        println!(
+            "embedded replace_genome over an existing genome: {:?}",
+            started.elapsed()
+        );
+        drop(store);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
