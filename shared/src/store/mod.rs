@@ -34,6 +34,7 @@ mod contract;
 mod dynamo;
 mod embedded;
 mod genome;
+mod genome_codec;
 mod health;
 mod mcp_servers;
 mod oauth;

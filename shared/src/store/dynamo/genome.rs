@@ -6,8 +6,8 @@
 //!   the number of rsid `buckets`, and `blocks`, the block ids (and parts) the version
 //!   holds. Switched in one conditional transaction with the `presence` flag.
 //! - `gv#<version>#b#<block>.<part>`: the SNPs of one chromosome region
-//!   ([`REGION_BITS`]: 4 Mbp) in position order, compactly encoded in `d` (binary):
-//!   a region of ~800 SNPs is ~7 KB; a region with more than [`PART_VARIANTS`] SNPs is
+//!   (4 Mbp) in position order, compactly encoded in `d` (binary):
+//!   a region of ~800 SNPs is ~7 KB; a region with more than 20,000 SNPs is
 //!   split into parts.
 //! - `gv#<version>#i#<bucket>`: the rsid index: the rsids hashing to this bucket, each
 //!   with its chromosome and position to 16 kbp (which block holds it, and whether its
@@ -28,28 +28,17 @@ use super::batch::{GET_CHUNK, bounded, get_batch, put_request, query_all};
 use super::codec::{Item, get_s, get_u64, n, s};
 use super::schema::{
     GENOME_SK, GENOME_VERSION_PREFIX, GENOTYPE_PREFIX, GPOS, PK, PRESENCE_SK, SK, data_key,
-    genome_block_sk, genome_bucket_sk,
+    genome_item_sk,
 };
 use super::transact::{Attempt, Committed, condition, contended, tx_delete, tx_put, tx_update};
 use super::{DynamoStore, corrupt, sdk_error};
-use crate::domain::{Genome, Genotype, Variant, chromosome_code, rsid_key};
+use crate::domain::{Genome, Genotype, Variant, chromosome_code};
 use crate::store::genome::{new_version, sort_nearby};
+use crate::store::genome_codec::{
+    ItemKey, Layout, VersionItem, decode_blocks, decode_bucket, encode_genome, rsid_keys,
+    within_radius,
+};
 use crate::store::{GenomeStore, GenomeSummary, Neighbourhood, StoreError, StoreFuture};
-
-/// Positions per block: 2^22 = 4,194,304 bp.
-pub(super) const REGION_BITS: u32 = 22;
-
-/// The index keeps positions to 2^18 = 262,144 bp (16 cells a block): enough to tell
-/// whether a neighbourhood reaches the next block.
-const CELL_BITS: u32 = 18;
-
-/// Most SNPs in one block item (~9 bytes each: far below DynamoDB's 400 KB).
-const PART_VARIANTS: usize = 20_000;
-
-/// The rsid index's buckets: ~530 rsids each, at most this many (a whole genome's
-/// ~800 blocks and 1,200 buckets stay under 2,000 items).
-const MAX_BUCKETS: u64 = 1200;
-const BUCKET_TARGET: u64 = 530;
 
 /// Reads that find their version gone start again at most this many times.
 const READ_ATTEMPTS: usize = 4;
@@ -88,135 +77,6 @@ fn metered(items: &[Item]) {
     METER.bytes_read.fetch_add(bytes, Ordering::Relaxed);
 }
 
-// ---------------------------------------------------------------- encoding
-
-fn put_varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value as u8) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
-
-struct Reader<'a>(&'a [u8]);
-
-impl Reader<'_> {
-    fn varint(&mut self) -> Option<u64> {
-        let mut value = 0u64;
-        for shift in (0..64).step_by(7) {
-            let (&byte, rest) = self.0.split_first()?;
-            self.0 = rest;
-            value |= u64::from(byte & 0x7F).checked_shl(shift)?;
-            if byte < 0x80 {
-                return Some(value);
-            }
-        }
-        None
-    }
-}
-
-/// The block of a variant: chromosome code and region index (< 256: positions are at
-/// most 1e9).
-fn block_of(chromosome: u8, position: u32) -> u16 {
-    u16::from(chromosome) << 8 | (position >> REGION_BITS) as u16
-}
-
-/// A variant's place in the index: its block's index in the pointer's list, and the
-/// cell of the block it lies in.
-fn location_of(block_index: usize, v: &Variant) -> u64 {
-    let cell = (v.position & ((1 << REGION_BITS) - 1)) >> CELL_BITS;
-    (block_index as u64) << (REGION_BITS - CELL_BITS) | u64::from(cell)
-}
-
-fn bucket_of(rsid: u64, buckets: u64) -> u64 {
-    (rsid.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % buckets.max(1)
-}
-
-fn bucket_count(variants: usize) -> u64 {
-    (variants as u64 / BUCKET_TARGET).clamp(1, MAX_BUCKETS)
-}
-
-/// A packed call ([`crate::domain::Variant::call`]) as a number below 56 (one byte) for
-/// one or two symbols: two as `7 * first + second`, one as `49 + symbol`; longer ones as
-/// `56 + packed`.
-fn call_code(packed: u16) -> u64 {
-    let symbol = |i: u16| u64::from(packed >> (2 + 3 * i) & 7);
-    match packed & 3 {
-        1 if packed >> 8 == 0 && symbol(0) < 7 && symbol(1) < 7 => 7 * symbol(0) + symbol(1),
-        0 if packed >> 5 == 0 && symbol(0) < 7 => 49 + symbol(0),
-        _ => 56 + u64::from(packed),
-    }
-}
-
-fn call_from_code(code: u64) -> Option<u16> {
-    let packed = match code {
-        0..49 => 1 | ((code / 7) as u16) << 2 | ((code % 7) as u16) << 5,
-        49..56 => ((code - 49) as u16) << 2,
-        _ => u16::try_from(code - 56).ok()?,
-    };
-    crate::domain::unpack_call(packed).map(|_| packed)
-}
-
-/// A block part: the count, then per SNP its position (a delta from the previous), rsid
-/// key and packed call.
-fn encode_block(variants: &[Variant]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(variants.len() * 9 + 4);
-    put_varint(&mut out, variants.len() as u64);
-    let mut previous = 0u32;
-    for v in variants {
-        put_varint(&mut out, u64::from(v.position.wrapping_sub(previous)));
-        put_varint(&mut out, v.rsid);
-        put_varint(&mut out, call_code(v.call));
-        previous = v.position;
-    }
-    out
-}
-
-fn decode_block(chromosome: u8, bytes: &[u8]) -> Option<Vec<Variant>> {
-    let mut r = Reader(bytes);
-    let count = usize::try_from(r.varint()?).ok()?;
-    let mut out = Vec::with_capacity(count.min(PART_VARIANTS));
-    let mut position = 0u32;
-    for _ in 0..count {
-        position = position.checked_add(u32::try_from(r.varint()?).ok()?)?;
-        let rsid = r.varint()?;
-        let call = call_from_code(r.varint()?)?;
-        out.push(Variant {
-            rsid,
-            position,
-            chromosome,
-            call,
-        });
-    }
-    r.0.is_empty().then_some(out)
-}
-
-/// A bucket: the count, then per rsid (in key order) the key as a delta and its location.
-fn encode_bucket(entries: &mut [(u64, u64)]) -> Vec<u8> {
-    entries.sort_unstable();
-    let mut out = Vec::with_capacity(entries.len() * 6 + 4);
-    put_varint(&mut out, entries.len() as u64);
-    let mut previous = 0u64;
-    for (key, location) in entries.iter() {
-        put_varint(&mut out, key - previous);
-        put_varint(&mut out, *location);
-        previous = *key;
-    }
-    out
-}
-
-fn decode_bucket(bytes: &[u8]) -> Option<Vec<(u64, u64)>> {
-    let mut r = Reader(bytes);
-    let count = usize::try_from(r.varint()?).ok()?;
-    let mut out = Vec::with_capacity(count.min(100_000));
-    let mut key = 0u64;
-    for _ in 0..count {
-        key = key.checked_add(r.varint()?)?;
-        out.push((key, r.varint()?));
-    }
-    r.0.is_empty().then_some(out)
-}
-
 // ---------------------------------------------------------------- the pointer
 
 struct Pointer {
@@ -224,37 +84,11 @@ struct Pointer {
     variants: u64,
     source: String,
     imported_at: u64,
-    buckets: u64,
-    /// Block id and its number of parts, sorted by id.
-    blocks: Vec<(u16, u8)>,
+    layout: Layout,
 }
 
 impl Pointer {
-    fn parts(&self, block: u16) -> Option<u8> {
-        self.blocks
-            .binary_search_by_key(&block, |b| b.0)
-            .ok()
-            .map(|i| self.blocks[i].1)
-    }
-
-    /// The keys of every part of these blocks (those the version holds).
-    fn block_keys(&self, blocks: &BTreeSet<u16>) -> Vec<String> {
-        blocks
-            .iter()
-            .filter_map(|b| self.parts(*b).map(|parts| (*b, parts)))
-            .flat_map(|(b, parts)| (0..parts).map(move |p| genome_block_sk(&self.version, b, p)))
-            .collect()
-    }
-
     fn item(&self, user: &str) -> Item {
-        // Ids as deltas (mostly 1), then parts: two bytes a block.
-        let mut blocks = Vec::with_capacity(self.blocks.len() * 2);
-        let mut previous = 0u16;
-        for (id, parts) in &self.blocks {
-            put_varint(&mut blocks, u64::from(id - previous));
-            put_varint(&mut blocks, u64::from(*parts));
-            previous = *id;
-        }
         HashMap::from([
             (PK.to_string(), s(user)),
             (SK.to_string(), s(GENOME_SK)),
@@ -262,14 +96,19 @@ impl Pointer {
             ("variants".to_string(), n(self.variants)),
             ("source".to_string(), s(self.source.as_str())),
             ("imported_at".to_string(), n(self.imported_at)),
-            ("buckets".to_string(), n(self.buckets)),
-            ("blocks".to_string(), AttributeValue::B(blocks.into())),
+            ("buckets".to_string(), n(self.layout.buckets)),
+            (
+                "blocks".to_string(),
+                AttributeValue::B(self.layout.encode_blocks().into()),
+            ),
         ])
     }
 
     fn from_item(op: &'static str, item: &Item) -> Result<Pointer, StoreError> {
         let blocks = match item.get("blocks") {
-            Some(AttributeValue::B(b)) => decode_blocks(b.as_ref()).ok_or_else(|| corrupt(op))?,
+            Some(AttributeValue::B(b)) => {
+                Layout::decode_blocks(b.as_ref()).ok_or_else(|| corrupt(op))?
+            }
             _ => return Err(corrupt(op)),
         };
         Ok(Pointer {
@@ -277,21 +116,12 @@ impl Pointer {
             variants: get_u64(op, item, "variants")?,
             source: get_s(op, item, "source")?,
             imported_at: get_u64(op, item, "imported_at")?,
-            buckets: get_u64(op, item, "buckets")?,
-            blocks,
+            layout: Layout {
+                buckets: get_u64(op, item, "buckets")?,
+                blocks,
+            },
         })
     }
-}
-
-fn decode_blocks(bytes: &[u8]) -> Option<Vec<(u16, u8)>> {
-    let mut r = Reader(bytes);
-    let mut blocks = Vec::new();
-    let mut id = 0u16;
-    while !r.0.is_empty() {
-        id = id.checked_add(u16::try_from(r.varint()?).ok()?)?;
-        blocks.push((id, u8::try_from(r.varint()?).ok()?));
-    }
-    Some(blocks)
 }
 
 fn binary(op: &'static str, item: &Item) -> Result<Vec<u8>, StoreError> {
@@ -299,16 +129,6 @@ fn binary(op: &'static str, item: &Item) -> Result<Vec<u8>, StoreError> {
         Some(AttributeValue::B(b)) => Ok(b.as_ref().to_vec()),
         _ => Err(corrupt(op)),
     }
-}
-
-/// The chromosome code of a block key's id (`…#b#<id>.<part>`).
-fn block_chromosome(op: &'static str, sk: &str) -> Result<u8, StoreError> {
-    let id = sk
-        .rsplit_once("#b#")
-        .and_then(|(_, rest)| rest.split_once('.'))
-        .and_then(|(id, _)| u16::from_str_radix(id, 16).ok())
-        .ok_or_else(|| corrupt(op))?;
-    Ok((id >> 8) as u8)
 }
 
 impl DynamoStore {
@@ -328,18 +148,26 @@ impl DynamoStore {
         }
     }
 
-    /// The `d` of each of these items of the user, by sort key; `None` if one is
-    /// missing (its version was removed meanwhile).
+    /// The bytes of each of these items of a version; `None` if one is missing (the
+    /// version was removed meanwhile).
     async fn genome_items(
         &self,
         op: &'static str,
         user: &str,
-        sks: Vec<String>,
-    ) -> Result<Option<HashMap<String, Vec<u8>>>, StoreError> {
-        let wanted = sks.len();
+        version: &str,
+        keys: Vec<ItemKey>,
+    ) -> Result<Option<Vec<VersionItem>>, StoreError> {
+        let by_sk: HashMap<String, ItemKey> = keys
+            .into_iter()
+            .map(|key| (genome_item_sk(version, &key), key))
+            .collect();
+        let sks: Vec<&String> = by_sk.keys().collect();
         let mut batches = Vec::new();
         for chunk in sks.chunks(GET_CHUNK) {
-            let keys = chunk.iter().map(|sk| data_key(user, sk.clone())).collect();
+            let keys = chunk
+                .iter()
+                .map(|sk| data_key(user, (*sk).clone()))
+                .collect();
             let request = KeysAndAttributes::builder()
                 .set_keys(Some(keys))
                 .consistent_read(true)
@@ -352,14 +180,17 @@ impl DynamoStore {
                 request,
             ));
         }
-        let mut found = HashMap::with_capacity(wanted);
+        let mut found = Vec::with_capacity(by_sk.len());
         for items in bounded(op, batches.into_iter()).await? {
             metered(&items);
             for item in &items {
-                found.insert(get_s(op, item, SK)?, binary(op, item)?);
+                let key = by_sk
+                    .get(&get_s(op, item, SK)?)
+                    .ok_or_else(|| corrupt(op))?;
+                found.push((*key, binary(op, item)?));
             }
         }
-        Ok((found.len() == wanted).then_some(found))
+        Ok((found.len() == by_sk.len()).then_some(found))
     }
 }
 
@@ -373,37 +204,6 @@ fn gone(op: &'static str) -> StoreError {
     StoreError::Unavailable(format!("{op}: genome replaced meanwhile"))
 }
 
-/// The block (id) of an index location.
-fn block_of_location(pointer: &Pointer, location: u64) -> Option<u16> {
-    let index = usize::try_from(location >> (REGION_BITS - CELL_BITS)).ok()?;
-    pointer.blocks.get(index).map(|b| b.0)
-}
-
-/// The blocks the window `radius` around an index location can reach (those the
-/// version holds), its own among them; `None` for a location naming no block.
-fn blocks_around(
-    pointer: &Pointer,
-    location: u64,
-    radius: u64,
-    into: &mut BTreeSet<u16>,
-) -> Option<()> {
-    let block = block_of_location(pointer, location)?;
-    let chromosome = block >> 8;
-    let cell = location & ((1 << (REGION_BITS - CELL_BITS)) - 1);
-    let low = (u64::from(block & 0xFF) << REGION_BITS) + (cell << CELL_BITS);
-    let high = low + (1 << CELL_BITS) - 1;
-    let first = low.saturating_sub(radius) >> REGION_BITS;
-    let last = (high.saturating_add(radius) >> REGION_BITS).min(255);
-    into.insert(block);
-    for region in first..=last {
-        let near = chromosome << 8 | region as u16;
-        if pointer.parts(near).is_some() {
-            into.insert(near);
-        }
-    }
-    Some(())
-}
-
 impl DynamoStore {
     /// The index entries (rsid key, location) of these keys; `None` if the version is gone.
     async fn locate(
@@ -413,19 +213,15 @@ impl DynamoStore {
         pointer: &Pointer,
         keys: &BTreeSet<u64>,
     ) -> Result<Option<Vec<(u64, u64)>>, StoreError> {
-        let buckets: BTreeSet<u64> = keys
-            .iter()
-            .map(|k| bucket_of(*k, pointer.buckets))
-            .collect();
-        let sks = buckets
-            .iter()
-            .map(|b| genome_bucket_sk(&pointer.version, *b))
-            .collect();
-        let Some(items) = self.genome_items(op, user, sks).await? else {
+        let wanted = pointer.layout.bucket_keys(keys);
+        let Some(items) = self
+            .genome_items(op, user, &pointer.version, wanted)
+            .await?
+        else {
             return Ok(None);
         };
         let mut found = Vec::new();
-        for bytes in items.values() {
+        for (_, bytes) in &items {
             let entries = decode_bucket(bytes).ok_or_else(|| corrupt(op))?;
             found.extend(entries.into_iter().filter(|(k, _)| keys.contains(k)));
         }
@@ -440,19 +236,17 @@ impl DynamoStore {
         pointer: &Pointer,
         blocks: &BTreeSet<u16>,
     ) -> Result<Option<Vec<Variant>>, StoreError> {
-        let sks = pointer.block_keys(blocks);
-        if sks.is_empty() {
+        let wanted = pointer.layout.block_keys(blocks);
+        if wanted.is_empty() {
             return Ok(Some(Vec::new()));
         }
-        let Some(items) = self.genome_items(op, user, sks).await? else {
+        let Some(items) = self
+            .genome_items(op, user, &pointer.version, wanted)
+            .await?
+        else {
             return Ok(None);
         };
-        let mut variants = Vec::new();
-        for (sk, bytes) in &items {
-            let chromosome = block_chromosome(op, sk)?;
-            variants.extend(decode_block(chromosome, bytes).ok_or_else(|| corrupt(op))?);
-        }
-        Ok(Some(variants))
+        decode_blocks(&items).map(Some).ok_or_else(|| corrupt(op))
     }
 
     /// The user's rsids' entries and the blocks around them, from one version: (hits,
@@ -464,10 +258,7 @@ impl DynamoStore {
         rsids: &[String],
         radius: u64,
     ) -> Result<(Vec<Variant>, Vec<Variant>), StoreError> {
-        let keys: BTreeSet<u64> = Genotype::normalized_rsids(rsids)
-            .iter()
-            .filter_map(|r| rsid_key(r))
-            .collect();
+        let keys = rsid_keys(rsids);
         if keys.is_empty() {
             return Ok((Vec::new(), Vec::new()));
         }
@@ -478,11 +269,10 @@ impl DynamoStore {
             let Some(entries) = self.locate(op, user, &pointer, &keys).await? else {
                 continue;
             };
-            let mut blocks = BTreeSet::new();
-            for (_, location) in &entries {
-                blocks_around(&pointer, *location, radius, &mut blocks)
-                    .ok_or_else(|| corrupt(op))?;
-            }
+            let blocks = pointer
+                .layout
+                .blocks_near(&entries, radius)
+                .ok_or_else(|| corrupt(op))?;
             let Some(read) = self.read_blocks(op, user, &pointer, &blocks).await? else {
                 continue;
             };
@@ -518,52 +308,20 @@ impl GenomeStore for DynamoStore {
                 return self.delete_genome(user).await;
             }
             let version = format!("{:016x}", new_version()?);
-            let buckets = bucket_count(genome.len());
-            let mut requests = Vec::new();
-            let mut blocks = Vec::new();
-            let item = |sk: String, bytes: Vec<u8>| {
-                HashMap::from([
-                    (PK.to_string(), s(user)),
-                    (SK.to_string(), s(sk)),
-                    ("d".to_string(), AttributeValue::B(bytes.into())),
-                ])
-            };
-            for run in genome.variants().chunk_by(|a, b| {
-                block_of(a.chromosome, a.position) == block_of(b.chromosome, b.position)
-            }) {
-                let id = block_of(run[0].chromosome, run[0].position);
-                let mut parts = 0u8;
-                for (part, variants) in run.chunks(PART_VARIANTS).enumerate() {
-                    let part = u8::try_from(part).map_err(|_| corrupt(op))?;
-                    requests.push(put_request(
+            let (layout, items) = encode_genome(genome).ok_or_else(|| corrupt(op))?;
+            let requests = items
+                .into_iter()
+                .map(|(key, bytes)| {
+                    put_request(
                         op,
-                        item(genome_block_sk(&version, id, part), encode_block(variants)),
-                    )?);
-                    parts = part + 1;
-                }
-                blocks.push((id, parts));
-            }
-            let mut index: Vec<Vec<(u64, u64)>> = vec![Vec::new(); buckets as usize];
-            // Blocks come in id order (the genome's order), so an id's index is its rank.
-            let mut block_index = 0;
-            for v in genome.variants() {
-                let id = block_of(v.chromosome, v.position);
-                while blocks[block_index].0 != id {
-                    block_index += 1;
-                }
-                index[bucket_of(v.rsid, buckets) as usize]
-                    .push((v.rsid, location_of(block_index, v)));
-            }
-            for (bucket, entries) in index.iter_mut().enumerate() {
-                requests.push(put_request(
-                    op,
-                    item(
-                        genome_bucket_sk(&version, bucket as u64),
-                        encode_bucket(entries),
-                    ),
-                )?);
-            }
-            drop(index);
+                        HashMap::from([
+                            (PK.to_string(), s(user)),
+                            (SK.to_string(), s(genome_item_sk(&version, &key))),
+                            ("d".to_string(), AttributeValue::B(bytes.into())),
+                        ]),
+                    )
+                })
+                .collect::<Result<Vec<_>, _>>()?;
             METER
                 .items_written
                 .fetch_add(requests.len() as u64, Ordering::Relaxed);
@@ -578,8 +336,7 @@ impl GenomeStore for DynamoStore {
                 variants: genome.len() as u64,
                 source: source.to_string(),
                 imported_at,
-                buckets,
-                blocks,
+                layout,
             };
             let switched = contended(op, || async {
                 let previous = self.genome_pointer(op, user).await?.map(|p| p.version);
@@ -676,15 +433,7 @@ impl GenomeStore for DynamoStore {
                 let Some(pointer) = self.genome_pointer(op, user).await? else {
                     return Ok(Vec::new());
                 };
-                let (first, last) = (from >> REGION_BITS, to >> REGION_BITS);
-                let blocks: BTreeSet<u16> = pointer
-                    .blocks
-                    .iter()
-                    .map(|b| b.0)
-                    .filter(|b| {
-                        (b >> 8) as u8 == code && (first..=last).contains(&u64::from(b & 0xFF))
-                    })
-                    .collect();
+                let blocks = pointer.layout.blocks_in_range(code, from, to);
                 let Some(mut read) = self.read_blocks(op, user, &pointer, &blocks).await? else {
                     continue;
                 };
@@ -707,28 +456,7 @@ impl GenomeStore for DynamoStore {
             let op = "genotypes_near";
             let (hits, read) = self.lookup(op, user, rsids, radius).await?;
             // Only what lies within `radius` of a hit on its chromosome.
-            let mut windows: Vec<(u8, u64, u64)> = hits
-                .iter()
-                .map(|h| {
-                    let p = u64::from(h.position);
-                    (
-                        h.chromosome,
-                        p.saturating_sub(radius),
-                        p.saturating_add(radius),
-                    )
-                })
-                .collect();
-            windows.sort_unstable();
-            let near: Vec<Variant> = read
-                .into_iter()
-                .filter(|v| {
-                    let p = u64::from(v.position);
-                    let i = windows.partition_point(|w| (w.0, w.1) <= (v.chromosome, p));
-                    // Windows of one radius: the last one starting at or before `p`
-                    // reaches furthest.
-                    i > 0 && windows[i - 1].0 == v.chromosome && p <= windows[i - 1].2
-                })
-                .collect();
+            let near = within_radius(&hits, read, radius);
             let mut nearby = genotypes(op, &near)?;
             sort_nearby(&mut nearby);
             Ok(Neighbourhood {
@@ -841,44 +569,6 @@ mod tests {
     use super::*;
     use crate::store::HealthStore;
     use crate::store::contract::{fresh_tables, moto_client, moto_endpoint};
-
-    #[test]
-    fn blocks_and_buckets_round_trip() {
-        let variants: Vec<Variant> = [
-            ("rs1", 5u64, "AG"),
-            ("i77", 5, "--"),
-            ("rs007", 4_194_303, "ACGT"),
-        ]
-        .iter()
-        .map(|(r, p, c)| Variant::new(r, "7", *p, c).unwrap())
-        .collect();
-        assert_eq!(
-            decode_block(7, &encode_block(&variants)),
-            Some(variants.clone())
-        );
-        let mut entries: Vec<(u64, u64)> = variants
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (v.rsid, location_of(i, v)))
-            .collect();
-        let bytes = encode_bucket(&mut entries);
-        assert_eq!(decode_bucket(&bytes), Some(entries));
-        // Damaged bytes are refused, never a panic.
-        for bytes in [&[][..], &[5, 1][..], &[0xFF; 12][..], &[1, 0, 0, 0, 9][..]] {
-            assert_eq!(decode_block(1, bytes), None);
-            assert!(decode_bucket(bytes).is_none() || bytes == [1, 0, 0, 0, 9]);
-        }
-        for packed in 0..=u16::MAX {
-            if crate::domain::unpack_call(packed).is_some() {
-                assert_eq!(call_from_code(call_code(packed)), Some(packed));
-            }
-        }
-        for call in ["AG", "--", "A", "-", "ACGT", "DI", "III"] {
-            let packed = crate::domain::pack_call(call).unwrap();
-            assert_eq!(call_from_code(call_code(packed)), Some(packed), "{call}");
-            assert_eq!(call_code(packed) < 56, call.len() <= 2, "{call}");
-        }
-    }
 
     async fn moto_store() -> (DynamoStore, Option<std::sync::Arc<crate::testing::Moto>>) {
         let (endpoint, moto) = moto_endpoint();

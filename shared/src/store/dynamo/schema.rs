@@ -93,14 +93,10 @@ pub(super) const GENOME_SK: &str = "genome";
 /// A genome version's items: `gv#<version>#b#<block>.<part>` and `gv#<version>#i#<bucket>`.
 pub(super) const GENOME_VERSION_PREFIX: &str = "gv#";
 
-pub(super) fn genome_block_sk(version: &str, block: u16, part: u8) -> String {
-    format!("{GENOME_VERSION_PREFIX}{version}#b#{block:04x}.{part:02x}")
+/// The sort key of one item of a genome version (`gv#<version>#<key>`).
+pub(super) fn genome_item_sk(version: &str, key: &crate::store::genome_codec::ItemKey) -> String {
+    format!("{GENOME_VERSION_PREFIX}{version}#{}", key.text())
 }
-
-pub(super) fn genome_bucket_sk(version: &str, bucket: u64) -> String {
-    format!("{GENOME_VERSION_PREFIX}{version}#i#{bucket:03x}")
-}
-
 #[cfg(test)]
 pub(super) const GPK: &str = "gpk";
 
