@@ -1,52 +1,130 @@
-//! [`GenomeStore`] on SQLite: `genome_variants` rows keyed by (user, version, rsid) and
-//! the `genomes` row naming the active version.
+//! [`GenomeStore`] on SQLite: the same blocks and rsid index as DynamoDB
+//! ([`crate::store::genome_codec`]), as `genome_items` rows keyed by (user, version,
+//! key), and the `genomes` row naming the active version and its layout.
 //!
-//! A new genome is written as a new version in chunks of [`CHUNK`] rows, one
-//! transaction each (other requests run in between), then one small transaction
-//! switches `genomes` to it, then the previous version's rows are deleted. Every read
-//! runs in one read transaction (a snapshot under WAL): the active version and its rows
-//! always agree. Never logs a genotype.
+//! A new genome is written as a new version, a few hundred rows per transaction (other
+//! requests run in between), then one small transaction switches `genomes` to it, then
+//! the previous version's rows are deleted. Every read runs in one read transaction (a
+//! snapshot under WAL): the active version and its rows always agree. Never logs a
+//! genotype.
 
-use rusqlite::{Connection, Row, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::EmbeddedStore;
-use crate::domain::{Genome, Genotype, Variant};
+use crate::domain::{Genome, Genotype, Variant, chromosome_code};
 use crate::store::genome::{new_version, sort_nearby};
+use crate::store::genome_codec::{
+    ItemKey, Layout, VersionItem, decode_blocks, decode_bucket, encode_genome, rsid_keys,
+    within_radius,
+};
 use crate::store::{GenomeStore, GenomeSummary, Neighbourhood, StoreError, StoreFuture};
 
-/// Rows written per transaction while a new version is imported.
-const CHUNK: usize = 20_000;
+/// Items written per transaction while a new version is imported (~7 KB each).
+const CHUNK: usize = 200;
 
-const COLUMNS: &str = "rsid, chromosome, position, genotype";
-
-fn genotype_from_row(row: &Row<'_>) -> rusqlite::Result<Genotype> {
-    let position: i64 = row.get(2)?;
-    let position = u64::try_from(position).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Integer, Box::new(e))
-    })?;
-    Ok(Genotype {
-        rsid: row.get(0)?,
-        chromosome: row.get(1)?,
-        position,
-        genotype: row.get(3)?,
-    })
+/// A stored genome that does not decode (a bug or a manual edit).
+fn damaged() -> rusqlite::Error {
+    rusqlite::Error::InvalidColumnType(0, "genome".into(), rusqlite::types::Type::Blob)
 }
 
 fn int(value: u64) -> rusqlite::Result<i64> {
     i64::try_from(value).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
 }
 
-/// The user's active version, if any.
-fn active(conn: &Connection, user: &str) -> rusqlite::Result<Option<i64>> {
-    let mut stmt = conn.prepare_cached("SELECT version FROM genomes WHERE user = ?1")?;
-    let mut rows = stmt.query([user])?;
-    rows.next()?.map(|row| row.get(0)).transpose()
+/// The user's active version and its layout.
+struct Active {
+    version: i64,
+    layout: Layout,
+}
+
+fn active(conn: &Connection, user: &str) -> rusqlite::Result<Option<Active>> {
+    conn.prepare_cached("SELECT version, buckets, blocks FROM genomes WHERE user = ?1")?
+        .query_row([user], |row| {
+            let blocks: Vec<u8> = row.get(2)?;
+            Ok(Active {
+                version: row.get(0)?,
+                layout: Layout {
+                    buckets: super::seconds_from_column(row, 1)?,
+                    blocks: Layout::decode_blocks(&blocks).ok_or_else(damaged)?,
+                },
+            })
+        })
+        .optional()
+}
+
+/// These items of a version; every one must be there (reads run in a snapshot).
+fn items(
+    conn: &Connection,
+    user: &str,
+    version: i64,
+    keys: Vec<ItemKey>,
+) -> rusqlite::Result<Vec<VersionItem>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT data FROM genome_items WHERE user = ?1 AND version = ?2 AND key = ?3",
+    )?;
+    keys.into_iter()
+        .map(|key| {
+            let data: Vec<u8> = stmt
+                .query_row(params![user, version, key.text()], |row| row.get(0))
+                .optional()?
+                .ok_or_else(damaged)?;
+            Ok((key, data))
+        })
+        .collect()
+}
+
+/// Writes items of a version (inside the caller's transaction).
+fn write_items(
+    tx: &Connection,
+    user: &str,
+    version: i64,
+    items: &[VersionItem],
+) -> rusqlite::Result<()> {
+    let mut stmt = tx.prepare_cached(
+        "INSERT OR REPLACE INTO genome_items (user, version, key, data) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for (key, data) in items {
+        stmt.execute(params![user, version, key.text(), data])?;
+    }
+    Ok(())
+}
+
+/// Makes `version` the user's active one (inside the caller's transaction); returns the
+/// version it replaces.
+fn switch(
+    tx: &Connection,
+    user: &str,
+    version: i64,
+    variants: usize,
+    source: &str,
+    imported_at: u64,
+    layout: &Layout,
+) -> rusqlite::Result<Option<i64>> {
+    let previous = active(tx, user)?.map(|a| a.version);
+    tx.prepare_cached(
+        "INSERT INTO genomes (user, version, variants, source, imported_at, buckets, blocks) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+         ON CONFLICT (user) DO UPDATE SET version = excluded.version, \
+           variants = excluded.variants, source = excluded.source, \
+           imported_at = excluded.imported_at, buckets = excluded.buckets, \
+           blocks = excluded.blocks",
+    )?
+    .execute(params![
+        user,
+        version,
+        int(variants as u64)?,
+        source,
+        int(imported_at)?,
+        int(layout.buckets)?,
+        layout.encode_blocks()
+    ])?;
+    Ok(previous)
 }
 
 /// Deletes every version of the user's genome and its pointer (inside the caller's
 /// transaction).
 pub(super) fn delete_genome(tx: &Connection, user: &str) -> rusqlite::Result<()> {
-    tx.prepare_cached("DELETE FROM genome_variants WHERE user = ?1")?
+    tx.prepare_cached("DELETE FROM genome_items WHERE user = ?1")?
         .execute([user])?;
     tx.prepare_cached("DELETE FROM genomes WHERE user = ?1")?
         .execute([user])?;
@@ -54,8 +132,9 @@ pub(super) fn delete_genome(tx: &Connection, user: &str) -> rusqlite::Result<()>
 }
 
 /// Schema step 5: the `genotypes` table of versions 1 to 4 becomes each user's active
-/// version 1 (source `migrated`), then is dropped.
-pub(super) fn migrate_genotypes_table(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+/// version 1 (source `migrated`; a row that is not a valid genotype is dropped), then
+/// is dropped.
+pub(super) fn migrate_genotypes_table(tx: &Connection) -> rusqlite::Result<()> {
     let exists: bool = tx.query_row(
         "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'genotypes')",
         [],
@@ -64,57 +143,77 @@ pub(super) fn migrate_genotypes_table(tx: &Transaction<'_>) -> rusqlite::Result<
     if !exists {
         return Ok(());
     }
-    tx.execute_batch(
-        "INSERT INTO genome_variants (user, version, rsid, chromosome, position, genotype) \
-             SELECT user, 1, rsid, chromosome, position, genotype FROM genotypes; \
-         INSERT INTO genomes (user, version, variants, source, imported_at) \
-             SELECT user, 1, count(*), 'migrated', 0 FROM genotypes GROUP BY user; \
-         DROP TABLE genotypes;",
-    )
-}
-
-/// Rows of the version on `chromosome` within `from..=to`, by position then rsid.
-fn range_rows(
-    conn: &Connection,
-    user: &str,
-    version: i64,
-    chromosome: &str,
-    from: u64,
-    to: u64,
-) -> rusqlite::Result<Vec<Genotype>> {
-    // No stored position exceeds i64::MAX (positions are at most 1e9).
-    let Ok(from) = i64::try_from(from) else {
-        return Ok(Vec::new());
-    };
-    let to = i64::try_from(to).unwrap_or(i64::MAX);
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM genome_variants \
-         WHERE user = ?1 AND version = ?2 AND chromosome = ?3 AND position >= ?4 AND position <= ?5 \
-         ORDER BY position, rsid"
-    ))?;
-    let rows = stmt.query_map(
-        params![user, version, chromosome, from, to],
-        genotype_from_row,
-    )?;
-    rows.collect()
-}
-
-fn rsid_rows(
-    conn: &Connection,
-    user: &str,
-    version: i64,
-    rsids: &[String],
-) -> rusqlite::Result<Vec<Genotype>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM genome_variants WHERE user = ?1 AND version = ?2 AND rsid = ?3"
-    ))?;
-    let mut out = Vec::new();
-    for rsid in rsids {
-        for row in stmt.query_map(params![user, version, rsid], genotype_from_row)? {
-            out.push(row?);
+    let users: Vec<String> = tx
+        .prepare("SELECT DISTINCT user FROM genotypes")?
+        .query_map([], |row| row.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut stmt =
+        tx.prepare("SELECT rsid, chromosome, position, genotype FROM genotypes WHERE user = ?1")?;
+    for user in users {
+        let variants: Vec<Variant> = stmt
+            .query_map([&user], |row| {
+                let position: i64 = row.get(2)?;
+                Ok(Variant::new(
+                    &row.get::<_, String>(0)?,
+                    &row.get::<_, String>(1)?,
+                    u64::try_from(position).unwrap_or(u64::MAX),
+                    &row.get::<_, String>(3)?,
+                ))
+            })?
+            .filter_map(|v| v.transpose())
+            .collect::<rusqlite::Result<_>>()?;
+        if variants.is_empty() {
+            continue;
         }
+        let genome = Genome::from_variants(variants);
+        let (layout, items) = encode_genome(&genome).ok_or_else(damaged)?;
+        write_items(tx, &user, 1, &items)?;
+        switch(tx, &user, 1, genome.len(), "migrated", 0, &layout)?;
     }
-    Ok(out)
+    drop(stmt);
+    tx.execute_batch("DROP TABLE genotypes;")
+}
+
+/// The asked rsids' variants and every variant of the blocks around them.
+fn lookup(
+    conn: &Connection,
+    user: &str,
+    rsids: &[String],
+    radius: u64,
+) -> rusqlite::Result<(Vec<Variant>, Vec<Variant>)> {
+    let keys = rsid_keys(rsids);
+    let Some(active) = active(conn, user)?.filter(|_| !keys.is_empty()) else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let mut entries = Vec::new();
+    for (_, bytes) in items(conn, user, active.version, active.layout.bucket_keys(&keys))? {
+        let bucket = decode_bucket(&bytes).ok_or_else(damaged)?;
+        entries.extend(bucket.into_iter().filter(|(k, _)| keys.contains(k)));
+    }
+    let blocks = active
+        .layout
+        .blocks_near(&entries, radius)
+        .ok_or_else(damaged)?;
+    let read = items(
+        conn,
+        user,
+        active.version,
+        active.layout.block_keys(&blocks),
+    )?;
+    let read = decode_blocks(&read).ok_or_else(damaged)?;
+    let hits = read
+        .iter()
+        .filter(|v| keys.contains(&v.rsid))
+        .copied()
+        .collect();
+    Ok((hits, read))
+}
+
+fn genotypes(variants: &[Variant]) -> rusqlite::Result<Vec<Genotype>> {
+    variants
+        .iter()
+        .map(|v| v.genotype().ok_or_else(damaged))
+        .collect()
 }
 
 impl GenomeStore for EmbeddedStore {
@@ -132,53 +231,33 @@ impl GenomeStore for EmbeddedStore {
             }
             let version = i64::try_from(new_version()?)
                 .map_err(|_| StoreError::Unavailable(format!("{op}: version")))?;
-            // The rows as stored, converted once (a few hundred bytes per chunk in flight).
-            for chunk in genome.variants().chunks(CHUNK) {
-                let rows: Vec<Genotype> = chunk
-                    .iter()
-                    .map(Variant::genotype)
-                    .collect::<Option<_>>()
-                    .ok_or_else(|| StoreError::Corrupt(format!("{op}: variant")))?;
+            let (layout, mut items) =
+                encode_genome(genome).ok_or_else(|| StoreError::Corrupt(op.into()))?;
+            while !items.is_empty() {
+                let chunk: Vec<VersionItem> = items.drain(..items.len().min(CHUNK)).collect();
                 let user = user.to_string();
                 self.run(op, move |conn| {
                     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                    {
-                        let mut stmt = tx.prepare_cached(
-                            "INSERT OR REPLACE INTO genome_variants \
-                             (user, version, rsid, chromosome, position, genotype) \
-                             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                        )?;
-                        for g in &rows {
-                            stmt.execute(params![
-                                user,
-                                version,
-                                g.rsid,
-                                g.chromosome,
-                                int(g.position)?,
-                                g.genotype
-                            ])?;
-                        }
-                    }
+                    write_items(&tx, &user, version, &chunk)?;
                     tx.commit()
                 })
                 .await?;
             }
-            let variants = int(genome.len() as u64).map_err(|_| StoreError::Corrupt(op.into()))?;
-            let imported = int(imported_at).map_err(|_| StoreError::Corrupt(op.into()))?;
-            let (user_owned, source) = (user.to_string(), source.to_string());
+            let (user_owned, source, variants) =
+                (user.to_string(), source.to_string(), genome.len());
             // The switch: one small transaction.
             let previous = self
                 .run(op, move |conn| {
                     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                    let previous = active(&tx, &user_owned)?;
-                    tx.prepare_cached(
-                        "INSERT INTO genomes (user, version, variants, source, imported_at) \
-                         VALUES (?1, ?2, ?3, ?4, ?5) \
-                         ON CONFLICT (user) DO UPDATE SET version = excluded.version, \
-                           variants = excluded.variants, source = excluded.source, \
-                           imported_at = excluded.imported_at",
-                    )?
-                    .execute(params![user_owned, version, variants, source, imported])?;
+                    let previous = switch(
+                        &tx,
+                        &user_owned,
+                        version,
+                        variants,
+                        &source,
+                        imported_at,
+                        &layout,
+                    )?;
                     tx.commit()?;
                     Ok(previous)
                 })
@@ -189,7 +268,7 @@ impl GenomeStore for EmbeddedStore {
                 let removed = self
                     .run(op, move |conn| {
                         conn.prepare_cached(
-                            "DELETE FROM genome_variants WHERE user = ?1 AND version = ?2 \
+                            "DELETE FROM genome_items WHERE user = ?1 AND version = ?2 \
                              AND version <> coalesce((SELECT version FROM genomes WHERE user = ?1), -1)",
                         )?
                         .execute(params![user, previous])
@@ -209,18 +288,17 @@ impl GenomeStore for EmbeddedStore {
     fn genome_summary<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Option<GenomeSummary>> {
         let user = user.to_string();
         Box::pin(self.run("genome_summary", move |conn| {
-            let mut stmt = conn.prepare_cached(
+            conn.prepare_cached(
                 "SELECT variants, source, imported_at FROM genomes WHERE user = ?1",
-            )?;
-            let mut rows = stmt.query([&user])?;
-            let Some(row) = rows.next()? else {
-                return Ok(None);
-            };
-            Ok(Some(GenomeSummary {
-                variants: super::seconds_from_column(row, 0)?,
-                source: row.get(1)?,
-                imported_at: super::seconds_from_column(row, 2)?,
-            }))
+            )?
+            .query_row([&user], |row| {
+                Ok(GenomeSummary {
+                    variants: super::seconds_from_column(row, 0)?,
+                    source: row.get(1)?,
+                    imported_at: super::seconds_from_column(row, 2)?,
+                })
+            })
+            .optional()
         }))
     }
 
@@ -230,13 +308,11 @@ impl GenomeStore for EmbeddedStore {
         rsids: &'a [String],
     ) -> StoreFuture<'a, Vec<Genotype>> {
         let user = user.to_string();
-        let rsids = Genotype::normalized_rsids(rsids);
+        let rsids = rsids.to_vec();
         Box::pin(self.run("genotypes_by_rsid", move |conn| {
             let tx = conn.transaction()?;
-            let Some(version) = active(&tx, &user)? else {
-                return Ok(Vec::new());
-            };
-            rsid_rows(&tx, &user, version, &rsids)
+            let (hits, _) = lookup(&tx, &user, &rsids, 0)?;
+            genotypes(&hits)
         }))
     }
 
@@ -248,13 +324,28 @@ impl GenomeStore for EmbeddedStore {
         to: u64,
     ) -> StoreFuture<'a, Vec<Genotype>> {
         let user = user.to_string();
-        let chromosome = chromosome.to_string();
+        let code = chromosome_code(chromosome);
         Box::pin(self.run("genotypes_in_range", move |conn| {
-            let tx = conn.transaction()?;
-            let Some(version) = active(&tx, &user)? else {
+            let Some(code) = code.filter(|_| from <= to && from <= u64::from(u32::MAX)) else {
                 return Ok(Vec::new());
             };
-            range_rows(&tx, &user, version, &chromosome, from, to)
+            let to = to.min(u64::from(u32::MAX));
+            let tx = conn.transaction()?;
+            let Some(active) = active(&tx, &user)? else {
+                return Ok(Vec::new());
+            };
+            let blocks = active.layout.blocks_in_range(code, from, to);
+            let read = items(
+                &tx,
+                &user,
+                active.version,
+                active.layout.block_keys(&blocks),
+            )?;
+            let mut read = decode_blocks(&read).ok_or_else(damaged)?;
+            read.retain(|v| (from..=to).contains(&u64::from(v.position)));
+            let mut out = genotypes(&read)?;
+            out.sort_by(|a, b| (a.position, &a.rsid).cmp(&(b.position, &b.rsid)));
+            Ok(out)
         }))
     }
 
@@ -265,38 +356,16 @@ impl GenomeStore for EmbeddedStore {
         radius: u64,
     ) -> StoreFuture<'a, Neighbourhood> {
         let user = user.to_string();
-        let rsids = Genotype::normalized_rsids(rsids);
+        let rsids = rsids.to_vec();
         Box::pin(self.run("genotypes_near", move |conn| {
             let tx = conn.transaction()?;
-            let Some(version) = active(&tx, &user)? else {
-                return Ok(Neighbourhood::default());
-            };
-            let hits = rsid_rows(&tx, &user, version, &rsids)?;
-            // One range query per run of overlapping windows, not one per hit.
-            let mut windows: Vec<(&str, u64, u64)> = hits
-                .iter()
-                .map(|h| {
-                    (
-                        h.chromosome.as_str(),
-                        h.position.saturating_sub(radius),
-                        h.position.saturating_add(radius),
-                    )
-                })
-                .collect();
-            windows.sort_unstable();
-            let mut merged: Vec<(&str, u64, u64)> = Vec::with_capacity(windows.len());
-            for w in windows {
-                match merged.last_mut() {
-                    Some(last) if last.0 == w.0 && w.1 <= last.2 => last.2 = last.2.max(w.2),
-                    _ => merged.push(w),
-                }
-            }
-            let mut nearby = Vec::new();
-            for (chromosome, from, to) in merged {
-                nearby.extend(range_rows(&tx, &user, version, chromosome, from, to)?);
-            }
+            let (hits, read) = lookup(&tx, &user, &rsids, radius)?;
+            let mut nearby = genotypes(&within_radius(&hits, read, radius))?;
             sort_nearby(&mut nearby);
-            Ok(Neighbourhood { hits, nearby })
+            Ok(Neighbourhood {
+                hits: genotypes(&hits)?,
+                nearby,
+            })
         }))
     }
 

@@ -7,9 +7,9 @@
 //!
 //! Same model as the DynamoDB store, in typed tables keyed by user:
 //! - `readings`: identity (user, indicator key, time, source); a re-upload replaces in place.
-//! - `genomes`: a user's active genome version (and its count, source, import time);
-//!   `genome_variants`: identity (user, version, rsid), plus the index
-//!   `genome_variants_by_position` (user, version, chromosome, position) for ranges.
+//! - `genomes`: a user's active genome version (its count, source, import time and
+//!   layout); `genome_items`: identity (user, version, key), the version's blocks and
+//!   rsid index buckets as DynamoDB stores them (`store::genome_codec`).
 //! - `accounts`: one row per user; the e-mail is unique (the `email#` lookup of the
 //!   DynamoDB keys table).
 //! - `shares`: identity (owner, grantee), the permissions as a JSON array.
@@ -58,7 +58,7 @@ const STATEMENT_CACHE: usize = 64;
 
 /// The schema version this code reads and writes (`PRAGMA user_version`).
 /// 1: readings, genotypes. 2: adds accounts, shares, keys. 3: adds mcp_servers.
-/// 5: genomes in versions (`genomes`, `genome_variants`), `genotypes` moved into them.
+/// 5: genomes in versions (`genomes`, `genome_items`), `genotypes` moved into them.
 const SCHEMA_VERSION: i64 = 5;
 
 const SCHEMA: &str = "
@@ -81,19 +81,17 @@ CREATE TABLE IF NOT EXISTS genomes (
     version     INTEGER NOT NULL,
     variants    INTEGER NOT NULL,
     source      TEXT NOT NULL,
-    imported_at INTEGER NOT NULL
+    imported_at INTEGER NOT NULL,
+    buckets     INTEGER NOT NULL,
+    blocks      BLOB NOT NULL
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS genome_variants (
-    user       TEXT NOT NULL,
-    version    INTEGER NOT NULL,
-    rsid       TEXT NOT NULL,
-    chromosome TEXT NOT NULL,
-    position   INTEGER NOT NULL,
-    genotype   TEXT NOT NULL,
-    PRIMARY KEY (user, version, rsid)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS genome_variants_by_position
-    ON genome_variants (user, version, chromosome, position);
+CREATE TABLE IF NOT EXISTS genome_items (
+    user    TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    key     TEXT NOT NULL,
+    data    BLOB NOT NULL,
+    PRIMARY KEY (user, version, key)
+);
 CREATE TABLE IF NOT EXISTS accounts (
     user_id       TEXT NOT NULL PRIMARY KEY,
     email         TEXT NOT NULL UNIQUE,
