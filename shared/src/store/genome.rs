@@ -32,7 +32,7 @@ pub struct Neighbourhood {
 }
 
 /// A whole genome per user, versioned (DynamoDB: the `genome` pointer and the
-/// `gv#<version>#…` blocks and rsid index; SQLite: `genomes` and `genome_variants`).
+/// `gv#<version>#…` blocks and rsid index; SQLite: `genomes` and `genome_items`).
 pub trait GenomeStore: Send + Sync {
     /// Makes `genome` the user's genome, replacing any previous one as a whole (no
     /// merge): written as a new version, switched to in one conditional write (which

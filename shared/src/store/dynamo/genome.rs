@@ -670,6 +670,44 @@ mod tests {
         );
     }
 
+    /// A reader whose version's items are gone (a racing import switched and removed
+    /// them) retries from the pointer and, if they stay gone, fails: it never answers
+    /// with part of a genome or nothing.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_vanished_version_is_an_error_never_a_partial_answer() {
+        let (store, _moto) = moto_store().await;
+        let genome = Genome::from_genotypes(&[Genotype {
+            rsid: "rs1".into(),
+            chromosome: "1".into(),
+            position: 5,
+            genotype: "AA".into(),
+        }])
+        .unwrap();
+        store.replace_genome("v", &genome, "t", 1).await.unwrap();
+        store
+            .delete_prefixed("test", "v", GENOME_VERSION_PREFIX)
+            .await
+            .unwrap();
+        assert!(matches!(
+            store.genotypes_by_rsid("v", &["rs1".into()]).await,
+            Err(StoreError::Unavailable(_))
+        ));
+        assert!(matches!(
+            store.genotypes_in_range("v", "1", 0, 10).await,
+            Err(StoreError::Unavailable(_))
+        ));
+        // A new import repairs it.
+        store.replace_genome("v", &genome, "t", 2).await.unwrap();
+        assert_eq!(
+            store
+                .genotypes_by_rsid("v", &["rs1".into()])
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+
     /// Approximate GRCh37 chromosome lengths in Mbp (1-22, X, Y, MT as 1).
     const LENGTHS: [u64; 25] = [
         249, 243, 198, 191, 181, 171, 159, 146, 141, 136, 135, 134, 115, 107, 103, 90, 81, 78, 59,
