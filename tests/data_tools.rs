@@ -356,3 +356,115 @@ async fn without_data_table(moto: &Moto, label: &str) -> Vec<(String, String)> {
         ("AWS_ENDPOINT_URL_DYNAMODB".into(), moto.endpoint.clone()),
     ]
 }
+
+/// Issue 14 (part genome): a genotype file replaces the user's genome as a whole (a new
+/// version, then one switch), whatever the backend; a bigger file (100,000 rows) reads
+/// back with neighbours; deleting the data removes the genome.
+async fn a_genotype_file_replaces_the_genome(server: &Server) {
+    let token = server.token("gene");
+    let first = upload(
+        server,
+        &token,
+        "/api/data/genotype",
+        "text/plain",
+        GENOTYPES,
+    )
+    .await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert_eq!(first.json()["data"], json!({ "received": 4, "written": 4 }));
+    let second = "rs429358\t19\t44908684\tCC\nrs4680\t22\t19951271\tAG\nrs4680\t22\t19951271\tGG\n";
+    let reply = upload(server, &token, "/api/data/genotype", "text/plain", second).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(
+        reply.json()["data"],
+        json!({ "received": 2, "written": 2 }),
+        "a repeated rsid counts once, the last row wins"
+    );
+    let genes = call(
+        server,
+        &token,
+        "get_genetic_data",
+        json!({ "rsid": "rs429358, rs7412, rs4680" }),
+    )
+    .await;
+    let variants = genes["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 2, "{genes}");
+    assert_eq!(variants[0]["r"], "rs429358");
+    assert_eq!(variants[0]["g"], "CC", "the new file's call: {genes}");
+    assert_eq!(
+        variants[0]["n"],
+        json!([]),
+        "the old file's neighbours are gone"
+    );
+    assert_eq!(variants[1]["g"], "GG");
+    assert_eq!(
+        genes["not_found"],
+        json!(["rs7412"]),
+        "no merge with the old file"
+    );
+
+    // 100,000 rows on three chromosomes: every asked rsid found, its 20 nearest shown.
+    let mut big = String::from("# rsid\tchromosome\tposition\tgenotype\n");
+    for i in 0..100_000u64 {
+        let chromosome = ["1", "2", "X"][(i % 3) as usize];
+        big.push_str(&format!(
+            "rs{}\t{chromosome}\t{}\tAG\n",
+            10_000 + i,
+            1_000 + i * 900
+        ));
+    }
+    let reply = upload(server, &token, "/api/data/genotype", "text/plain", &big).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let rsids: Vec<String> = (0..100_000u64)
+        .step_by(9_973)
+        .map(|i| format!("rs{}", 10_000 + i))
+        .collect();
+    let genes = call(server, &token, "get_genetic_data", json!({ "rsid": rsids })).await;
+    let variants = genes["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), rsids.len(), "{genes}");
+    assert!(
+        variants
+            .iter()
+            .all(|v| v["n"].as_array().unwrap().len() == 20)
+    );
+    assert_eq!(genes["not_found"], Value::Null);
+
+    let deleted = send("DELETE", &server.url("/api/data"), &bearer(&token), None).await;
+    assert_eq!(deleted.status, 200, "{}", deleted.body);
+    let gone = call(
+        server,
+        &token,
+        "get_genetic_data",
+        json!({ "rsid": "rs429358" }),
+    )
+    .await;
+    assert!(
+        gone["message"]
+            .as_str()
+            .unwrap()
+            .contains("/api/data/genotype"),
+        "{gone}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e4_a_genotype_file_replaces_the_genome_embedded() {
+    a_genotype_file_replaces_the_genome(&Server::start(&[])).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn e4_a_genotype_file_replaces_the_genome_dynamodb() {
+    let moto = Moto::start();
+    let mut settings = without_data_table(&moto, "genome").await;
+    // This time the data table exists too.
+    for (name, value) in settings.iter_mut() {
+        if name == "MIROBODY_DATA_TABLE" {
+            *value = "genome-data".into();
+        }
+    }
+    let settings: Vec<(&str, &str)> = settings
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    a_genotype_file_replaces_the_genome(&Server::start(&settings)).await;
+}

@@ -514,9 +514,16 @@ async fn b3_a_temporary_url_expires_after_ten_minutes() {
         position: 5,
         genotype: "AA".into(),
     };
-    mirobody::store::HealthStore::put_genotypes(process.store.as_ref(), "u_temp", &[genotype])
-        .await
-        .unwrap();
+    let genome = mirobody::domain::Genome::from_genotypes(&[genotype]).unwrap();
+    mirobody::store::GenomeStore::replace_genome(
+        process.store.as_ref(),
+        "u_temp",
+        &genome,
+        "test",
+        0,
+    )
+    .await
+    .unwrap();
     let url = process
         .app
         .temporary_url("u_temp", "session-9", "helper")

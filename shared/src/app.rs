@@ -199,6 +199,7 @@ impl App {
             },
             data: DataApi {
                 store: store.clone(),
+                clock: clock.clone(),
             },
             uploads,
             agents: AgentPolicy::new(

@@ -14,13 +14,15 @@ use http::{Request, Response, StatusCode};
 use serde_json::{Value, json};
 
 use crate::account_api;
+use crate::clock::Clock;
 use crate::http::ApiError;
 use crate::identity::Caller;
-use crate::store::{HealthStore, StoreError};
+use crate::store::{Store, StoreError};
 use crate::upload::{self, UploadError};
 
 pub(crate) struct DataApi {
-    pub store: Arc<dyn HealthStore>,
+    pub store: Arc<dyn Store>,
+    pub clock: Arc<dyn Clock>,
 }
 
 fn ok(data: Value) -> Response<Bytes> {
@@ -47,6 +49,16 @@ fn store_failed(what: &'static str) -> impl FnOnce(StoreError) -> ApiError {
     }
 }
 
+/// Where an upload came from: the `x-source` header (first 100 characters) or `upload`.
+fn source_of(request: &Request<Bytes>) -> String {
+    request
+        .headers()
+        .get("x-source")
+        .and_then(|v| v.to_str().ok())
+        .map(|s| s.chars().take(100).collect::<String>())
+        .unwrap_or_else(|| "upload".into())
+}
+
 impl DataApi {
     pub(crate) async fn health(
         &self,
@@ -58,12 +70,7 @@ impl DataApi {
             .get(CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
-        let source = request
-            .headers()
-            .get("x-source")
-            .and_then(|v| v.to_str().ok())
-            .map(|s| s.chars().take(100).collect::<String>())
-            .unwrap_or_else(|| "upload".into());
+        let source = source_of(request);
         let parsed = if content_type.starts_with("text/csv") {
             upload::parse_health_csv(request.body(), &source)
         } else {
@@ -85,14 +92,20 @@ impl DataApi {
         caller: &Caller,
         request: &Request<Bytes>,
     ) -> Result<Response<Bytes>, ApiError> {
-        let genotypes = upload::parse_genotype_file(request.body()).map_err(bad_upload)?;
-        let report = self
-            .store
-            .put_genotypes(&caller.user_id, &genotypes)
+        // The file replaces the user's genome as a whole (issue 14: a new version, then
+        // one switch); a repeated rsid counts once.
+        let genome = upload::parse_genotype_file(request.body()).map_err(bad_upload)?;
+        self.store
+            .replace_genome(
+                &caller.user_id,
+                &genome,
+                &source_of(request),
+                self.clock.now(),
+            )
             .await
             .map_err(store_failed("saving genotypes"))?;
         Ok(ok(
-            json!({ "received": genotypes.len(), "written": report.written }),
+            json!({ "received": genome.len(), "written": genome.len() }),
         ))
     }
 

@@ -11,6 +11,7 @@ use chrono::NaiveDate;
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, Runtime};
+use crate::domain::Genome;
 use crate::identity::{Jwts, KeyError, Keys};
 use crate::store::{Store, StoreError, UploadObjects, open_store, open_upload_objects};
 
@@ -96,7 +97,11 @@ impl Services {
         let readings = crate::demo::readings(first_day);
         let genotypes = crate::demo::genotypes();
         self.store.put_readings(user, &readings).await?;
-        self.store.put_genotypes(user, &genotypes).await?;
+        let genome = Genome::from_genotypes(&genotypes)
+            .ok_or_else(|| StoreError::Corrupt("seed_demo: demo genotypes".into()))?;
+        self.store
+            .replace_genome(user, &genome, "demo", self.clock.now())
+            .await?;
         Ok((readings.len(), genotypes.len()))
     }
 }

@@ -7,6 +7,7 @@
 //! layout or wire format; how a record is kept is the store's business.
 
 mod accounts;
+mod genome;
 mod health;
 mod mcp_servers;
 mod oauth;
@@ -14,6 +15,11 @@ mod uploads;
 
 pub use accounts::{
     Account, ClientGrant, Delegation, LoginState, LoginStatus, PersonalUrl, TokenState, UrlGrant,
+};
+pub use genome::{Genome, Variant};
+#[allow(unused_imports)]
+pub(crate) use genome::{
+    MAX_CALL, chromosome_code, chromosome_name, pack_call, rsid_key, rsid_text, unpack_call,
 };
 pub use health::{DataPresence, Genotype, Reading, ReadingValue};
 pub(crate) use health::{FIRST_DAY, LAST_DAY, day_accepted};

@@ -136,30 +136,36 @@ impl Importer {
         }
     }
 
-    /// A raw genotype file, read whole (bounded) and written with today's parser and
-    /// store call. One function, so switching to the streaming genome import is local.
+    /// A raw genotype file, streamed into a compact genome (about 16 bytes a variant;
+    /// the file itself is never held) and stored as a new version that replaces the
+    /// previous genome in one switch: until then the previous genome stays readable, and
+    /// a bad row anywhere saves nothing.
     async fn import_genotypes(
         &self,
         record: &UploadRecord,
         object: StoredObject,
     ) -> Result<(), UploadFailure> {
         let handle = tokio::runtime::Handle::current();
-        let parsed = tokio::task::spawn_blocking(move || {
+        let genome = tokio::task::spawn_blocking(move || {
             let (reader, _) = readers::open(object.body, handle).map_err(read_failure)?;
-            let bytes = readers::read_bounded(reader, MAX_GENOTYPE_FILE).map_err(read_failure)?;
-            upload::parse_genotype_file(&bytes).map_err(failure_of)
+            let mut bounded = std::io::Read::take(reader, MAX_GENOTYPE_FILE + 1);
+            let genome = upload::read_genome(&mut bounded).map_err(failure_of)?;
+            if bounded.limit() == 0 {
+                return Err(read_failure(std::io::Error::from(
+                    std::io::ErrorKind::FileTooLarge,
+                )));
+            }
+            Ok(genome)
         })
         .await
         .map_err(|_| internal())??;
-        let rows = parsed.len() as u64;
+        let rows = genome.len() as u64;
         self.progress(record, rows, 0, 0.5).await;
-        let report = self
-            .store
-            .put_genotypes(&record.user, &parsed)
+        self.store
+            .replace_genome(&record.user, &genome, &record.filename, self.clock.now())
             .await
             .map_err(store_failure)?;
-        self.progress(record, rows, report.written as u64, 1.0)
-            .await;
+        self.progress(record, rows, rows, 1.0).await;
         Ok(())
     }
 

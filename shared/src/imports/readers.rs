@@ -72,8 +72,9 @@ pub(super) fn looks_like_json(reader: &mut dyn BufRead) -> std::io::Result<bool>
     }
 }
 
-/// The whole content, refused past `max` bytes.
-pub(super) fn read_bounded(reader: impl Read, max: u64) -> std::io::Result<Vec<u8>> {
+/// The whole content, refused past `max` bytes (tests read an object whole with it).
+#[cfg(test)]
+fn read_bounded(reader: impl Read, max: u64) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     reader.take(max + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > max {

@@ -5,7 +5,7 @@
 //! how readings are parsed or shown; never logs a reading or a genotype.
 
 use super::StoreFuture;
-use crate::domain::{DataPresence, Genotype, Reading};
+use crate::domain::{DataPresence, Reading};
 
 /// Which readings to return.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -48,8 +48,8 @@ pub struct WriteReport {
     pub written: usize,
 }
 
-/// Health readings and genotypes, kept per user, and whether a user holds any
-/// (DynamoDB: the data table's `h#`, `g#` and `presence` items).
+/// Health readings, kept per user, and whether a user holds readings or a genome
+/// (DynamoDB: the data table's `h#` and `presence` items; genomes are [`super::GenomeStore`]'s).
 pub trait HealthStore: Send + Sync {
     /// Which kinds of data the user holds: at most one round trip (A5).
     fn data_presence<'a>(&'a self, user: &'a str) -> StoreFuture<'a, DataPresence>;
@@ -67,29 +67,6 @@ pub trait HealthStore: Send + Sync {
         user: &'a str,
         query: &'a ReadingQuery,
     ) -> StoreFuture<'a, Vec<Reading>>;
-
-    /// Writes genotypes (any number), replacing same-rsid rows.
-    fn put_genotypes<'a>(
-        &'a self,
-        user: &'a str,
-        genotypes: &'a [Genotype],
-    ) -> StoreFuture<'a, WriteReport>;
-
-    /// Genotypes for these rsids (lower-cased), in any order; unknown ones are absent.
-    fn genotypes_by_rsid<'a>(
-        &'a self,
-        user: &'a str,
-        rsids: &'a [String],
-    ) -> StoreFuture<'a, Vec<Genotype>>;
-
-    /// Genotypes on `chromosome` with `from <= position <= to`, ordered by position.
-    fn genotypes_in_range<'a>(
-        &'a self,
-        user: &'a str,
-        chromosome: &'a str,
-        from: u64,
-        to: u64,
-    ) -> StoreFuture<'a, Vec<Genotype>>;
 
     /// Deletes every health reading and genotype of the user (the account stays).
     fn delete_user_data<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()>;

@@ -6,7 +6,7 @@
 //!   data), [`AccountStore`] (accounts, shares, URL grants, personal URLs, login
 //!   states, abuse counters), [`OAuthStore`] (clients, codes, refresh tokens) and
 //!   [`McpServerStore`] (a user's external MCP servers, and presence with them in one
-//!   read). [`Store`] is all four: consumers hold an `Arc<dyn Store>`, and one that needs a single
+//!   read), [`GenomeStore`] (a user's genome, versioned). [`Store`] is all five: consumers hold an `Arc<dyn Store>`, and one that needs a single
 //!   domain can take that trait instead. The records are [`crate::domain`]'s.
 //! - The backends, one folder each with one file per domain: `dynamo` (DynamoDB, a
 //!   `keys` table found by opaque key and a `data` table keyed by user with
@@ -33,6 +33,8 @@ mod accounts;
 mod contract;
 mod dynamo;
 mod embedded;
+mod genome;
+mod genome_codec;
 mod health;
 mod mcp_servers;
 mod oauth;
@@ -48,6 +50,7 @@ pub(crate) use accounts::window;
 pub use accounts::{AccountStore, Created, TokenChange};
 pub use dynamo::{DynamoStore, DynamoTables};
 pub use embedded::EmbeddedStore;
+pub use genome::{GenomeStore, GenomeSummary, Neighbourhood};
 pub use health::{HealthStore, ReadingQuery, WriteReport};
 pub use mcp_servers::McpServerStore;
 pub(crate) use mcp_servers::{McpServerBody, McpServerParts};
@@ -79,13 +82,19 @@ impl std::fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
-/// Everything the product stores: the four domains' traits in one, so that
+/// Everything the product stores: the six domains' traits in one, so that
 /// `Arc<dyn Store>` serves a consumer that needs several, and one that needs a single
 /// domain can take the narrow trait (`Arc<dyn HealthStore>`, by upcasting).
-/// Implemented for every type that implements all four.
-pub trait Store: HealthStore + AccountStore + OAuthStore + McpServerStore + UploadStore {}
+/// Implemented for every type that implements all six.
+pub trait Store:
+    HealthStore + AccountStore + OAuthStore + McpServerStore + UploadStore + GenomeStore
+{
+}
 
-impl<T: HealthStore + AccountStore + OAuthStore + McpServerStore + UploadStore> Store for T {}
+impl<T: HealthStore + AccountStore + OAuthStore + McpServerStore + UploadStore + GenomeStore> Store
+    for T
+{
+}
 
 #[cfg(test)]
 mod tests {

@@ -30,10 +30,10 @@ pub(crate) use toolbox::{CallContext, Retry, Toolbox};
 
 use std::sync::Arc;
 
-use crate::store::HealthStore;
+use crate::store::Store;
 
 /// Registers the product's own tools. Adding a tool is one module and one line here.
-pub(crate) fn register_builtin(registry: &mut Registry, store: Arc<dyn HealthStore>) {
+pub(crate) fn register_builtin(registry: &mut Registry, store: Arc<dyn Store>) {
     registry.register(health::QueryHealthIndicators::new(store.clone()));
     registry.register(genetics::GetGeneticData::new(store.clone()));
 }

@@ -297,7 +297,8 @@ mod tests {
         let store: Arc<dyn crate::store::Store> =
             Arc::new(EmbeddedStore::open(dir.join("db.sqlite")).unwrap());
         let genotypes = crate::demo::genotypes();
-        store.put_genotypes("u", &genotypes[..1]).await.unwrap();
+        let genome = crate::domain::Genome::from_genotypes(&genotypes[..1]).unwrap();
+        store.replace_genome("u", &genome, "demo", 0).await.unwrap();
         let mut registry = Registry::new();
         registry.register(Echo(echo("open")));
         registry.register(Echo(echo("mine").needs_caller()));

@@ -2,8 +2,10 @@
 //! AncestryDNA (`rsid chromosome position allele1 allele2`, chromosomes 23-26 for
 //! X, Y, XY, MT), tab- or comma-separated, `#` comments and a header row allowed.
 
+use std::io::{BufRead, Read};
+
 use super::{MAX_ROWS, UploadError};
-use crate::domain::Genotype;
+use crate::domain::{Genome, Variant};
 
 /// The largest position accepted (the longest human chromosome has about 250 million
 /// base pairs); keeps distances between positions far from overflow.
@@ -46,81 +48,128 @@ fn allele_ok(a: &str) -> bool {
             .all(|c| matches!(c, 'A' | 'C' | 'G' | 'T' | 'D' | 'I' | '-' | '0'))
 }
 
-pub(crate) fn parse_genotype_file(body: &[u8]) -> Result<Vec<Genotype>, UploadError> {
-    let text = std::str::from_utf8(body).map_err(|_| error(1, "the file is not UTF-8 text"))?;
-    let mut genotypes = Vec::new();
-    for (i, raw_line) in text.lines().enumerate() {
-        let line = i + 1;
-        let trimmed = raw_line.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
+/// The longest line read (a data row is ~30 bytes; vendor comment lines a few hundred):
+/// a longer one is refused before it is parsed, so one line never holds much memory.
+const MAX_LINE: usize = 16 * 1024;
+
+/// The small-body endpoint's parser (`POST /api/data/genotype`): the body already in
+/// memory, read by [`read_genome`].
+pub(crate) fn parse_genotype_file(body: &[u8]) -> Result<Genome, UploadError> {
+    read_genome(body)
+}
+
+/// Reads a raw file row by row into a compact [`Genome`] (each rsid once, the last row
+/// of a repeated one wins). Every row is checked, and the first bad one refuses the
+/// whole file, naming its 1-based line; lines longer than [`MAX_LINE`] and files of more
+/// than [`MAX_ROWS`] rows are refused.
+pub(crate) fn read_genome(mut reader: impl BufRead) -> Result<Genome, UploadError> {
+    let mut variants = Vec::new();
+    let mut buffer = Vec::with_capacity(256);
+    let mut line = 0;
+    loop {
+        buffer.clear();
+        let read = (&mut reader)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut buffer)
+            .map_err(|_| error(line + 1, "the file could not be read"))?;
+        if read == 0 {
+            break;
         }
-        let fields: Vec<&str> = if trimmed.contains('\t') {
-            trimmed.split('\t').map(str::trim).collect()
-        } else {
-            trimmed
-                .split(',')
-                .map(|f| f.trim().trim_matches('"'))
-                .collect()
-        };
-        if fields[0].eq_ignore_ascii_case("rsid") {
-            continue; // header row
+        line += 1;
+        if buffer.len() > MAX_LINE {
+            return Err(error(line, "line is too long"));
         }
-        if genotypes.len() == MAX_ROWS {
-            return Err(error(line, "too many rows in one upload"));
-        }
-        let (rsid, chrom, position, call) = match fields.as_slice() {
-            [rsid, chrom, pos, call] => (*rsid, *chrom, *pos, call.to_uppercase()),
-            [rsid, chrom, pos, a, b] => (*rsid, *chrom, *pos, format!("{a}{b}").to_uppercase()),
-            _ => {
-                return Err(error(
-                    line,
-                    "expected rsid, chromosome, position and genotype columns",
-                ));
+        let text =
+            std::str::from_utf8(&buffer).map_err(|_| error(line, "the file is not UTF-8 text"))?;
+        if let Some(variant) = parse_row(text, line)? {
+            if variants.len() == MAX_ROWS {
+                return Err(error(line, "too many rows in one upload"));
             }
-        };
-        let rsid = rsid.to_lowercase();
-        if !is_rsid(&rsid) {
-            return Err(error(line, "rsid must look like rs123 or i123"));
+            variants.push(variant);
         }
-        let chromosome = chromosome(chrom).ok_or_else(|| error(line, "unknown chromosome"))?;
-        let position: u64 = position
-            .parse()
-            .ok()
-            .filter(|p| *p <= MAX_POSITION)
-            .ok_or_else(|| error(line, "position must be a whole number up to 1,000,000,000"))?;
-        if !allele_ok(&call) {
-            return Err(error(
-                line,
-                "genotype must be made of A, C, G, T, D, I or -",
-            ));
-        }
-        let genotype = if call.contains('0') {
-            "--".to_string()
-        } else {
-            call
-        };
-        genotypes.push(Genotype {
-            rsid,
-            chromosome,
-            position,
-            genotype,
-        });
     }
-    if genotypes.is_empty() {
+    if variants.is_empty() {
         return Err(error(1, "no genotype rows found"));
     }
-    Ok(genotypes)
+    Ok(Genome::from_variants(variants))
+}
+
+/// One line: `None` for a blank line, a comment or the header row.
+fn parse_row(raw_line: &str, line: usize) -> Result<Option<Variant>, UploadError> {
+    let trimmed = raw_line.trim();
+    if trimmed.is_empty() || trimmed.starts_with('#') {
+        return Ok(None);
+    }
+    // At most six fields are looked at: more than five is refused all the same.
+    let mut fields = [""; 6];
+    let mut count = 0;
+    let split: Box<dyn Iterator<Item = &str>> = if trimmed.contains('\t') {
+        Box::new(trimmed.split('\t').map(str::trim))
+    } else {
+        Box::new(trimmed.split(',').map(|f| f.trim().trim_matches('"')))
+    };
+    for f in split {
+        if let Some(slot) = fields.get_mut(count) {
+            *slot = f;
+        }
+        count += 1;
+    }
+    if fields[0].eq_ignore_ascii_case("rsid") {
+        return Ok(None); // header row
+    }
+    let mut call = String::with_capacity(4);
+    let (rsid, chrom, position) = match count {
+        4 => {
+            call.push_str(fields[3]);
+            (fields[0], fields[1], fields[2])
+        }
+        5 => {
+            call.push_str(fields[3]);
+            call.push_str(fields[4]);
+            (fields[0], fields[1], fields[2])
+        }
+        _ => {
+            return Err(error(
+                line,
+                "expected rsid, chromosome, position and genotype columns",
+            ));
+        }
+    };
+    call.make_ascii_uppercase();
+    let rsid = rsid.to_lowercase();
+    if !is_rsid(&rsid) {
+        return Err(error(line, "rsid must look like rs123 or i123"));
+    }
+    let chromosome = chromosome(chrom).ok_or_else(|| error(line, "unknown chromosome"))?;
+    let position: u64 = position
+        .parse()
+        .ok()
+        .filter(|p| *p <= MAX_POSITION)
+        .ok_or_else(|| error(line, "position must be a whole number up to 1,000,000,000"))?;
+    if !allele_ok(&call) {
+        return Err(error(
+            line,
+            "genotype must be made of A, C, G, T, D, I or -",
+        ));
+    }
+    let call = if call.contains('0') { "--" } else { &call };
+    Variant::new(&rsid, &chromosome, position, call)
+        .map(Some)
+        .ok_or_else(|| error(line, "genotype must be made of A, C, G, T, D, I or -"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::Genotype;
 
     #[test]
     fn both_vendor_formats_parse() {
         let me = "# 23andMe\n# rsid\tchromosome\tposition\tgenotype\nrs429358\t19\t44908684\tTC\ni6019299\tMT\t16519\tT\n";
-        let rows = parse_genotype_file(me.as_bytes()).unwrap();
+        let rows: Vec<Genotype> = parse_genotype_file(me.as_bytes())
+            .unwrap()
+            .genotypes()
+            .collect();
         assert_eq!(
             rows[0],
             Genotype {
@@ -131,7 +180,10 @@ mod tests {
             }
         );
         let ancestry = "#AncestryDNA\nrsid\tchromosome\tposition\tallele1\tallele2\nrs7412\t19\t44908822\tC\tT\nrs1\t23\t100\t0\t0\n";
-        let rows = parse_genotype_file(ancestry.as_bytes()).unwrap();
+        let rows: Vec<Genotype> = parse_genotype_file(ancestry.as_bytes())
+            .unwrap()
+            .genotypes()
+            .collect();
         assert_eq!(
             (
                 rows[0].genotype.as_str(),
@@ -147,5 +199,79 @@ mod tests {
         let err =
             parse_genotype_file(b"rs1\t1\t100\tAA\nrs1'; DROP TABLE x\t1\t5\tAA\n").unwrap_err();
         assert_eq!(err.location, "line 2");
+    }
+
+    #[test]
+    fn read_genome_names_the_line_and_bounds_it() {
+        let err = read_genome(&b"# c\nrs1\t1\t5\tAA\nrs2\tQ\t5\tAA\n"[..]).unwrap_err();
+        assert_eq!(
+            (err.location.as_str(), err.problem.as_str()),
+            ("line 3", "unknown chromosome")
+        );
+        let mut long = b"rs1\t1\t5\tAA\n".to_vec();
+        long.extend(std::iter::repeat_n(b'#', MAX_LINE + 10));
+        long.extend(b"\nrs2\t1\t6\tAA\n");
+        let err = read_genome(&long[..]).unwrap_err();
+        assert_eq!(
+            (err.location.as_str(), err.problem.as_str()),
+            ("line 2", "line is too long")
+        );
+        let err = read_genome(&b"rs1\t1\t5\tAA\nrs2\t1\t6\t\xff\n"[..]).unwrap_err();
+        assert_eq!(err.location, "line 2");
+        assert_eq!(
+            read_genome(&b"# only\n\n"[..]).unwrap_err().location,
+            "line 1"
+        );
+        // A repeated rsid keeps its last row; CRLF line ends and CSV quoting are fine.
+        let genome =
+            read_genome(&b"rsid,chromosome,position,genotype\r\n\"rs1\",\"1\",\"5\",\"AA\"\r\nrs1,2,9,ct\r\n"[..])
+                .unwrap();
+        let rows: Vec<Genotype> = genome.genotypes().collect();
+        assert_eq!(
+            rows,
+            vec![Genotype {
+                rsid: "rs1".into(),
+                chromosome: "2".into(),
+                position: 9,
+                genotype: "CT".into()
+            }]
+        );
+    }
+
+    /// A 23andMe-sized file: 638,000 rows (~15 MB) streamed into a compact genome.
+    /// Prints the time and the genome's size (`cargo nextest run -p mirobody --release
+    /// -E 'test(whole_file)' --no-capture` for the optimised figure).
+    #[test]
+    fn a_whole_file_streams_into_a_compact_genome() {
+        const ROWS: usize = 638_000;
+        let mut file = String::with_capacity(ROWS * 26);
+        file.push_str("# rsid\tchromosome\tposition\tgenotype\n");
+        let calls = ["AA", "AG", "CT", "GG", "--", "TT", "C", "DI"];
+        for i in 0..ROWS {
+            let chromosome = i % 25 + 1;
+            let chromosome = match chromosome {
+                23 => "X".to_string(),
+                24 => "Y".to_string(),
+                25 => "MT".to_string(),
+                n => n.to_string(),
+            };
+            let id = if i % 20 == 0 { "i" } else { "rs" };
+            file.push_str(&format!(
+                "{id}{}\t{chromosome}\t{}\t{}\n",
+                1000 + i * 7,
+                (i / 25) * 9 + 1,
+                calls[i % calls.len()]
+            ));
+        }
+        let started = std::time::Instant::now();
+        let genome = read_genome(std::io::BufReader::new(file.as_bytes())).unwrap();
+        let took = started.elapsed();
+        let bytes = genome.len() * std::mem::size_of::<Variant>();
+        println!(
+            "read_genome: {ROWS} rows, {} bytes of text, {took:?}, genome {bytes} bytes in memory",
+            file.len()
+        );
+        assert_eq!(genome.len(), ROWS);
+        assert!(bytes <= 11_000_000);
     }
 }

@@ -1,10 +1,10 @@
 //! Contract cases for [`HealthStore`](crate::store::HealthStore): presence, readings,
-//! genotypes, and deleting a user's data.
+//! genotype presence, and deleting a user's data (genome cases: `genome.rs`).
 //!
 //! Each case speaks only through the `Store` trait, never a backend's own API, so both
 //! backends run it unchanged; its users are its own, so no case sees another's data.
 
-use super::{all, genotype, reading};
+use super::{all, genotype, put_genome, reading};
 use crate::domain::{DataPresence, Genotype, Reading, ReadingValue};
 use crate::store::{ReadingQuery, Store};
 
@@ -27,16 +27,6 @@ fn times(readings: &[Reading]) -> Vec<&str> {
     readings.iter().map(|r| r.time.as_str()).collect()
 }
 
-fn positions(genotypes: &[Genotype]) -> Vec<u64> {
-    genotypes.iter().map(|g| g.position).collect()
-}
-
-fn sorted_rsids(genotypes: &[Genotype]) -> Vec<String> {
-    let mut rsids: Vec<String> = genotypes.iter().map(|g| g.rsid.clone()).collect();
-    rsids.sort();
-    rsids
-}
-
 pub(super) async fn presence_follows_writes(store: &dyn Store, user: &str) {
     assert_eq!(
         store.data_presence(user).await.unwrap(),
@@ -44,7 +34,10 @@ pub(super) async fn presence_follows_writes(store: &dyn Store, user: &str) {
         "empty user has nothing"
     );
     store.put_readings(user, &[]).await.unwrap();
-    store.put_genotypes(user, &[]).await.unwrap();
+    store
+        .replace_genome(user, &crate::domain::Genome::default(), "empty", 1)
+        .await
+        .unwrap();
     assert_eq!(
         store.data_presence(user).await.unwrap(),
         DataPresence::default(),
@@ -66,10 +59,7 @@ pub(super) async fn presence_follows_writes(store: &dyn Store, user: &str) {
         }
     );
 
-    store
-        .put_genotypes(user, &[genotype("rs1", "1", 100, "AG")])
-        .await
-        .unwrap();
+    put_genome(store, user, &[genotype("rs1", "1", 100, "AG")]).await;
     assert_eq!(
         store.data_presence(user).await.unwrap(),
         DataPresence {
@@ -269,186 +259,13 @@ pub(super) async fn readings_ordered_by_indicator_then_time(store: &dyn Store, u
     }
 }
 
-pub(super) async fn genotypes_upsert_and_lookup_by_rsid(store: &dyn Store, user: &str) {
-    let report = store
-        .put_genotypes(
-            user,
-            &[
-                genotype("rs42", "7", 117_559_590, "AG"),
-                genotype("i5000", "X", 5, "--"),
-            ],
-        )
-        .await
-        .unwrap();
-    assert_eq!(report.written, 2);
-    // Same rsid again: replaced, not duplicated.
-    store
-        .put_genotypes(user, &[genotype("rs42", "7", 117_559_590, "GG")])
-        .await
-        .unwrap();
-
-    let ask: Vec<String> = ["rs42", "rs999999", "i5000", "rs42"]
-        .map(String::from)
-        .to_vec();
-    let mut found = store.genotypes_by_rsid(user, &ask).await.unwrap();
-    found.sort_by(|a, b| a.rsid.cmp(&b.rsid));
-    assert_eq!(
-        found,
-        vec![
-            genotype("i5000", "X", 5, "--"),
-            genotype("rs42", "7", 117_559_590, "GG")
-        ],
-        "unknown rsids absent"
-    );
-
-    // Hostile input is data, never query text.
-    let hostile: Vec<String> = [
-        "rs1' OR 1=1 --",
-        "rs42\" OR \"1\"=\"1",
-        "%",
-        "*",
-        "",
-        "g#rs42",
-        "rs42#",
-    ]
-    .map(String::from)
-    .to_vec();
-    assert!(
-        store
-            .genotypes_by_rsid(user, &hostile)
-            .await
-            .unwrap()
-            .is_empty(),
-        "injection finds nothing"
-    );
-    let odd = genotype("rs1' or 1=1 --", "1", 1, "AA");
-    store
-        .put_genotypes(user, std::slice::from_ref(&odd))
-        .await
-        .unwrap();
-    assert_eq!(
-        store
-            .genotypes_by_rsid(user, &["rs1' or 1=1 --".to_string()])
-            .await
-            .unwrap(),
-        vec![odd]
-    );
-    assert_eq!(
-        store
-            .genotypes_by_rsid(user, &["rs42".to_string()])
-            .await
-            .unwrap()
-            .len(),
-        1,
-        "other rows untouched"
-    );
-    assert_eq!(
-        store.data_presence(user).await.unwrap(),
-        DataPresence {
-            health: false,
-            genotype: true
-        }
-    );
-}
-
-pub(super) async fn genotype_ranges_ordered_and_confined(
-    store: &dyn Store,
-    user: &str,
-    other: &str,
-) {
-    let data = [
-        genotype("rs300", "1", 300, "CC"),
-        genotype("rs100", "1", 100, "AA"),
-        genotype("rs250", "1", 250, "AT"),
-        genotype("rs200", "1", 200, "AG"),
-        genotype("rs150x", "11", 150, "GG"),
-        genotype("rs150y", "X", 150, "TT"),
-        genotype("rs150z", "10", 200, "TT"),
-    ];
-    store.put_genotypes(user, &data).await.unwrap();
-    store
-        .put_genotypes(
-            other,
-            &[
-                genotype("rs999", "1", 150, "CC"),
-                genotype("rs250", "1", 250, "GG"),
-            ],
-        )
-        .await
-        .unwrap();
-
-    let got = store.genotypes_in_range(user, "1", 100, 250).await.unwrap();
-    assert_eq!(
-        positions(&got),
-        [100, 200, 250],
-        "inclusive, ordered by position"
-    );
-    assert!(got.iter().all(|g| g.chromosome == "1"));
-    assert_eq!(
-        got[2],
-        genotype("rs250", "1", 250, "AT"),
-        "the user's own call, not the other user's"
-    );
-
-    assert_eq!(
-        positions(
-            &store
-                .genotypes_in_range(user, "1", 0, u64::MAX)
-                .await
-                .unwrap()
-        ),
-        [100, 200, 250, 300]
-    );
-    assert_eq!(
-        positions(&store.genotypes_in_range(user, "1", 101, 199).await.unwrap()),
-        Vec::<u64>::new()
-    );
-    assert!(
-        store
-            .genotypes_in_range(user, "1", 300, 100)
-            .await
-            .unwrap()
-            .is_empty(),
-        "from > to is empty"
-    );
-    assert_eq!(
-        sorted_rsids(&store.genotypes_in_range(user, "11", 0, 1000).await.unwrap()),
-        ["rs150x"]
-    );
-    assert!(
-        store
-            .genotypes_in_range(user, "2", 0, u64::MAX)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-
-    // Moving a SNP (new build coordinates) moves it in range queries too.
-    store
-        .put_genotypes(user, &[genotype("rs100", "1", 400, "AA")])
-        .await
-        .unwrap();
-    assert_eq!(
-        positions(
-            &store
-                .genotypes_in_range(user, "1", 0, u64::MAX)
-                .await
-                .unwrap()
-        ),
-        [200, 250, 300, 400]
-    );
-}
-
 pub(super) async fn users_are_isolated(store: &dyn Store, alice: &str, bob: &str) {
     let shared_reading = reading("Glucose", "2024-01-01T08:00:00", "lab", 90.0);
     store
         .put_readings(alice, std::slice::from_ref(&shared_reading))
         .await
         .unwrap();
-    store
-        .put_genotypes(alice, &[genotype("rs1", "1", 1, "AA")])
-        .await
-        .unwrap();
+    put_genome(store, alice, &[genotype("rs1", "1", 1, "AA")]).await;
 
     assert_eq!(
         store.data_presence(bob).await.unwrap(),
@@ -474,10 +291,7 @@ pub(super) async fn users_are_isolated(store: &dyn Store, alice: &str, bob: &str
     let mut bobs = shared_reading.clone();
     bobs.value = ReadingValue::Number(200.0);
     store.put_readings(bob, &[bobs]).await.unwrap();
-    store
-        .put_genotypes(bob, &[genotype("rs1", "1", 1, "TT")])
-        .await
-        .unwrap();
+    put_genome(store, bob, &[genotype("rs1", "1", 1, "TT")]).await;
     assert_eq!(
         store.readings(alice, &all()).await.unwrap(),
         vec![shared_reading]
@@ -507,7 +321,7 @@ pub(super) async fn delete_removes_everything(store: &dyn Store, user: &str, bys
         .collect();
     for who in [user, bystander] {
         store.put_readings(who, &readings).await.unwrap();
-        store.put_genotypes(who, &genotypes).await.unwrap();
+        put_genome(store, who, &genotypes).await;
     }
 
     store.delete_user_data(user).await.unwrap();
@@ -543,7 +357,7 @@ pub(super) async fn delete_removes_everything(store: &dyn Store, user: &str, bys
         }
     );
     store.delete_user_data(user).await.unwrap();
-    store.put_genotypes(user, &genotypes[..1]).await.unwrap();
+    put_genome(store, user, &genotypes[..1]).await;
     assert_eq!(
         store.data_presence(user).await.unwrap(),
         DataPresence {
@@ -587,10 +401,7 @@ pub(super) async fn large_batches_round_trip(store: &dyn Store, user: &str) {
     let genotypes: Vec<Genotype> = (0..1000u64)
         .map(|i| genotype(&format!("rs{}", 1_000_000 - i), "3", 10 * i + 1, "CT"))
         .collect();
-    assert_eq!(
-        store.put_genotypes(user, &genotypes).await.unwrap().written,
-        1000
-    );
+    put_genome(store, user, &genotypes).await;
     let rsids: Vec<String> = genotypes
         .iter()
         .step_by(3)

@@ -362,10 +362,7 @@ pub(super) async fn mcp_servers_are_not_user_data(store: &dyn Store, user: &str)
         )
         .await
         .unwrap();
-    store
-        .put_genotypes(user, &[genotype("rs1", "1", 1, "AA")])
-        .await
-        .unwrap();
+    super::put_genome(store, user, &[genotype("rs1", "1", 1, "AA")]).await;
     assert_eq!(store.readings(user, &all()).await.unwrap().len(), 1);
     store.delete_user_data(user).await.unwrap();
     assert_eq!(
@@ -431,10 +428,7 @@ pub(super) async fn presence_and_servers_come_in_one_read(
         )
         .await
         .unwrap();
-    store
-        .put_genotypes(user, &[genotype("rs1", "1", 1, "AA")])
-        .await
-        .unwrap();
+    super::put_genome(store, user, &[genotype("rs1", "1", 1, "AA")]).await;
     let (presence, servers) = both(user.to_string()).await;
     assert_eq!(
         presence,

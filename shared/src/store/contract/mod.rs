@@ -11,6 +11,7 @@
 //! use, or the one named by `MIROBODY_TEST_MOTO` (see [`moto_endpoint`]).
 
 mod accounts;
+mod genome;
 mod health;
 mod mcp_servers;
 mod oauth;
@@ -20,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 
 use super::{DynamoStore, DynamoTables, EmbeddedStore, HealthStore, ReadingQuery, Store};
-use crate::domain::{DataPresence, Genotype, Reading, ReadingValue};
+use crate::domain::{DataPresence, Genome, Genotype, Reading, ReadingValue};
 use crate::testing::Moto;
 
 // ---------------------------------------------------------------- fixtures
@@ -44,6 +45,15 @@ fn genotype(rsid: &str, chromosome: &str, position: u64, call: &str) -> Genotype
         position,
         genotype: call.to_string(),
     }
+}
+
+/// Makes these genotypes the user's genome (the whole of it).
+async fn put_genome(store: &dyn Store, user: &str, genotypes: &[Genotype]) {
+    let genome = Genome::from_genotypes(genotypes).expect("valid genotypes");
+    store
+        .replace_genome(user, &genome, "test", 1)
+        .await
+        .expect("replace_genome");
 }
 
 fn all() -> ReadingQuery {
@@ -101,11 +111,20 @@ contract! { |store, user, now|
     health::readings_round_trip_every_field(store, &user("fields"));
     health::readings_filter_by_indicator_and_time(store, &user("filter"));
     health::readings_ordered_by_indicator_then_time(store, &user("order"));
-    health::genotypes_upsert_and_lookup_by_rsid(store, &user("rsid"));
-    health::genotype_ranges_ordered_and_confined(store, &user("range"), &user("range-other"));
     health::users_are_isolated(store, &user("alice"), &user("bob"));
     health::delete_removes_everything(store, &user("delete"), &user("delete-bystander"));
     health::large_batches_round_trip(store, &user("bulk"));
+
+    genome::genome_is_replaced_as_a_whole(store, &user("genome"));
+    genome::genotype_ranges_ordered_and_confined(store, &user("range"), &user("range-other"));
+    genome::neighbourhoods_cover_the_radius(store, &user("near"));
+    genome::readers_never_see_a_mix_during_a_replacement(store, &user("switch"));
+    genome::racing_replacements_leave_one_whole_genome(store, &user("race-genome"));
+    genome::delete_genome_clears_it_and_its_presence(
+        store,
+        &user("genome-delete"),
+        &user("genome-bystander"),
+    );
 
     accounts::accounts_found_by_email_and_id(store, &user("account"));
     accounts::taken_email_writes_nothing(store, &user("taken-1"), &user("taken-2"));
@@ -262,7 +281,7 @@ fn fresh_db() -> TempDb {
     )
 }
 
-fn fresh_tables() -> DynamoTables {
+pub(in crate::store) fn fresh_tables() -> DynamoTables {
     let suffix = unique("t");
     DynamoTables {
         keys: format!("mirobody-keys-{suffix}"),
@@ -279,7 +298,7 @@ fn fresh_tables() -> DynamoTables {
 /// still creates its own tables there. Without it, one moto per process is started on
 /// first use and shared by the cases running at the same time (`cargo test` runs them
 /// all in one process); it stops when the last of them ends.
-fn moto_endpoint() -> (String, Option<Arc<Moto>>) {
+pub(in crate::store) fn moto_endpoint() -> (String, Option<Arc<Moto>>) {
     if let Some(endpoint) = std::env::var("MIROBODY_TEST_MOTO")
         .ok()
         .filter(|e| !e.is_empty())
@@ -298,7 +317,7 @@ fn moto_endpoint() -> (String, Option<Arc<Moto>>) {
 
 /// A client for the local moto server only: fixed test credentials and region, so the
 /// SDK never consults the environment, profiles or the instance metadata address.
-fn moto_client(endpoint: &str) -> aws_sdk_dynamodb::Client {
+pub(in crate::store) fn moto_client(endpoint: &str) -> aws_sdk_dynamodb::Client {
     use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
     let config = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())

@@ -1,22 +1,19 @@
-//! [`HealthStore`] on DynamoDB: readings (`h#`), genotypes (`g#`, with the
-//! `by_position` index for ranges) and the `presence` item that makes availability
-//! gating one GetItem.
+//! [`HealthStore`] on DynamoDB: readings (`h#`) and the `presence` item that makes
+//! availability gating one GetItem (genomes are `genome.rs`'s; `g#` items are the
+//! layout before it, deleted with the user's data).
 //!
 //! Never logs a reading or a genotype.
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
+use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::batch::{GET_CHUNK, bounded, get_batch, put_request, query_all};
-use super::codec::{Item, get_opt_s, get_s, get_u64, insert_optional, n, s};
-use super::schema::{
-    GENOTYPE_PREFIX, GPK, GPOS, PK, POSITION_INDEX, PRESENCE_SK, READING_PREFIX, SK, data_key,
-    reading_sk,
-};
+use super::batch::{bounded, put_request, query_all};
+use super::codec::{Item, get_opt_s, get_s, insert_optional, s};
+use super::schema::{GENOTYPE_PREFIX, PK, PRESENCE_SK, READING_PREFIX, SK, reading_sk};
 use super::{DynamoStore, corrupt, sdk_error};
-use crate::domain::{DataPresence, Genotype, Reading, ReadingValue};
-use crate::store::{HealthStore, ReadingQuery, StoreError, StoreFuture, WriteReport};
+use crate::domain::{DataPresence, Reading, ReadingValue};
+use crate::store::{GenomeStore, HealthStore, ReadingQuery, StoreError, StoreFuture, WriteReport};
 
 /// DynamoDB numbers hold up to 38 significant digits within about 1e-130..1e126; Rust
 /// prints the shortest text that reads back to the same `f64`. A number whose text does
@@ -70,41 +67,6 @@ fn reading_from_item(op: &'static str, item: &Item) -> Result<Reading, StoreErro
         code_system: get_opt_s(op, item, "code_system")?,
         code: get_opt_s(op, item, "code")?,
         source: get_s(op, item, "source")?,
-    })
-}
-
-fn genotype_item(user: &str, rsid: &str, g: &Genotype) -> Item {
-    HashMap::from([
-        (PK.to_string(), s(user)),
-        (SK.to_string(), s(format!("{GENOTYPE_PREFIX}{rsid}"))),
-        ("chromosome".to_string(), s(g.chromosome.as_str())),
-        ("genotype".to_string(), s(g.genotype.as_str())),
-        (GPK.to_string(), s(format!("{user}#{}", g.chromosome))),
-        (GPOS.to_string(), n(g.position)),
-    ])
-}
-
-/// A genotype from its item; `chromosome` is given when the item comes from the index
-/// (which projects only the keys and `genotype`).
-fn genotype_from_item(
-    op: &'static str,
-    item: &Item,
-    chromosome: Option<&str>,
-) -> Result<Genotype, StoreError> {
-    let sk = get_s(op, item, SK)?;
-    let rsid = sk
-        .strip_prefix(GENOTYPE_PREFIX)
-        .ok_or_else(|| corrupt(op))?
-        .to_string();
-    let chromosome = match chromosome {
-        Some(c) => c.to_string(),
-        None => get_s(op, item, "chromosome")?,
-    };
-    Ok(Genotype {
-        rsid,
-        chromosome,
-        position: get_u64(op, item, GPOS)?,
-        genotype: get_s(op, item, "genotype")?,
     })
 }
 
@@ -254,113 +216,11 @@ impl HealthStore for DynamoStore {
         })
     }
 
-    fn put_genotypes<'a>(
-        &'a self,
-        user: &'a str,
-        genotypes: &'a [Genotype],
-    ) -> StoreFuture<'a, WriteReport> {
-        Box::pin(async move {
-            let op = "put_genotypes";
-            let mut by_rsid: HashMap<String, &Genotype> = HashMap::with_capacity(genotypes.len());
-            for g in genotypes {
-                by_rsid.insert(g.rsid.to_lowercase(), g);
-            }
-            if by_rsid.is_empty() {
-                return Ok(WriteReport::default());
-            }
-            self.mark_present(op, user, "genotype").await?;
-            let written = by_rsid.len();
-            let requests = by_rsid
-                .iter()
-                .map(|(rsid, g)| put_request(op, genotype_item(user, rsid, g)))
-                .collect::<Result<Vec<_>, _>>()?;
-            self.write_all(op, requests).await?;
-            Ok(WriteReport { written })
-        })
-    }
-
-    fn genotypes_by_rsid<'a>(
-        &'a self,
-        user: &'a str,
-        rsids: &'a [String],
-    ) -> StoreFuture<'a, Vec<Genotype>> {
-        Box::pin(async move {
-            let op = "genotypes_by_rsid";
-            let rsids = Genotype::normalized_rsids(rsids);
-            let mut batches = Vec::new();
-            for chunk in rsids.chunks(GET_CHUNK) {
-                let keys = chunk
-                    .iter()
-                    .map(|rsid| data_key(user, format!("{GENOTYPE_PREFIX}{rsid}")))
-                    .collect();
-                let request = KeysAndAttributes::builder()
-                    .set_keys(Some(keys))
-                    .consistent_read(true)
-                    .projection_expression("#sk, #chr, #pos, #gt")
-                    .expression_attribute_names("#sk", SK)
-                    .expression_attribute_names("#chr", "chromosome")
-                    .expression_attribute_names("#pos", GPOS)
-                    .expression_attribute_names("#gt", "genotype")
-                    .build()
-                    .map_err(|_| corrupt(op))?;
-                batches.push(get_batch(
-                    self.client.clone(),
-                    self.tables.data.clone(),
-                    op,
-                    request,
-                ));
-            }
-            let items: Vec<Item> = bounded(op, batches.into_iter())
-                .await?
-                .into_iter()
-                .flatten()
-                .collect();
-            items
-                .iter()
-                .map(|item| genotype_from_item(op, item, None))
-                .collect()
-        })
-    }
-
-    fn genotypes_in_range<'a>(
-        &'a self,
-        user: &'a str,
-        chromosome: &'a str,
-        from: u64,
-        to: u64,
-    ) -> StoreFuture<'a, Vec<Genotype>> {
-        Box::pin(async move {
-            let op = "genotypes_in_range";
-            if from > to {
-                return Ok(Vec::new());
-            }
-            let q = self
-                .client
-                .query()
-                .table_name(&self.tables.data)
-                .index_name(POSITION_INDEX)
-                .key_condition_expression("#gpk = :gpk AND #gpos BETWEEN :from AND :to")
-                .expression_attribute_names("#gpk", GPK)
-                .expression_attribute_names("#gpos", GPOS)
-                .expression_attribute_values(":gpk", s(format!("{user}#{chromosome}")))
-                .expression_attribute_values(":from", n(from))
-                .expression_attribute_values(":to", n(to));
-            let items = query_all(op, q, self.page_limit).await?;
-            // `<user>#<chromosome>` could in principle be another user's key: keep the user's own.
-            let mut out = items
-                .iter()
-                .filter(|item| matches!(item.get(PK), Some(AttributeValue::S(pk)) if pk == user))
-                .map(|item| genotype_from_item(op, item, Some(chromosome)))
-                .collect::<Result<Vec<_>, _>>()?;
-            out.sort_by(|a, b| (a.position, &a.rsid).cmp(&(b.position, &b.rsid)));
-            Ok(out)
-        })
-    }
-
     fn delete_user_data<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let op = "delete_user_data";
             // Readings and genotypes only: the account (and any other kind) stays.
+            self.delete_genome(user).await?;
             self.delete_prefixed(op, user, READING_PREFIX).await?;
             self.delete_prefixed(op, user, GENOTYPE_PREFIX).await?;
             self.client

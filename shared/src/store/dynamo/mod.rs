@@ -19,6 +19,7 @@
 mod accounts;
 mod batch;
 mod codec;
+mod genome;
 mod health;
 mod mcp_servers;
 mod oauth;

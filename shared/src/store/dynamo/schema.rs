@@ -6,8 +6,14 @@
 //!   `value` as N or S, optional `unit`, `code_system`, `code`).
 //! - `g#<rsid>`: one genotype (`chromosome`, `genotype`, and `gpk` = `<user>#<chromosome>`,
 //!   `gpos` = position: the keys of the `by_position` index, which projects `genotype`).
-//! - `presence`: booleans `health` / `genotype`, set when data is written and deleted
-//!   with it, so availability gating (A5) is one GetItem.
+//!   The layout before genome versions (issue 14); `migrate_legacy_genotypes` moves
+//!   these items into a version and deletes them.
+//! - `genome`: the active genome version's pointer (`version`, `variants`, `source`,
+//!   `imported_at`, `buckets`, `blocks`); `gv#<version>#b#<block>.<part>`: one chromosome
+//!   region's SNPs, and `gv#<version>#i#<bucket>`: the rsid index, both binary in `d`
+//!   (encoding in `genome.rs`).
+//! - `presence`: booleans `health` / `genotype`, set when data is written (a genome's
+//!   at its switch) and cleared with it, so availability gating (A5) is one GetItem.
 //! - `account`: `email`, `password_hash`, `created_at` (N).
 //! - `share#<grantee>`: `permissions`, a list of strings (a string set is read too).
 //! - `mcp#<name>`: an external MCP server: `url`, `record` (the other fields as JSON,
@@ -17,7 +23,7 @@
 //! - `mcpurl#<hex sha256 of the url>`: `name`, the server holding that url. Written and
 //!   deleted with its `mcp#` item in one transaction, so a url is registered once per user.
 //!
-//! Only `h#`, `g#` and `presence` are user data (`delete_user_data`); every query reads
+//! Only `h#`, `g#`, `genome`, `gv#` and `presence` are user data (`delete_user_data`); every query reads
 //! one prefix, so no kind ever shows up in another's results.
 //!
 //! Keys table items (partition key `key`; `expires_at`, epoch seconds, is the TTL
@@ -76,8 +82,22 @@ pub(super) const READING_PREFIX: &str = "h#";
 
 pub(super) const GENOTYPE_PREFIX: &str = "g#";
 
+/// The `by_position` index of the layout before genome versions (still in
+/// `infra/tables.json`; nothing queries it now).
+#[cfg(test)]
 pub(super) const POSITION_INDEX: &str = "by_position";
 
+/// A user's genome: the pointer to the active version (see `genome.rs`).
+pub(super) const GENOME_SK: &str = "genome";
+
+/// A genome version's items: `gv#<version>#b#<block>.<part>` and `gv#<version>#i#<bucket>`.
+pub(super) const GENOME_VERSION_PREFIX: &str = "gv#";
+
+/// The sort key of one item of a genome version (`gv#<version>#<key>`).
+pub(super) fn genome_item_sk(version: &str, key: &crate::store::genome_codec::ItemKey) -> String {
+    format!("{GENOME_VERSION_PREFIX}{version}#{}", key.text())
+}
+#[cfg(test)]
 pub(super) const GPK: &str = "gpk";
 
 pub(super) const GPOS: &str = "gpos";

@@ -1,5 +1,5 @@
-//! [`HealthStore`] on SQLite: the `readings` and `genotypes` tables, and presence as
-//! two `EXISTS` probes in one statement.
+//! [`HealthStore`] on SQLite: the `readings` table, and presence as two `EXISTS`
+//! probes in one statement (readings; the `genomes` pointer).
 //!
 //! Never logs a reading or a genotype.
 
@@ -8,13 +8,13 @@ use std::collections::HashSet;
 use rusqlite::{Connection, Row, TransactionBehavior, params};
 
 use super::EmbeddedStore;
-use crate::domain::{DataPresence, Genotype, Reading, ReadingValue};
-use crate::store::{HealthStore, ReadingQuery, StoreError, StoreFuture, WriteReport};
+use crate::domain::{DataPresence, Reading, ReadingValue};
+use crate::store::{HealthStore, ReadingQuery, StoreFuture, WriteReport};
 
 pub(super) fn presence_of(conn: &Connection, user: &str) -> rusqlite::Result<DataPresence> {
     conn.prepare_cached(
         "SELECT EXISTS (SELECT 1 FROM readings WHERE user = ?1), \
-                EXISTS (SELECT 1 FROM genotypes WHERE user = ?1)",
+                EXISTS (SELECT 1 FROM genomes WHERE user = ?1)",
     )?
     .query_row([user], |row| {
         Ok(DataPresence {
@@ -59,19 +59,6 @@ fn reading_from_row(row: &Row<'_>) -> rusqlite::Result<Reading> {
         code_system: row.get(5)?,
         code: row.get(6)?,
         source: row.get(7)?,
-    })
-}
-
-fn genotype_from_row(row: &Row<'_>) -> rusqlite::Result<Genotype> {
-    let position: i64 = row.get(2)?;
-    let position = u64::try_from(position).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Integer, Box::new(e))
-    })?;
-    Ok(Genotype {
-        rsid: row.get(0)?,
-        chromosome: row.get(1)?,
-        position,
-        genotype: row.get(3)?,
     })
 }
 
@@ -166,107 +153,13 @@ impl HealthStore for EmbeddedStore {
         }))
     }
 
-    fn put_genotypes<'a>(
-        &'a self,
-        user: &'a str,
-        genotypes: &'a [Genotype],
-    ) -> StoreFuture<'a, WriteReport> {
-        let user = user.to_string();
-        let mut rows = Vec::with_capacity(genotypes.len());
-        for g in genotypes {
-            // SQLite integers are signed 64-bit; no genome comes near the limit.
-            let Ok(position) = i64::try_from(g.position) else {
-                return Box::pin(async {
-                    Err(StoreError::Unavailable(
-                        "put_genotypes: position out of range".into(),
-                    ))
-                });
-            };
-            rows.push((
-                g.rsid.to_lowercase(),
-                g.chromosome.clone(),
-                position,
-                g.genotype.clone(),
-            ));
-        }
-        Box::pin(self.run("put_genotypes", move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            {
-                let mut stmt = tx.prepare_cached(
-                    "INSERT INTO genotypes (user, rsid, chromosome, position, genotype) \
-                     VALUES (?1, ?2, ?3, ?4, ?5) \
-                     ON CONFLICT (user, rsid) DO UPDATE SET \
-                       chromosome = excluded.chromosome, position = excluded.position, \
-                       genotype = excluded.genotype",
-                )?;
-                for (rsid, chromosome, position, genotype) in &rows {
-                    stmt.execute(params![user, rsid, chromosome, position, genotype])?;
-                }
-            }
-            tx.commit()?;
-            let written = rows
-                .iter()
-                .map(|r| r.0.as_str())
-                .collect::<HashSet<_>>()
-                .len();
-            Ok(WriteReport { written })
-        }))
-    }
-
-    fn genotypes_by_rsid<'a>(
-        &'a self,
-        user: &'a str,
-        rsids: &'a [String],
-    ) -> StoreFuture<'a, Vec<Genotype>> {
-        let user = user.to_string();
-        let rsids = Genotype::normalized_rsids(rsids);
-        Box::pin(self.run("genotypes_by_rsid", move |conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT rsid, chromosome, position, genotype FROM genotypes WHERE user = ?1 AND rsid = ?2",
-            )?;
-            let mut out = Vec::new();
-            for rsid in &rsids {
-                for row in stmt.query_map(params![user, rsid], genotype_from_row)? {
-                    out.push(row?);
-                }
-            }
-            Ok(out)
-        }))
-    }
-
-    fn genotypes_in_range<'a>(
-        &'a self,
-        user: &'a str,
-        chromosome: &'a str,
-        from: u64,
-        to: u64,
-    ) -> StoreFuture<'a, Vec<Genotype>> {
-        let user = user.to_string();
-        let chromosome = chromosome.to_string();
-        Box::pin(self.run("genotypes_in_range", move |conn| {
-            // No stored position exceeds i64::MAX (see put_genotypes).
-            let Ok(from) = i64::try_from(from) else {
-                return Ok(Vec::new());
-            };
-            let to = i64::try_from(to).unwrap_or(i64::MAX);
-            let mut stmt = conn.prepare_cached(
-                "SELECT rsid, chromosome, position, genotype FROM genotypes \
-                 WHERE user = ?1 AND chromosome = ?2 AND position >= ?3 AND position <= ?4 \
-                 ORDER BY position, rsid",
-            )?;
-            let rows = stmt.query_map(params![user, chromosome, from, to], genotype_from_row)?;
-            rows.collect()
-        }))
-    }
-
     fn delete_user_data<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()> {
         let user = user.to_string();
         Box::pin(self.run("delete_user_data", move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             tx.prepare_cached("DELETE FROM readings WHERE user = ?1")?
                 .execute([&user])?;
-            tx.prepare_cached("DELETE FROM genotypes WHERE user = ?1")?
-                .execute([&user])?;
+            super::genome::delete_genome(&tx, &user)?;
             tx.commit()
         }))
     }

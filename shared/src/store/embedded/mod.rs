@@ -3,12 +3,13 @@
 //!
 //! `mod.rs` opens the file, holds the connection, the schema and its migrations, and
 //! the column conversions every domain uses; each domain's trait is implemented in its
-//! own file (`health`, `accounts`, `oauth`, `mcp_servers`).
+//! own file (`health`, `genome`, `accounts`, `oauth`, `mcp_servers`).
 //!
 //! Same model as the DynamoDB store, in typed tables keyed by user:
 //! - `readings`: identity (user, indicator key, time, source); a re-upload replaces in place.
-//! - `genotypes`: identity (user, rsid), plus the index `genotypes_by_position`
-//!   (user, chromosome, position) for range queries.
+//! - `genomes`: a user's active genome version (its count, source, import time and
+//!   layout); `genome_items`: identity (user, version, key), the version's blocks and
+//!   rsid index buckets as DynamoDB stores them (`store::genome_codec`).
 //! - `accounts`: one row per user; the e-mail is unique (the `email#` lookup of the
 //!   DynamoDB keys table).
 //! - `shares`: identity (owner, grantee), the permissions as a JSON array.
@@ -34,6 +35,7 @@
 //! through WAL and a busy timeout.
 
 mod accounts;
+mod genome;
 mod health;
 mod mcp_servers;
 mod oauth;
@@ -57,7 +59,8 @@ const STATEMENT_CACHE: usize = 64;
 
 /// The schema version this code reads and writes (`PRAGMA user_version`).
 /// 1: readings, genotypes. 2: adds accounts, shares, keys. 3: adds mcp_servers.
-/// 6: adds uploads (issue 14; steps 4 and 5 are the readings' and the genome's).
+/// 5: genomes in versions (`genomes`, `genome_items`), `genotypes` moved into them.
+/// 6: adds uploads (issue 14; step 4 is the readings').
 const SCHEMA_VERSION: i64 = 6;
 
 const SCHEMA: &str = "
@@ -75,15 +78,22 @@ CREATE TABLE IF NOT EXISTS readings (
     PRIMARY KEY (user, indicator_key, time, source),
     CHECK ((value_number IS NULL) <> (value_text IS NULL))
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS genotypes (
-    user       TEXT NOT NULL,
-    rsid       TEXT NOT NULL,
-    chromosome TEXT NOT NULL,
-    position   INTEGER NOT NULL,
-    genotype   TEXT NOT NULL,
-    PRIMARY KEY (user, rsid)
+CREATE TABLE IF NOT EXISTS genomes (
+    user        TEXT NOT NULL PRIMARY KEY,
+    version     INTEGER NOT NULL,
+    variants    INTEGER NOT NULL,
+    source      TEXT NOT NULL,
+    imported_at INTEGER NOT NULL,
+    buckets     INTEGER NOT NULL,
+    blocks      BLOB NOT NULL
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS genotypes_by_position ON genotypes (user, chromosome, position);
+CREATE TABLE IF NOT EXISTS genome_items (
+    user    TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    key     TEXT NOT NULL,
+    data    BLOB NOT NULL,
+    PRIMARY KEY (user, version, key)
+);
 CREATE TABLE IF NOT EXISTS accounts (
     user_id       TEXT NOT NULL PRIMARY KEY,
     email         TEXT NOT NULL UNIQUE,
@@ -181,8 +191,11 @@ fn prepare(conn: &mut Connection) -> rusqlite::Result<()> {
         return Err(rusqlite::Error::InvalidQuery);
     }
     // Every statement is `IF NOT EXISTS`: on a fresh file it creates everything, on an
-    // older one (version 1 or 2) it adds the tables that version lacks.
+    // older one it adds the tables that version lacks.
     tx.execute_batch(SCHEMA)?;
+    if (1..5).contains(&version) {
+        genome::migrate_genotypes_table(&tx)?;
+    }
     if version < 6 {
         tx.execute_batch(uploads::SCHEMA_STEP_6)?;
     }
@@ -426,6 +439,69 @@ mod tests {
         drop(store);
         let again = EmbeddedStore::open(&path).unwrap();
         assert_eq!(again.mcp_servers("u1").await.unwrap(), vec![server]);
+        drop(again);
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    /// Schema step 5 from a version-3 file: each user's `genotypes` rows become their
+    /// active genome (version 1, source `migrated`), and the old table goes.
+    #[tokio::test]
+    async fn version_3_genotypes_become_an_active_genome() {
+        use crate::store::{GenomeStore, GenomeSummary};
+        let path = temp_path("migrate-v3");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(SCHEMA_V1).unwrap();
+        old.execute_batch(SCHEMA_V2_ADDED).unwrap();
+        old.execute_batch(
+            "INSERT INTO genotypes (user, rsid, chromosome, position, genotype) VALUES
+                ('u1', 'rs429358', '19', 44908684, 'TC'),
+                ('u1', 'rs7412', '19', 44908822, 'CC'),
+                ('u2', 'i5000', 'X', 5, '--');
+             PRAGMA user_version = 3;",
+        )
+        .unwrap();
+        drop(old);
+
+        let store = EmbeddedStore::open(&path).unwrap();
+        assert_eq!(user_version(&store), SCHEMA_VERSION);
+        let near = store
+            .genotypes_in_range("u1", "19", 0, u64::MAX)
+            .await
+            .unwrap();
+        let rsids: Vec<&str> = near.iter().map(|g| g.rsid.as_str()).collect();
+        assert_eq!(rsids, ["rs429358", "rs7412"]);
+        assert_eq!(
+            store.genome_summary("u2").await.unwrap(),
+            Some(GenomeSummary {
+                variants: 1,
+                source: "migrated".into(),
+                imported_at: 0
+            })
+        );
+        assert!(store.data_presence("u2").await.unwrap().genotype);
+        let table: i64 = store
+            .conn
+            .lock()
+            .unwrap()
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'genotypes'",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(table, 0, "the old table is gone");
+        drop(store);
+        // Opening again changes nothing.
+        let again = EmbeddedStore::open(&path).unwrap();
+        assert_eq!(
+            again
+                .genotypes_by_rsid("u2", &["i5000".to_string()])
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
         drop(again);
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }

@@ -9,7 +9,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use crate::domain::Genotype;
-use crate::store::HealthStore;
+use crate::store::GenomeStore;
 use crate::tools::{DataKind, Tool, ToolCall, ToolOutput, ToolSpec};
 use crate::upload::is_rsid;
 
@@ -25,7 +25,7 @@ const MAX_RSID_LENGTH: usize = 40;
 const MAX_RSID_TEXT: usize = 40_000;
 
 pub(super) struct GetGeneticData {
-    pub store: Arc<dyn HealthStore>,
+    pub store: Arc<dyn GenomeStore>,
 }
 
 impl Tool for GetGeneticData {
@@ -181,7 +181,7 @@ fn chromosome_rank(chromosome: &str) -> u32 {
 }
 
 impl GetGeneticData {
-    pub(crate) fn new(store: Arc<dyn HealthStore>) -> Self {
+    pub(crate) fn new(store: Arc<dyn GenomeStore>) -> Self {
         GetGeneticData { store }
     }
 
@@ -202,14 +202,18 @@ impl GetGeneticData {
             tracing::warn!(error = %e, "get_genetic_data: store read failed");
             "your genotype data could not be read right now; try again shortly".to_string()
         };
-        let mut hits = self
+        let nearby = include_nearby && range > 0;
+        // One read: the hits and every variant within `range` of them (issue 14: a few
+        // requests, however many hits).
+        let neighbourhood = self
             .store
-            .genotypes_by_rsid(user, &rsids)
+            .genotypes_near(user, &rsids, if nearby { range } else { 0 })
             .await
             .map_err(unavailable)?;
+        let mut hits = neighbourhood.hits;
         if hits.is_empty() {
-            let presence = self.store.data_presence(user).await.map_err(unavailable)?;
-            if !presence.genotype {
+            let summary = self.store.genome_summary(user).await.map_err(unavailable)?;
+            if summary.is_none() {
                 return Ok(json!({
                     "variants": [],
                     "message": "No genotype data yet. Upload a raw data file (23andMe or AncestryDNA text) with POST /api/data/genotype, then ask again."
@@ -227,7 +231,6 @@ impl GetGeneticData {
             .collect();
         let truncated = hits.len().saturating_sub(limit);
         hits.truncate(limit);
-        let nearby = include_nearby && range > 0;
         let window = |g: &Genotype| {
             (
                 g.position.saturating_sub(range),
@@ -235,29 +238,28 @@ impl GetGeneticData {
             )
         };
         let mut variants = Vec::with_capacity(hits.len());
-        let by_position = |a: &Genotype, b: &Genotype| a.position.cmp(&b.position);
         // Hits are in chromosome and position order, so hits whose windows overlap are
         // neighbours: one range read serves each run of them.
         for run in hits.chunk_by(|a, b| a.chromosome == b.chromosome && window(b).0 <= window(a).1)
         {
-            let read = if nearby {
-                let (first, last) = (&run[0], &run[run.len() - 1]);
-                let mut read = self
-                    .store
-                    .genotypes_in_range(user, &first.chromosome, window(first).0, window(last).1)
-                    .await
-                    .map_err(unavailable)?;
-                // The stores answer in position order already; a stable sort keeps theirs.
-                read.sort_by(by_position);
-                read
+            let read: &[Genotype] = if nearby {
+                // The store orders by chromosome then position: this chromosome's run.
+                let chromosome = &run[0].chromosome;
+                let start = neighbourhood.nearby.partition_point(|g| {
+                    chromosome_rank(&g.chromosome) < chromosome_rank(chromosome)
+                });
+                let end = neighbourhood.nearby.partition_point(|g| {
+                    chromosome_rank(&g.chromosome) <= chromosome_rank(chromosome)
+                });
+                &neighbourhood.nearby[start..end]
             } else {
-                Vec::new()
+                &[]
             };
             for hit in run {
                 let mut v = json!({ "r": hit.rsid, "c": hit.chromosome, "p": hit.position, "g": hit.genotype });
                 if nearby {
                     let (from, to) = window(hit);
-                    let near: Vec<Value> = nearest(&read, hit, from, to)
+                    let near: Vec<Value> = nearest(read, hit, from, to)
                         .iter()
                         .map(|g| json!({ "r": g.rsid, "p": g.position, "g": g.genotype, "d": distance(hit.position, g.position) }))
                         .collect();
@@ -334,10 +336,11 @@ mod tests {
             .as_nanos();
         let dir =
             std::env::temp_dir().join(format!("mirobody-genetics-{}-{nanos}", std::process::id()));
-        let store: Arc<dyn HealthStore> =
+        let store: Arc<dyn crate::store::Store> =
             Arc::new(EmbeddedStore::open(dir.join("db.sqlite")).unwrap());
         let genotypes = crate::demo::genotypes();
-        store.put_genotypes("u", &genotypes).await.unwrap();
+        let genome = crate::domain::Genome::from_genotypes(&genotypes).unwrap();
+        store.replace_genome("u", &genome, "demo", 0).await.unwrap();
         let tool = GetGeneticData {
             store: store.clone(),
         };

@@ -1,0 +1,105 @@
+//! A user's genome: one whole genotype file at a time, kept as versions of which one is
+//! active. Owns the [`GenomeStore`] trait and its outcome types.
+//!
+//! A new file is written as a new version next to the active one, then one small
+//! conditional write makes it the active one, then the old version is removed (best
+//! effort). Readers follow the active version: they see the old genome, complete,
+//! until the switch, then the new one, complete; never a mix, never nothing. Never
+//! logs a genotype.
+
+use super::{StoreError, StoreFuture};
+use crate::domain::{Genome, Genotype, chromosome_code};
+
+/// What the console shows about a user's genome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenomeSummary {
+    /// SNPs in the active version.
+    pub variants: u64,
+    /// The uploaded file's name (or `upload`, `migrated`).
+    pub source: String,
+    /// Epoch seconds of the switch to this version.
+    pub imported_at: u64,
+}
+
+/// The answer to a lookup with neighbours (the genetics tool's one read).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Neighbourhood {
+    /// The asked rsids that the genome holds, in any order.
+    pub hits: Vec<Genotype>,
+    /// At least every variant within `radius` of a hit on its chromosome (the hits
+    /// among them), each once, ordered by chromosome, position and rsid.
+    pub nearby: Vec<Genotype>,
+}
+
+/// A whole genome per user, versioned (DynamoDB: the `genome` pointer and the
+/// `gv#<version>#…` blocks and rsid index; SQLite: `genomes` and `genome_items`).
+pub trait GenomeStore: Send + Sync {
+    /// Makes `genome` the user's genome, replacing any previous one as a whole (no
+    /// merge): written as a new version, switched to in one conditional write (which
+    /// also sets the presence flag), then the previous version removed. An empty
+    /// genome deletes the user's genome.
+    fn replace_genome<'a>(
+        &'a self,
+        user: &'a str,
+        genome: &'a Genome,
+        source: &'a str,
+        imported_at: u64,
+    ) -> StoreFuture<'a, ()>;
+
+    /// The active genome's summary; `None` without one.
+    fn genome_summary<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Option<GenomeSummary>>;
+
+    /// Genotypes for these rsids (lower-cased), in any order; unknown ones are absent.
+    fn genotypes_by_rsid<'a>(
+        &'a self,
+        user: &'a str,
+        rsids: &'a [String],
+    ) -> StoreFuture<'a, Vec<Genotype>>;
+
+    /// Genotypes on `chromosome` with `from <= position <= to`, ordered by position
+    /// (then rsid).
+    fn genotypes_in_range<'a>(
+        &'a self,
+        user: &'a str,
+        chromosome: &'a str,
+        from: u64,
+        to: u64,
+    ) -> StoreFuture<'a, Vec<Genotype>>;
+
+    /// These rsids' genotypes and the variants around them, all from one version.
+    fn genotypes_near<'a>(
+        &'a self,
+        user: &'a str,
+        rsids: &'a [String],
+        radius: u64,
+    ) -> StoreFuture<'a, Neighbourhood>;
+
+    /// Deletes the user's genome (every version) and clears the presence flag.
+    fn delete_genome<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()>;
+
+    /// Moves genotypes kept in the layout before versions (DynamoDB's `g#<rsid>` items)
+    /// into an active version per user and deletes them; returns the users moved. Safe
+    /// to run again (nothing left to move). The embedded store migrates on open.
+    fn migrate_legacy_genotypes(&self, now: u64) -> StoreFuture<'_, usize>;
+}
+
+/// A fresh version id: random, so two imports racing never write the same version.
+pub(crate) fn new_version() -> Result<u64, StoreError> {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes)
+        .map_err(|_| StoreError::Unavailable("replace_genome: no random source".into()))?;
+    // 62 bits: fits SQLite's signed integers.
+    Ok(u64::from_le_bytes(bytes) >> 2)
+}
+
+/// Orders variants by chromosome (as a genome does), position and rsid, each once.
+pub(crate) fn sort_nearby(nearby: &mut Vec<Genotype>) {
+    nearby.sort_by(|a, b| {
+        (chromosome_code(&a.chromosome), a.position, &a.rsid).cmp(&(
+            chromosome_code(&b.chromosome),
+            b.position,
+            &b.rsid,
+        ))
+    });
+    nearby.dedup_by(|a, b| a.rsid == b.rsid);
+}
