@@ -28,8 +28,10 @@ pub mod store;
 pub mod testing;
 mod tools;
 mod upload;
+mod upload_probe;
 
 pub use app::App;
 pub use config::{Config, ConfigError, Runtime, StoreKind};
 pub use http::{RouteGroup, SourceAddr};
 pub use services::{Services, StartupError};
+pub use upload_probe::UploadProbe;

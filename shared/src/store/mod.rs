@@ -37,6 +37,7 @@ mod health;
 mod mcp_servers;
 mod oauth;
 mod objects;
+mod objects_s3;
 mod select;
 
 #[cfg(test)]
@@ -51,6 +52,8 @@ pub use mcp_servers::McpServerStore;
 pub(crate) use mcp_servers::{McpServerBody, McpServerParts};
 pub use oauth::OAuthStore;
 pub use objects::{ObjectBody, PutTarget, StoredObject, UploadObjects};
+#[allow(unused_imports)] // merge: `open_upload_objects` picks this arm when a bucket is set.
+pub(crate) use objects_s3::{DEFAULT_PUT_VALIDITY, S3Objects, open_s3_objects};
 pub use select::{EMBEDDED_FILE, open_store};
 
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
