@@ -1,7 +1,7 @@
-//! Each function binary (`target/debug/{mcp,personal,oauth,data}`) run the way Lambda
-//! runs it (F1, F2): a local Runtime API on loopback hands it the `events/` samples
-//! through `GET /2018-06-01/runtime/invocation/next` and takes its answers from
-//! `POST …/invocation/{id}/response`, with DynamoDB and Secrets Manager from a moto
+//! Each function binary (`target/debug/{mcp,personal,oauth,data,import}`) run the way
+//! Lambda runs it (F1, F2): a local Runtime API on loopback hands it the `events/`
+//! samples through `GET /2018-06-01/runtime/invocation/next` and takes its answers from
+//! `POST …/invocation/{id}/response`, with DynamoDB, Secrets Manager and S3 from a moto
 //! server this test starts on loopback. Nothing leaves the machine: dummy credentials,
 //! no instance metadata, every endpoint a loopback address.
 
@@ -23,7 +23,8 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use mirobody::store::{DynamoStore, DynamoTables};
+use mirobody::domain::{UploadKind, UploadRecord, UploadStatus};
+use mirobody::store::{DynamoStore, DynamoTables, HealthStore, UploadStore};
 use mirobody::testing::Moto;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -303,31 +304,7 @@ impl Function {
 
     /// Runs one event (an API Gateway HTTP API request) and decodes the answer.
     async fn invoke(&self, event: &str) -> Answer {
-        let (reply, mut answer) = oneshot::channel();
-        self.api
-            .events
-            .send(Queued {
-                event: event.to_string(),
-                reply,
-            })
-            .expect("the runtime API is running");
-        let deadline = Instant::now() + INVOKE_TIMEOUT;
-        let outcome = loop {
-            match tokio::time::timeout(Duration::from_millis(50), &mut answer).await {
-                Ok(Ok(outcome)) => break outcome,
-                Ok(Err(_)) => panic!("{}: the invocation was dropped", self.name),
-                Err(_) => {
-                    self.check_alive();
-                    assert!(
-                        Instant::now() < deadline,
-                        "{}: no answer within {INVOKE_TIMEOUT:?}:\n{}",
-                        self.name,
-                        self.output()
-                    );
-                }
-            }
-        };
-        let bytes = match outcome {
+        let bytes = match self.invoke_raw(event).await {
             Outcome::Response(bytes) => bytes,
             Outcome::Error(error) => panic!(
                 "{}: invocation error {}:\n{}",
@@ -351,6 +328,34 @@ impl Function {
             status: response["statusCode"].as_u64().expect("statusCode") as u16,
             headers: response["headers"].as_object().cloned().unwrap_or_default(),
             body,
+        }
+    }
+
+    /// Runs one event of any kind and returns what the function posted back.
+    async fn invoke_raw(&self, event: &str) -> Outcome {
+        let (reply, mut answer) = oneshot::channel();
+        self.api
+            .events
+            .send(Queued {
+                event: event.to_string(),
+                reply,
+            })
+            .expect("the runtime API is running");
+        let deadline = Instant::now() + INVOKE_TIMEOUT;
+        loop {
+            match tokio::time::timeout(Duration::from_millis(50), &mut answer).await {
+                Ok(Ok(outcome)) => return outcome,
+                Ok(Err(_)) => panic!("{}: the invocation was dropped", self.name),
+                Err(_) => {
+                    self.check_alive();
+                    assert!(
+                        Instant::now() < deadline,
+                        "{}: no answer within {INVOKE_TIMEOUT:?}:\n{}",
+                        self.name,
+                        self.output()
+                    );
+                }
+            }
         }
     }
 }
@@ -698,4 +703,187 @@ async fn a_bad_setting_stops_the_function_before_it_polls_and_names_the_setting(
     );
     let output = function.output();
     assert!(output.contains("HTTP_URI_PREFIX"), "{output}");
+}
+
+// ---------------------------------------------------------------- the import function
+
+/// `events/s3/object-created.json` naming one object of one bucket, its key URL-encoded
+/// as S3 sends it (a space is `+`).
+fn object_created(bucket: &str, key: &str, size: usize) -> String {
+    let mut e: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("events/s3/object-created.json"))
+            .expect("events/s3/object-created.json"),
+    )
+    .expect("the sample is JSON");
+    let record = &mut e["Records"][0]["s3"];
+    record["bucket"]["name"] = json!(bucket);
+    record["bucket"]["arn"] = json!(format!("arn:aws:s3:::{bucket}"));
+    record["object"]["key"] = json!(key.replace('+', "%2B").replace(' ', "+"));
+    record["object"]["size"] = json!(size);
+    e.to_string()
+}
+
+/// Issue 14, the deployed upload path: a file PUT to a presigned URL of the upload bucket
+/// (moto's S3), then S3's ObjectCreated event through the Runtime API to the `import`
+/// binary, which imports it as a stream: the upload is done, its rows landed and the
+/// file is removed (DynamoDB on moto too).
+#[tokio::test]
+async fn the_import_function_imports_an_uploaded_object_named_by_an_s3_event() {
+    let moto = Moto::start();
+    let mut settings: Vec<(String, String)> = deployment(&moto)
+        .await
+        .into_iter()
+        // As in the template: the import function holds no keys.
+        .filter(|(name, _)| name != "MIROBODY_KEYS_SECRET")
+        .collect();
+    let bucket = "mirobody-uploads-123456789012";
+    let s3 = aws_sdk_s3::Client::from_conf(
+        aws_sdk_s3::config::Builder::from(&sdk_config(&moto).await)
+            .force_path_style(true)
+            .build(),
+    );
+    s3.create_bucket()
+        .bucket(bucket)
+        .send()
+        .await
+        .expect("bucket created in moto");
+    settings.extend([
+        ("MIROBODY_UPLOAD_BUCKET".to_string(), bucket.to_string()),
+        ("AWS_ENDPOINT_URL_S3".to_string(), moto.endpoint.clone()),
+    ]);
+
+    // The upload as `POST /api/data/uploads` records it (its object key is what the S3
+    // event names), then the client's side: one PUT of the file to a presigned URL.
+    let key = "uploads/upload 7f3a+1";
+    let store = DynamoStore::new(
+        aws_sdk_dynamodb::Client::new(&sdk_config(&moto).await),
+        DynamoTables {
+            keys: "lambda-runtime-keys".into(),
+            data: "lambda-runtime-data".into(),
+        },
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    store
+        .create_upload(&UploadRecord::waiting(
+            "7f3a".into(),
+            "importer-user".into(),
+            UploadKind::Health,
+            "cgm.csv".into(),
+            key.into(),
+            now,
+            now + 3600,
+        ))
+        .await
+        .expect("upload recorded");
+    let start = chrono::NaiveDate::from_ymd_opt(2026, 1, 1)
+        .unwrap()
+        .and_hms_opt(0, 0, 0)
+        .unwrap();
+    let content = std::iter::once("indicator,value,unit,time\n".to_string())
+        .chain((0..20_000).map(|i| {
+            let at = start + chrono::Duration::minutes(5 * i);
+            format!(
+                "glucose,{},mg/dL,{}\n",
+                80 + i % 50,
+                at.format("%Y-%m-%dT%H:%M:%S")
+            )
+        }))
+        .collect::<String>();
+    let presigned = s3
+        .put_object()
+        .bucket(bucket)
+        .key(key)
+        .presigned(
+            aws_sdk_s3::presigning::PresigningConfig::expires_in(Duration::from_secs(900))
+                .expect("a presigning config"),
+        )
+        .await
+        .expect("a presigned PUT");
+    let put = reqwest::Client::new()
+        .put(presigned.uri())
+        .body(content.clone())
+        .send()
+        .await
+        .expect("the PUT reaches moto");
+    assert!(put.status().is_success(), "{}", put.status());
+
+    let function = Function::start("import", &settings).await;
+    let init = function.ready().await;
+    eprintln!(
+        "import: first poll for an event {} ms after start",
+        init.as_millis()
+    );
+
+    let answer = match function
+        .invoke_raw(&object_created(bucket, key, content.len()))
+        .await
+    {
+        Outcome::Response(bytes) => serde_json::from_slice::<Value>(&bytes).expect("JSON"),
+        Outcome::Error(error) => panic!(
+            "invocation error {}:\n{}",
+            String::from_utf8_lossy(&error),
+            function.output()
+        ),
+    };
+    assert_eq!(answer, json!({ "handled": 1, "skipped": 0 }));
+    // Imported: the upload is done with every row written, the readings are there, and
+    // the file is gone from the bucket.
+    let record = store
+        .upload("importer-user", "7f3a", now)
+        .await
+        .expect("store read")
+        .expect("the upload");
+    assert_eq!(
+        record.status,
+        UploadStatus::Done,
+        "{record:?}\n{}",
+        function.output()
+    );
+    assert_eq!(record.rows_written, 20_000, "{record:?}");
+    assert_eq!(record.bytes, content.len() as u64, "{record:?}");
+    assert!(store.data_presence("importer-user").await.unwrap().health);
+    assert!(
+        s3.head_object()
+            .bucket(bucket)
+            .key(key)
+            .send()
+            .await
+            .is_err(),
+        "the imported file is removed"
+    );
+
+    // A second delivery of the event after the object is gone: handled, not retried.
+    let again = function
+        .invoke_raw(&object_created(bucket, key, content.len()))
+        .await;
+    assert!(
+        matches!(&again, Outcome::Response(bytes) if bytes.as_ref() == br#"{"handled":1,"skipped":0}"#),
+        "{again:?}"
+    );
+    let again = store
+        .upload("importer-user", "7f3a", now)
+        .await
+        .expect("store read")
+        .expect("the upload");
+    assert_eq!(
+        (again.status, again.rows_written),
+        (UploadStatus::Done, 20_000),
+        "imported once"
+    );
+
+    // An event that is not ObjectCreated is skipped.
+    let removed =
+        object_created(bucket, key, 0).replace("ObjectCreated:Put", "ObjectRemoved:Delete");
+    let skipped = function.invoke_raw(&removed).await;
+    assert!(
+        matches!(&skipped, Outcome::Response(bytes) if bytes.as_ref() == br#"{"handled":0,"skipped":1}"#),
+        "{skipped:?}"
+    );
+
+    // Keys carry upload ids: never logged.
+    let output = function.output();
+    assert!(!output.contains("7f3a"), "the key was logged:\n{output}");
 }

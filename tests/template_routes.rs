@@ -1,7 +1,9 @@
 //! `template.yaml` (F1) against the code it deploys: every route of
 //! `mirobody::http::templates()` is an API route and every API route is in the table,
 //! under `HTTP_URI_PREFIX` exactly where the router puts the prefix; each route reaches
-//! the function of its group; the tables are `infra/tables.json`'s definitions.
+//! the function of its group; the tables are `infra/tables.json`'s definitions; the
+//! upload bucket is private and starts the import function, whose role reaches only
+//! the uploads (issue 14).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -217,6 +219,7 @@ fn every_function_is_a_workspace_binary_built_by_cargo_lambda_and_invocable_by_t
     let functions = of_type(&template, "AWS::Serverless::Function");
     let binaries: BTreeSet<String> = functions
         .iter()
+        .filter(|(name, _)| name.as_str() != IMPORT_FUNCTION)
         .map(|(name, f)| {
             assert_eq!(f["Metadata"]["BuildMethod"], "rust-cargolambda", "{name}");
             let binary = f["Metadata"]["BuildProperties"]["Binary"].as_str().unwrap();
@@ -251,7 +254,195 @@ fn every_function_is_a_workspace_binary_built_by_cargo_lambda_and_invocable_by_t
         })
         .collect();
     let groups: BTreeSet<String> = templates().map(|(_, _, g)| group_name(g)).collect();
-    assert_eq!(binaries, groups, "one function per route group");
+    assert_eq!(
+        binaries, groups,
+        "one function per route group (and the import function)"
+    );
+}
+
+/// The one function no route reaches: S3 starts it (issue 14).
+const IMPORT_FUNCTION: &str = "ImportFunction";
+
+/// The upload bucket's name as the template spells it everywhere but the bucket's own
+/// `!Ref` (from the stack id, so that nothing naming it depends on the bucket).
+fn bucket_name_sub(suffix: &str) -> Value {
+    json!({ "Fn::Sub": [
+        format!("arn:${{AWS::Partition}}:s3:::mirobody-uploads-${{StackUuid}}{suffix}"),
+        { "StackUuid": { "Fn::Select": [2, { "Fn::Split": ["/", { "Ref": "AWS::StackId" }] }] } }
+    ] })
+}
+
+/// Every statement of a role's inline policies.
+fn statements<'t>(template: &'t Value, role: &str) -> Vec<&'t Value> {
+    resources(template)[role]["Properties"]["Policies"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{role}: Policies"))
+        .iter()
+        .flat_map(|p| p["PolicyDocument"]["Statement"].as_array().unwrap())
+        .collect()
+}
+
+/// A statement's actions as a list (one action may be written as a string).
+fn actions(statement: &Value) -> Vec<String> {
+    match &statement["Action"] {
+        Value::String(one) => vec![one.clone()],
+        Value::Array(many) => many
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect(),
+        other => panic!("Action {other}"),
+    }
+}
+
+#[test]
+fn the_upload_bucket_is_private_encrypted_short_lived_and_open_to_the_product_origin() {
+    let template = template();
+    let bucket = &resources(&template)["UploadBucket"];
+    assert_eq!(bucket["Type"], "AWS::S3::Bucket");
+    let props = &bucket["Properties"];
+    assert_eq!(
+        props["BucketName"]["Fn::Sub"][0], "mirobody-uploads-${StackUuid}",
+        "named from the stack id"
+    );
+    assert_eq!(
+        props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
+            ["SSEAlgorithm"],
+        "AES256"
+    );
+    let block = &props["PublicAccessBlockConfiguration"];
+    for setting in [
+        "BlockPublicAcls",
+        "BlockPublicPolicy",
+        "IgnorePublicAcls",
+        "RestrictPublicBuckets",
+    ] {
+        assert_eq!(block[setting], true, "{setting}");
+    }
+    assert_eq!(
+        props["OwnershipControls"]["Rules"],
+        json!([{ "ObjectOwnership": "BucketOwnerEnforced" }])
+    );
+    let rules = props["LifecycleConfiguration"]["Rules"].as_array().unwrap();
+    assert!(rules.iter().any(|r| r["Status"] == "Enabled"
+        && r["ExpirationInDays"] == 1
+        && r["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"] == 1
+        && r.get("Prefix").is_none()
+        && r.get("Filter").is_none()));
+    let cors = props["CorsConfiguration"]["CorsRules"].as_array().unwrap();
+    assert_eq!(cors.len(), 1);
+    assert_eq!(cors[0]["AllowedMethods"], json!(["PUT"]));
+    assert_eq!(
+        cors[0]["AllowedOrigins"],
+        json!([{ "Fn::If": ["HasPublicUrl", { "Ref": "PublicUrl" }, { "Fn::GetAtt": ["HttpApi", "ApiEndpoint"] }] }]),
+        "the product's own origin, as MCP_PUBLIC_URL"
+    );
+    // Plain HTTP is refused.
+    let policy = of_type(&template, "AWS::S3::BucketPolicy");
+    let [(_, policy)] = policy.as_slice() else {
+        panic!("one bucket policy expected")
+    };
+    assert_eq!(
+        policy["Properties"]["Bucket"],
+        json!({ "Ref": "UploadBucket" })
+    );
+    let deny = &policy["Properties"]["PolicyDocument"]["Statement"][0];
+    assert_eq!(deny["Effect"], "Deny");
+    assert_eq!(deny["Condition"]["Bool"]["aws:SecureTransport"], "false");
+}
+
+#[test]
+fn the_import_function_runs_on_objects_created_under_uploads() {
+    let template = template();
+    let function = &resources(&template)[IMPORT_FUNCTION];
+    assert_eq!(function["Metadata"]["BuildProperties"]["Binary"], "import");
+    let manifest = std::fs::read_to_string(root().join("functions/import/Cargo.toml"))
+        .expect("functions/import");
+    assert!(manifest.contains("name = \"import\""));
+    let props = &function["Properties"];
+    assert_eq!(props["MemorySize"], 512);
+    assert_eq!(props["Timeout"], 900);
+    assert_eq!(
+        props["ReservedConcurrentExecutions"]["Fn::If"][1],
+        json!({ "Ref": "ImportConcurrency" })
+    );
+    assert!(
+        template["Parameters"]["ImportConcurrency"]["Default"]
+            .as_u64()
+            .is_some_and(|n| (1..=10).contains(&n)),
+        "a small reserved concurrency by default"
+    );
+    assert_eq!(props["EventInvokeConfig"]["MaximumRetryAttempts"], 1);
+    assert!(
+        resources(&template)[props["LoggingConfig"]["LogGroup"]["Ref"].as_str().unwrap()]
+            ["Properties"]["RetentionInDays"]
+            .is_object()
+    );
+    let events: Vec<&Value> = props["Events"].as_object().unwrap().values().collect();
+    let [event] = events.as_slice() else {
+        panic!("one event source expected")
+    };
+    assert_eq!(event["Type"], "S3");
+    assert_eq!(
+        event["Properties"]["Bucket"],
+        json!({ "Ref": "UploadBucket" })
+    );
+    assert_eq!(event["Properties"]["Events"], "s3:ObjectCreated:*");
+    assert_eq!(
+        event["Properties"]["Filter"]["S3Key"]["Rules"],
+        json!([{ "Name": "prefix", "Value": "uploads/" }])
+    );
+    // No API Gateway permission: nothing but S3 starts it.
+    assert!(
+        !of_type(&template, "AWS::Lambda::Permission")
+            .iter()
+            .any(|(_, p)| p["Properties"]["FunctionName"] == json!({ "Ref": IMPORT_FUNCTION }))
+    );
+    // The same bucket name as the data function's, and no keys.
+    let env = &props["Environment"]["Variables"];
+    let data_env = &resources(&template)["DataFunction"]["Properties"]["Environment"]["Variables"];
+    assert_eq!(
+        env["MIROBODY_UPLOAD_BUCKET"],
+        data_env["MIROBODY_UPLOAD_BUCKET"]
+    );
+    assert_eq!(
+        env["MIROBODY_UPLOAD_BUCKET"]["Fn::Sub"][0],
+        "mirobody-uploads-${StackUuid}"
+    );
+    assert_eq!(env["MIROBODY_KEYS_SECRET"], "");
+}
+
+#[test]
+fn only_the_data_and_import_roles_reach_the_bucket_and_only_under_uploads() {
+    let template = template();
+    let uploads = bucket_name_sub("/uploads/*");
+    for (name, _) in of_type(&template, "AWS::IAM::Role") {
+        let s3: Vec<(Vec<String>, &Value)> = statements(&template, name)
+            .into_iter()
+            .filter(|st| actions(st).iter().any(|a| a.starts_with("s3:")))
+            .map(|st| (actions(st), &st["Resource"]))
+            .collect();
+        let want: Vec<(Vec<String>, Value)> = match name.as_str() {
+            "DataRole" => vec![(vec!["s3:PutObject".into()], uploads.clone())],
+            "ImportRole" => vec![
+                (
+                    vec!["s3:GetObject".into(), "s3:DeleteObject".into()],
+                    uploads.clone(),
+                ),
+                (vec!["s3:ListBucket".into()], bucket_name_sub("")),
+            ],
+            _ => vec![],
+        };
+        let got: Vec<(Vec<String>, Value)> = s3.into_iter().map(|(a, r)| (a, r.clone())).collect();
+        assert_eq!(got, want, "{name}: its S3 statements");
+    }
+    // The import role: no secret, no keys table.
+    for statement in statements(&template, "ImportRole") {
+        let resource = statement["Resource"].to_string();
+        assert!(
+            !resource.contains("KeysSecret") && !resource.contains("KeysTable"),
+            "{statement}"
+        );
+    }
 }
 
 #[test]

@@ -60,6 +60,12 @@ pub struct Config {
     /// (19 MiB each) run at once; more sign-ins queue for a permit.
     pub hash_permits: usize,
     pub secretsmanager_endpoint: Option<String>,
+    /// `MIROBODY_UPLOAD_BUCKET`: the private S3 bucket uploaded files wait in until they
+    /// are imported (deployed); `None` locally, where they wait under `data_dir`.
+    pub upload_bucket: Option<String>,
+    /// An S3 endpoint override (`AWS_ENDPOINT_URL_S3`, a local emulator addressed
+    /// path-style); `None` in AWS.
+    pub s3_endpoint: Option<String>,
 }
 
 /// Password hashes running at once unless `MIROBODY_HASH_PERMITS` says otherwise.
@@ -222,6 +228,10 @@ impl Config {
                 },
             },
             secretsmanager_endpoint: get("AWS_ENDPOINT_URL_SECRETS_MANAGER").map(String::from),
+            upload_bucket: get("MIROBODY_UPLOAD_BUCKET")
+                .map(parse_bucket_name)
+                .transpose()?,
+            s3_endpoint: get("AWS_ENDPOINT_URL_S3").map(String::from),
             runtime,
             host,
             port,
@@ -267,6 +277,24 @@ fn normalise_prefix(value: &str) -> Result<String, ConfigError> {
         return Err(bad("HTTP_URI_PREFIX", "must be a plain path such as /api"));
     }
     Ok(format!("/{trimmed}"))
+}
+
+/// An S3 bucket name as S3 allows it for virtual-hosted addressing: 3 to 63 lower-case
+/// letters, digits, dots and hyphens, starting and ending with a letter or digit.
+fn parse_bucket_name(value: &str) -> Result<String, ConfigError> {
+    let bytes = value.as_bytes();
+    let valid = (3..=63).contains(&bytes.len())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'-'))
+        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
+        && !value.contains("..");
+    if valid {
+        Ok(value.to_string())
+    } else {
+        Err(bad("MIROBODY_UPLOAD_BUCKET", "must be an S3 bucket name"))
+    }
 }
 
 fn parse_public_url(value: &str) -> Result<String, ConfigError> {
@@ -328,6 +356,38 @@ mod tests {
         let err = Config::from_vars(Runtime::Local, vars(&[("MIROBODY_REQUIRE_AUTH", "yes")]))
             .unwrap_err();
         assert_eq!(err.setting, "MIROBODY_REQUIRE_AUTH");
+    }
+
+    #[test]
+    fn the_upload_bucket_is_an_s3_bucket_name() {
+        let config = Config::from_vars(
+            Runtime::Lambda,
+            vars(&[("MIROBODY_UPLOAD_BUCKET", "mirobody-uploads-123456789012")]),
+        )
+        .unwrap();
+        assert_eq!(
+            config.upload_bucket.as_deref(),
+            Some("mirobody-uploads-123456789012")
+        );
+        assert_eq!(
+            Config::from_vars(Runtime::Local, vars(&[]))
+                .unwrap()
+                .upload_bucket,
+            None
+        );
+        for bad in [
+            "Uploads",
+            "ab",
+            "-uploads",
+            "uploads-",
+            "a..b",
+            "up/loads",
+            &"a".repeat(64),
+        ] {
+            let err = Config::from_vars(Runtime::Lambda, vars(&[("MIROBODY_UPLOAD_BUCKET", bad)]))
+                .unwrap_err();
+            assert_eq!(err.setting, "MIROBODY_UPLOAD_BUCKET", "{bad}");
+        }
     }
 
     #[test]

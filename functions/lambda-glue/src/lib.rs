@@ -1,5 +1,6 @@
 //! The one conversion between `lambda_http` and plain `http` types, and the run loop
-//! every function shares. The `mirobody` crate never sees a Lambda type.
+//! every function shares (`s3`: the run loop of a function started by S3 events). The
+//! `mirobody` crate never sees a Lambda type.
 
 use std::sync::Arc;
 
@@ -7,6 +8,9 @@ use bytes::Bytes;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Error, Request, RequestExt, Response, service_fn};
 use mirobody::{App, Config, ConfigError, RouteGroup, Runtime, Services, SourceAddr};
+
+mod s3;
+pub use s3::{ObjectCreated, run_object_created};
 
 /// Builds the app once per cold start (settings from the environment), then serves
 /// events until the runtime stops the sandbox.

@@ -40,6 +40,7 @@ mod mcp_servers;
 mod oauth;
 mod objects;
 mod objects_local;
+mod objects_s3;
 mod select;
 mod uploads;
 
@@ -57,6 +58,7 @@ pub(crate) use mcp_servers::{McpServerBody, McpServerParts};
 pub use oauth::OAuthStore;
 pub use objects::{BodyChunks, ObjectBody, PutTarget, Received, StoredObject, UploadObjects};
 pub use objects_local::{LOCAL_OBJECTS_PATH, LocalObjects};
+pub(crate) use objects_s3::open_s3_objects;
 pub use select::{EMBEDDED_FILE, OBJECTS_DIR, open_store, open_upload_objects};
 pub use uploads::{MAX_LISTED_UPLOADS, UploadOutcome, UploadStore};
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::{
     DynamoStore, DynamoTables, EmbeddedStore, LocalObjects, PutTarget, Store, StoreError,
-    StoreFuture, StoredObject, UploadObjects,
+    StoreFuture, StoredObject, UploadObjects, open_s3_objects,
 };
 use crate::config::{Config, Runtime, StoreKind};
 
@@ -28,11 +28,15 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
 /// The directory under the data directory where uploaded files wait locally.
 pub const OBJECTS_DIR: &str = "uploads";
 
-/// Where uploaded files wait until imported: locally a directory under the data
-/// directory, PUT to the local server itself at its public origin. In Lambda (a
-/// read-only file system) none until the S3 backend is configured: creating an upload
-/// answers 503 there, and nothing touches the disk at a cold start.
+/// Where uploaded files wait until imported: the S3 bucket of `MIROBODY_UPLOAD_BUCKET`
+/// when one is set (deployed: presigned PUT URLs); otherwise, locally, a directory under
+/// the data directory, PUT to the local server itself at its public origin. In Lambda
+/// without a bucket (a read-only file system) none: creating an upload answers 503
+/// there, and nothing touches the disk at a cold start.
 pub async fn open_upload_objects(config: &Config) -> Result<Arc<dyn UploadObjects>, StoreError> {
+    if config.upload_bucket.is_some() {
+        return Ok(Arc::new(open_s3_objects(config).await?));
+    }
     Ok(match config.runtime {
         Runtime::Local => Arc::new(LocalObjects::open(
             config.data_dir.join(OBJECTS_DIR),

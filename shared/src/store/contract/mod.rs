@@ -298,7 +298,7 @@ pub(in crate::store) fn fresh_tables() -> DynamoTables {
 /// still creates its own tables there. Without it, one moto per process is started on
 /// first use and shared by the cases running at the same time (`cargo test` runs them
 /// all in one process); it stops when the last of them ends.
-pub(in crate::store) fn moto_endpoint() -> (String, Option<Arc<Moto>>) {
+pub(crate) fn moto_endpoint() -> (String, Option<Arc<Moto>>) {
     if let Some(endpoint) = std::env::var("MIROBODY_TEST_MOTO")
         .ok()
         .filter(|e| !e.is_empty())
