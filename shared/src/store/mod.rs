@@ -46,7 +46,10 @@ pub(crate) use accounts::window;
 pub use accounts::{AccountStore, Created, TokenChange};
 pub use dynamo::{DynamoStore, DynamoTables};
 pub use embedded::EmbeddedStore;
-pub use health::{HealthStore, ReadingQuery, WriteReport};
+pub(crate) use health::TIME_MAX;
+pub use health::{
+    CatalogueEntry, HealthStore, Period, ReadingQuery, Rollup, RollupPoint, WriteReport,
+};
 pub use mcp_servers::McpServerStore;
 pub(crate) use mcp_servers::{McpServerBody, McpServerParts};
 pub use oauth::OAuthStore;

@@ -105,6 +105,8 @@ contract! { |store, user, now|
     health::users_are_isolated(store, &user("alice"), &user("bob"));
     health::delete_removes_everything(store, &user("delete"), &user("delete-bystander"));
     health::large_batches_round_trip(store, &user("bulk"));
+    health::rollups_and_catalogue_follow_writes(store, &user("rollups"));
+    health::latest_readings_newest_first(store, &user("latest"));
 
     accounts::accounts_found_by_email_and_id(store, &user("account"));
     accounts::taken_email_writes_nothing(store, &user("taken-1"), &user("taken-2"));

@@ -16,7 +16,9 @@ use super::schema::{
 };
 use super::{DynamoStore, corrupt, sdk_error};
 use crate::domain::{DataPresence, Genotype, Reading, ReadingValue};
-use crate::store::{HealthStore, ReadingQuery, StoreError, StoreFuture, WriteReport};
+use crate::store::{
+    CatalogueEntry, HealthStore, Period, ReadingQuery, Rollup, StoreError, StoreFuture, WriteReport,
+};
 
 /// DynamoDB numbers hold up to 38 significant digits within about 1e-130..1e126; Rust
 /// prints the shortest text that reads back to the same `f64`. A number whose text does
@@ -372,6 +374,73 @@ impl HealthStore for DynamoStore {
                 .await
                 .map_err(|e| sdk_error(op, e))?;
             Ok(())
+        })
+    }
+
+    fn catalogue<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Vec<CatalogueEntry>> {
+        Box::pin(async move {
+            let readings = self.readings(user, &ReadingQuery::default()).await?;
+            let mut by_key: std::collections::BTreeMap<String, Vec<Reading>> = Default::default();
+            for r in readings {
+                by_key
+                    .entry(Reading::indicator_key(&r.indicator))
+                    .or_default()
+                    .push(r);
+            }
+            Ok(by_key
+                .into_iter()
+                .filter_map(|(key, rows)| {
+                    Rollup::of("", &rows).map(|summary| CatalogueEntry { key, summary })
+                })
+                .collect())
+        })
+    }
+
+    fn rollups<'a>(
+        &'a self,
+        user: &'a str,
+        indicator_key: &'a str,
+        period: Period,
+        from: &'a str,
+        to: &'a str,
+    ) -> StoreFuture<'a, Vec<Rollup>> {
+        Box::pin(async move {
+            let query = ReadingQuery {
+                indicator_keys: Some(vec![indicator_key.to_string()]),
+                ..ReadingQuery::default()
+            };
+            let readings = self.readings(user, &query).await?;
+            let mut by_period: std::collections::BTreeMap<String, Vec<Reading>> =
+                Default::default();
+            for r in readings {
+                let p = period.of(&r.time).to_string();
+                if p.as_str() >= from && p.as_str() <= to {
+                    by_period.entry(p).or_default().push(r);
+                }
+            }
+            Ok(by_period
+                .iter()
+                .filter_map(|(p, rows)| Rollup::of(p, rows))
+                .collect())
+        })
+    }
+
+    fn latest_readings<'a>(
+        &'a self,
+        user: &'a str,
+        indicator_key: &'a str,
+        limit: usize,
+        window: &'a ReadingQuery,
+    ) -> StoreFuture<'a, Vec<Reading>> {
+        Box::pin(async move {
+            let query = ReadingQuery {
+                indicator_keys: Some(vec![indicator_key.to_string()]),
+                ..window.clone()
+            };
+            let mut readings = self.readings(user, &query).await?;
+            readings.reverse();
+            readings.truncate(limit);
+            Ok(readings)
         })
     }
 }
