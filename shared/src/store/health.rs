@@ -120,6 +120,11 @@ pub trait HealthStore: Send + Sync {
         limit: usize,
         window: &'a ReadingQuery,
     ) -> StoreFuture<'a, Vec<Reading>>;
+
+    /// Moves readings stored in an older layout into the current one (DynamoDB: the
+    /// per-reading `h#` items of every user); idempotent and resumable. Returns how
+    /// many readings were moved (0 when there is nothing to move).
+    fn migrate_legacy_readings(&self) -> StoreFuture<'_, u64>;
 }
 
 /// The length of a rollup's period.

@@ -44,7 +44,7 @@ pub(crate) use accounts::MAX_REVOKED_SESSIONS;
 pub(crate) use accounts::apply_token_change;
 pub(crate) use accounts::window;
 pub use accounts::{AccountStore, Created, TokenChange};
-pub use dynamo::{DynamoStore, DynamoTables};
+pub use dynamo::{DynamoStore, DynamoTables, IoCounters};
 pub use embedded::EmbeddedStore;
 pub(crate) use health::TIME_MAX;
 pub use health::{

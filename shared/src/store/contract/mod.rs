@@ -261,7 +261,7 @@ fn fresh_db() -> TempDb {
     )
 }
 
-fn fresh_tables() -> DynamoTables {
+pub(super) fn fresh_tables() -> DynamoTables {
     let suffix = unique("t");
     DynamoTables {
         keys: format!("mirobody-keys-{suffix}"),
@@ -278,7 +278,7 @@ fn fresh_tables() -> DynamoTables {
 /// still creates its own tables there. Without it, one moto per process is started on
 /// first use and shared by the cases running at the same time (`cargo test` runs them
 /// all in one process); it stops when the last of them ends.
-fn moto_endpoint() -> (String, Option<Arc<Moto>>) {
+pub(super) fn moto_endpoint() -> (String, Option<Arc<Moto>>) {
     if let Some(endpoint) = std::env::var("MIROBODY_TEST_MOTO")
         .ok()
         .filter(|e| !e.is_empty())
@@ -297,7 +297,7 @@ fn moto_endpoint() -> (String, Option<Arc<Moto>>) {
 
 /// A client for the local moto server only: fixed test credentials and region, so the
 /// SDK never consults the environment, profiles or the instance metadata address.
-fn moto_client(endpoint: &str) -> aws_sdk_dynamodb::Client {
+pub(super) fn moto_client(endpoint: &str) -> aws_sdk_dynamodb::Client {
     use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
     let config = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())

@@ -1,6 +1,7 @@
-//! [`HealthStore`] on DynamoDB: readings (`h#`), genotypes (`g#`, with the
-//! `by_position` index for ranges) and the `presence` item that makes availability
-//! gating one GetItem.
+//! [`HealthStore`] on DynamoDB: readings (day items, rollups and the catalogue, in
+//! `readings.rs`; the older per-reading `h#` items are read here only to migrate them),
+//! genotypes (`g#`, with the `by_position` index for ranges) and the `presence` item
+//! that makes availability gating one GetItem.
 //!
 //! Never logs a reading or a genotype.
 
@@ -9,10 +10,12 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 
 use super::batch::{GET_CHUNK, bounded, get_batch, put_request, query_all};
-use super::codec::{Item, get_opt_s, get_s, get_u64, insert_optional, n, s};
+#[cfg(test)]
+use super::codec::insert_optional;
+use super::codec::{Item, get_opt_s, get_s, get_u64, n, s};
 use super::schema::{
-    GENOTYPE_PREFIX, GPK, GPOS, PK, POSITION_INDEX, PRESENCE_SK, READING_PREFIX, SK, data_key,
-    reading_sk,
+    CATALOGUE_PREFIX, DAY_PREFIX, DAY_ROLLUP_PREFIX, GENOTYPE_PREFIX, GPK, GPOS,
+    MONTH_ROLLUP_PREFIX, PK, POSITION_INDEX, PRESENCE_SK, READING_PREFIX, SK, data_key,
 };
 use super::{DynamoStore, corrupt, sdk_error};
 use crate::domain::{DataPresence, Genotype, Reading, ReadingValue};
@@ -23,7 +26,8 @@ use crate::store::{
 /// DynamoDB numbers hold up to 38 significant digits within about 1e-130..1e126; Rust
 /// prints the shortest text that reads back to the same `f64`. A number whose text does
 /// not fit (absurd magnitudes) and a non-finite one are kept as text.
-fn value_attribute(value: &ReadingValue) -> AttributeValue {
+#[cfg(test)]
+pub(super) fn value_attribute(value: &ReadingValue) -> AttributeValue {
     match value {
         ReadingValue::Number(n) => {
             let text = n.to_string();
@@ -38,7 +42,9 @@ fn value_attribute(value: &ReadingValue) -> AttributeValue {
     }
 }
 
-fn reading_item(user: &str, sk: String, r: &Reading) -> Item {
+/// A reading as the layout before issue 14 kept it (tests write legacy data with it).
+#[cfg(test)]
+pub(super) fn reading_item(user: &str, sk: String, r: &Reading) -> Item {
     let mut item = HashMap::from([
         (PK.to_string(), s(user)),
         (SK.to_string(), s(sk)),
@@ -58,7 +64,8 @@ fn reading_item(user: &str, sk: String, r: &Reading) -> Item {
     item
 }
 
-fn reading_from_item(op: &'static str, item: &Item) -> Result<Reading, StoreError> {
+/// A reading from an item of the layout before issue 14 (`h#`).
+pub(super) fn legacy_reading(op: &'static str, item: &Item) -> Result<Reading, StoreError> {
     let value = match item.get("value") {
         Some(AttributeValue::N(n)) => ReadingValue::Number(n.parse().map_err(|_| corrupt(op))?),
         Some(AttributeValue::S(t)) => ReadingValue::Text(t.clone()),
@@ -164,24 +171,13 @@ impl HealthStore for DynamoStore {
     ) -> StoreFuture<'a, WriteReport> {
         Box::pin(async move {
             let op = "put_readings";
-            // One batch may not name an item twice: the last of a repeated identity wins,
-            // as it would writing one at a time.
-            let mut by_sk: HashMap<String, &Reading> = HashMap::with_capacity(readings.len());
-            for r in readings {
-                by_sk.insert(reading_sk(r), r);
-            }
-            if by_sk.is_empty() {
+            if readings.is_empty() {
                 return Ok(WriteReport::default());
             }
             // Presence first: if the data write then fails, gating shows tools that find
             // nothing, rather than hiding data that did arrive.
             self.mark_present(op, user, "health").await?;
-            let written = by_sk.len();
-            let requests = by_sk
-                .into_iter()
-                .map(|(sk, r)| put_request(op, reading_item(user, sk, r)))
-                .collect::<Result<Vec<_>, _>>()?;
-            self.write_all(op, requests).await?;
+            let written = self.put_day_readings(user, readings, false).await?;
             Ok(WriteReport { written })
         })
     }
@@ -191,69 +187,7 @@ impl HealthStore for DynamoStore {
         user: &'a str,
         query: &'a ReadingQuery,
     ) -> StoreFuture<'a, Vec<Reading>> {
-        Box::pin(async move {
-            let op = "readings";
-            let to = query.time_upper_bound();
-            if query.from.as_deref().is_some_and(|from| from > to.as_str()) {
-                // An empty window (and DynamoDB refuses BETWEEN with its ends swapped).
-                return Ok(Vec::new());
-            }
-            let mut filter = vec!["#time <= :to"];
-            if query.from.is_some() {
-                filter.push("#time >= :from");
-            }
-            let base = self
-                .user_query(user)
-                .expression_attribute_names("#sk", SK)
-                .expression_attribute_names("#time", "time")
-                .expression_attribute_values(":to", s(to.as_str()))
-                .filter_expression(filter.join(" AND "));
-            let base = match &query.from {
-                Some(from) => base.expression_attribute_values(":from", s(from.as_str())),
-                None => base,
-            };
-            let items = match query.normalized_keys() {
-                None => {
-                    let q = base
-                        .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
-                        .expression_attribute_values(":prefix", s(READING_PREFIX));
-                    query_all(op, q, self.page_limit).await?
-                }
-                Some(keys) => {
-                    let from = query.from.as_deref().unwrap_or("");
-                    let limit = self.page_limit;
-                    let queries = keys.into_iter().map(|key| {
-                        let q = base
-                            .clone()
-                            .key_condition_expression("#pk = :pk AND #sk BETWEEN :low AND :high")
-                            .expression_attribute_values(
-                                ":low",
-                                s(format!("{READING_PREFIX}{key}#{from}")),
-                            )
-                            .expression_attribute_values(
-                                ":high",
-                                s(format!("{READING_PREFIX}{key}#{to}")),
-                            );
-                        query_all(op, q, limit)
-                    });
-                    bounded(op, queries).await?.into_iter().flatten().collect()
-                }
-            };
-            let mut readings = items
-                .iter()
-                .map(|item| reading_from_item(op, item))
-                .collect::<Result<Vec<_>, _>>()?;
-            // Sort keys order `#` against the characters of an indicator key differently
-            // from plain text ("a b" vs "a"), so order here, as the embedded store does.
-            readings.sort_by_cached_key(|r| {
-                (
-                    Reading::indicator_key(&r.indicator),
-                    r.time.clone(),
-                    r.source.clone(),
-                )
-            });
-            Ok(readings)
-        })
+        Box::pin(async move { self.day_readings(query, user).await })
     }
 
     fn put_genotypes<'a>(
@@ -363,7 +297,15 @@ impl HealthStore for DynamoStore {
         Box::pin(async move {
             let op = "delete_user_data";
             // Readings and genotypes only: the account (and any other kind) stays.
-            self.delete_prefixed(op, user, READING_PREFIX).await?;
+            for prefix in [
+                READING_PREFIX,
+                DAY_PREFIX,
+                DAY_ROLLUP_PREFIX,
+                MONTH_ROLLUP_PREFIX,
+                CATALOGUE_PREFIX,
+            ] {
+                self.delete_prefixed(op, user, prefix).await?;
+            }
             self.delete_prefixed(op, user, GENOTYPE_PREFIX).await?;
             self.client
                 .delete_item()
@@ -378,22 +320,7 @@ impl HealthStore for DynamoStore {
     }
 
     fn catalogue<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Vec<CatalogueEntry>> {
-        Box::pin(async move {
-            let readings = self.readings(user, &ReadingQuery::default()).await?;
-            let mut by_key: std::collections::BTreeMap<String, Vec<Reading>> = Default::default();
-            for r in readings {
-                by_key
-                    .entry(Reading::indicator_key(&r.indicator))
-                    .or_default()
-                    .push(r);
-            }
-            Ok(by_key
-                .into_iter()
-                .filter_map(|(key, rows)| {
-                    Rollup::of("", &rows).map(|summary| CatalogueEntry { key, summary })
-                })
-                .collect())
-        })
+        Box::pin(self.catalogue_entries(user))
     }
 
     fn rollups<'a>(
@@ -404,25 +331,7 @@ impl HealthStore for DynamoStore {
         from: &'a str,
         to: &'a str,
     ) -> StoreFuture<'a, Vec<Rollup>> {
-        Box::pin(async move {
-            let query = ReadingQuery {
-                indicator_keys: Some(vec![indicator_key.to_string()]),
-                ..ReadingQuery::default()
-            };
-            let readings = self.readings(user, &query).await?;
-            let mut by_period: std::collections::BTreeMap<String, Vec<Reading>> =
-                Default::default();
-            for r in readings {
-                let p = period.of(&r.time).to_string();
-                if p.as_str() >= from && p.as_str() <= to {
-                    by_period.entry(p).or_default().push(r);
-                }
-            }
-            Ok(by_period
-                .iter()
-                .filter_map(|(p, rows)| Rollup::of(p, rows))
-                .collect())
-        })
+        Box::pin(self.rollups_of(user, indicator_key, period, from, to))
     }
 
     fn latest_readings<'a>(
@@ -432,16 +341,11 @@ impl HealthStore for DynamoStore {
         limit: usize,
         window: &'a ReadingQuery,
     ) -> StoreFuture<'a, Vec<Reading>> {
-        Box::pin(async move {
-            let query = ReadingQuery {
-                indicator_keys: Some(vec![indicator_key.to_string()]),
-                ..window.clone()
-            };
-            let mut readings = self.readings(user, &query).await?;
-            readings.reverse();
-            readings.truncate(limit);
-            Ok(readings)
-        })
+        Box::pin(self.newest_readings(user, indicator_key, limit, window))
+    }
+
+    fn migrate_legacy_readings(&self) -> StoreFuture<'_, u64> {
+        Box::pin(self.migrate_readings())
     }
 }
 

@@ -472,4 +472,9 @@ impl HealthStore for EmbeddedStore {
             .collect()
         }))
     }
+
+    fn migrate_legacy_readings(&self) -> StoreFuture<'_, u64> {
+        // The SQLite layout of readings did not change: nothing to move.
+        Box::pin(async { Ok(0) })
+    }
 }

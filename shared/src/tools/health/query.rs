@@ -159,6 +159,8 @@ impl QueryHealthIndicators {
         for entry in &matched {
             let shown = match params.aggregate {
                 Aggregate::None => self.latest(user, entry, &window, limit as usize).await?,
+                // The whole history's summary is the catalogue entry itself.
+                Aggregate::Stats if window.is_all() => Some(stats(&entry.summary)),
                 Aggregate::Stats => self
                     .window_summary(user, &entry.key, &window)
                     .await?
@@ -590,4 +592,143 @@ fn buckets(parts: &[Rollup], aggregate: Aggregate) -> Option<Value> {
     out.insert("columns".into(), format!("{label}|avg|min|max|n").into());
     out.insert("rows".into(), table.into());
     Some(Value::Object(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::{Value, json};
+
+    use super::{Params, QueryHealthIndicators};
+    use crate::domain::{Reading, ReadingValue};
+    use crate::store::{DynamoStore, DynamoTables, HealthStore, IoCounters};
+    use crate::testing::Moto;
+
+    /// Hourly glucose from 2021-01-01 for `days` days, and a quarterly HbA1c.
+    fn history(days: i64) -> Vec<Reading> {
+        let start = chrono::NaiveDate::from_ymd_opt(2021, 1, 1).unwrap();
+        let mut out = Vec::new();
+        for d in 0..days {
+            let day = (start + chrono::Duration::days(d)).format("%Y-%m-%d");
+            for h in 0..24 {
+                out.push(Reading {
+                    indicator: "Glucose".into(),
+                    value: ReadingValue::Number(80.0 + f64::from((d * 24 + h) as i32 % 40)),
+                    unit: Some("mg/dL".into()),
+                    time: format!("{day}T{h:02}:00:00"),
+                    code_system: Some("LOINC".into()),
+                    code: Some("2339-0".into()),
+                    source: "CGM".into(),
+                });
+            }
+            if d % 90 == 0 {
+                out.push(Reading {
+                    indicator: "Hemoglobin A1c".into(),
+                    value: ReadingValue::Number(5.5),
+                    unit: Some("%".into()),
+                    time: format!("{day}T09:00:00"),
+                    code_system: None,
+                    code: None,
+                    source: "Lab".into(),
+                });
+            }
+        }
+        out
+    }
+
+    fn moto_store(endpoint: &str, label: &str) -> (aws_sdk_dynamodb::Client, DynamoTables) {
+        use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+        let config = aws_sdk_dynamodb::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("test", "test", None, None, "moto"))
+            .endpoint_url(endpoint)
+            .build();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let suffix = format!("{label}-{}-{nanos}", std::process::id());
+        (
+            aws_sdk_dynamodb::Client::from_conf(config),
+            DynamoTables {
+                keys: format!("cost-keys-{suffix}"),
+                data: format!("cost-data-{suffix}"),
+            },
+        )
+    }
+
+    /// The query shapes of issue 14, section 3.
+    fn shapes() -> Vec<(&'static str, Value)> {
+        vec![
+            ("catalogue", json!({})),
+            (
+                "stats",
+                json!({ "keywords": ["glucose"], "aggregate": "stats" }),
+            ),
+            ("latest 50", json!({ "keywords": ["glucose"] })),
+            (
+                "lab by synonym",
+                json!({ "keywords": ["HbA1c"], "aggregate": "stats" }),
+            ),
+            (
+                "day buckets, a year",
+                json!({ "keywords": ["glucose"], "aggregate": "day",
+                        "start_time": "2021-01-01", "end_time": "2021-12-31" }),
+            ),
+            (
+                "stats, a window",
+                json!({ "keywords": ["glucose"], "aggregate": "stats",
+                        "start_time": "2021-01-10", "end_time": "2021-01-20" }),
+            ),
+        ]
+    }
+
+    async fn cost(store: &DynamoStore, user: &str, arguments: &Value) -> (IoCounters, Value) {
+        let tool = QueryHealthIndicators::new(Arc::new(store.clone()));
+        let params: Params = serde_json::from_value(arguments.clone()).unwrap();
+        let before = store.io_counters();
+        let out = tool.run(user, params).await.unwrap();
+        (store.io_counters().since(before), out)
+    }
+
+    /// On DynamoDB each query shape takes at most 3 requests and 64 KB, and the same
+    /// on 30 days as on 3 years of history (day buckets: one rollup item a day).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn query_cost_does_not_grow_with_history() {
+        let moto = std::env::var("MIROBODY_TEST_MOTO")
+            .ok()
+            .filter(|e| !e.is_empty());
+        let started = moto.is_none().then(Moto::start);
+        let endpoint = moto.unwrap_or_else(|| started.as_ref().unwrap().endpoint.clone());
+        let mut costs = Vec::new();
+        for (label, days) in [("short", 30), ("long", 3 * 365)] {
+            let (client, tables) = moto_store(&endpoint, label);
+            DynamoStore::create_tables(&client, &tables).await.unwrap();
+            let store = DynamoStore::new(client, tables);
+            let data = history(days);
+            store.put_readings(label, &data).await.unwrap();
+            let mut shape_costs = Vec::new();
+            for (shape, arguments) in shapes() {
+                let (io, out) = cost(&store, label, &arguments).await;
+                assert!(out.get("message").is_none(), "{shape}: {out}");
+                assert!(io.requests <= 3, "{shape} on {label}: {io:?}");
+                if shape != "day buckets, a year" {
+                    assert!(io.bytes_received <= 64 * 1024, "{shape} on {label}: {io:?}");
+                }
+                eprintln!("{label:5} {shape:20} {io:?}");
+                shape_costs.push((shape, io));
+            }
+            costs.push(shape_costs);
+        }
+        for ((shape, short), (_, long)) in costs[0].iter().zip(&costs[1]) {
+            assert_eq!(short.requests, long.requests, "{shape}: requests grow");
+            if !shape.starts_with("day buckets") {
+                // Readings differ in their digits only: the bytes stay within a few percent.
+                let (a, b) = (short.bytes_received as f64, long.bytes_received as f64);
+                assert!(b <= a * 1.1 + 200.0, "{shape}: bytes grow ({a} -> {b})");
+            }
+        }
+    }
 }
