@@ -95,6 +95,12 @@ impl Services {
         self.store.put_genotypes(user, &genotypes).await?;
         Ok((readings.len(), genotypes.len()))
     }
+
+    /// Moves data stored in an older layout into the current one (issue 14: DynamoDB's
+    /// per-reading items); returns the readings moved. Safe to run again.
+    pub async fn migrate_legacy_data(&self) -> Result<u64, StoreError> {
+        self.store.migrate_legacy_readings().await
+    }
 }
 
 /// The dev key file under the data directory locally (created the first time); in
