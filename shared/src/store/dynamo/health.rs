@@ -10,8 +10,6 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 
 use super::batch::{GET_CHUNK, bounded, get_batch, put_request, query_all};
-#[cfg(test)]
-use super::codec::insert_optional;
 use super::codec::{Item, get_opt_s, get_s, get_u64, n, s};
 use super::schema::{
     CATALOGUE_PREFIX, DAY_PREFIX, DAY_ROLLUP_PREFIX, GENOTYPE_PREFIX, GPK, GPOS,
@@ -22,47 +20,6 @@ use crate::domain::{DataPresence, Genotype, Reading, ReadingValue};
 use crate::store::{
     CatalogueEntry, HealthStore, Period, ReadingQuery, Rollup, StoreError, StoreFuture, WriteReport,
 };
-
-/// DynamoDB numbers hold up to 38 significant digits within about 1e-130..1e126; Rust
-/// prints the shortest text that reads back to the same `f64`. A number whose text does
-/// not fit (absurd magnitudes) and a non-finite one are kept as text.
-#[cfg(test)]
-pub(super) fn value_attribute(value: &ReadingValue) -> AttributeValue {
-    match value {
-        ReadingValue::Number(n) => {
-            let text = n.to_string();
-            let digits = text.bytes().filter(u8::is_ascii_digit).count();
-            if n.is_finite() && digits <= 38 {
-                AttributeValue::N(text)
-            } else {
-                AttributeValue::S(text)
-            }
-        }
-        ReadingValue::Text(t) => s(t.as_str()),
-    }
-}
-
-/// A reading as the layout before issue 14 kept it (tests write legacy data with it).
-#[cfg(test)]
-pub(super) fn reading_item(user: &str, sk: String, r: &Reading) -> Item {
-    let mut item = HashMap::from([
-        (PK.to_string(), s(user)),
-        (SK.to_string(), s(sk)),
-        ("indicator".to_string(), s(r.indicator.as_str())),
-        ("time".to_string(), s(r.time.as_str())),
-        ("source".to_string(), s(r.source.as_str())),
-        ("value".to_string(), value_attribute(&r.value)),
-    ]);
-    insert_optional(
-        &mut item,
-        &[
-            ("unit", &r.unit),
-            ("code_system", &r.code_system),
-            ("code", &r.code),
-        ],
-    );
-    item
-}
 
 /// A reading from an item of the layout before issue 14 (`h#`).
 pub(super) fn legacy_reading(op: &'static str, item: &Item) -> Result<Reading, StoreError> {
@@ -350,8 +307,48 @@ impl HealthStore for DynamoStore {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+    use crate::store::dynamo::codec::insert_optional;
+
+    /// DynamoDB numbers hold up to 38 significant digits within about 1e-130..1e126; Rust
+    /// prints the shortest text that reads back to the same `f64`. A number whose text does
+    /// not fit (absurd magnitudes) and a non-finite one are kept as text.
+    fn value_attribute(value: &ReadingValue) -> AttributeValue {
+        match value {
+            ReadingValue::Number(n) => {
+                let text = n.to_string();
+                let digits = text.bytes().filter(u8::is_ascii_digit).count();
+                if n.is_finite() && digits <= 38 {
+                    AttributeValue::N(text)
+                } else {
+                    AttributeValue::S(text)
+                }
+            }
+            ReadingValue::Text(t) => s(t.as_str()),
+        }
+    }
+
+    /// A reading as the layout before issue 14 kept it (tests write legacy data with it).
+    pub(in crate::store) fn reading_item(user: &str, sk: String, r: &Reading) -> Item {
+        let mut item = HashMap::from([
+            (PK.to_string(), s(user)),
+            (SK.to_string(), s(sk)),
+            ("indicator".to_string(), s(r.indicator.as_str())),
+            ("time".to_string(), s(r.time.as_str())),
+            ("source".to_string(), s(r.source.as_str())),
+            ("value".to_string(), value_attribute(&r.value)),
+        ]);
+        insert_optional(
+            &mut item,
+            &[
+                ("unit", &r.unit),
+                ("code_system", &r.code_system),
+                ("code", &r.code),
+            ],
+        );
+        item
+    }
 
     #[test]
     fn numbers_keep_their_exact_value_or_fall_back_to_text() {

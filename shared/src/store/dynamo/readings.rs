@@ -800,8 +800,17 @@ mod tests {
     use crate::store::HealthStore;
     use crate::store::contract::{fresh_tables, moto_client, moto_endpoint};
     use crate::store::dynamo::batch::put_request;
-    use crate::store::dynamo::health::reading_item;
-    use crate::store::dynamo::schema::reading_sk;
+    use crate::store::dynamo::health::tests::reading_item;
+
+    /// A reading's sort key in the layout before issue 14.
+    fn reading_sk(r: &Reading) -> String {
+        format!(
+            "{READING_PREFIX}{}#{}#{}",
+            Reading::indicator_key(&r.indicator),
+            r.time,
+            r.source
+        )
+    }
 
     fn reading(indicator: &str, time: &str, source: &str, value: f64) -> Reading {
         Reading {

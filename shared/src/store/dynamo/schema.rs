@@ -71,8 +71,6 @@ use sha2::{Digest, Sha256};
 
 use super::codec::{Item, s};
 use super::{DynamoStore, DynamoTables, sdk_error};
-#[cfg(test)]
-use crate::domain::Reading;
 use crate::store::StoreError;
 
 pub(super) const PK: &str = "pk";
@@ -176,16 +174,6 @@ pub(super) fn data_key(user: &str, sk: String) -> Item {
 
 pub(super) fn keys_key(key: String) -> Item {
     HashMap::from([(KEY.to_string(), s(key))])
-}
-
-#[cfg(test)]
-pub(super) fn reading_sk(r: &Reading) -> String {
-    format!(
-        "{READING_PREFIX}{}#{}#{}",
-        Reading::indicator_key(&r.indicator),
-        r.time,
-        r.source
-    )
 }
 
 pub(super) fn day_part_sk(key: &str, day: &str, part: usize) -> String {
