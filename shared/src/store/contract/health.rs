@@ -788,3 +788,34 @@ pub(super) async fn latest_readings_newest_first(store: &dyn Store, user: &str) 
             .is_empty()
     );
 }
+
+/// Writers racing on the same day of the same indicator lose nothing: every reading
+/// is kept, and the rollups and the catalogue count them all.
+pub(super) async fn racing_writers_of_one_day_lose_nothing(store: &dyn Store, user: &str) {
+    let writers = (0..4).map(|w| {
+        let rows: Vec<Reading> = (0..6)
+            .map(|i| {
+                reading(
+                    "Glucose",
+                    &format!("2024-06-01T{:02}:00:00", i * 4),
+                    &format!("writer {w}"),
+                    f64::from(w * 10 + i),
+                )
+            })
+            .collect();
+        async move { store.put_readings(user, &rows).await.unwrap() }
+    });
+    futures_util::future::join_all(writers).await;
+    assert_eq!(store.readings(user, &all()).await.unwrap().len(), 24);
+    let days = store
+        .rollups(user, "glucose", Period::Day, "2024-06-01", "2024-06-01")
+        .await
+        .unwrap();
+    assert_eq!(days.iter().map(|d| d.count).sum::<u64>(), 24);
+    let months = store
+        .rollups(user, "glucose", Period::Month, "2024-06", "2024-06")
+        .await
+        .unwrap();
+    assert_eq!(months.iter().map(|m| m.count).sum::<u64>(), 24);
+    assert_eq!(store.catalogue(user).await.unwrap()[0].summary.count, 24);
+}

@@ -107,6 +107,7 @@ contract! { |store, user, now|
     health::large_batches_round_trip(store, &user("bulk"));
     health::rollups_and_catalogue_follow_writes(store, &user("rollups"));
     health::latest_readings_newest_first(store, &user("latest"));
+    health::racing_writers_of_one_day_lose_nothing(store, &user("day-race"));
 
     accounts::accounts_found_by_email_and_id(store, &user("account"));
     accounts::taken_email_writes_nothing(store, &user("taken-1"), &user("taken-2"));
