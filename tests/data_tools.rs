@@ -468,3 +468,82 @@ async fn e4_a_genotype_file_replaces_the_genome_dynamodb() {
         .collect();
     a_genotype_file_replaces_the_genome(&Server::start(&settings)).await;
 }
+
+/// Issue 14: readings stored on DynamoDB in the per-reading layout before it (`h#`
+/// items) are moved by `mirobody-local migrate`; the tool then finds all of them, and
+/// a second run moves nothing.
+#[tokio::test]
+async fn migrate_moves_readings_of_the_old_layout() {
+    let moto = Moto::start();
+    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+            "test", "test", None, None, "tests",
+        ))
+        .endpoint_url(&moto.endpoint)
+        .load()
+        .await;
+    let client = aws_sdk_dynamodb::Client::new(&config);
+    let tables = DynamoTables {
+        keys: "migrate-keys".into(),
+        data: "migrate-data".into(),
+    };
+    DynamoStore::create_tables(&client, &tables)
+        .await
+        .expect("tables created in moto");
+    use aws_sdk_dynamodb::types::AttributeValue::{Bool, N, S};
+    for month in 1..=12 {
+        let time = format!("2025-{month:02}-15T08:00:00");
+        client
+            .put_item()
+            .table_name(&tables.data)
+            .item("pk", S("olga".into()))
+            .item("sk", S(format!("h#hba1c#{time}#City Lab")))
+            .item("indicator", S("HbA1c".into()))
+            .item("time", S(time))
+            .item("source", S("City Lab".into()))
+            .item("value", N(format!("5.{month}")))
+            .item("unit", S("%".into()))
+            .send()
+            .await
+            .expect("legacy item written");
+    }
+    client
+        .put_item()
+        .table_name(&tables.data)
+        .item("pk", S("olga".into()))
+        .item("sk", S("presence".into()))
+        .item("health", Bool(true))
+        .send()
+        .await
+        .expect("presence written");
+    let settings = [
+        ("MIROBODY_STORE", "dynamodb"),
+        ("MIROBODY_KEYS_TABLE", tables.keys.as_str()),
+        ("MIROBODY_DATA_TABLE", tables.data.as_str()),
+        ("AWS_ENDPOINT_URL_DYNAMODB", moto.endpoint.as_str()),
+    ];
+    let server = Server::start(&settings);
+    assert_eq!(
+        server.command(&["migrate"]).trim(),
+        "12 readings moved to the current layout\n0 users' genotypes moved into a genome"
+    );
+    let token = server.token("olga");
+    let stats = call(
+        &server,
+        &token,
+        "query_health_indicators",
+        json!({ "keywords": ["HbA1c"], "aggregate": "stats" }),
+    )
+    .await;
+    let s = &stats["indicators"][0];
+    assert_eq!(
+        (s["count"].clone(), s["first"].clone(), s["last"].clone()),
+        (json!(12), json!(5.1), json!(5.12)),
+        "{stats}"
+    );
+    assert_eq!(
+        server.command(&["migrate"]).trim(),
+        "0 readings moved to the current layout\n0 users' genotypes moved into a genome"
+    );
+}

@@ -406,8 +406,8 @@ async fn fault_2_a_slow_store_still_answers_in_bounded_time() {
 /// Fault 3, a throttling store (DynamoDB's `ProvisionedThroughputExceededException`,
 /// HTTP 400). What the code does: the SDK retries the throttled request (standard retry
 /// mode), then the store reports it unavailable. Expected: an upload while every write
-/// is throttled answers 503 "retry the same upload" within [`BOUND`], after more than
-/// one attempt; reads throttled the same way answer 503 on `/api/data` and on `/mcp` for
+/// (readings go out as TransactWriteItems since issue 14) is throttled answers 503
+/// "retry the same upload" within [`BOUND`], after more than one attempt; reads throttled the same way answer 503 on `/api/data` and on `/mcp` for
 /// a token. Afterwards nothing is half-written: the store holds exactly the readings of
 /// the uploads that answered 200, and the refused upload, retried, is written once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -419,7 +419,7 @@ async fn fault_3_a_throttling_store_answers_503_and_writes_nothing_half() {
     let more = "indicator,value,unit,time,source\n\
 HbA1c,5.5,%,2026-04-10,City Lab\n\
 HbA1c,5.4,%,2026-05-10,City Lab\n";
-    proxy.set(Mode::Throttle("BatchWriteItem"));
+    proxy.set(Mode::Throttle("TransactWriteItems"));
     let reply = timed("upload, writes throttled", upload(&server, &token, more)).await;
     assert_eq!(reply.status, 503, "{}", reply.body);
     assert_eq!(

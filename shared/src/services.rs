@@ -104,6 +104,18 @@ impl Services {
             .await?;
         Ok((readings.len(), genotypes.len()))
     }
+
+    /// Moves data stored in an older layout into the current one (issue 14: DynamoDB's
+    /// per-reading items and per-rsid genotype items); returns the readings moved and the
+    /// users whose genotypes became their genome. Safe to run again.
+    pub async fn migrate_legacy_data(&self) -> Result<(u64, usize), StoreError> {
+        let readings = self.store.migrate_legacy_readings().await?;
+        let genomes = self
+            .store
+            .migrate_legacy_genotypes(self.clock.now())
+            .await?;
+        Ok((readings, genomes))
+    }
 }
 
 /// The dev key file under the data directory locally (created the first time); in

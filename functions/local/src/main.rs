@@ -6,6 +6,8 @@
 //! mirobody-local                    serve
 //! mirobody-local mint-token <user>  print a JWT for <user>, signed with the dev key
 //! mirobody-local seed-demo [user]   load the generated demo account (default: demo)
+//! mirobody-local migrate            move data stored in an older layout into the current
+//!                                   one, in the configured store (safe to run again)
 //! mirobody-local temp-url <user> <session> <agent>
 //!                                   print a ten-minute agent URL (B3)
 //! ```
@@ -77,6 +79,16 @@ async fn main() {
             println!("{}", token(&config, user).await);
             return;
         }
+        Some("migrate") => {
+            let services = Services::open(&config).await.unwrap_or_else(|e| fail(e));
+            let (readings, genomes) = services
+                .migrate_legacy_data()
+                .await
+                .unwrap_or_else(|e| fail(e));
+            println!("{readings} readings moved to the current layout");
+            println!("{genomes} users' genotypes moved into a genome");
+            return;
+        }
         Some("temp-url") => {
             let [_, user, session, agent] = args.as_slice() else {
                 fail("usage: mirobody-local temp-url <user> <session> <agent>")
@@ -90,7 +102,7 @@ async fn main() {
             return;
         }
         Some(other) => fail(format!(
-            "unknown command {other:?} (commands: mint-token, seed-demo, temp-url)"
+            "unknown command {other:?} (commands: mint-token, seed-demo, migrate, temp-url)"
         )),
         None => {}
     }

@@ -49,10 +49,13 @@ pub(crate) use accounts::MAX_REVOKED_SESSIONS;
 pub(crate) use accounts::apply_token_change;
 pub(crate) use accounts::window;
 pub use accounts::{AccountStore, Created, TokenChange};
-pub use dynamo::{DynamoStore, DynamoTables};
+pub use dynamo::{DynamoStore, DynamoTables, IoCounters};
 pub use embedded::EmbeddedStore;
 pub use genome::{GenomeStore, GenomeSummary, Neighbourhood};
-pub use health::{HealthStore, ReadingQuery, WriteReport};
+pub(crate) use health::TIME_MAX;
+pub use health::{
+    CatalogueEntry, HealthStore, Period, ReadingQuery, Rollup, RollupPoint, WriteReport,
+};
 pub use mcp_servers::McpServerStore;
 pub(crate) use mcp_servers::{McpServerBody, McpServerParts};
 pub use oauth::OAuthStore;

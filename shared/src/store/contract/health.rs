@@ -6,7 +6,7 @@
 
 use super::{all, genotype, put_genome, reading};
 use crate::domain::{DataPresence, Genotype, Reading, ReadingValue};
-use crate::store::{ReadingQuery, Store};
+use crate::store::{Period, ReadingQuery, Store};
 
 fn keys(keys: &[&str]) -> ReadingQuery {
     ReadingQuery {
@@ -436,4 +436,197 @@ pub(super) async fn large_batches_round_trip(store: &dyn Store, user: &str) {
         store.data_presence(user).await.unwrap(),
         DataPresence::default()
     );
+}
+
+fn text_reading(indicator: &str, time: &str, source: &str, text: &str) -> Reading {
+    Reading {
+        value: ReadingValue::Text(text.to_string()),
+        ..reading(indicator, time, source, 0.0)
+    }
+}
+
+/// The catalogue and the day and month rollups follow every write, exactly: a
+/// re-upload replaces its reading in them too, and deleting the data removes them.
+pub(super) async fn rollups_and_catalogue_follow_writes(store: &dyn Store, user: &str) {
+    let mut meter = reading("Glucose", "2024-02-10T07:00:00", "meter", 100.0);
+    meter.unit = Some("mmol/L".into());
+    let mut hba1c = reading("HbA1c", "2024-01-05", "lab", 5.7);
+    hba1c.code = Some("4548-4".into());
+    store
+        .put_readings(
+            user,
+            &[
+                reading("Glucose", "2024-01-01T08:00:00", "lab", 90.0),
+                reading("Glucose", "2024-01-01T20:00:00", "lab", 110.0),
+                text_reading("Glucose", "2024-01-02T08:00:00", "lab", "high"),
+                meter,
+                hba1c,
+            ],
+        )
+        .await
+        .unwrap();
+    // A re-upload of one reading with a new value: counts stay, sums follow.
+    store
+        .put_readings(
+            user,
+            &[reading("glucose", "2024-01-01T08:00:00", "lab", 95.0)],
+        )
+        .await
+        .unwrap();
+
+    let catalogue = store.catalogue(user).await.unwrap();
+    let keys: Vec<&str> = catalogue.iter().map(|e| e.key.as_str()).collect();
+    assert_eq!(keys, ["glucose", "hba1c"]);
+    let glucose = &catalogue[0].summary;
+    assert_eq!((glucose.count, glucose.numeric_count), (4, 3));
+    assert_eq!(glucose.sum, 95.0 + 110.0 + 100.0);
+    assert_eq!((glucose.min, glucose.max), (95.0, 110.0));
+    assert_eq!(glucose.first.time, "2024-01-01T08:00:00");
+    assert_eq!(glucose.first.value, ReadingValue::Number(95.0));
+    assert_eq!(glucose.last.time, "2024-02-10T07:00:00");
+    assert_eq!(glucose.common_unit(), None, "two units");
+    assert_eq!(glucose.common_source(), None, "two sources");
+    let lab = &catalogue[1].summary;
+    assert_eq!(
+        (lab.name.as_str(), lab.code.as_deref()),
+        ("HbA1c", Some("4548-4"))
+    );
+    assert_eq!(lab.common_unit(), Some(Some("mg/dL")));
+    assert_eq!(lab.common_source(), Some("lab"));
+
+    let days = store
+        .rollups(user, "Glucose", Period::Day, "2024-01-01", "2024-01-31")
+        .await
+        .unwrap();
+    let periods: Vec<&str> = days.iter().map(|r| r.period.as_str()).collect();
+    assert_eq!(periods, ["2024-01-01", "2024-01-02"]);
+    assert_eq!((days[0].count, days[0].sum), (2, 205.0));
+    assert_eq!(days[0].last.value, ReadingValue::Number(110.0));
+    assert_eq!((days[1].count, days[1].numeric_count), (1, 0));
+    assert_eq!(days[1].first.value, ReadingValue::Text("high".into()));
+    let months = store
+        .rollups(user, "glucose", Period::Month, "2024-01", "2024-12")
+        .await
+        .unwrap();
+    let counts: Vec<(&str, u64)> = months
+        .iter()
+        .map(|r| (r.period.as_str(), r.count))
+        .collect();
+    assert_eq!(counts, [("2024-01", 3), ("2024-02", 1)]);
+    assert!(
+        store
+            .rollups(user, "glucose", Period::Month, "2024-03", "2024-12")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    store.delete_user_data(user).await.unwrap();
+    assert!(store.catalogue(user).await.unwrap().is_empty());
+    assert!(
+        store
+            .rollups(user, "glucose", Period::Day, "", "9999")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .rollups(user, "glucose", Period::Month, "", "9999")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// The newest readings of one indicator come newest first, at most `limit`, inside
+/// the window.
+pub(super) async fn latest_readings_newest_first(store: &dyn Store, user: &str) {
+    let readings: Vec<Reading> = (0..40)
+        .map(|i| {
+            reading(
+                "Heart rate",
+                &format!("2024-03-{:02}T{:02}:00:00", 1 + i / 4, (i % 4) * 6),
+                "watch",
+                f64::from(60 + i),
+            )
+        })
+        .chain([reading("Other", "2024-12-01T00:00:00", "watch", 1.0)])
+        .collect();
+    store.put_readings(user, &readings).await.unwrap();
+    let latest = store
+        .latest_readings(user, "heart rate", 5, &all())
+        .await
+        .unwrap();
+    assert_eq!(
+        times(&latest),
+        [
+            "2024-03-10T18:00:00",
+            "2024-03-10T12:00:00",
+            "2024-03-10T06:00:00",
+            "2024-03-10T00:00:00",
+            "2024-03-09T18:00:00"
+        ]
+    );
+    let windowed = store
+        .latest_readings(
+            user,
+            "Heart rate",
+            3,
+            &window(Some("2024-03-02"), Some("2024-03-03")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        times(&windowed),
+        [
+            "2024-03-03T18:00:00",
+            "2024-03-03T12:00:00",
+            "2024-03-03T06:00:00"
+        ]
+    );
+    let all_of_it = store
+        .latest_readings(user, "heart rate", 500, &all())
+        .await
+        .unwrap();
+    assert_eq!(all_of_it.len(), 40);
+    assert_eq!(all_of_it[39].time, "2024-03-01T00:00:00");
+    assert!(
+        store
+            .latest_readings(user, "nothing", 5, &all())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// Writers racing on the same day of the same indicator lose nothing: every reading
+/// is kept, and the rollups and the catalogue count them all.
+pub(super) async fn racing_writers_of_one_day_lose_nothing(store: &dyn Store, user: &str) {
+    let writers = (0..4).map(|w| {
+        let rows: Vec<Reading> = (0..6)
+            .map(|i| {
+                reading(
+                    "Glucose",
+                    &format!("2024-06-01T{:02}:00:00", i * 4),
+                    &format!("writer {w}"),
+                    f64::from(w * 10 + i),
+                )
+            })
+            .collect();
+        async move { store.put_readings(user, &rows).await.unwrap() }
+    });
+    futures_util::future::join_all(writers).await;
+    assert_eq!(store.readings(user, &all()).await.unwrap().len(), 24);
+    let days = store
+        .rollups(user, "glucose", Period::Day, "2024-06-01", "2024-06-01")
+        .await
+        .unwrap();
+    assert_eq!(days.iter().map(|d| d.count).sum::<u64>(), 24);
+    let months = store
+        .rollups(user, "glucose", Period::Month, "2024-06", "2024-06")
+        .await
+        .unwrap();
+    assert_eq!(months.iter().map(|m| m.count).sum::<u64>(), 24);
+    assert_eq!(store.catalogue(user).await.unwrap()[0].summary.count, 24);
 }

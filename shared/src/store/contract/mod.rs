@@ -114,6 +114,9 @@ contract! { |store, user, now|
     health::users_are_isolated(store, &user("alice"), &user("bob"));
     health::delete_removes_everything(store, &user("delete"), &user("delete-bystander"));
     health::large_batches_round_trip(store, &user("bulk"));
+    health::rollups_and_catalogue_follow_writes(store, &user("rollups"));
+    health::latest_readings_newest_first(store, &user("latest"));
+    health::racing_writers_of_one_day_lose_nothing(store, &user("day-race"));
 
     genome::genome_is_replaced_as_a_whole(store, &user("genome"));
     genome::genotype_ranges_ordered_and_confined(store, &user("range"), &user("range-other"));

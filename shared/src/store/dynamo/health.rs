@@ -1,59 +1,26 @@
-//! [`HealthStore`] on DynamoDB: readings (`h#`) and the `presence` item that makes
-//! availability gating one GetItem (genomes are `genome.rs`'s; `g#` items are the
-//! layout before it, deleted with the user's data).
+//! [`HealthStore`] on DynamoDB: readings (day items, rollups and the catalogue, in
+//! `readings.rs`; the older per-reading `h#` items are read here only to migrate them)
+//! and the `presence` item that makes availability gating one GetItem (genomes are
+//! `genome.rs`'s; `g#` items are the layout before it, deleted with the user's data).
 //!
 //! Never logs a reading or a genotype.
 
-use std::collections::HashMap;
-
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::batch::{bounded, put_request, query_all};
-use super::codec::{Item, get_opt_s, get_s, insert_optional, s};
-use super::schema::{GENOTYPE_PREFIX, PK, PRESENCE_SK, READING_PREFIX, SK, reading_sk};
+use super::codec::{Item, get_opt_s, get_s, s};
+use super::schema::{
+    CATALOGUE_PREFIX, DAY_PREFIX, DAY_ROLLUP_PREFIX, GENOTYPE_PREFIX, MONTH_ROLLUP_PREFIX, PK,
+    PRESENCE_SK, READING_PREFIX, SK,
+};
 use super::{DynamoStore, corrupt, sdk_error};
 use crate::domain::{DataPresence, Reading, ReadingValue};
-use crate::store::{GenomeStore, HealthStore, ReadingQuery, StoreError, StoreFuture, WriteReport};
+use crate::store::{
+    CatalogueEntry, GenomeStore, HealthStore, Period, ReadingQuery, Rollup, StoreError,
+    StoreFuture, WriteReport,
+};
 
-/// DynamoDB numbers hold up to 38 significant digits within about 1e-130..1e126; Rust
-/// prints the shortest text that reads back to the same `f64`. A number whose text does
-/// not fit (absurd magnitudes) and a non-finite one are kept as text.
-fn value_attribute(value: &ReadingValue) -> AttributeValue {
-    match value {
-        ReadingValue::Number(n) => {
-            let text = n.to_string();
-            let digits = text.bytes().filter(u8::is_ascii_digit).count();
-            if n.is_finite() && digits <= 38 {
-                AttributeValue::N(text)
-            } else {
-                AttributeValue::S(text)
-            }
-        }
-        ReadingValue::Text(t) => s(t.as_str()),
-    }
-}
-
-fn reading_item(user: &str, sk: String, r: &Reading) -> Item {
-    let mut item = HashMap::from([
-        (PK.to_string(), s(user)),
-        (SK.to_string(), s(sk)),
-        ("indicator".to_string(), s(r.indicator.as_str())),
-        ("time".to_string(), s(r.time.as_str())),
-        ("source".to_string(), s(r.source.as_str())),
-        ("value".to_string(), value_attribute(&r.value)),
-    ]);
-    insert_optional(
-        &mut item,
-        &[
-            ("unit", &r.unit),
-            ("code_system", &r.code_system),
-            ("code", &r.code),
-        ],
-    );
-    item
-}
-
-fn reading_from_item(op: &'static str, item: &Item) -> Result<Reading, StoreError> {
+/// A reading from an item of the layout before issue 14 (`h#`).
+pub(super) fn legacy_reading(op: &'static str, item: &Item) -> Result<Reading, StoreError> {
     let value = match item.get("value") {
         Some(AttributeValue::N(n)) => ReadingValue::Number(n.parse().map_err(|_| corrupt(op))?),
         Some(AttributeValue::S(t)) => ReadingValue::Text(t.clone()),
@@ -124,24 +91,13 @@ impl HealthStore for DynamoStore {
     ) -> StoreFuture<'a, WriteReport> {
         Box::pin(async move {
             let op = "put_readings";
-            // One batch may not name an item twice: the last of a repeated identity wins,
-            // as it would writing one at a time.
-            let mut by_sk: HashMap<String, &Reading> = HashMap::with_capacity(readings.len());
-            for r in readings {
-                by_sk.insert(reading_sk(r), r);
-            }
-            if by_sk.is_empty() {
+            if readings.is_empty() {
                 return Ok(WriteReport::default());
             }
             // Presence first: if the data write then fails, gating shows tools that find
             // nothing, rather than hiding data that did arrive.
             self.mark_present(op, user, "health").await?;
-            let written = by_sk.len();
-            let requests = by_sk
-                .into_iter()
-                .map(|(sk, r)| put_request(op, reading_item(user, sk, r)))
-                .collect::<Result<Vec<_>, _>>()?;
-            self.write_all(op, requests).await?;
+            let written = self.put_day_readings(user, readings, false).await?;
             Ok(WriteReport { written })
         })
     }
@@ -151,69 +107,7 @@ impl HealthStore for DynamoStore {
         user: &'a str,
         query: &'a ReadingQuery,
     ) -> StoreFuture<'a, Vec<Reading>> {
-        Box::pin(async move {
-            let op = "readings";
-            let to = query.time_upper_bound();
-            if query.from.as_deref().is_some_and(|from| from > to.as_str()) {
-                // An empty window (and DynamoDB refuses BETWEEN with its ends swapped).
-                return Ok(Vec::new());
-            }
-            let mut filter = vec!["#time <= :to"];
-            if query.from.is_some() {
-                filter.push("#time >= :from");
-            }
-            let base = self
-                .user_query(user)
-                .expression_attribute_names("#sk", SK)
-                .expression_attribute_names("#time", "time")
-                .expression_attribute_values(":to", s(to.as_str()))
-                .filter_expression(filter.join(" AND "));
-            let base = match &query.from {
-                Some(from) => base.expression_attribute_values(":from", s(from.as_str())),
-                None => base,
-            };
-            let items = match query.normalized_keys() {
-                None => {
-                    let q = base
-                        .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
-                        .expression_attribute_values(":prefix", s(READING_PREFIX));
-                    query_all(op, q, self.page_limit).await?
-                }
-                Some(keys) => {
-                    let from = query.from.as_deref().unwrap_or("");
-                    let limit = self.page_limit;
-                    let queries = keys.into_iter().map(|key| {
-                        let q = base
-                            .clone()
-                            .key_condition_expression("#pk = :pk AND #sk BETWEEN :low AND :high")
-                            .expression_attribute_values(
-                                ":low",
-                                s(format!("{READING_PREFIX}{key}#{from}")),
-                            )
-                            .expression_attribute_values(
-                                ":high",
-                                s(format!("{READING_PREFIX}{key}#{to}")),
-                            );
-                        query_all(op, q, limit)
-                    });
-                    bounded(op, queries).await?.into_iter().flatten().collect()
-                }
-            };
-            let mut readings = items
-                .iter()
-                .map(|item| reading_from_item(op, item))
-                .collect::<Result<Vec<_>, _>>()?;
-            // Sort keys order `#` against the characters of an indicator key differently
-            // from plain text ("a b" vs "a"), so order here, as the embedded store does.
-            readings.sort_by_cached_key(|r| {
-                (
-                    Reading::indicator_key(&r.indicator),
-                    r.time.clone(),
-                    r.source.clone(),
-                )
-            });
-            Ok(readings)
-        })
+        Box::pin(async move { self.day_readings(query, user).await })
     }
 
     fn delete_user_data<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()> {
@@ -221,7 +115,15 @@ impl HealthStore for DynamoStore {
             let op = "delete_user_data";
             // Readings and genotypes only: the account (and any other kind) stays.
             self.delete_genome(user).await?;
-            self.delete_prefixed(op, user, READING_PREFIX).await?;
+            for prefix in [
+                READING_PREFIX,
+                DAY_PREFIX,
+                DAY_ROLLUP_PREFIX,
+                MONTH_ROLLUP_PREFIX,
+                CATALOGUE_PREFIX,
+            ] {
+                self.delete_prefixed(op, user, prefix).await?;
+            }
             self.delete_prefixed(op, user, GENOTYPE_PREFIX).await?;
             self.client
                 .delete_item()
@@ -234,11 +136,82 @@ impl HealthStore for DynamoStore {
             Ok(())
         })
     }
+
+    fn catalogue<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Vec<CatalogueEntry>> {
+        Box::pin(self.catalogue_entries(user))
+    }
+
+    fn rollups<'a>(
+        &'a self,
+        user: &'a str,
+        indicator_key: &'a str,
+        period: Period,
+        from: &'a str,
+        to: &'a str,
+    ) -> StoreFuture<'a, Vec<Rollup>> {
+        Box::pin(self.rollups_of(user, indicator_key, period, from, to))
+    }
+
+    fn latest_readings<'a>(
+        &'a self,
+        user: &'a str,
+        indicator_key: &'a str,
+        limit: usize,
+        window: &'a ReadingQuery,
+    ) -> StoreFuture<'a, Vec<Reading>> {
+        Box::pin(self.newest_readings(user, indicator_key, limit, window))
+    }
+
+    fn migrate_legacy_readings(&self) -> StoreFuture<'_, u64> {
+        Box::pin(self.migrate_readings())
+    }
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
+    use std::collections::HashMap;
+
     use super::*;
+    use crate::store::dynamo::codec::insert_optional;
+
+    /// DynamoDB numbers hold up to 38 significant digits within about 1e-130..1e126; Rust
+    /// prints the shortest text that reads back to the same `f64`. A number whose text does
+    /// not fit (absurd magnitudes) and a non-finite one are kept as text.
+    fn value_attribute(value: &ReadingValue) -> AttributeValue {
+        match value {
+            ReadingValue::Number(n) => {
+                let text = n.to_string();
+                let digits = text.bytes().filter(u8::is_ascii_digit).count();
+                if n.is_finite() && digits <= 38 {
+                    AttributeValue::N(text)
+                } else {
+                    AttributeValue::S(text)
+                }
+            }
+            ReadingValue::Text(t) => s(t.as_str()),
+        }
+    }
+
+    /// A reading as the layout before issue 14 kept it (tests write legacy data with it).
+    pub(in crate::store) fn reading_item(user: &str, sk: String, r: &Reading) -> Item {
+        let mut item = HashMap::from([
+            (PK.to_string(), s(user)),
+            (SK.to_string(), s(sk)),
+            ("indicator".to_string(), s(r.indicator.as_str())),
+            ("time".to_string(), s(r.time.as_str())),
+            ("source".to_string(), s(r.source.as_str())),
+            ("value".to_string(), value_attribute(&r.value)),
+        ]);
+        insert_optional(
+            &mut item,
+            &[
+                ("unit", &r.unit),
+                ("code_system", &r.code_system),
+                ("code", &r.code),
+            ],
+        );
+        item
+    }
 
     #[test]
     fn numbers_keep_their_exact_value_or_fall_back_to_text() {

@@ -19,14 +19,17 @@
 mod accounts;
 mod batch;
 mod codec;
+mod counters;
 mod genome;
 mod health;
 mod mcp_servers;
 mod oauth;
+mod readings;
 mod schema;
 mod transact;
 mod uploads;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
@@ -35,6 +38,8 @@ use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 
 use crate::store::StoreError;
 use codec::{Item, s};
+pub use counters::IoCounters;
+use counters::{Counter, Counts};
 use schema::{KEY, PK, SK};
 
 /// The two tables' names.
@@ -54,15 +59,31 @@ pub struct DynamoStore {
     tables: DynamoTables,
     /// Query page size; `None` lets DynamoDB fill 1 MB pages.
     page_limit: Option<i32>,
+    /// Requests and bytes received by this store's client.
+    counts: Arc<Counts>,
 }
 
 impl DynamoStore {
+    /// The store over `client` (to which it adds its request and byte counters).
     pub fn new(client: Client, tables: DynamoTables) -> Self {
+        let counts = Arc::new(Counts::default());
+        let config = client
+            .config()
+            .to_builder()
+            .interceptor(Counter(counts.clone()))
+            .build();
         DynamoStore {
-            client,
+            client: Client::from_conf(config),
             tables,
             page_limit: None,
+            counts,
         }
+    }
+
+    /// Requests sent and response bytes received so far (benchmarks read it before and
+    /// after a query).
+    pub fn io_counters(&self) -> IoCounters {
+        self.counts.snapshot()
     }
 
     /// Builds the client once from the environment (region, credentials, and the

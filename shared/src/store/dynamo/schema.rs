@@ -2,8 +2,16 @@
 //! of item, and the two tables' definitions (`infra/tables.json`) with their creation.
 //!
 //! Data table items (partition key `pk` = user id, sort key `sk`):
-//! - `h#<indicator key>#<time>#<source>`: one reading (`indicator`, `time`, `source`,
-//!   `value` as N or S, optional `unit`, `code_system`, `code`).
+//! - `hd#<indicator key>#<YYYY-MM-DD>#<part>`: one indicator's readings of one day
+//!   (`r`: JSON, the readings' shared fields once and each reading's time and value;
+//!   a day past 300 KB takes several parts, `00`, `01`, …); part `00` holds `v`, the
+//!   version every write of the day conditions on (`readings.rs`).
+//! - `hy#<key>#<YYYY-MM-DD>`, `hm#<key>#<YYYY-MM>`: the day's and the month's rollup
+//!   (`s`: JSON; the month's `v`), and `hc#<key>`: the indicator's catalogue entry (`s`,
+//!   `v`): rebuilt from the level below on every write, so they stay exact.
+//! - `h#<indicator key>#<time>#<source>`: one reading in the layout before issue 14
+//!   (`indicator`, `time`, `source`, `value` as N or S, optional `unit`, `code_system`,
+//!   `code`); no longer written, moved by `migrate_legacy_readings`.
 //! - `g#<rsid>`: one genotype (`chromosome`, `genotype`, and `gpk` = `<user>#<chromosome>`,
 //!   `gpos` = position: the keys of the `by_position` index, which projects `genotype`).
 //!   The layout before genome versions (issue 14); `migrate_legacy_genotypes` moves
@@ -23,7 +31,7 @@
 //! - `mcpurl#<hex sha256 of the url>`: `name`, the server holding that url. Written and
 //!   deleted with its `mcp#` item in one transaction, so a url is registered once per user.
 //!
-//! Only `h#`, `g#`, `genome`, `gv#` and `presence` are user data (`delete_user_data`); every query reads
+//! Only `h…#`, `g#`, `genome`, `gv#` and `presence` are user data (`delete_user_data`); every query reads
 //! one prefix, so no kind ever shows up in another's results.
 //!
 //! Keys table items (partition key `key`; `expires_at`, epoch seconds, is the TTL
@@ -69,7 +77,6 @@ use sha2::{Digest, Sha256};
 
 use super::codec::{Item, s};
 use super::{DynamoStore, DynamoTables, sdk_error};
-use crate::domain::Reading;
 use crate::store::StoreError;
 
 pub(super) const PK: &str = "pk";
@@ -81,6 +88,27 @@ pub(super) const PRESENCE_SK: &str = "presence";
 pub(super) const READING_PREFIX: &str = "h#";
 
 pub(super) const GENOTYPE_PREFIX: &str = "g#";
+
+/// A day's readings of one indicator: `hd#<indicator key>#<YYYY-MM-DD>#<part, 2 digits>`.
+pub(super) const DAY_PREFIX: &str = "hd#";
+
+/// One indicator's rollup of a day (`hy#<key>#<YYYY-MM-DD>`) or a month (`hm#<key>#<YYYY-MM>`).
+pub(super) const DAY_ROLLUP_PREFIX: &str = "hy#";
+
+pub(super) const MONTH_ROLLUP_PREFIX: &str = "hm#";
+
+/// One indicator's catalogue entry: `hc#<key>`.
+pub(super) const CATALOGUE_PREFIX: &str = "hc#";
+
+/// A day part's readings (JSON), a rollup (JSON), and the version writes condition on.
+pub(super) const PARTS: &str = "r";
+
+pub(super) const ROLLUP: &str = "s";
+
+pub(super) const VERSION: &str = "v";
+
+/// On part `00`: how many parts the day has.
+pub(super) const PART_COUNT: &str = "n";
 
 /// The `by_position` index of the layout before genome versions (still in
 /// `infra/tables.json`; nothing queries it now).
@@ -168,13 +196,12 @@ pub(super) fn keys_key(key: String) -> Item {
     HashMap::from([(KEY.to_string(), s(key))])
 }
 
-pub(super) fn reading_sk(r: &Reading) -> String {
-    format!(
-        "{READING_PREFIX}{}#{}#{}",
-        Reading::indicator_key(&r.indicator),
-        r.time,
-        r.source
-    )
+pub(super) fn day_part_sk(key: &str, day: &str, part: usize) -> String {
+    format!("{DAY_PREFIX}{key}#{day}#{part:02}")
+}
+
+pub(super) fn rollup_sk(prefix: &str, key: &str, period: &str) -> String {
+    format!("{prefix}{key}#{period}")
 }
 
 pub(super) fn mcp_sk(name: &str) -> String {

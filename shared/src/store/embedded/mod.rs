@@ -10,6 +10,9 @@
 //! - `genomes`: a user's active genome version (its count, source, import time and
 //!   layout); `genome_items`: identity (user, version, key), the version's blocks and
 //!   rsid index buckets as DynamoDB stores them (`store::genome_codec`).
+//! - `reading_rollups` (kind `d` per day, `m` per month) and `reading_catalogue` (one row
+//!   per indicator): a [`Rollup`](crate::store::Rollup) as JSON, rebuilt from the level
+//!   below in the transaction that writes the readings, so they are exact.
 //! - `accounts`: one row per user; the e-mail is unique (the `email#` lookup of the
 //!   DynamoDB keys table).
 //! - `shares`: identity (owner, grantee), the permissions as a JSON array.
@@ -59,8 +62,9 @@ const STATEMENT_CACHE: usize = 64;
 
 /// The schema version this code reads and writes (`PRAGMA user_version`).
 /// 1: readings, genotypes. 2: adds accounts, shares, keys. 3: adds mcp_servers.
+/// 4: adds reading_rollups and reading_catalogue, built from the readings already there.
 /// 5: genomes in versions (`genomes`, `genome_items`), `genotypes` moved into them.
-/// 6: adds uploads (issue 14; step 4 is the readings').
+/// 6: adds uploads (issue 14).
 const SCHEMA_VERSION: i64 = 6;
 
 const SCHEMA: &str = "
@@ -120,6 +124,20 @@ CREATE TABLE IF NOT EXISTS mcp_servers (
     last_connect_error TEXT,
     PRIMARY KEY (user, name),
     UNIQUE (user, url)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS reading_rollups (
+    user          TEXT NOT NULL,
+    indicator_key TEXT NOT NULL,
+    kind          TEXT NOT NULL,
+    period        TEXT NOT NULL,
+    summary       TEXT NOT NULL,
+    PRIMARY KEY (user, indicator_key, kind, period)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS reading_catalogue (
+    user          TEXT NOT NULL,
+    indicator_key TEXT NOT NULL,
+    summary       TEXT NOT NULL,
+    PRIMARY KEY (user, indicator_key)
 ) WITHOUT ROWID;
 ";
 
@@ -193,6 +211,10 @@ fn prepare(conn: &mut Connection) -> rusqlite::Result<()> {
     // Every statement is `IF NOT EXISTS`: on a fresh file it creates everything, on an
     // older one it adds the tables that version lacks.
     tx.execute_batch(SCHEMA)?;
+    if version < 4 {
+        // Step 4: the rollups and the catalogue of the readings an older build wrote.
+        health::rebuild_rollups(&tx)?;
+    }
     if (1..5).contains(&version) {
         genome::migrate_genotypes_table(&tx)?;
     }
@@ -503,6 +525,46 @@ mod tests {
             1
         );
         drop(again);
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    /// A file written by version 3 (readings, no rollups) opens with the rollups and
+    /// the catalogue of its readings built (schema step 4).
+    #[tokio::test]
+    async fn version_3_file_gets_rollups_and_catalogue() {
+        use crate::store::Period;
+        let path = temp_path("migrate-v3");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(SCHEMA_V1).unwrap();
+        old.execute_batch(SCHEMA_V2_ADDED).unwrap();
+        old.execute_batch(
+            "INSERT INTO readings (user, indicator_key, time, source, indicator, value_number)
+                 VALUES ('u1', 'glucose', '2024-01-01T20:00:00', 'lab', 'Glucose', 110.0),
+                        ('u1', 'glucose', '2024-02-03T08:00:00', 'lab', 'Glucose', 100.0);
+             PRAGMA user_version = 3;",
+        )
+        .unwrap();
+        drop(old);
+
+        let store = EmbeddedStore::open(&path).unwrap();
+        assert_eq!(user_version(&store), SCHEMA_VERSION);
+        let catalogue = store.catalogue("u1").await.unwrap();
+        assert_eq!(catalogue.len(), 1);
+        assert_eq!(catalogue[0].key, "glucose");
+        assert_eq!(catalogue[0].summary.count, 3);
+        assert_eq!(catalogue[0].summary.sum, 300.0);
+        let days = store
+            .rollups("u1", "glucose", Period::Day, "2024-01-01", "2024-01-01")
+            .await
+            .unwrap();
+        assert_eq!((days.len(), days[0].count, days[0].sum), (1, 2, 200.0));
+        let months = store
+            .rollups("u1", "glucose", Period::Month, "2024-01", "2024-12")
+            .await
+            .unwrap();
+        assert_eq!(months.len(), 2);
+        drop(store);
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 
