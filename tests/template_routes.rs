@@ -435,13 +435,23 @@ fn only_the_data_and_import_roles_reach_the_bucket_and_only_under_uploads() {
         let got: Vec<(Vec<String>, Value)> = s3.into_iter().map(|(a, r)| (a, r.clone())).collect();
         assert_eq!(got, want, "{name}: its S3 statements");
     }
-    // The import role: no secret, no keys table.
+    // The import role: no secret; on the keys table only GetItem of the items that lead
+    // from an object key to its upload (upload-object#...).
     for statement in statements(&template, "ImportRole") {
         let resource = statement["Resource"].to_string();
-        assert!(
-            !resource.contains("KeysSecret") && !resource.contains("KeysTable"),
-            "{statement}"
-        );
+        assert!(!resource.contains("KeysSecret"), "{statement}");
+        if resource.contains("KeysTable") {
+            assert_eq!(
+                statement["Action"],
+                json!("dynamodb:GetItem"),
+                "{statement}"
+            );
+            assert_eq!(
+                statement["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"],
+                json!(["upload-object#*"]),
+                "{statement}"
+            );
+        }
     }
 }
 
