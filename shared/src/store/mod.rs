@@ -65,6 +65,20 @@ pub(crate) use objects_s3::open_s3_objects;
 pub use select::{EMBEDDED_FILE, OBJECTS_DIR, open_store, open_upload_objects};
 pub use uploads::{MAX_LISTED_UPLOADS, UploadOutcome, UploadStore};
 
+/// A fresh DynamoDB store on the tests' shared moto server (its own tables), for tests
+/// outside `store` that measure what a consumer costs; the guard keeps moto running.
+#[cfg(test)]
+pub(crate) async fn moto_dynamo_store()
+-> (DynamoStore, Option<std::sync::Arc<crate::testing::Moto>>) {
+    let (endpoint, guard) = contract::moto_endpoint();
+    let client = contract::moto_client(&endpoint);
+    let tables = contract::fresh_tables();
+    DynamoStore::create_tables(&client, &tables)
+        .await
+        .expect("tables created in moto");
+    (DynamoStore::new(client, tables), guard)
+}
+
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
 /// A failure of the storage backend. Messages name the operation, never user data.

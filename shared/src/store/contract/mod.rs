@@ -284,7 +284,7 @@ fn fresh_db() -> TempDb {
     )
 }
 
-pub(in crate::store) fn fresh_tables() -> DynamoTables {
+pub(crate) fn fresh_tables() -> DynamoTables {
     let suffix = unique("t");
     DynamoTables {
         keys: format!("mirobody-keys-{suffix}"),
@@ -320,7 +320,7 @@ pub(crate) fn moto_endpoint() -> (String, Option<Arc<Moto>>) {
 
 /// A client for the local moto server only: fixed test credentials and region, so the
 /// SDK never consults the environment, profiles or the instance metadata address.
-pub(in crate::store) fn moto_client(endpoint: &str) -> aws_sdk_dynamodb::Client {
+pub(crate) fn moto_client(endpoint: &str) -> aws_sdk_dynamodb::Client {
     use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
     let config = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())

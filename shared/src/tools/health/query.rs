@@ -602,8 +602,7 @@ mod tests {
 
     use super::{Params, QueryHealthIndicators};
     use crate::domain::{Reading, ReadingValue};
-    use crate::store::{DynamoStore, DynamoTables, HealthStore, IoCounters};
-    use crate::testing::Moto;
+    use crate::store::{DynamoStore, HealthStore, IoCounters};
 
     /// Hourly glucose from 2021-01-01 for `days` days, and a quarterly HbA1c.
     fn history(days: i64) -> Vec<Reading> {
@@ -635,28 +634,6 @@ mod tests {
             }
         }
         out
-    }
-
-    fn moto_store(endpoint: &str, label: &str) -> (aws_sdk_dynamodb::Client, DynamoTables) {
-        use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-        let config = aws_sdk_dynamodb::Config::builder()
-            .behavior_version(BehaviorVersion::latest())
-            .region(Region::new("us-east-1"))
-            .credentials_provider(Credentials::new("test", "test", None, None, "moto"))
-            .endpoint_url(endpoint)
-            .build();
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let suffix = format!("{label}-{}-{nanos}", std::process::id());
-        (
-            aws_sdk_dynamodb::Client::from_conf(config),
-            DynamoTables {
-                keys: format!("cost-keys-{suffix}"),
-                data: format!("cost-data-{suffix}"),
-            },
-        )
     }
 
     /// The query shapes of issue 14, section 3.
@@ -697,16 +674,9 @@ mod tests {
     /// on 30 days as on 3 years of history (day buckets: one rollup item a day).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn query_cost_does_not_grow_with_history() {
-        let moto = std::env::var("MIROBODY_TEST_MOTO")
-            .ok()
-            .filter(|e| !e.is_empty());
-        let started = moto.is_none().then(Moto::start);
-        let endpoint = moto.unwrap_or_else(|| started.as_ref().unwrap().endpoint.clone());
         let mut costs = Vec::new();
         for (label, days) in [("short", 30), ("long", 3 * 365)] {
-            let (client, tables) = moto_store(&endpoint, label);
-            DynamoStore::create_tables(&client, &tables).await.unwrap();
-            let store = DynamoStore::new(client, tables);
+            let (store, _moto) = crate::store::moto_dynamo_store().await;
             let data = history(days);
             store.put_readings(label, &data).await.unwrap();
             let mut shape_costs = Vec::new();
