@@ -187,14 +187,28 @@ impl AccountApi {
         source: Option<IpAddr>,
     ) -> Result<Response<Bytes>, ApiError> {
         let request = serde_json::from_slice::<Credentials>(body).map_err(|_| bad_credentials())?;
-        refuse_hidden_characters("email", &request.email)?;
-        let Some(email) = normalise_email(&request.email) else {
+        let user_id = self
+            .create_account(&request.email, request.password, source)
+            .await?;
+        Ok(self.token_response(StatusCode::CREATED, &user_id, 0))
+    }
+
+    /// A new account for `email` and `password` (checked, limited per source address,
+    /// hashed): its user id. The JSON API and the console both sign up here.
+    pub(crate) async fn create_account(
+        &self,
+        email: &str,
+        password: String,
+        source: Option<IpAddr>,
+    ) -> Result<String, ApiError> {
+        refuse_hidden_characters("email", email)?;
+        let Some(email) = normalise_email(email) else {
             return Err(ApiError::refused(
                 StatusCode::BAD_REQUEST,
                 "that is not an e-mail address",
             ));
         };
-        refuse_weak_password(&request.password)?;
+        refuse_weak_password(&password)?;
         if let Some(source) = source
             && let Some(retry_after) = SIGN_UPS
                 .spend(self.store.as_ref(), source, self.clock.now())
@@ -205,7 +219,7 @@ impl AccountApi {
                 retry_after,
             });
         }
-        let password_hash = self.passwords.hash(request.password).await.ok_or_else(|| {
+        let password_hash = self.passwords.hash(password).await.ok_or_else(|| {
             ApiError::refused(StatusCode::INTERNAL_SERVER_ERROR, "sign-up failed")
         })?;
         let account = Account {
@@ -215,7 +229,7 @@ impl AccountApi {
             created_at: self.clock.now(),
         };
         match self.store.create_account(&account).await? {
-            Created::Created => Ok(self.token_response(StatusCode::CREATED, &account.user_id, 0)),
+            Created::Created => Ok(account.user_id),
             Created::EmailTaken => Err(ApiError::refused(
                 StatusCode::CONFLICT,
                 "an account with this e-mail already exists; sign in instead",
@@ -223,23 +237,32 @@ impl AccountApi {
         }
     }
 
-    /// `source`: where the request came from, for the per-address failure limit.
     pub(crate) async fn sign_in(
         &self,
         body: &[u8],
         source: Option<IpAddr>,
     ) -> Result<Response<Bytes>, ApiError> {
         let request = serde_json::from_slice::<Credentials>(body).map_err(|_| bad_credentials())?;
+        let (user_id, epoch) = self
+            .verify_sign_in(&request.email, &request.password, source)
+            .await?;
+        Ok(self.token_response(StatusCode::OK, &user_id, epoch))
+    }
+
+    /// The user id and token epoch of a right e-mail and password, within the sign-in
+    /// limits: the JSON API and the console both sign in here.
+    pub(crate) async fn verify_sign_in(
+        &self,
+        email: &str,
+        password: &str,
+        source: Option<IpAddr>,
+    ) -> Result<(String, u64), ApiError> {
         let wrong = || ApiError::refused(StatusCode::UNAUTHORIZED, "wrong e-mail or password");
-        let email = normalise_email(&request.email).ok_or_else(wrong)?;
-        match self
-            .passwords
-            .sign_in(&email, &request.password, source)
-            .await?
-        {
+        let email = normalise_email(email).ok_or_else(wrong)?;
+        match self.passwords.sign_in(&email, password, source).await? {
             SignIn::Verified(user_id) => {
                 let epoch = self.store.token_state(&user_id).await?.epoch;
-                Ok(self.token_response(StatusCode::OK, &user_id, epoch))
+                Ok((user_id, epoch))
             }
             SignIn::Wrong => Err(wrong()),
             SignIn::Limited(retry_after) => Err(ApiError::TooMany {
@@ -249,9 +272,13 @@ impl AccountApi {
         }
     }
 
-    /// `POST /auth/signout`: ends the session of the token the request carries (until
-    /// that token expires). Other sessions, OAuth grants and URLs are untouched.
     pub(crate) async fn sign_out(&self, claims: &Claims) -> Result<Response<Bytes>, ApiError> {
+        self.end_session(claims).await?;
+        Ok(ok(StatusCode::OK, json!({ "signed_out": "this session" })))
+    }
+
+    /// Ends the session of `claims` (every token of the user, for a token without one).
+    pub(crate) async fn end_session(&self, claims: &Claims) -> Result<(), ApiError> {
         let end = match claims.session_key() {
             Some(sid) => TokenChange::EndSession {
                 sid: sid.to_string(),
@@ -264,21 +291,27 @@ impl AccountApi {
         self.store
             .change_tokens(&claims.sub, &end, self.clock.now())
             .await?;
-        Ok(ok(StatusCode::OK, json!({ "signed_out": "this session" })))
+        Ok(())
     }
 
     /// `POST /auth/signout-all`: ends every session, login-prompt token, OAuth access
     /// token and refresh family of the caller (a new token epoch), and revokes the
     /// personal URL (a new one can be made).
     pub(crate) async fn sign_out_all(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
-        self.store
-            .change_tokens(&caller.user_id, &TokenChange::EndAll, self.clock.now())
-            .await?;
-        let url_revoked = self.urls.revoke(&caller.user_id).await?;
+        let url_revoked = self.end_everything(&caller.user_id).await?;
         Ok(ok(
             StatusCode::OK,
             json!({ "signed_out": "everywhere", "personal_url_revoked": url_revoked }),
         ))
+    }
+
+    /// Ends every session, OAuth grant and login-prompt token of `user_id` and revokes
+    /// the personal URL: whether there was one.
+    pub(crate) async fn end_everything(&self, user_id: &str) -> Result<bool, ApiError> {
+        self.store
+            .change_tokens(user_id, &TokenChange::EndAll, self.clock.now())
+            .await?;
+        Ok(self.urls.revoke(user_id).await?)
     }
 
     /// `POST /auth/password` `{"current_password", "new_password"}`: checks the current
@@ -297,48 +330,66 @@ impl AccountApi {
                 "send {\"current_password\": …, \"new_password\": …}",
             )
         })?;
-        refuse_weak_password(&request.new_password)?;
-        let wrong = || ApiError::refused(StatusCode::FORBIDDEN, "the current password is wrong");
-        let account = self
-            .store
-            .account(&caller.user_id)
-            .await?
-            .ok_or_else(wrong)?;
-        match self
-            .passwords
-            .sign_in(&account.email, &request.current_password, source)
-            .await?
-        {
-            SignIn::Verified(user_id) if user_id == caller.user_id => {}
-            SignIn::Verified(_) | SignIn::Wrong => return Err(wrong()),
-            SignIn::Limited(retry_after) => {
-                return Err(ApiError::TooMany {
-                    msg: "too many failed sign-ins; try again later",
-                    retry_after,
-                });
-            }
-        }
-        let password_hash = self
-            .passwords
-            .hash(request.new_password)
-            .await
-            .ok_or_else(|| {
-                ApiError::refused(StatusCode::INTERNAL_SERVER_ERROR, "password change failed")
-            })?;
-        let state = self
-            .store
-            .change_password(&caller.user_id, &password_hash, self.clock.now())
-            .await?
-            .ok_or_else(wrong)?;
-        self.urls.revoke(&caller.user_id).await?;
-        Ok(self.token_response(StatusCode::OK, &caller.user_id, state.epoch))
+        let epoch = self
+            .set_password(
+                &caller.user_id,
+                &request.current_password,
+                request.new_password,
+                source,
+            )
+            .await?;
+        Ok(self.token_response(StatusCode::OK, &caller.user_id, epoch))
     }
 
-    /// B2: the caller (owner) grants another account permissions on their data. The
-    /// answer is the same whether or not the grantee has an account, and names the
-    /// grantee only as the caller named them, never by another account's user id (issue
-    /// 12: sharing is not an account oracle); naming someone without an account stores
-    /// nothing.
+    /// Checks the current password and the new one, replaces the hash (ending every
+    /// token issued before) and revokes the personal URL: the new token epoch.
+    pub(crate) async fn set_password(
+        &self,
+        user_id: &str,
+        current_password: &str,
+        new_password: String,
+        source: Option<IpAddr>,
+    ) -> Result<u64, ApiError> {
+        refuse_weak_password(&new_password)?;
+        self.check_password(user_id, current_password, source)
+            .await?;
+        let wrong = || ApiError::refused(StatusCode::FORBIDDEN, "the current password is wrong");
+        let password_hash = self.passwords.hash(new_password).await.ok_or_else(|| {
+            ApiError::refused(StatusCode::INTERNAL_SERVER_ERROR, "password change failed")
+        })?;
+        let state = self
+            .store
+            .change_password(user_id, &password_hash, self.clock.now())
+            .await?
+            .ok_or_else(wrong)?;
+        self.urls.revoke(user_id).await?;
+        Ok(state.epoch)
+    }
+
+    /// Whether `password` is the account's own (403 when not, 429 past the sign-in
+    /// limits): what a password change and deleting the account confirm with.
+    pub(crate) async fn check_password(
+        &self,
+        user_id: &str,
+        password: &str,
+        source: Option<IpAddr>,
+    ) -> Result<(), ApiError> {
+        let wrong = || ApiError::refused(StatusCode::FORBIDDEN, "the current password is wrong");
+        let account = self.store.account(user_id).await?.ok_or_else(wrong)?;
+        match self
+            .passwords
+            .sign_in(&account.email, password, source)
+            .await?
+        {
+            SignIn::Verified(verified) if verified == user_id => Ok(()),
+            SignIn::Verified(_) | SignIn::Wrong => Err(wrong()),
+            SignIn::Limited(retry_after) => Err(ApiError::TooMany {
+                msg: "too many failed sign-ins; try again later",
+                retry_after,
+            }),
+        }
+    }
+
     pub(crate) async fn share(
         &self,
         caller: &Caller,

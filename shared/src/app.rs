@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 use crate::account_api::AccountApi;
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
+use crate::console::ConsoleApi;
 use crate::data_api::DataApi;
 use crate::external::{CONNECT_BUDGET, ExternalServers, PROBE_BUDGET};
 use crate::http::{
@@ -41,9 +42,10 @@ struct Signed {
     jwts: Arc<Jwts>,
     sealer: Arc<Sealer>,
     urls: Arc<McpUrls>,
-    accounts: AccountApi,
+    accounts: Arc<AccountApi>,
     oauth: OAuthApi,
     external: Arc<ExternalServers>,
+    console: ConsoleApi,
 }
 
 pub struct App {
@@ -54,10 +56,10 @@ pub struct App {
     origin: OriginPolicy,
     mcp: McpServer,
     data: DataApi,
-    uploads: UploadsApi,
+    uploads: Arc<UploadsApi>,
     signed: Option<Signed>,
     agents: AgentPolicy,
-    callers: CallerResolver,
+    callers: Arc<CallerResolver>,
     login_poll: LoginPoll,
     clock: Arc<dyn Clock>,
 }
@@ -90,12 +92,12 @@ impl App {
             clock,
             objects,
         } = services;
-        let uploads = UploadsApi {
+        let uploads = Arc::new(UploadsApi {
             store: store.clone(),
             objects,
             clock: clock.clone(),
             importer,
-        };
+        });
         let mut registry = Registry::new();
         tools::register_builtin(&mut registry, store.clone());
         let mut resources = Resources::new();
@@ -106,6 +108,10 @@ impl App {
         let declaration = Declaration::new(&config.server_name, fixtures);
         let origin = config.public_origin();
         let resource = format!("{origin}{}/mcp", config.uri_prefix);
+        let resource_metadata_url = format!(
+            "{origin}/.well-known/oauth-protected-resource{}/mcp",
+            config.uri_prefix
+        );
         // The one outbound HTTP stack (CIMD fetches now; remote MCP servers later).
         let policy = match config.remote_dev_loopback {
             true => GuardPolicy::insecure_loopback(config.runtime).unwrap_or_default(),
@@ -126,15 +132,17 @@ impl App {
                 clock.clone(),
                 config.hash_permits,
             ));
-            let accounts = AccountApi {
+            let accounts = Arc::new(AccountApi {
                 store: store.clone(),
                 jwts: jwts.clone(),
                 urls: urls.clone(),
                 clock: clock.clone(),
                 passwords: passwords.clone(),
-            };
+            });
             let form_key: [u8; 32] =
                 Sha256::digest([&keys.seal[..], b"mirobody form v1"].concat()).into();
+            let console_key: [u8; 32] =
+                Sha256::digest([&keys.seal[..], b"mirobody console v1"].concat()).into();
             let services = OAuthServices {
                 store: store.clone(),
                 jwts: jwts.clone(),
@@ -142,7 +150,7 @@ impl App {
                 clock: clock.clone(),
                 http: http.clone(),
                 form_key,
-                passwords,
+                passwords: passwords.clone(),
             };
             let oauth = OAuthApi::new(services, origin.clone(), resource.clone());
             let mut external =
@@ -153,6 +161,28 @@ impl App {
                     external.with_budgets(PROBE_BUDGET.min(limit), CONNECT_BUDGET.min(limit));
             }
             let external = Arc::new(external);
+            let callers = Arc::new(CallerResolver::new(
+                Some(jwts.clone()),
+                Some(urls.clone()),
+                clock.clone(),
+                &resource_metadata_url,
+                store.clone(),
+            ));
+            let console = ConsoleApi {
+                store: store.clone(),
+                accounts: accounts.clone(),
+                passwords,
+                jwts: jwts.clone(),
+                urls: urls.clone(),
+                external: external.clone(),
+                uploads: uploads.clone(),
+                callers,
+                clock: clock.clone(),
+                form_key: console_key,
+                origin: origin.clone(),
+                mcp_url: resource.clone(),
+                upload_origin: config.upload_origin(),
+            };
             Signed {
                 jwts,
                 sealer,
@@ -160,18 +190,16 @@ impl App {
                 accounts,
                 oauth,
                 external,
+                console,
             }
         });
-        let callers = CallerResolver::new(
+        let callers = Arc::new(CallerResolver::new(
             signed.as_ref().map(|s| s.jwts.clone()),
             signed.as_ref().map(|s| s.urls.clone()),
             clock.clone(),
-            &format!(
-                "{origin}/.well-known/oauth-protected-resource{}/mcp",
-                config.uri_prefix
-            ),
+            &resource_metadata_url,
             store.clone(),
-        );
+        ));
         let login_poll = LoginPoll {
             store: store.clone(),
             sealer: signed.as_ref().map(|s| s.sealer.clone()),
@@ -388,6 +416,7 @@ impl App {
     ) -> Response<Bytes> {
         match access {
             Access::Open => web::add_cors(&mut response, Some("*"), "GET, POST, OPTIONS"),
+            Access::Page => {}
             Access::SameOrigin | Access::SignedIn => web::add_cors(
                 &mut response,
                 self.origin.allowed_origin(headers),
@@ -416,7 +445,7 @@ impl App {
                 .await
                 .map(Some)
                 .map_err(Refusal::Door),
-            Access::Open | Access::SameOrigin => Ok(None),
+            Access::Open | Access::SameOrigin | Access::Page => Ok(None),
         }
     }
 
@@ -524,6 +553,7 @@ impl App {
                 let client_id = client_id.unwrap_or_default();
                 self.oauth()?.withdraw_grant(user()?, &client_id).await?
             }
+            Handler::Console(page) => self.console()?.serve(page, matched, request).await,
         })
     }
 
@@ -531,7 +561,15 @@ impl App {
     fn accounts(&self) -> Result<&AccountApi, ApiError> {
         self.signed
             .as_ref()
-            .map(|s| &s.accounts)
+            .map(|s| s.accounts.as_ref())
+            .ok_or(ApiError::NoKeys)
+    }
+
+    /// The web console; without keys there are no accounts, and its pages answer 503.
+    fn console(&self) -> Result<&ConsoleApi, ApiError> {
+        self.signed
+            .as_ref()
+            .map(|s| &s.console)
             .ok_or(ApiError::NoKeys)
     }
 

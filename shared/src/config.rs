@@ -66,6 +66,8 @@ pub struct Config {
     /// An S3 endpoint override (`AWS_ENDPOINT_URL_S3`, a local emulator addressed
     /// path-style); `None` in AWS.
     pub s3_endpoint: Option<String>,
+    /// `AWS_REGION`: where the upload bucket is (the console's upload script PUTs there).
+    pub aws_region: Option<String>,
 }
 
 /// Password hashes running at once unless `MIROBODY_HASH_PERMITS` says otherwise.
@@ -232,6 +234,7 @@ impl Config {
                 .map(parse_bucket_name)
                 .transpose()?,
             s3_endpoint: get("AWS_ENDPOINT_URL_S3").map(String::from),
+            aws_region: get("AWS_REGION").map(String::from),
             runtime,
             host,
             port,
@@ -256,6 +259,21 @@ impl Config {
                 IpAddr::V4(v4) => format!("http://{v4}:{}", self.port),
             },
         }
+    }
+}
+
+impl Config {
+    /// The origin a browser PUTs uploaded files to when they go to S3 (the console's
+    /// `connect-src`): the endpoint override's, else the bucket's virtual-hosted name.
+    /// `None` when uploads stay on this server.
+    pub(crate) fn upload_origin(&self) -> Option<String> {
+        let bucket = self.upload_bucket.as_ref()?;
+        if let Some(endpoint) = &self.s3_endpoint {
+            let url = url::Url::parse(endpoint).ok()?;
+            return Some(url.origin().ascii_serialization());
+        }
+        let region = self.aws_region.as_deref().unwrap_or("us-east-1");
+        Some(format!("https://{bucket}.s3.{region}.amazonaws.com"))
     }
 }
 

@@ -9,6 +9,7 @@ mod account_api;
 mod app;
 pub mod clock;
 mod config;
+mod console;
 mod data_api;
 mod demo;
 pub mod domain;

@@ -92,6 +92,22 @@ impl ApiError {
         }
     }
 
+    /// What the refusal says in words (the console shows it on a page).
+    pub(crate) fn message(&self) -> String {
+        match self {
+            ApiError::NoRoute => "there is no such page".to_string(),
+            ApiError::Refused(_, msg) => msg.to_string(),
+            ApiError::Unauthorized(msg, _) | ApiError::Forbidden(msg, _) => msg.to_string(),
+            ApiError::TooMany { msg, .. } => msg.to_string(),
+            ApiError::Unavailable => STORAGE_UNAVAILABLE.to_string(),
+            ApiError::NoKeys => {
+                "accounts are not configured on this deployment (no signing keys)".to_string()
+            }
+            ApiError::Coded { message, .. } => message.clone(),
+            ApiError::LoginPoll(_, _, message) => message.to_string(),
+        }
+    }
+
     pub(crate) fn into_response(self) -> Response<Bytes> {
         let status = self.status();
         let account = |msg: &str| json(status, &json!({ "code": status.as_u16(), "msg": msg }));

@@ -12,6 +12,8 @@ use std::collections::HashMap;
 
 use http::Method;
 
+use crate::console::Page;
+
 /// The route groups: one Lambda function each (template.yaml); the local server serves all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RouteGroup {
@@ -19,6 +21,8 @@ pub enum RouteGroup {
     Personal,
     Oauth,
     Data,
+    /// The web console's pages (issue 15).
+    Console,
     All,
 }
 
@@ -34,6 +38,10 @@ pub(crate) enum Access {
     SameOrigin,
     /// Same-origin, and a valid bearer token is required (401 without one).
     SignedIn,
+    /// A console page (issue 15): the `Origin`/`Host` check, and no CORS headers at all
+    /// (a page and its forms are for this origin's own tabs); the console checks its
+    /// session cookie and CSRF token itself.
+    Page,
 }
 
 /// Which bearer tokens a route takes: read by the one check in caller resolution
@@ -134,6 +142,8 @@ pub(crate) enum Handler {
     OAuthGrants,
     /// Withdraw one client's grant.
     OAuthGrantRevoke,
+    /// A page of the web console (issue 15): the console routes its pages itself.
+    Console(Page),
 }
 
 /// One route. Later needs per route become fields here with a default in [`ROW`].
@@ -195,10 +205,11 @@ const RESOURCE_METADATA: &str = "/.well-known/oauth-protected-resource";
 #[rustfmt::skip]
 #[allow(clippy::needless_update)]
 pub(crate) static ROUTES: &[Route] = {
-    use Access::{Open, SameOrigin, SignedIn};
+    use Access::{Open, Page, SameOrigin, SignedIn};
     use Handler::*;
     use Prefix::{After, Leading};
-    use RouteGroup::{Data, Mcp, Oauth, Personal};
+    use RouteGroup::{Console, Data, Mcp, Oauth, Personal};
+    use crate::console::Page as P;
     &[
         // The MCP endpoint, under the prefix.
         Route { method: "POST", path: "/mcp", prefix: Leading, group: Mcp, name: "POST /mcp",
@@ -298,6 +309,79 @@ pub(crate) static ROUTES: &[Route] = {
         Route { method: "DELETE", path: "/api/user/oauth-grants/{client_id}", group: Oauth,
                 name: "DELETE /api/user/oauth-grants/{client_id}", access: SignedIn,
                 handler: OAuthGrantRevoke, ..ROW },
+
+        // The web console (issue 15): pages on the same origin; the console checks its
+        // session cookie and CSRF token itself (`console/mod.rs`).
+        Route { method: "GET", path: "/", group: Console, name: "GET /",
+                access: Page, handler: Handler::Console(P::Home), ..ROW },
+        Route { method: "GET", path: "/console", group: Console, name: "GET /",
+                access: Page, handler: Handler::Console(P::Home), ..ROW },
+        Route { method: "GET", path: "/console/assets/{file}", group: Console, name: "GET /console/assets/{file}",
+                access: Page, handler: Handler::Console(P::Asset), ..ROW },
+        Route { method: "GET", path: "/console/signup", group: Console, name: "GET /console/signup",
+                access: Page, handler: Handler::Console(P::SignUpForm), ..ROW },
+        Route { method: "POST", path: "/console/signup", group: Console, name: "POST /console/signup",
+                access: Page, handler: Handler::Console(P::SignUp), ..ROW },
+        Route { method: "GET", path: "/console/signin", group: Console, name: "GET /console/signin",
+                access: Page, handler: Handler::Console(P::SignInForm), ..ROW },
+        Route { method: "POST", path: "/console/signin", group: Console, name: "POST /console/signin",
+                access: Page, handler: Handler::Console(P::SignIn), ..ROW },
+        Route { method: "POST", path: "/console/signout", group: Console, name: "POST /console/signout",
+                access: Page, handler: Handler::Console(P::SignOut), ..ROW },
+        Route { method: "GET", path: "/console/password", group: Console, name: "GET /console/password",
+                access: Page, handler: Handler::Console(P::PasswordForm), ..ROW },
+        Route { method: "POST", path: "/console/password", group: Console, name: "POST /console/password",
+                access: Page, handler: Handler::Console(P::Password), ..ROW },
+        Route { method: "GET", path: "/console/data", group: Console, name: "GET /console/data",
+                access: Page, handler: Handler::Console(P::Data), ..ROW },
+        Route { method: "GET", path: "/console/data/{indicator}", group: Console, name: "GET /console/data/{indicator}",
+                access: Page, handler: Handler::Console(P::Indicator), ..ROW },
+        Route { method: "GET", path: "/console/genome", group: Console, name: "GET /console/genome",
+                access: Page, handler: Handler::Console(P::Genome), ..ROW },
+        Route { method: "GET", path: "/console/upload", group: Console, name: "GET /console/upload",
+                access: Page, handler: Handler::Console(P::Upload), ..ROW },
+        Route { method: "POST", path: "/console/uploads", group: Console, name: "POST /console/uploads",
+                access: Page, handler: Handler::Console(P::UploadCreate), ..ROW },
+        Route { method: "GET", path: "/console/uploads/{id}", group: Console, name: "GET /console/uploads/{id}",
+                access: Page, handler: Handler::Console(P::UploadStatus), ..ROW },
+        Route { method: "GET", path: "/console/connect", group: Console, name: "GET /console/connect",
+                access: Page, handler: Handler::Console(P::Connect), ..ROW },
+        Route { method: "POST", path: "/console/connect/url", group: Console, name: "POST /console/connect/url",
+                access: Page, handler: Handler::Console(P::UrlCreate), ..ROW },
+        Route { method: "POST", path: "/console/connect/url/revoke", group: Console, name: "POST /console/connect/url/revoke",
+                access: Page, handler: Handler::Console(P::UrlRevoke), ..ROW },
+        Route { method: "GET", path: "/console/servers", group: Console, name: "GET /console/servers",
+                access: Page, handler: Handler::Console(P::Servers), ..ROW },
+        Route { method: "POST", path: "/console/servers", group: Console, name: "POST /console/servers",
+                access: Page, handler: Handler::Console(P::ServerAdd), max_body: REGISTRY_BODY, ..ROW },
+        Route { method: "GET", path: "/console/servers/{name}", group: Console, name: "GET /console/servers/{name}",
+                access: Page, handler: Handler::Console(P::ServerEditForm), ..ROW },
+        Route { method: "POST", path: "/console/servers/{name}", group: Console, name: "POST /console/servers/{name}",
+                access: Page, handler: Handler::Console(P::ServerEdit), max_body: REGISTRY_BODY, ..ROW },
+        Route { method: "POST", path: "/console/servers/{name}/toggle", group: Console, name: "POST /console/servers/{name}/toggle",
+                access: Page, handler: Handler::Console(P::ServerToggle), ..ROW },
+        Route { method: "POST", path: "/console/servers/{name}/probe", group: Console, name: "POST /console/servers/{name}/probe",
+                access: Page, handler: Handler::Console(P::ServerProbe), ..ROW },
+        Route { method: "POST", path: "/console/servers/{name}/delete", group: Console, name: "POST /console/servers/{name}/delete",
+                access: Page, handler: Handler::Console(P::ServerDelete), ..ROW },
+        Route { method: "GET", path: "/console/access", group: Console, name: "GET /console/access",
+                access: Page, handler: Handler::Console(P::Access), ..ROW },
+        Route { method: "POST", path: "/console/access/grants/{client_id}/revoke", group: Console, name: "POST /console/access/grants/{client_id}/revoke",
+                access: Page, handler: Handler::Console(P::GrantRevoke), ..ROW },
+        Route { method: "POST", path: "/console/access/shares/revoke", group: Console, name: "POST /console/access/shares/revoke",
+                access: Page, handler: Handler::Console(P::ShareRevoke), ..ROW },
+        Route { method: "POST", path: "/console/access/urls/revoke", group: Console, name: "POST /console/access/urls/revoke",
+                access: Page, handler: Handler::Console(P::TemporaryUrlRevoke), ..ROW },
+        Route { method: "POST", path: "/console/access/signout-all", group: Console, name: "POST /console/access/signout-all",
+                access: Page, handler: Handler::Console(P::SignOutAll), ..ROW },
+        Route { method: "GET", path: "/console/account", group: Console, name: "GET /console/account",
+                access: Page, handler: Handler::Console(P::Account), ..ROW },
+        Route { method: "GET", path: "/console/account/export", group: Console, name: "GET /console/account/export",
+                access: Page, handler: Handler::Console(P::Export), ..ROW },
+        Route { method: "POST", path: "/console/account/delete-data", group: Console, name: "POST /console/account/delete-data",
+                access: Page, handler: Handler::Console(P::DeleteData), ..ROW },
+        Route { method: "POST", path: "/console/account/delete", group: Console, name: "POST /console/account/delete",
+                access: Page, handler: Handler::Console(P::DeleteAccount), ..ROW },
 
         // The authorization server: its metadata at three paths, the resource metadata.
         Route { method: "GET", path: "/.well-known/oauth-authorization-server", group: Oauth,

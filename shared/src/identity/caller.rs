@@ -135,6 +135,20 @@ impl CallerResolver {
         self.jwts.as_ref()?.verify(token.trim()).ok()
     }
 
+    /// The console's session cookie: the claims of a person's session token that
+    /// verifies and that its user did not end (the same token-state read as a bearer
+    /// token). Any other kind of token is no session.
+    pub(crate) async fn session_token(&self, token: &str) -> Result<Option<Claims>, ApiError> {
+        let Some(claims) = self.jwts.as_ref().and_then(|j| j.verify(token).ok()) else {
+            return Ok(None);
+        };
+        if claims.kind != TokenKind::Session {
+            return Ok(None);
+        }
+        let state = self.tokens.token_state(&claims.sub).await?;
+        Ok((!claims.ended_by(&state)).then_some(claims))
+    }
+
     /// The claims of the request's bearer token, for a handler whose route the door
     /// already admitted it to (sign-out names the token's session).
     pub(crate) fn claims(&self, headers: &HeaderMap) -> Option<Claims> {
