@@ -141,7 +141,7 @@ impl OAuthApi {
                 action,
                 name,
                 scope,
-                &pages::hidden(&all),
+                pages::hidden(&all),
                 error,
                 asked.as_ref(),
             ),
