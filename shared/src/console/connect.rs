@@ -99,25 +99,33 @@ impl ConsoleApi {
                     " Anyone who has it reads your health data through any AI client. Keep it to yourself, and revoke it here if it leaks: a new one can be made at once."
                 }
                 @if let Some(minted) = minted {
-                    p { "Your personal MCP URL (shown only now; come back here and press the button to see it again):" }
+                    p { "Your personal MCP URL (shown only now; press Show to see it again later):" }
                     p { code.secret id="personal-url" { (minted) } }
-                    button type="button" data-copy="personal-url" { "Copy" }
                 } @else if active {
                     p id="personal-url-state" data-active="true" { "You have an active personal URL. It is not shown on this page; press Show to see it." }
                 } @else {
                     p id="personal-url-state" data-active="false" { "You have no personal URL. Create one to connect a client that cannot sign in by itself." }
                 }
-                form id="url-create" method="post" action="/console/connect/url" {
-                    input type="hidden" name="csrf" value=(session.csrf);
-                    button type="submit" {
-                        @if active || minted.is_some() { "Show my personal URL" } @else { "Create my personal URL" }
+                div.actions {
+                    @if minted.is_some() {
+                        button type="button" data-copy="personal-url" { "Copy" }
                     }
-                }
-                @if active || minted.is_some() {
-                    form id="url-revoke" method="post" action="/console/connect/url/revoke"
-                        data-confirm="Revoke your personal URL? Every client using it stops working." {
+                    form id="url-create" method="post" action="/console/connect/url" {
                         input type="hidden" name="csrf" value=(session.csrf);
-                        button.danger type="submit" { "Revoke it" }
+                        @if minted.is_some() {
+                            button.secondary type="submit" { "Show it again" }
+                        } @else if active {
+                            button type="submit" { "Show my personal URL" }
+                        } @else {
+                            button type="submit" { "Create my personal URL" }
+                        }
+                    }
+                    @if active || minted.is_some() {
+                        form id="url-revoke" method="post" action="/console/connect/url/revoke"
+                            data-confirm="Revoke your personal URL? Every client using it stops working." {
+                            input type="hidden" name="csrf" value=(session.csrf);
+                            button.danger type="submit" { "Revoke it" }
+                        }
                     }
                 }
             }

@@ -113,8 +113,10 @@ impl ConsoleApi {
             p id="upload-status" aria-live="polite" data-state="idle" {
                 "Choose a file, then Upload. The bar shows two steps: sending the file (0–50 %), then importing it (50–100 %)."
             }
-            h2 { "Recent uploads" }
-            (recent_table(&recent))
+            section id="recent-uploads" aria-labelledby="recent-uploads-heading" {
+                h2 id="recent-uploads-heading" { "Recent uploads" }
+                (recent_table(&recent))
+            }
         };
         Ok(page(
             StatusCode::OK,

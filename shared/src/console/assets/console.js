@@ -68,6 +68,20 @@
     return (body && body.msg) || fallback;
   }
 
+  // The page's own list of recent uploads, fetched again once an upload has finished.
+  function refreshRecent() {
+    var section = document.getElementById("recent-uploads");
+    if (!section || !window.DOMParser) return;
+    fetch("/console/upload", { credentials: "same-origin" })
+      .then(function (response) { return response.ok ? response.text() : null; })
+      .then(function (text) {
+        if (!text) return;
+        var fresh = new DOMParser().parseFromString(text, "text/html").getElementById("recent-uploads");
+        if (fresh) section.innerHTML = fresh.innerHTML;
+      })
+      .catch(function () {});
+  }
+
   function poll(id) {
     fetch("/console/uploads/" + encodeURIComponent(id), { credentials: "same-origin" })
       .then(answer)
@@ -77,6 +91,7 @@
         if (record.status === "done") {
           show("done", 100, "Done: " + record.rows_written + " rows written");
           start.disabled = false;
+          refreshRecent();
           return;
         }
         if (record.status === "failed") {
@@ -84,6 +99,7 @@
           var where = error.line ? " at line " + error.line : "";
           show("failed", null, "Import failed" + where + ": " + (error.message || "unknown error"));
           start.disabled = false;
+          refreshRecent();
           return;
         }
         var percent = Math.min(99, 50 + Math.floor((record.progress || 0) * 50));
