@@ -212,3 +212,25 @@ impl ConsoleApi {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn console_connect_snippets_carry_the_url_and_stay_valid_json() {
+        let url = "https://mcp.example.com/mcp/secret";
+        for config in [claude_desktop(url), cursor(url)] {
+            let parsed: serde_json::Value = serde_json::from_str(&config).unwrap();
+            assert!(config.contains(url), "{config}");
+            assert!(parsed["mcpServers"]["mirobody"].is_object(), "{config}");
+        }
+        let desktop: serde_json::Value = serde_json::from_str(&claude_desktop(url)).unwrap();
+        assert_eq!(
+            desktop["mcpServers"]["mirobody"]["args"],
+            serde_json::json!(["mcp-remote", url])
+        );
+        assert!(python_sdk(url).contains(&format!("streamable_http_client(\"{url}\")")));
+        assert!(typescript_sdk(url).contains(&format!("new URL(\"{url}\")")));
+    }
+}

@@ -152,3 +152,62 @@ impl ConsoleApi {
         Ok(record_response(&record))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::UploadFailure;
+
+    fn record(status: UploadStatus, error: Option<UploadFailure>) -> UploadRecord {
+        let mut record = UploadRecord::waiting(
+            "0123456789abcdef0123456789".into(),
+            "user".into(),
+            UploadKind::Health,
+            "<b>readings</b>.csv".into(),
+            "uploads/x".into(),
+            1_735_689_600,
+            1_735_689_600 + 60,
+        );
+        record.status = status;
+        record.rows_read = 7;
+        record.rows_written = 5;
+        record.error = error;
+        record
+    }
+
+    #[test]
+    fn console_upload_outcomes_read_as_words() {
+        assert_eq!(outcome(&record(UploadStatus::Done, None)), "5 rows written");
+        assert_eq!(
+            outcome(&record(UploadStatus::Importing, None)),
+            "Importing: 7 rows read"
+        );
+        let at_line = UploadFailure {
+            line: Some(3),
+            message: "value is missing".into(),
+        };
+        assert_eq!(
+            outcome(&record(UploadStatus::Failed, Some(at_line))),
+            "Failed at line 3: value is missing"
+        );
+        let whole = UploadFailure {
+            line: None,
+            message: "not a zip".into(),
+        };
+        assert_eq!(
+            outcome(&record(UploadStatus::Failed, Some(whole))),
+            "Failed: not a zip"
+        );
+        assert_eq!(when(1_735_689_600), "2025-01-01 00:00 UTC");
+        assert_eq!(when(u64::MAX), "");
+    }
+
+    #[test]
+    fn console_upload_table_escapes_the_file_name() {
+        let html = recent_table(&[record(UploadStatus::Done, None)]).into_string();
+        assert!(html.contains("&lt;b&gt;readings&lt;/b&gt;.csv"), "{html}");
+        assert!(!html.contains("<b>"), "{html}");
+        assert!(html.contains("data-upload=\"0123456789abcdef0123456789\""));
+        assert!(recent_table(&[]).into_string().contains("No uploads yet."));
+    }
+}
