@@ -115,6 +115,29 @@ async fn finished(server: &Server, person: &Person, id: &str) -> Value {
     }
 }
 
+/// Create, PUT and poll as the page's script does: the finished record.
+async fn upload_through_console(
+    server: &Server,
+    person: &Person,
+    csrf: &str,
+    kind: &str,
+    filename: &str,
+    body: &str,
+) -> Value {
+    let created = create(
+        server,
+        person,
+        Some(csrf),
+        json!({ "kind": kind, "filename": filename }),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let data = created.json()["data"].clone();
+    let stored = put(data["upload_url"].as_str().unwrap(), body).await;
+    assert_eq!(stored.status, 200, "{}", stored.body);
+    finished(server, person, data["id"].as_str().unwrap()).await
+}
+
 /// The person's bearer token from the JSON API's sign-in (to compare answers).
 async fn bearer_token(server: &Server, person: &Person) -> String {
     let reply = send(
@@ -433,6 +456,25 @@ async fn connect_page_mints_shows_and_revokes_the_personal_url() {
     let tools = rpc(&local(&server, &url), None, "tools/list", json!({})).await;
     assert_eq!(tools.status, 200, "{}", tools.body);
     assert!(!listed_tools(&tools.json()).is_empty(), "{}", tools.body);
+    // It reads Alice's data: her genome, uploaded through the upload page's endpoints.
+    let genome = "# rsid\tchromosome\tposition\tgenotype\n\
+                  rs429358\t19\t44908684\tTC\nrs7412\t19\t44908822\tCC\n";
+    let done =
+        upload_through_console(&server, &alice, &csrf, "genotype", "genome.txt", genome).await;
+    assert_eq!(done["rows_written"], 2, "{done}");
+    let genes = rpc(
+        &local(&server, &url),
+        None,
+        "tools/call",
+        json!({ "name": "get_genetic_data", "arguments": { "rsid": "rs7412" } }),
+    )
+    .await;
+    assert_eq!(genes.status, 200, "{}", genes.body);
+    assert!(
+        genes.body.contains("rs7412") && genes.body.contains("CC"),
+        "{}",
+        genes.body
+    );
     let secret = &url[url.find("/mcp/").unwrap() + 5..];
     let last = if secret.ends_with('x') { 'y' } else { 'x' };
     let guessed = format!("/mcp/{}{last}", &secret[..secret.len() - 1]);
