@@ -338,6 +338,17 @@ async fn upload_endpoints_refuse_without_csrf_for_others_and_signed_out() {
         alices_page.body
     );
 
+    // A body over the route's cap is refused before it is parsed.
+    let long = "x".repeat(20 * 1024);
+    let oversized = create(
+        &server,
+        &alice,
+        Some(&alices),
+        json!({ "kind": "health", "filename": long }),
+    )
+    .await;
+    assert_eq!(oversized.status, 413, "{}", oversized.body);
+
     // Signed out: 401 in JSON for the script, not a redirect to the sign-in page.
     let nobody = Person {
         cookie: "mirobody_session=not-a-token".to_string(),
