@@ -19,7 +19,7 @@ use crate::clock::Clock;
 use crate::domain::{UploadKind, UploadRecord, UploadStatus};
 use crate::http::ApiError;
 use crate::identity::Caller;
-use crate::store::{BodyChunks, Received, Store, StoreError, UploadObjects};
+use crate::store::{BodyChunks, PutTarget, Received, Store, StoreError, UploadObjects};
 
 /// How long the PUT URL stays valid.
 const PUT_LIFETIME: u64 = 3600;
@@ -88,37 +88,87 @@ fn record_json(record: &UploadRecord) -> Value {
     })
 }
 
+/// A new upload: its id and where its file goes.
+pub(crate) struct CreatedUpload {
+    pub id: String,
+    pub target: PutTarget,
+}
+
+/// The kind and file name of a `POST /api/data/uploads` body (also the console's).
+pub(crate) fn parse_new_upload(body: &[u8]) -> Result<(UploadKind, String), ApiError> {
+    let request: NewUpload = serde_json::from_slice(body).map_err(|_| {
+        refused(
+            StatusCode::BAD_REQUEST,
+            "expected {\"kind\": \"health\" | \"genotype\" | \"apple_health\", \"filename\": …}",
+        )
+    })?;
+    let kind = UploadKind::parse(&request.kind).ok_or_else(|| {
+        refused(
+            StatusCode::BAD_REQUEST,
+            "kind must be health, genotype or apple_health",
+        )
+    })?;
+    let filename = request.filename.unwrap_or_default();
+    if filename.len() > MAX_FILENAME || filename.chars().any(char::is_control) {
+        return Err(refused(
+            StatusCode::BAD_REQUEST,
+            "filename must be at most 255 bytes without control characters",
+        ));
+    }
+    Ok((kind, filename))
+}
+
+/// The answer to a created upload (`201`, the data API's envelope).
+pub(crate) fn created_response(created: CreatedUpload) -> http::Response<Bytes> {
+    let headers: serde_json::Map<String, Value> = created
+        .target
+        .headers
+        .into_iter()
+        .map(|(name, value)| (name, Value::String(value)))
+        .collect();
+    account_api::ok(
+        StatusCode::CREATED,
+        json!({
+            "id": created.id,
+            "upload_url": created.target.url,
+            "method": "PUT",
+            "headers": headers,
+            "expires_at": created.target.expires_at,
+        }),
+    )
+}
+
+/// The answer to an upload's status (`200`, the data API's envelope).
+pub(crate) fn record_response(record: &UploadRecord) -> http::Response<Bytes> {
+    account_api::ok(StatusCode::OK, record_json(record))
+}
+
 impl UploadsApi {
+    /// `POST /api/data/uploads`.
     pub(crate) async fn create(
         &self,
         caller: &Caller,
         body: &[u8],
     ) -> Result<http::Response<Bytes>, ApiError> {
-        let request: NewUpload = serde_json::from_slice(body).map_err(|_| {
-            refused(
-                StatusCode::BAD_REQUEST,
-                "expected {\"kind\": \"health\" | \"genotype\" | \"apple_health\", \"filename\": …}",
-            )
-        })?;
-        let kind = UploadKind::parse(&request.kind).ok_or_else(|| {
-            refused(
-                StatusCode::BAD_REQUEST,
-                "kind must be health, genotype or apple_health",
-            )
-        })?;
-        let filename = request.filename.unwrap_or_default();
-        if filename.len() > MAX_FILENAME || filename.chars().any(char::is_control) {
-            return Err(refused(
-                StatusCode::BAD_REQUEST,
-                "filename must be at most 255 bytes without control characters",
-            ));
-        }
+        let (kind, filename) = parse_new_upload(body)?;
+        let created = self.new_upload(&caller.user_id, kind, filename).await?;
+        Ok(created_response(created))
+    }
+
+    /// The typed core of creating an upload (the JSON API and the console): the
+    /// record, waiting for its file, and where to PUT it.
+    pub(crate) async fn new_upload(
+        &self,
+        user_id: &str,
+        kind: UploadKind,
+        filename: String,
+    ) -> Result<CreatedUpload, ApiError> {
         let now = self.clock.now();
         let id = new_id(now);
         let object_key = format!("uploads/{id}");
         let record = UploadRecord::waiting(
             id.clone(),
-            caller.user_id.clone(),
+            user_id.to_string(),
             kind,
             filename,
             object_key.clone(),
@@ -134,51 +184,52 @@ impl UploadsApi {
             .put_target(&object_key, now.saturating_add(PUT_LIFETIME))
             .await
             .map_err(store_failed)?;
-        let headers: serde_json::Map<String, Value> = target
-            .headers
-            .into_iter()
-            .map(|(name, value)| (name, Value::String(value)))
-            .collect();
-        Ok(account_api::ok(
-            StatusCode::CREATED,
-            json!({
-                "id": id,
-                "upload_url": target.url,
-                "method": "PUT",
-                "headers": headers,
-                "expires_at": target.expires_at,
-            }),
-        ))
+        Ok(CreatedUpload { id, target })
     }
 
+    /// `GET /api/data/uploads/{id}`.
     pub(crate) async fn get(
         &self,
         caller: &Caller,
         id: &str,
     ) -> Result<http::Response<Bytes>, ApiError> {
+        let record = self.upload_record(&caller.user_id, id).await?;
+        Ok(record_response(&record))
+    }
+
+    /// The typed core of reading one upload: the owner's record, else 404 (another
+    /// user's id reads exactly as one that never existed).
+    pub(crate) async fn upload_record(
+        &self,
+        user_id: &str,
+        id: &str,
+    ) -> Result<UploadRecord, ApiError> {
         if !plausible_id(id) {
             return Err(not_found());
         }
-        let record = self
-            .store
-            .upload(&caller.user_id, id, self.clock.now())
+        self.store
+            .upload(user_id, id, self.clock.now())
             .await
             .map_err(store_failed)?
-            .ok_or_else(not_found)?;
-        Ok(account_api::ok(StatusCode::OK, record_json(&record)))
+            .ok_or_else(not_found)
     }
 
+    /// `GET /api/data/uploads`.
     pub(crate) async fn list(&self, caller: &Caller) -> Result<http::Response<Bytes>, ApiError> {
-        let records = self
-            .store
-            .recent_uploads(&caller.user_id, LISTED, self.clock.now())
-            .await
-            .map_err(store_failed)?;
+        let records = self.recent(&caller.user_id).await?;
         let uploads: Vec<Value> = records.iter().map(record_json).collect();
         Ok(account_api::ok(
             StatusCode::OK,
             json!({ "uploads": uploads }),
         ))
+    }
+
+    /// The typed core of listing: the user's recent uploads, newest first.
+    pub(crate) async fn recent(&self, user_id: &str) -> Result<Vec<UploadRecord>, ApiError> {
+        self.store
+            .recent_uploads(user_id, LISTED, self.clock.now())
+            .await
+            .map_err(store_failed)
     }
 
     /// The local PUT: the URL's capability first (nothing is read before it holds),

@@ -275,6 +275,12 @@ pub trait AccountStore: Send + Sync {
         password_hash: &'a str,
         now: u64,
     ) -> StoreFuture<'a, Option<TokenState>>;
+    /// The user's personal URL if one is live at `now` (read only: nothing is minted).
+    fn personal_url<'a>(
+        &'a self,
+        user_id: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, Option<PersonalUrl>>;
 }
 
 /// The fixed window of `window_secs` (at least 1) that holds `now`: its start and end.

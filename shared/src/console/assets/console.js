@@ -28,3 +28,130 @@
     if (question && !window.confirm(question)) event.preventDefault();
   });
 })();
+
+// ----- Upload page (console/upload.rs) -----
+// The upload flow of issue 14 from the browser: create the upload (POST /console/uploads
+// with the page's CSRF token), PUT the file to the returned URL with XMLHttpRequest so
+// the transfer reports progress (the bar's first half), then poll the upload every second
+// (the second half) until it is done or failed. Does nothing on other pages.
+(function () {
+  var form = document.getElementById("upload-form");
+  var kind = document.getElementById("upload-kind");
+  var file = document.getElementById("upload-file");
+  var start = document.getElementById("upload-start");
+  var bar = document.getElementById("upload-progress");
+  var status = document.getElementById("upload-status");
+  if (!form || !kind || !file || !start || !bar || !status) return;
+  var main = document.querySelector("main[data-csrf]");
+  var csrf = main ? main.getAttribute("data-csrf") : "";
+
+  function show(state, percent, text) {
+    status.setAttribute("data-state", state);
+    status.textContent = text;
+    if (percent !== null) {
+      bar.value = percent;
+      bar.textContent = percent + " %";
+    }
+  }
+  function fail(text) {
+    show("failed", null, "Upload failed: " + text);
+    start.disabled = false;
+  }
+  // A JSON answer of the console's upload endpoints: {ok, body}.
+  function answer(response) {
+    return response.json().then(
+      function (body) { return { ok: response.ok, body: body }; },
+      function () { return { ok: false, body: { msg: "the server answered " + response.status } }; }
+    );
+  }
+  function problem(body, fallback) {
+    return (body && body.msg) || fallback;
+  }
+
+  // The page's own list of recent uploads, fetched again once an upload has finished.
+  function refreshRecent() {
+    var section = document.getElementById("recent-uploads");
+    if (!section || !window.DOMParser) return;
+    fetch("/console/upload", { credentials: "same-origin" })
+      .then(function (response) { return response.ok ? response.text() : null; })
+      .then(function (text) {
+        if (!text) return;
+        var fresh = new DOMParser().parseFromString(text, "text/html").getElementById("recent-uploads");
+        if (fresh) section.innerHTML = fresh.innerHTML;
+      })
+      .catch(function () {});
+  }
+
+  function poll(id) {
+    fetch("/console/uploads/" + encodeURIComponent(id), { credentials: "same-origin" })
+      .then(answer)
+      .then(function (reply) {
+        if (!reply.ok) return fail(problem(reply.body, "the upload's status could not be read"));
+        var record = reply.body.data;
+        if (record.status === "done") {
+          show("done", 100, "Done: " + record.rows_written + " rows written");
+          start.disabled = false;
+          refreshRecent();
+          return;
+        }
+        if (record.status === "failed") {
+          var error = record.error || {};
+          var where = error.line ? " at line " + error.line : "";
+          show("failed", null, "Import failed" + where + ": " + (error.message || "unknown error"));
+          start.disabled = false;
+          refreshRecent();
+          return;
+        }
+        var percent = Math.min(99, 50 + Math.floor((record.progress || 0) * 50));
+        show("importing", percent, "Step 2 of 2, importing: " + (record.rows_read || 0) + " rows read");
+        setTimeout(function () { poll(id); }, 1000);
+      })
+      .catch(function () { fail("the server could not be reached"); });
+  }
+
+  function transfer(upload, chosen) {
+    var xhr = new XMLHttpRequest();
+    xhr.open(upload.method || "PUT", upload.upload_url);
+    var headers = upload.headers || {};
+    Object.keys(headers).forEach(function (name) { xhr.setRequestHeader(name, headers[name]); });
+    xhr.upload.onprogress = function (event) {
+      if (!event.lengthComputable || event.total === 0) return;
+      var sent = Math.floor((event.loaded / event.total) * 100);
+      show("transferring", Math.floor(sent / 2), "Step 1 of 2, sending the file: " + sent + " %");
+    };
+    xhr.onload = function () {
+      if (xhr.status < 200 || xhr.status >= 300) {
+        var body = null;
+        try { body = JSON.parse(xhr.responseText); } catch (e) { body = null; }
+        return fail(problem(body, "the file was refused (" + xhr.status + ")"));
+      }
+      show("importing", 50, "Step 2 of 2, importing: the file arrived");
+      poll(upload.id);
+    };
+    xhr.onerror = function () { fail("the file could not be sent (network error)"); };
+    xhr.send(chosen);
+  }
+
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    var chosen = file.files && file.files[0];
+    if (!chosen) {
+      show("idle", 0, "Choose a file first.");
+      return;
+    }
+    start.disabled = true;
+    show("transferring", 0, "Step 1 of 2, sending the file: 0 %");
+    fetch("/console/uploads", {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "content-type": "application/json", "x-csrf-token": csrf },
+      body: JSON.stringify({ kind: kind.value, filename: chosen.name })
+    })
+      .then(answer)
+      .then(function (reply) {
+        if (!reply.ok) return fail(problem(reply.body, "the upload could not be created"));
+        transfer(reply.body.data, chosen);
+      })
+      .catch(function () { fail("the server could not be reached"); });
+  });
+})();

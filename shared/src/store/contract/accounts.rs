@@ -888,3 +888,33 @@ pub(super) async fn password_change_ends_every_token(store: &dyn Store, user: &s
     let by_email = store.account_by_email(&email).await.unwrap().unwrap();
     assert_eq!(by_email.password_hash, "new-hash");
 }
+
+pub(super) async fn personal_url_is_read_without_minting(store: &dyn Store, user: &str, now: u64) {
+    assert_eq!(
+        store.personal_url(user, now).await.unwrap(),
+        None,
+        "no URL yet, and reading mints none"
+    );
+    assert_eq!(store.personal_url(user, now).await.unwrap(), None);
+    let url = personal(user, "read", now + 100);
+    assert_eq!(
+        store.claim_personal_url(user, &url, now).await.unwrap(),
+        url
+    );
+    assert_eq!(
+        store.personal_url(user, now).await.unwrap(),
+        Some(url.clone()),
+        "the live URL"
+    );
+    assert_eq!(
+        store.personal_url(user, now + 100).await.unwrap(),
+        None,
+        "an expired URL is not live"
+    );
+    assert!(store.revoke_personal_url(user).await.unwrap());
+    assert_eq!(
+        store.personal_url(user, now).await.unwrap(),
+        None,
+        "a revoked URL is gone"
+    );
+}

@@ -812,6 +812,22 @@ impl AccountStore for DynamoStore {
             .await
         })
     }
+
+    fn personal_url<'a>(
+        &'a self,
+        user_id: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, Option<PersonalUrl>> {
+        Box::pin(async move {
+            let op = "personal_url";
+            let current = self
+                .key_item(op, format!("{USER_URL_PREFIX}{user_id}"))
+                .await?
+                .map(|item| personal_url_from_item(op, &item))
+                .transpose()?;
+            Ok(current.filter(|url| url.expires_at > now))
+        })
+    }
 }
 
 const COUNT: &str = "count";

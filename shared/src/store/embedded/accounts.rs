@@ -662,4 +662,19 @@ impl AccountStore for EmbeddedStore {
             Ok(Some(state))
         }))
     }
+
+    fn personal_url<'a>(
+        &'a self,
+        user_id: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, Option<PersonalUrl>> {
+        let user_key = format!("{USER_URL_PREFIX}{user_id}");
+        Box::pin(self.run("personal_url", move |conn| {
+            conn.prepare_cached(
+                "SELECT value, expires_at FROM keys WHERE key = ?1 AND expires_at > ?2",
+            )?
+            .query_row(params![user_key, now_column(now)], personal_url_row)
+            .optional()
+        }))
+    }
 }
