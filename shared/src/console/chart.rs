@@ -124,6 +124,34 @@ impl Scale {
         }
     }
 
+    /// Round values to label the axis at (steps of 1, 2 or 5 times a power of ten, 4 to
+    /// 8 of them); where those cannot be had (absurd magnitudes), five even steps.
+    fn ticks(&self) -> Vec<f64> {
+        let (low, high) = (self.value_at(0.0), self.value_at(1.0));
+        let even = || (0..5).map(|i| self.value_at(f64::from(i) / 4.0)).collect();
+        let span = high - low;
+        if !(span.is_finite() && span > 0.0) {
+            return even();
+        }
+        let power = 10f64.powf(span.log10().floor());
+        for m in [10.0, 5.0, 2.0, 1.0, 0.5, 0.2, 0.1, 0.05] {
+            let step = m * power;
+            let first = (low / step).ceil();
+            if !(step.is_finite() && step > 0.0 && first.is_finite()) {
+                return even();
+            }
+            let ticks: Vec<f64> = (0..9)
+                .map(|i| (first + f64::from(i)) * step)
+                .take_while(|v| *v <= high)
+                .map(|v| if v.abs() < step * 1e-9 { 0.0 } else { v })
+                .collect();
+            if (4..=8).contains(&ticks.len()) {
+                return ticks;
+            }
+        }
+        even()
+    }
+
     fn y(&self, value: f64) -> f64 {
         let plot = HEIGHT - TOP - BOTTOM;
         TOP + plot * (1.0 - self.fraction(value))
@@ -258,14 +286,10 @@ pub(crate) fn draw(chart: &Chart<'_>) -> Markup {
     });
     let plot_bottom = HEIGHT - BOTTOM;
     let plot_right = WIDTH - RIGHT;
-    let value_ticks: Vec<(f64, String)> = (0..5)
-        .map(|i| {
-            let f = f64::from(i) / 4.0;
-            (
-                TOP + (HEIGHT - TOP - BOTTOM) * (1.0 - f),
-                format_value(scale.value_at(f)),
-            )
-        })
+    let value_ticks: Vec<(f64, String)> = scale
+        .ticks()
+        .into_iter()
+        .map(|v| (scale.y(v), format_value(v)))
         .collect();
     let span = days.last.saturating_sub(days.first);
     let day_ticks: Vec<(f64, &str, String)> = if points.is_empty() {
@@ -522,6 +546,31 @@ mod tests {
             assert!(!out.contains("NaN"), "{out}");
             assert!(line[0].1 >= line[1].1);
         }
+    }
+
+    #[test]
+    fn value_labels_are_round_numbers() {
+        assert_eq!(
+            Scale::new(65.0, 165.0).ticks(),
+            vec![60.0, 80.0, 100.0, 120.0, 140.0, 160.0]
+        );
+        let small = Scale::new(5.1, 5.9).ticks();
+        assert!(
+            small.len() >= 3
+                && small
+                    .iter()
+                    .all(|v| (v * 10.0 - (v * 10.0).round()).abs() < 1e-9),
+            "{small:?}"
+        );
+        let negative = Scale::new(-50.0, 30.0).ticks();
+        assert!(
+            negative.contains(&0.0) && negative.contains(&-40.0),
+            "{negative:?}"
+        );
+        // Absurd magnitudes fall back to five even steps, all finite.
+        let huge = Scale::new(-f64::MAX, f64::MAX).ticks();
+        assert_eq!(huge.len(), 5);
+        assert!(huge.iter().all(|v| v.is_finite()));
     }
 
     #[test]

@@ -131,13 +131,28 @@ pub(crate) fn parse_rsids(text: &str) -> Result<Vec<String>, String> {
     Ok(rsids)
 }
 
-fn genome_summary_markup(summary: Option<&GenomeSummary>) -> Markup {
+/// A count with thousands separators (`230,400`).
+pub(crate) fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The genome summary: on the data page under "Your genome" with a link to the look-up,
+/// on the genome page (already titled so) under "Summary".
+fn genome_summary_markup(summary: Option<&GenomeSummary>, on_genome_page: bool) -> Markup {
     html! {
         section id="genome-summary" aria-labelledby="genome-heading" {
-            h2 id="genome-heading" { "Your genome" }
+            h2 id="genome-heading" { @if on_genome_page { "Summary" } @else { "Your genome" } }
             @match summary {
                 Some(s) => p {
-                    span.variants { (s.variants) } " variants from "
+                    span.variants { (grouped(s.variants)) } " variants from "
                     span.file { (s.source) } ", imported "
                     span.when { (utc(s.imported_at)) } "."
                 },
@@ -146,7 +161,9 @@ fn genome_summary_markup(summary: Option<&GenomeSummary>) -> Markup {
                     a href="/console/upload" { "Upload a 23andMe or AncestryDNA file" } "."
                 },
             }
-            p { a href="/console/genome" { "Look up your genotypes by rsid" } }
+            @if !on_genome_page {
+                p { a href="/console/genome" { "Look up your genotypes by rsid" } }
+            }
         }
     }
 }
@@ -195,7 +212,7 @@ impl ConsoleApi {
                                         th scope="row" {
                                             a href={ "/console/data/" (path_segment(&s.name)) } { (s.name) }
                                         }
-                                        td.count { (s.count) }
+                                        td.count { (grouped(s.count)) }
                                         td.first { (day_of(&s.first.time)) }
                                         td.last { (day_of(&s.last.time)) }
                                         td.latest { (value_text(&s.last.value)) }
@@ -207,7 +224,7 @@ impl ConsoleApi {
                     }
                 }
             }
-            (genome_summary_markup(genome.as_ref()))
+            (genome_summary_markup(genome.as_ref(), false))
         };
         self.signed_in_page(session, "Your data", None, content)
     }
@@ -258,7 +275,7 @@ impl ConsoleApi {
         };
         let content = html! {
             p.facts {
-                span.count { (summary.count) } " readings from "
+                span.count { (grouped(summary.count)) } " readings from "
                 span.first { (day_of(&summary.first.time)) } " to "
                 span.last { (day_of(&summary.last.time)) }
                 @if let Some(unit) = unit { ", in " span.unit { (unit) } }
@@ -324,7 +341,7 @@ impl ConsoleApi {
         // The form keeps what was typed, cut to the bound so a long query is not echoed whole.
         let typed: String = asked.chars().take(MAX_LOOKUP).collect();
         let content = html! {
-            (genome_summary_markup(summary.as_ref()))
+            (genome_summary_markup(summary.as_ref(), true))
             form.lookup method="get" action="/console/genome" role="search" {
                 label for="rsid" { "rsids (up to " (MAX_RSIDS) ", separated by commas or spaces)" }
                 input id="rsid" name="rsid" type="search" value=(typed)
@@ -422,6 +439,11 @@ mod tests {
         assert_eq!(value_text(&ReadingValue::Number(118.0)), "118");
         assert_eq!(value_text(&ReadingValue::Number(5.6)), "5.6");
         assert_eq!(utc(0), "1970-01-01 00:00 UTC");
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(230_400), "230,400");
+        assert_eq!(grouped(1_234_567), "1,234,567");
+        assert_eq!(grouped(u64::MAX), "18,446,744,073,709,551,615");
         assert_eq!(utc(u64::MAX), "");
     }
 }
