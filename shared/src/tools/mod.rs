@@ -18,6 +18,8 @@ mod source;
 mod toolbox;
 
 pub(crate) use agents::AgentPolicy;
+/// The console's charts shade the reference range the synonym table knows.
+pub(crate) use health::reference_range;
 pub(crate) use notifier::Notification;
 pub(crate) use notifier::Notifier;
 pub(crate) use output::ToolError;
