@@ -175,7 +175,7 @@ impl ConsoleApi {
             Page::Connect => self.connect_page(&session).await,
             Page::UrlCreate => self.url_create(&session).await,
             Page::UrlRevoke => self.url_revoke(&session).await,
-            Page::Servers => self.servers_page(&session, None).await,
+            Page::Servers => self.servers_page(&session, request).await,
             Page::ServerAdd => self.server_add(&session, request).await,
             Page::ServerEditForm => self.server_edit_form(&session, &param("name")).await,
             Page::ServerEdit => self.server_edit(&session, &param("name"), request).await,
