@@ -182,7 +182,7 @@ impl ConsoleApi {
             Page::ServerToggle => self.server_toggle(&session, &param("name")).await,
             Page::ServerProbe => self.server_probe(&session, &param("name")).await,
             Page::ServerDelete => self.server_delete(&session, &param("name")).await,
-            Page::Access => self.access_page(&session).await,
+            Page::Access => self.access_page(&session, request).await,
             Page::GrantRevoke => self.grant_revoke(&session, &param("client_id")).await,
             Page::ShareRevoke => self.share_revoke(&session, request).await,
             Page::TemporaryUrlRevoke => self.temporary_url_revoke(&session, request).await,

@@ -114,7 +114,7 @@ fn problem(error: &RegistryError) -> (StatusCode, String) {
     (error.status, words)
 }
 
-fn when(secs: Option<u64>) -> String {
+pub(super) fn when(secs: Option<u64>) -> String {
     secs.and_then(|s| chrono::DateTime::from_timestamp(i64::try_from(s).ok()?, 0))
         .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
         .unwrap_or_else(|| "never".into())
