@@ -459,3 +459,70 @@ async fn console_access_lists_and_revokes_who_can_act_for_you() {
     // Bob is still signed in.
     assert_eq!(bob.get(&server, "/console/access").await.status, 200);
 }
+
+/// The same lists for scripts: `GET /api/shares` (granted and received, by e-mail),
+/// `GET /api/user/urls` and `DELETE /api/user/urls/{id}` (only the caller's own).
+#[tokio::test(flavor = "multi_thread")]
+async fn shares_and_temporary_urls_through_the_json_api() {
+    let server = Server::start(&[]);
+    let alice = sign_up(&server, "alice@example.com").await;
+    let bob = sign_up(&server, "bob@example.com").await;
+    let shared = alice
+        .api(
+            &server,
+            "POST",
+            "/api/shares",
+            Some(json!({"grantee": bob.email, "permissions": ["chat"]})),
+        )
+        .await;
+    assert_eq!(shared.status, 200, "{}", shared.body);
+
+    let alices = alice.api(&server, "GET", "/api/shares", None).await;
+    assert_eq!(alices.status, 200, "{}", alices.body);
+    assert_eq!(
+        alices.json()["data"],
+        json!({
+            "granted": [{"user_id": bob.user_id, "email": "bob@example.com", "permissions": ["chat"]}],
+            "received": [],
+        })
+    );
+    let bobs = bob.api(&server, "GET", "/api/shares", None).await;
+    assert_eq!(
+        bobs.json()["data"],
+        json!({
+            "granted": [],
+            "received": [{"user_id": alice.user_id, "email": "alice@example.com", "permissions": ["chat"]}],
+        })
+    );
+    let anonymous = send("GET", &server.url("/api/shares"), &[], None).await;
+    assert_eq!(anonymous.status, 401);
+
+    let temporary = server
+        .command(&["temp-url", &alice.user_id, "session-3", "helper"])
+        .trim()
+        .to_string();
+    let listed = alice.api(&server, "GET", "/api/user/urls", None).await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    let urls = listed.json()["data"]["urls"].clone();
+    assert_eq!(urls.as_array().unwrap().len(), 1, "{urls}");
+    assert_eq!(urls[0]["agent"], "helper");
+    assert_eq!(urls[0]["session_id"], "session-3");
+    assert!(urls[0]["expires_at"].as_u64().is_some());
+    let secret = temporary.rsplit('/').next().unwrap();
+    assert!(!listed.body.contains(secret), "never the secret");
+    let id = urls[0]["id"].as_str().unwrap().to_string();
+    let bobs = bob.api(&server, "GET", "/api/user/urls", None).await;
+    assert_eq!(bobs.json()["data"]["urls"], json!([]));
+
+    let path = format!("/api/user/urls/{id}");
+    let stranger = bob.api(&server, "DELETE", &path, None).await;
+    assert_eq!(stranger.status, 404, "{}", stranger.body);
+    assert_eq!(list_tools(&server, &temporary).await, 200);
+    let revoked = alice.api(&server, "DELETE", &path, None).await;
+    assert_eq!(revoked.status, 200, "{}", revoked.body);
+    assert_ne!(list_tools(&server, &temporary).await, 200);
+    let again = alice.api(&server, "DELETE", &path, None).await;
+    assert_eq!(again.status, 404);
+    let listed = alice.api(&server, "GET", "/api/user/urls", None).await;
+    assert_eq!(listed.json()["data"]["urls"], json!([]));
+}

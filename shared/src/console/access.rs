@@ -10,6 +10,7 @@ use maud::{Markup, html};
 use super::layout::{self, Notice};
 use super::servers::when;
 use super::{Answer, ConsoleApi, Session, field, form, html as page, query_param, redirect};
+use crate::account_api::ShareView;
 use crate::http::ApiError;
 use crate::store::TokenChange;
 
@@ -17,7 +18,7 @@ const SECTION: &str = "/console/access";
 const TITLE: &str = "Who can act for you";
 /// Longest id a revoke form may name (user ids, secret hashes, client ids are shorter).
 const MAX_ID: usize = 512;
-/// At most this many shares are shown each way (each needs its account's e-mail).
+/// At most this many shares are shown each way.
 const MAX_SHARES_SHOWN: usize = 200;
 
 /// The fixed words of a finished action (`?done=…`, never user input on the page).
@@ -86,26 +87,20 @@ fn shares_table(session: &Session, id: &str, direction: &str, rows: &[ShareRow])
     }
 }
 
-impl ConsoleApi {
-    async fn share_rows(
-        &self,
-        shares: Vec<(String, Vec<String>)>,
-    ) -> Result<Vec<ShareRow>, ApiError> {
-        let mut rows = Vec::new();
-        for (user_id, permissions) in shares.into_iter().take(MAX_SHARES_SHOWN) {
-            let who = match self.store.account(&user_id).await? {
-                Some(account) => account.email,
-                None => user_id.clone(),
-            };
-            rows.push(ShareRow {
-                who,
-                user_id,
-                permissions: permissions.join(", "),
-            });
-        }
-        Ok(rows)
-    }
+/// The rows of a share list (the e-mail when the account exists, else the id).
+fn share_rows(views: Vec<ShareView>) -> Vec<ShareRow> {
+    views
+        .into_iter()
+        .take(MAX_SHARES_SHOWN)
+        .map(|view| ShareRow {
+            who: view.email.unwrap_or_else(|| view.user_id.clone()),
+            user_id: view.user_id,
+            permissions: view.permissions.join(", "),
+        })
+        .collect()
+}
 
+impl ConsoleApi {
     pub(super) async fn access_page(&self, session: &Session, request: &Request<Bytes>) -> Answer {
         let user = &session.user_id;
         let now = self.clock.now();
@@ -113,13 +108,9 @@ impl ConsoleApi {
         let mut grants: Vec<_> = state.grants.into_iter().collect();
         grants.sort_by_key(|(id, grant)| (grant.granted_at, id.clone()));
         let personal = self.store.personal_url(user, now).await?;
-        let temporary = self.store.temporary_urls(user, now).await?;
-        let granted = self
-            .share_rows(self.store.shares_granted(user).await?)
-            .await?;
-        let received = self
-            .share_rows(self.store.shares_received(user).await?)
-            .await?;
+        let temporary = self.accounts.temporary_urls(user).await?;
+        let (granted, received) = self.accounts.shares_of(user).await?;
+        let (granted, received) = (share_rows(granted), share_rows(received));
         let done = query_param(request, "done");
         let notice = done.as_deref().and_then(done_words).map(Notice::Done);
         let csrf = &session.csrf;
@@ -255,17 +246,10 @@ impl ConsoleApi {
         request: &Request<Bytes>,
     ) -> Answer {
         let fields = form(request);
-        let id = bounded(field(&fields, "id"))?;
-        if !self
-            .store
+        let id = field(&fields, "id").unwrap_or_default();
+        self.accounts
             .revoke_temporary_url(&session.user_id, id)
-            .await?
-        {
-            return Err(ApiError::refused(
-                StatusCode::NOT_FOUND,
-                "that temporary URL is not active (it may have expired)",
-            ));
-        }
+            .await?;
         Ok(redirect("/console/access?done=url"))
     }
 
