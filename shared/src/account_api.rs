@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::clock::Clock;
-use crate::domain::Account;
+use crate::domain::{Account, UrlGrant};
 use crate::http::{self as web, ApiError};
 use crate::identity::{
     Caller, Claims, Jwts, MIN_PASSWORD, McpUrls, Passwords, Quota, SignIn, random_secret,
@@ -501,5 +501,128 @@ impl AccountApi {
             Some(owner) => self.urls.revoke_delegated(owner, &caller.user_id).await?,
         };
         Ok(ok(StatusCode::OK, json!({ "revoked": revoked })))
+    }
+}
+
+/// Longest temporary URL id (a secret's hex SHA-256 is 64) a revoke may name.
+const MAX_URL_ID: usize = 128;
+
+/// One share as the caller sees it: the other person and the permissions.
+pub(crate) struct ShareView {
+    pub user_id: String,
+    /// The other person's e-mail, when their account still exists.
+    pub email: Option<String>,
+    pub permissions: Vec<String>,
+}
+
+/// Who can act for a user (issue 15): the typed cores the console's access page and
+/// `GET /api/shares`, `GET /api/user/urls`, `DELETE /api/user/urls/{id}` share.
+impl AccountApi {
+    async fn share_views(
+        &self,
+        shares: Vec<(String, Vec<String>)>,
+    ) -> Result<Vec<ShareView>, ApiError> {
+        let mut views = Vec::with_capacity(shares.len());
+        for (user_id, permissions) in shares {
+            let email = self.store.account(&user_id).await?.map(|a| a.email);
+            views.push(ShareView {
+                user_id,
+                email,
+                permissions,
+            });
+        }
+        Ok(views)
+    }
+
+    /// The shares `user_id` granted and received, each by the other person.
+    pub(crate) async fn shares_of(
+        &self,
+        user_id: &str,
+    ) -> Result<(Vec<ShareView>, Vec<ShareView>), ApiError> {
+        let granted = self.store.shares_granted(user_id).await?;
+        let received = self.store.shares_received(user_id).await?;
+        Ok((
+            self.share_views(granted).await?,
+            self.share_views(received).await?,
+        ))
+    }
+
+    /// The user's live temporary URLs: (id, grant), soonest expiry first. The id is the
+    /// secret's hash, which names the URL without opening it.
+    pub(crate) async fn temporary_urls(
+        &self,
+        user_id: &str,
+    ) -> Result<Vec<(String, UrlGrant)>, ApiError> {
+        Ok(self.store.temporary_urls(user_id, self.clock.now()).await?)
+    }
+
+    /// Revokes one of the user's temporary URLs: 404 when it is not a live one of theirs.
+    pub(crate) async fn revoke_temporary_url(
+        &self,
+        user_id: &str,
+        id: &str,
+    ) -> Result<(), ApiError> {
+        let not_found = || {
+            ApiError::refused(
+                StatusCode::NOT_FOUND,
+                "that temporary URL is not active (it may have expired)",
+            )
+        };
+        if id.is_empty() || id.len() > MAX_URL_ID {
+            return Err(not_found());
+        }
+        if self.store.revoke_temporary_url(user_id, id).await? {
+            Ok(())
+        } else {
+            Err(not_found())
+        }
+    }
+
+    /// `GET /api/shares`: `{granted: [...], received: [...]}`, each `{user_id, email,
+    /// permissions}`.
+    pub(crate) async fn list_shares(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
+        let (granted, received) = self.shares_of(&caller.user_id).await?;
+        let json_of = |views: Vec<ShareView>| -> Vec<Value> {
+            views
+                .into_iter()
+                .map(|v| json!({"user_id": v.user_id, "email": v.email, "permissions": v.permissions}))
+                .collect()
+        };
+        Ok(ok(
+            StatusCode::OK,
+            json!({"granted": json_of(granted), "received": json_of(received)}),
+        ))
+    }
+
+    /// `GET /api/user/urls`: the caller's live temporary URLs, `{urls: [{id, agent,
+    /// session_id, expires_at}]}` (never a secret).
+    pub(crate) async fn list_temporary_urls(
+        &self,
+        caller: &Caller,
+    ) -> Result<Response<Bytes>, ApiError> {
+        let urls: Vec<Value> = self
+            .temporary_urls(&caller.user_id)
+            .await?
+            .into_iter()
+            .map(|(id, grant)| {
+                json!({
+                    "id": id,
+                    "agent": grant.agent_name,
+                    "session_id": grant.session_id,
+                    "expires_at": grant.expires_at,
+                })
+            })
+            .collect();
+        Ok(ok(StatusCode::OK, json!({ "urls": urls })))
+    }
+
+    /// `DELETE /api/user/urls/{id}`.
+    pub(crate) async fn delete_temporary_url(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<Response<Bytes>, ApiError> {
+        self.revoke_temporary_url(&caller.user_id, id).await?;
+        Ok(ok(StatusCode::OK, json!({ "id": id, "revoked": true })))
     }
 }

@@ -553,6 +553,12 @@ impl App {
                 let client_id = client_id.unwrap_or_default();
                 self.oauth()?.withdraw_grant(user()?, &client_id).await?
             }
+            Handler::SharesList => self.accounts()?.list_shares(user()?).await?,
+            Handler::TemporaryUrls => self.accounts()?.list_temporary_urls(user()?).await?,
+            Handler::TemporaryUrlRevoke => {
+                let id = matched.param("id").map(decode_segment).unwrap_or_default();
+                self.accounts()?.delete_temporary_url(user()?, &id).await?
+            }
             Handler::Console(page) => self.console()?.serve(page, matched, request).await,
         })
     }

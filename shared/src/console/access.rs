@@ -1,84 +1,264 @@
 //! Who can act for you: the OAuth clients the user authorised (revoking one ends its
 //! refresh tokens), the personal URL, active temporary agent URLs, shares granted and
-//! received, each revocable, and "sign out everywhere".
+//! received, each revocable, and "sign out everywhere". Reads through the store traits;
+//! the revocations are the same store changes the JSON API makes.
+
 use bytes::Bytes;
 use http::{Request, StatusCode};
-use maud::html;
+use maud::{Markup, html};
 
 use super::layout::{self, Notice};
-use super::{Answer, ConsoleApi, Session, html as page};
+use super::servers::when;
+use super::{Answer, ConsoleApi, Session, field, form, html as page, query_param, redirect};
+use crate::account_api::ShareView;
+use crate::http::ApiError;
+use crate::store::TokenChange;
+
+const SECTION: &str = "/console/access";
+const TITLE: &str = "Who can act for you";
+/// Longest id a revoke form may name (user ids, secret hashes, client ids are shorter).
+const MAX_ID: usize = 512;
+/// At most this many shares are shown each way.
+const MAX_SHARES_SHOWN: usize = 200;
+
+/// The fixed words of a finished action (`?done=…`, never user input on the page).
+fn done_words(done: &str) -> Option<&'static str> {
+    Some(match done {
+        "grant" => "The app's access was withdrawn: its tokens no longer work.",
+        "share" => "The share was ended.",
+        "url" => "The temporary URL was revoked.",
+        _ => return None,
+    })
+}
+
+fn encoded(value: &str) -> String {
+    form_urlencoded::byte_serialize(value.as_bytes()).collect()
+}
+
+fn unnamed() -> ApiError {
+    ApiError::refused(
+        StatusCode::BAD_REQUEST,
+        "the form does not name what to revoke",
+    )
+}
+
+fn bounded(value: Option<&str>) -> Result<&str, ApiError> {
+    value.filter(|v| v.len() <= MAX_ID).ok_or_else(unnamed)
+}
+
+/// A share as the page shows it: the other person (e-mail, else their id), the id the
+/// revoke form sends, and the permissions.
+struct ShareRow {
+    who: String,
+    user_id: String,
+    permissions: String,
+}
+
+fn shares_table(session: &Session, id: &str, direction: &str, rows: &[ShareRow]) -> Markup {
+    let (person, empty) = if direction == "granted" {
+        ("Shared with", "You share your data with no one.")
+    } else {
+        ("Shared by", "No one shares their data with you.")
+    };
+    html! {
+        @if rows.is_empty() { p.muted { (empty) } }
+        div.table-wrap {
+            table id=(id) {
+                thead { tr { th { (person) } th { "Permissions" } th { "Actions" } } }
+                tbody {
+                    @for row in rows {
+                        tr data-user=(row.user_id) {
+                            td.who { (row.who) }
+                            td.permissions { (row.permissions) }
+                            td {
+                                form method="post" action="/console/access/shares/revoke"
+                                    data-confirm={ "End the share with " (row.who) "?" } {
+                                    input type="hidden" name="csrf" value=(session.csrf);
+                                    input type="hidden" name="direction" value=(direction);
+                                    input type="hidden" name="user" value=(row.user_id);
+                                    button.share-revoke.danger type="submit" { "End share" }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The rows of a share list (the e-mail when the account exists, else the id).
+fn share_rows(views: Vec<ShareView>) -> Vec<ShareRow> {
+    views
+        .into_iter()
+        .take(MAX_SHARES_SHOWN)
+        .map(|view| ShareRow {
+            who: view.email.unwrap_or_else(|| view.user_id.clone()),
+            user_id: view.user_id,
+            permissions: view.permissions.join(", "),
+        })
+        .collect()
+}
 
 impl ConsoleApi {
-    pub(super) async fn access_page(&self, session: &Session) -> Answer {
+    pub(super) async fn access_page(&self, session: &Session, request: &Request<Bytes>) -> Answer {
+        let user = &session.user_id;
+        let now = self.clock.now();
+        let state = self.store.token_state(user).await?;
+        let mut grants: Vec<_> = state.grants.into_iter().collect();
+        grants.sort_by_key(|(id, grant)| (grant.granted_at, id.clone()));
+        let personal = self.store.personal_url(user, now).await?;
+        let temporary = self.accounts.temporary_urls(user).await?;
+        let (granted, received) = self.accounts.shares_of(user).await?;
+        let (granted, received) = (share_rows(granted), share_rows(received));
+        let done = query_param(request, "done");
+        let notice = done.as_deref().and_then(done_words).map(Notice::Done);
+        let csrf = &session.csrf;
+        let content = html! {
+            section id="oauth-apps" {
+                h2 { "Apps you authorised" }
+                @if grants.is_empty() { p.muted { "You have not authorised any app." } }
+                div.table-wrap {
+                    table id="oauth-grants" {
+                        thead { tr { th { "App" } th { "Access" } th { "Since" } th { "Actions" } } }
+                        tbody {
+                            @for (client_id, grant) in &grants {
+                                tr data-client-id=(client_id) {
+                                    td.app {
+                                        (grant.client_name.as_deref().unwrap_or("Unnamed app"))
+                                        br;
+                                        code.muted { (client_id) }
+                                    }
+                                    td.scopes { (grant.scope) }
+                                    td.since { (when(Some(grant.granted_at))) }
+                                    td {
+                                        form method="post"
+                                            action={ "/console/access/grants/" (encoded(client_id)) "/revoke" }
+                                            data-confirm="Withdraw this app's access?" {
+                                            input type="hidden" name="csrf" value=(csrf);
+                                            button.grant-revoke.danger type="submit" { "Withdraw" }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            section id="personal-url-status" {
+                h2 { "Your personal MCP URL" }
+                @match &personal {
+                    Some(url) => {
+                        p.status data-state="active" {
+                            "Active until " (when(Some(url.expires_at))) ". Anyone holding it can read your data through MCP."
+                        }
+                        p { a href="/console/connect" { "See it and connect your AI" } }
+                        form method="post" action="/console/connect/url/revoke"
+                            data-confirm="Revoke your personal MCP URL? Apps using it stop working." {
+                            input type="hidden" name="csrf" value=(csrf);
+                            button.url-revoke.danger type="submit" { "Revoke" }
+                        }
+                    }
+                    None => {
+                        p.status data-state="none" { "You have no personal MCP URL." }
+                        p { a href="/console/connect" { "Make one to connect your AI" } }
+                    }
+                }
+            }
+            section id="temporary-urls-section" {
+                h2 { "Temporary agent URLs" }
+                @if temporary.is_empty() { p.muted { "No temporary URLs are active." } }
+                div.table-wrap {
+                    table id="temporary-urls" {
+                        thead { tr { th { "Agent" } th { "Session" } th { "Expires" } th { "Actions" } } }
+                        tbody {
+                            @for (id, grant) in &temporary {
+                                tr data-url-id=(id) {
+                                    td.agent { (grant.agent_name.as_deref().unwrap_or("")) }
+                                    td.session { code { (grant.session_id.as_deref().unwrap_or("")) } }
+                                    td.expires { (when(Some(grant.expires_at))) }
+                                    td {
+                                        form method="post" action="/console/access/urls/revoke" {
+                                            input type="hidden" name="csrf" value=(csrf);
+                                            input type="hidden" name="id" value=(id);
+                                            button.url-revoke.danger type="submit" { "Revoke" }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            section id="shares" {
+                h2 { "People you share with" }
+                (shares_table(session, "shares-granted", "granted", &granted))
+                h2 { "People who share with you" }
+                (shares_table(session, "shares-received", "received", &received))
+            }
+            section id="everywhere" {
+                h2 { "Sign out everywhere" }
+                p { "Ends every session, every app's access and your personal MCP URL, this browser included." }
+                form id="signout-all" method="post" action="/console/access/signout-all"
+                    data-confirm="Sign out everywhere, this browser included?" {
+                    input type="hidden" name="csrf" value=(csrf);
+                    button.danger type="submit" { "Sign out everywhere" }
+                }
+            }
+        };
         Ok(page(
             StatusCode::OK,
-            layout::page(
-                session,
-                "/console/access",
-                "Who can act for you",
-                None::<&Notice<'_>>,
-                html! { p { "Coming soon." } },
-            ),
+            layout::page(session, SECTION, TITLE, notice.as_ref(), content),
         ))
     }
 
-    pub(super) async fn grant_revoke(&self, session: &Session, _client_id: &str) -> Answer {
-        Ok(page(
-            StatusCode::OK,
-            layout::page(
-                session,
-                "/console/access",
-                "Who can act for you",
-                None::<&Notice<'_>>,
-                html! { p { "Coming soon." } },
-            ),
-        ))
+    /// Withdraws an OAuth client's grant, as `DELETE /api/user/oauth-grants/{id}` does:
+    /// its tokens and refresh families end.
+    pub(super) async fn grant_revoke(&self, session: &Session, client_id: &str) -> Answer {
+        let client_id = bounded(Some(client_id).filter(|id| !id.is_empty()))?;
+        let end = TokenChange::EndClient {
+            client_id: client_id.to_string(),
+        };
+        self.store
+            .change_tokens(&session.user_id, &end, self.clock.now())
+            .await?;
+        Ok(redirect("/console/access?done=grant"))
     }
 
-    pub(super) async fn share_revoke(
-        &self,
-        session: &Session,
-        _request: &Request<Bytes>,
-    ) -> Answer {
-        Ok(page(
-            StatusCode::OK,
-            layout::page(
-                session,
-                "/console/access",
-                "Who can act for you",
-                None::<&Notice<'_>>,
-                html! { p { "Coming soon." } },
-            ),
-        ))
+    /// Ends a share: one the user granted (`direction=granted`, `user` the grantee) or
+    /// received (`direction=received`, `user` the owner), with its delegated URL.
+    pub(super) async fn share_revoke(&self, session: &Session, request: &Request<Bytes>) -> Answer {
+        let fields = form(request);
+        let other = bounded(field(&fields, "user"))?;
+        let me = session.user_id.as_str();
+        let (owner, grantee) = match field(&fields, "direction") {
+            Some("granted") => (me, other),
+            Some("received") => (other, me),
+            _ => return Err(unnamed()),
+        };
+        self.store.delete_share(owner, grantee).await?;
+        Ok(redirect("/console/access?done=share"))
     }
 
     pub(super) async fn temporary_url_revoke(
         &self,
         session: &Session,
-        _request: &Request<Bytes>,
+        request: &Request<Bytes>,
     ) -> Answer {
-        Ok(page(
-            StatusCode::OK,
-            layout::page(
-                session,
-                "/console/access",
-                "Who can act for you",
-                None::<&Notice<'_>>,
-                html! { p { "Coming soon." } },
-            ),
-        ))
+        let fields = form(request);
+        let id = field(&fields, "id").unwrap_or_default();
+        self.accounts
+            .revoke_temporary_url(&session.user_id, id)
+            .await?;
+        Ok(redirect("/console/access?done=url"))
     }
 
+    /// Sign out everywhere (`AccountApi::end_everything`): this cookie's session ends
+    /// too, so the browser goes to sign in.
     pub(super) async fn sign_out_all(&self, session: &Session) -> Answer {
-        Ok(page(
-            StatusCode::OK,
-            layout::page(
-                session,
-                "/console/access",
-                "Who can act for you",
-                None::<&Notice<'_>>,
-                html! { p { "Coming soon." } },
-            ),
-        ))
+        self.accounts.end_everything(&session.user_id).await?;
+        let mut response = redirect("/console/signin");
+        self.end_session_cookie(&mut response);
+        Ok(response)
     }
 }

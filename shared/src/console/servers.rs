@@ -1,111 +1,508 @@
 //! Your MCP servers: the table of the user's external servers (name, url, auth type,
-//! enabled, allowed tools, last connected, last error) with add, edit, enable/disable,
-//! re-probe and delete, through `ExternalServers`; a probe's error shown in words.
+//! enabled, allowed tools, last connected, last error, the tools of the last probe) with
+//! add, edit, enable/disable, re-probe and delete, through the typed cores of
+//! `ExternalServers` (the same ones the JSON API calls); a refusal (a probe that failed,
+//! a taken name) is shown in words on the page with its status, and the form keeps what
+//! was typed except the credential. A credential is never shown back: only "set".
+
 use bytes::Bytes;
 use http::{Request, StatusCode};
-use maud::html;
+use maud::{Markup, html};
 
 use super::layout::{self, Notice};
-use super::{Answer, ConsoleApi, Session, html as page};
+use super::{Answer, ConsoleApi, Session, field, form, html as page, query_param, redirect};
+use crate::domain::{McpAuth, McpServerRecord};
+use crate::external::{AuthInput, Changes, Registration, RegistryError};
+use crate::http::ApiError;
+use crate::identity::Caller;
+
+const SECTION: &str = "/console/servers";
+const TITLE: &str = "Your MCP servers";
+
+/// What the add form held, shown again after a refusal (never the credential).
+#[derive(Default)]
+struct Draft {
+    name: String,
+    url: String,
+    auth_type: String,
+    header_name: String,
+    enabled: bool,
+    allowed_tools: String,
+}
+
+impl Draft {
+    fn of(fields: &[(String, String)]) -> Draft {
+        let text = |name: &str| field(fields, name).unwrap_or_default().trim().to_string();
+        Draft {
+            name: text("name"),
+            url: text("url"),
+            auth_type: text("auth_type"),
+            header_name: text("header_name"),
+            enabled: field(fields, "enabled").is_some(),
+            allowed_tools: text("allowed_tools"),
+        }
+    }
+
+    fn fresh() -> Draft {
+        Draft {
+            auth_type: "none".into(),
+            enabled: true,
+            ..Draft::default()
+        }
+    }
+}
+
+/// The allowed-tools field: names separated by commas or white space; none means every tool.
+fn allowed_tools(text: &str) -> Option<Vec<String>> {
+    let names: Vec<String> = text
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|name| !name.is_empty())
+        .map(str::to_string)
+        .collect();
+    (!names.is_empty()).then_some(names)
+}
+
+/// The auth the form asks for. `current` is the stored auth on an edit: a blank
+/// credential then keeps the sealed one (`Ok(None)`: no change), when the kind (and the
+/// header name) stay the same.
+fn auth_input(
+    fields: &[(String, String)],
+    current: Option<&McpAuth>,
+) -> Result<Option<AuthInput>, RegistryError> {
+    let credential = field(fields, "credential").map(str::to_string);
+    let header_name = field(fields, "header_name")
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let kind = field(fields, "auth_type").unwrap_or("none");
+    match (kind, credential) {
+        ("none", _) => Ok(match current {
+            Some(McpAuth::None) => None,
+            _ => Some(AuthInput::None),
+        }),
+        ("bearer", Some(token)) => Ok(Some(AuthInput::Bearer { token })),
+        ("bearer", None) if matches!(current, Some(McpAuth::Bearer)) => Ok(None),
+        ("bearer", None) => Err(RegistryError::bad_request(
+            "enter the bearer token the server expects",
+        )),
+        ("header", Some(value)) => Ok(Some(AuthInput::Header {
+            name: header_name,
+            value,
+        })),
+        ("header", None) if matches!(current, Some(McpAuth::Header { name }) if *name == header_name) => {
+            Ok(None)
+        }
+        ("header", None) => Err(RegistryError::bad_request(
+            "enter the header's value (a new header name needs its value again)",
+        )),
+        _ => Err(RegistryError::bad_request(
+            "choose no authentication, a bearer token or a header",
+        )),
+    }
+}
+
+/// A refusal of the registry in words, with its status (the one mapping for the pages).
+fn problem(error: &RegistryError) -> (StatusCode, String) {
+    let mut words = error.message.clone();
+    if let Some(first) = words.get(0..1) {
+        let upper = first.to_uppercase();
+        words.replace_range(0..1, &upper);
+    }
+    if !words.ends_with('.') {
+        words.push('.');
+    }
+    (error.status, words)
+}
+
+pub(super) fn when(secs: Option<u64>) -> String {
+    secs.and_then(|s| chrono::DateTime::from_timestamp(i64::try_from(s).ok()?, 0))
+        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_else(|| "never".into())
+}
+
+fn auth_words(auth: &McpAuth) -> String {
+    match auth {
+        McpAuth::None => "none".into(),
+        McpAuth::Bearer => "bearer token".into(),
+        McpAuth::Header { name } => format!("header {name}"),
+    }
+}
+
+fn path_of(name: &str) -> String {
+    let encoded: String = form_urlencoded::byte_serialize(name.as_bytes()).collect();
+    format!("/console/servers/{encoded}")
+}
+
+/// The fixed words of a finished action (`?done=…`, never user input on the page).
+fn done_words(done: &str) -> Option<&'static str> {
+    Some(match done {
+        "added" => "The server was added and its tools listed.",
+        "saved" => "The server was saved.",
+        "enabled" => "The server was switched on.",
+        "disabled" => "The server was switched off.",
+        "probed" => "The server was probed again; its tools are up to date.",
+        "deleted" => "The server was deleted.",
+        _ => return None,
+    })
+}
+
+fn auth_select(id: &str, selected: &str) -> Markup {
+    let options = [
+        ("none", "No authentication"),
+        ("bearer", "Bearer token"),
+        ("header", "Custom header"),
+    ];
+    html! {
+        select id=(id) name="auth_type" {
+            @for (value, label) in options {
+                option value=(value) selected[value == selected] { (label) }
+            }
+        }
+    }
+}
+
+fn servers_table(session: &Session, records: &[McpServerRecord]) -> Markup {
+    html! {
+        @if records.is_empty() {
+            p.muted id="no-servers" { "No servers yet. Add one below." }
+        }
+        div.table-wrap {
+            table id="servers" {
+                thead {
+                    tr {
+                        th { "Name" } th { "URL" } th { "Auth" } th { "Enabled" }
+                        th { "Allowed tools" } th { "Tools" } th { "Last connected" }
+                        th { "Last error" } th { "Actions" }
+                    }
+                }
+                tbody {
+                    @for record in records {
+                        @let path = path_of(&record.name);
+                        tr data-server=(record.name) {
+                            td.name { (record.name) }
+                            td.url { code { (record.url) } }
+                            td.auth {
+                                (auth_words(&record.auth))
+                                @if record.sealed_credential.is_some() { " (set)" }
+                            }
+                            td.enabled { @if record.enabled { "yes" } @else { "no" } }
+                            td.allowed {
+                                @match &record.allowed_tools {
+                                    Some(names) => (names.join(", ")),
+                                    None => span.muted { "all" },
+                                }
+                            }
+                            td.tools {
+                                (record.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", "))
+                            }
+                            td.last-connected { (when(record.last_connected_at)) }
+                            td.last-error {
+                                @if let Some(error) = &record.last_connect_error { span.error { (error) } }
+                            }
+                            td.actions {
+                                a.server-edit href=(path) { "Edit" }
+                                form method="post" action={ (path) "/toggle" } {
+                                    input type="hidden" name="csrf" value=(session.csrf);
+                                    button.server-toggle.secondary type="submit" {
+                                        @if record.enabled { "Switch off" } @else { "Switch on" }
+                                    }
+                                }
+                                form method="post" action={ (path) "/probe" } {
+                                    input type="hidden" name="csrf" value=(session.csrf);
+                                    button.server-probe.secondary type="submit" { "Probe again" }
+                                }
+                                form method="post" action={ (path) "/delete" }
+                                    data-confirm={ "Delete the server " (record.name) "?" } {
+                                    input type="hidden" name="csrf" value=(session.csrf);
+                                    button.server-delete.danger type="submit" { "Delete" }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn add_form(session: &Session, draft: &Draft) -> Markup {
+    html! {
+        h2 { "Add a server" }
+        p.muted { "We connect to the server and list its tools before saving it." }
+        form id="server-add" method="post" action="/console/servers" {
+            input type="hidden" name="csrf" value=(session.csrf);
+            label for="server-name" { "Name" }
+            input id="server-name" name="name" type="text" required maxlength="32"
+                value=(draft.name) aria-describedby="server-name-rule";
+            p.muted id="server-name-rule" { "Letters, digits, '-' or '_'; your AI sees its tools as mcp__<name>__<tool>." }
+            label for="server-url" { "URL" }
+            input id="server-url" name="url" type="url" required value=(draft.url);
+            label for="server-auth-type" { "Authentication" }
+            (auth_select("server-auth-type", &draft.auth_type))
+            label for="server-credential" { "Token or header value" }
+            input id="server-credential" name="credential" type="password" autocomplete="off";
+            label for="server-header-name" { "Header name (for a custom header)" }
+            input id="server-header-name" name="header_name" type="text" value=(draft.header_name);
+            label for="server-allowed-tools" { "Allowed tools (blank for all)" }
+            input id="server-allowed-tools" name="allowed_tools" type="text" value=(draft.allowed_tools);
+            label for="server-enabled" {
+                input id="server-enabled" name="enabled" type="checkbox" value="on" checked[draft.enabled];
+                " Enabled"
+            }
+            button id="server-add-button" type="submit" { "Add server" }
+        }
+    }
+}
 
 impl ConsoleApi {
-    pub(super) async fn servers_page(
+    async fn servers_view(
         &self,
         session: &Session,
-        _notice: Option<&Notice<'_>>,
+        status: StatusCode,
+        notice: Option<&Notice<'_>>,
+        draft: &Draft,
     ) -> Answer {
+        let caller = Caller::user(session.user_id.clone());
+        let records = self
+            .external
+            .servers(&caller)
+            .await
+            .map_err(|_| ApiError::Unavailable)?;
+        let content = html! {
+            (servers_table(session, &records))
+            (add_form(session, draft))
+        };
         Ok(page(
-            StatusCode::OK,
-            layout::page(
-                session,
-                "/console/servers",
-                "Your MCP servers",
-                None::<&Notice<'_>>,
-                html! { p { "Coming soon." } },
-            ),
+            status,
+            layout::page(session, SECTION, TITLE, notice, content),
         ))
     }
 
-    pub(super) async fn server_add(&self, session: &Session, _request: &Request<Bytes>) -> Answer {
+    /// The servers page with a refusal in words, the add form keeping `draft`.
+    async fn servers_refused(
+        &self,
+        session: &Session,
+        error: &RegistryError,
+        draft: &Draft,
+    ) -> Answer {
+        let (status, words) = problem(error);
+        self.servers_view(session, status, Some(&Notice::Problem(&words)), draft)
+            .await
+    }
+
+    pub(super) async fn servers_page(&self, session: &Session, request: &Request<Bytes>) -> Answer {
+        let done = query_param(request, "done");
+        let notice = done.as_deref().and_then(done_words).map(Notice::Done);
+        self.servers_view(session, StatusCode::OK, notice.as_ref(), &Draft::fresh())
+            .await
+    }
+
+    pub(super) async fn server_add(&self, session: &Session, request: &Request<Bytes>) -> Answer {
+        let fields = form(request);
+        let draft = Draft::of(&fields);
+        let caller = Caller::user(session.user_id.clone());
+        let outcome = async {
+            let auth = auth_input(&fields, None)?.unwrap_or(AuthInput::None);
+            let registration = Registration {
+                name: draft.name.clone(),
+                url: draft.url.clone(),
+                auth,
+                allowed_tools: allowed_tools(&draft.allowed_tools),
+                enabled: draft.enabled,
+                order: 0,
+            };
+            self.external.create_server(&caller, registration).await
+        };
+        match outcome.await {
+            Ok(_) => Ok(redirect("/console/servers?done=added")),
+            Err(error) => self.servers_refused(session, &error, &draft).await,
+        }
+    }
+
+    fn edit_view(
+        &self,
+        session: &Session,
+        record: &McpServerRecord,
+        status: StatusCode,
+        notice: Option<&Notice<'_>>,
+    ) -> Answer {
+        let (kind, header_name) = match &record.auth {
+            McpAuth::None => ("none", ""),
+            McpAuth::Bearer => ("bearer", ""),
+            McpAuth::Header { name } => ("header", name.as_str()),
+        };
+        let set = record.sealed_credential.is_some();
+        let allowed = record
+            .allowed_tools
+            .as_ref()
+            .map(|names| names.join(", "))
+            .unwrap_or_default();
+        let content = html! {
+            p { "URL: " code id="server-url-shown" { (record.url) } }
+            p.muted { "The URL cannot change: delete the server and add it again for another one." }
+            form id="server-edit" method="post" action=(path_of(&record.name)) {
+                input type="hidden" name="csrf" value=(session.csrf);
+                label for="server-auth-type" { "Authentication" }
+                (auth_select("server-auth-type", kind))
+                label for="server-credential" { "Token or header value" }
+                input id="server-credential" name="credential" type="password" autocomplete="off"
+                    aria-describedby="server-credential-state";
+                p.muted id="server-credential-state" {
+                    @if set { "Set. Leave blank to keep it." } @else { "Not set." }
+                }
+                label for="server-header-name" { "Header name (for a custom header)" }
+                input id="server-header-name" name="header_name" type="text" value=(header_name);
+                label for="server-allowed-tools" { "Allowed tools (blank for all)" }
+                input id="server-allowed-tools" name="allowed_tools" type="text" value=(allowed);
+                label for="server-enabled" {
+                    input id="server-enabled" name="enabled" type="checkbox" value="on" checked[record.enabled];
+                    " Enabled"
+                }
+                button id="server-save" type="submit" { "Save" }
+            }
+            p { a href=(SECTION) { "Back to your servers" } }
+        };
+        let title = format!("Edit {}", record.name);
         Ok(page(
-            StatusCode::OK,
-            layout::page(
-                session,
-                "/console/servers",
-                "Your MCP servers",
-                None::<&Notice<'_>>,
-                html! { p { "Coming soon." } },
-            ),
+            status,
+            layout::page(session, SECTION, &title, notice, content),
         ))
     }
 
-    pub(super) async fn server_edit_form(&self, session: &Session, _name: &str) -> Answer {
-        Ok(page(
-            StatusCode::OK,
-            layout::page(
-                session,
-                "/console/servers",
-                "Your MCP servers",
-                None::<&Notice<'_>>,
-                html! { p { "Coming soon." } },
-            ),
-        ))
+    pub(super) async fn server_edit_form(&self, session: &Session, name: &str) -> Answer {
+        let caller = Caller::user(session.user_id.clone());
+        match self.external.server(&caller, name).await {
+            Ok(record) => self.edit_view(session, &record, StatusCode::OK, None),
+            Err(error) => self.servers_refused(session, &error, &Draft::fresh()).await,
+        }
     }
 
     pub(super) async fn server_edit(
         &self,
         session: &Session,
-        _name: &str,
-        _request: &Request<Bytes>,
+        name: &str,
+        request: &Request<Bytes>,
     ) -> Answer {
-        Ok(page(
-            StatusCode::OK,
-            layout::page(
-                session,
-                "/console/servers",
-                "Your MCP servers",
-                None::<&Notice<'_>>,
-                html! { p { "Coming soon." } },
-            ),
-        ))
+        let fields = form(request);
+        let caller = Caller::user(session.user_id.clone());
+        let record = match self.external.server(&caller, name).await {
+            Ok(record) => record,
+            Err(error) => return self.servers_refused(session, &error, &Draft::fresh()).await,
+        };
+        let outcome = async {
+            let changes = Changes {
+                auth: auth_input(&fields, Some(&record.auth))?,
+                allowed_tools: Some(allowed_tools(
+                    field(&fields, "allowed_tools").unwrap_or_default(),
+                )),
+                enabled: Some(field(&fields, "enabled").is_some()),
+                ..Changes::default()
+            };
+            self.external.update_server(&caller, name, changes).await
+        };
+        match outcome.await {
+            Ok(_) => Ok(redirect("/console/servers?done=saved")),
+            Err(error) => {
+                let (status, words) = problem(&error);
+                // What was typed is kept (never the credential).
+                let mut shown = record;
+                shown.allowed_tools =
+                    allowed_tools(field(&fields, "allowed_tools").unwrap_or_default());
+                shown.enabled = field(&fields, "enabled").is_some();
+                self.edit_view(session, &shown, status, Some(&Notice::Problem(&words)))
+            }
+        }
     }
 
-    pub(super) async fn server_toggle(&self, session: &Session, _name: &str) -> Answer {
-        Ok(page(
-            StatusCode::OK,
-            layout::page(
-                session,
-                "/console/servers",
-                "Your MCP servers",
-                None::<&Notice<'_>>,
-                html! { p { "Coming soon." } },
-            ),
-        ))
+    pub(super) async fn server_toggle(&self, session: &Session, name: &str) -> Answer {
+        let caller = Caller::user(session.user_id.clone());
+        let outcome = async {
+            let record = self.external.server(&caller, name).await?;
+            let changes = Changes {
+                enabled: Some(!record.enabled),
+                ..Changes::default()
+            };
+            self.external.update_server(&caller, name, changes).await
+        };
+        match outcome.await {
+            Ok(record) if record.enabled => Ok(redirect("/console/servers?done=enabled")),
+            Ok(_) => Ok(redirect("/console/servers?done=disabled")),
+            Err(error) => self.servers_refused(session, &error, &Draft::fresh()).await,
+        }
     }
 
-    pub(super) async fn server_probe(&self, session: &Session, _name: &str) -> Answer {
-        Ok(page(
-            StatusCode::OK,
-            layout::page(
-                session,
-                "/console/servers",
-                "Your MCP servers",
-                None::<&Notice<'_>>,
-                html! { p { "Coming soon." } },
-            ),
-        ))
+    pub(super) async fn server_probe(&self, session: &Session, name: &str) -> Answer {
+        let caller = Caller::user(session.user_id.clone());
+        match self.external.reprobe_server(&caller, name).await {
+            Ok(_) => Ok(redirect("/console/servers?done=probed")),
+            Err(error) => self.servers_refused(session, &error, &Draft::fresh()).await,
+        }
     }
 
-    pub(super) async fn server_delete(&self, session: &Session, _name: &str) -> Answer {
-        Ok(page(
-            StatusCode::OK,
-            layout::page(
-                session,
-                "/console/servers",
-                "Your MCP servers",
-                None::<&Notice<'_>>,
-                html! { p { "Coming soon." } },
-            ),
-        ))
+    pub(super) async fn server_delete(&self, session: &Session, name: &str) -> Answer {
+        let caller = Caller::user(session.user_id.clone());
+        match self.external.remove(&caller, name).await {
+            Ok(()) => Ok(redirect("/console/servers?done=deleted")),
+            Err(error) => self.servers_refused(session, &error, &Draft::fresh()).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn console_allowed_tools_split_on_commas_and_spaces() {
+        assert_eq!(allowed_tools(" "), None);
+        assert_eq!(
+            allowed_tools("a, b\nc"),
+            Some(vec!["a".into(), "b".into(), "c".into()])
+        );
+    }
+
+    #[test]
+    fn console_blank_credential_keeps_the_sealed_one_only_for_the_same_auth() {
+        let bearer = fields(&[("auth_type", "bearer"), ("credential", "")]);
+        assert!(matches!(
+            auth_input(&bearer, Some(&McpAuth::Bearer)),
+            Ok(None)
+        ));
+        assert!(auth_input(&bearer, Some(&McpAuth::None)).is_err());
+        assert!(auth_input(&bearer, None).is_err());
+        let header = fields(&[("auth_type", "header"), ("header_name", "x-key")]);
+        let same = McpAuth::Header {
+            name: "x-key".into(),
+        };
+        let other = McpAuth::Header {
+            name: "x-other".into(),
+        };
+        assert!(matches!(auth_input(&header, Some(&same)), Ok(None)));
+        assert!(auth_input(&header, Some(&other)).is_err());
+        let none = fields(&[("auth_type", "none")]);
+        assert!(matches!(auth_input(&none, Some(&McpAuth::None)), Ok(None)));
+        assert!(matches!(
+            auth_input(&none, Some(&McpAuth::Bearer)),
+            Ok(Some(AuthInput::None))
+        ));
+        assert!(auth_input(&fields(&[("auth_type", "magic")]), None).is_err());
+    }
+
+    #[test]
+    fn console_problems_read_as_sentences() {
+        let (status, words) = problem(&RegistryError::probe_failed("connection refused"));
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(
+            words.starts_with("The MCP server could not be probed"),
+            "{words}"
+        );
+        assert!(words.ends_with('.'));
     }
 }

@@ -222,25 +222,25 @@ fn seed_ok(data: Value) -> Response<Bytes> {
     )
 }
 
-/// What a registration asks for, whichever form it came in.
-struct Registration {
-    name: String,
-    url: String,
-    auth: AuthInput,
-    allowed_tools: Option<Vec<String>>,
-    enabled: bool,
-    order: i64,
+/// What a registration asks for, whichever form it came in (the JSON API or the console).
+pub(crate) struct Registration {
+    pub name: String,
+    pub url: String,
+    pub auth: AuthInput,
+    pub allowed_tools: Option<Vec<String>>,
+    pub enabled: bool,
+    pub order: i64,
 }
 
-/// What an update asks for.
+/// What an update asks for; `None` leaves a field as it is.
 #[derive(Default)]
-struct Changes {
-    url: Option<String>,
-    name: Option<String>,
-    auth: Option<AuthInput>,
-    allowed_tools: Option<Option<Vec<String>>>,
-    enabled: Option<bool>,
-    order: Option<i64>,
+pub(crate) struct Changes {
+    pub url: Option<String>,
+    pub name: Option<String>,
+    pub auth: Option<AuthInput>,
+    pub allowed_tools: Option<Option<Vec<String>>>,
+    pub enabled: Option<bool>,
+    pub order: Option<i64>,
 }
 
 impl ExternalServers {
@@ -337,12 +337,7 @@ impl ExternalServers {
 
     /// `GET /api/user/mcp-servers`: `{"servers": [...]}` in listing order.
     pub(crate) async fn list(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
-        let mut records = self
-            .store
-            .mcp_servers(&caller.user_id)
-            .await
-            .map_err(|error| RegistryError::unavailable(error).rest())?;
-        super::sort_for_listing(&mut records);
+        let records = self.servers(caller).await.map_err(RegistryError::rest)?;
         let servers: Vec<Value> = records.iter().map(|r| Value::Object(view(r))).collect();
         Ok(web::json(StatusCode::OK, &json!({ "servers": servers })))
     }
@@ -355,7 +350,6 @@ impl ExternalServers {
     ) -> Result<Response<Bytes>, ApiError> {
         let outcome = async {
             let request: CreateRequest = parse(body)?;
-            check_name(&request.name)?;
             let registration = Registration {
                 name: request.name,
                 url: request.url,
@@ -364,7 +358,7 @@ impl ExternalServers {
                 enabled: request.enabled.unwrap_or(true),
                 order: request.order.unwrap_or(0),
             };
-            self.register(caller, registration).await
+            self.create_server(caller, registration).await
         };
         let record = outcome.await.map_err(RegistryError::rest)?;
         Ok(web::json(
@@ -400,8 +394,7 @@ impl ExternalServers {
                 enabled: request.enabled,
                 order: request.order,
             };
-            let record = self.load(caller, name).await?;
-            self.update(caller, record, changes).await
+            self.update_server(caller, name, changes).await
         };
         let record = outcome.await.map_err(RegistryError::rest)?;
         Ok(web::json(StatusCode::OK, &Value::Object(view(&record))))
@@ -414,23 +407,10 @@ impl ExternalServers {
         caller: &Caller,
         name: &str,
     ) -> Result<Response<Bytes>, ApiError> {
-        let outcome = async {
-            let mut record = self.load(caller, name).await?;
-            let auth = credentials::headers(&self.sealer, &caller.user_id, &record)
-                .map_err(|why| RegistryError::probe_failed(&why))?;
-            let now = self.clock.now();
-            let seen = match probe::probe(&self.http, &record.url, &auth, self.probe_budget).await {
-                Ok(seen) => seen,
-                Err(error) => {
-                    self.record_failure(caller, name, &error.message).await;
-                    return Err(error);
-                }
-            };
-            self.apply_probe(&mut record, &seen, now);
-            self.replace(caller, &record).await?;
-            Ok(record)
-        };
-        let record = outcome.await.map_err(RegistryError::rest)?;
+        let record = self
+            .reprobe_server(caller, name)
+            .await
+            .map_err(RegistryError::rest)?;
         Ok(web::json(StatusCode::OK, &Value::Object(view(&record))))
     }
 
@@ -446,6 +426,75 @@ impl ExternalServers {
         Ok(web::json(StatusCode::OK, &json!({"deleted": name})))
     }
 
+    // ----- the typed cores both forms and the console share -----
+
+    /// The caller's servers in listing order.
+    pub(crate) async fn servers(
+        &self,
+        caller: &Caller,
+    ) -> Result<Vec<McpServerRecord>, RegistryError> {
+        let mut records = self
+            .store
+            .mcp_servers(&caller.user_id)
+            .await
+            .map_err(RegistryError::unavailable)?;
+        super::sort_for_listing(&mut records);
+        Ok(records)
+    }
+
+    /// One of the caller's servers.
+    pub(crate) async fn server(
+        &self,
+        caller: &Caller,
+        name: &str,
+    ) -> Result<McpServerRecord, RegistryError> {
+        self.load(caller, name).await
+    }
+
+    /// Registers a server (D4): the name checked, then [`Self::register`].
+    pub(crate) async fn create_server(
+        &self,
+        caller: &Caller,
+        registration: Registration,
+    ) -> Result<McpServerRecord, RegistryError> {
+        check_name(&registration.name)?;
+        self.register(caller, registration).await
+    }
+
+    /// Changes a server (D7), probing again when [`Self::update`] must.
+    pub(crate) async fn update_server(
+        &self,
+        caller: &Caller,
+        name: &str,
+        changes: Changes,
+    ) -> Result<McpServerRecord, RegistryError> {
+        let record = self.load(caller, name).await?;
+        self.update(caller, record, changes).await
+    }
+
+    /// Probes again with the stored credential and keeps the fresh tool snapshot; a
+    /// failure is recorded on the server (`last_connect_error`) and returned.
+    pub(crate) async fn reprobe_server(
+        &self,
+        caller: &Caller,
+        name: &str,
+    ) -> Result<McpServerRecord, RegistryError> {
+        let mut record = self.load(caller, name).await?;
+        let auth = credentials::headers(&self.sealer, &caller.user_id, &record)
+            .map_err(|why| RegistryError::probe_failed(&why))?;
+        let now = self.clock.now();
+        let seen = match probe::probe(&self.http, &record.url, &auth, self.probe_budget).await {
+            Ok(seen) => seen,
+            Err(error) => {
+                self.record_failure(caller, name, &error.message).await;
+                return Err(error);
+            }
+        };
+        self.apply_probe(&mut record, &seen, now);
+        self.replace(caller, &record).await?;
+        Ok(record)
+    }
+
     // ----- the operations both forms share -----
 
     async fn load(&self, caller: &Caller, name: &str) -> Result<McpServerRecord, RegistryError> {
@@ -456,7 +505,8 @@ impl ExternalServers {
             .ok_or_else(|| RegistryError::not_found(name))
     }
 
-    async fn remove(&self, caller: &Caller, name: &str) -> Result<(), RegistryError> {
+    /// Deletes one of the caller's servers.
+    pub(crate) async fn remove(&self, caller: &Caller, name: &str) -> Result<(), RegistryError> {
         let deleted = self
             .store
             .delete_mcp_server(&caller.user_id, name)

@@ -34,7 +34,7 @@ const RESERVED: &[&str] = &[
 /// The auth part of a registration or an update, as the client sent it.
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "UPPERCASE", deny_unknown_fields)]
-pub(super) enum AuthInput {
+pub(crate) enum AuthInput {
     None,
     Bearer { token: String },
     Header { name: String, value: String },

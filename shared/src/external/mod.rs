@@ -29,6 +29,8 @@ use crate::identity::Sealer;
 use crate::remote::{GuardedHttp, INVALID_URL_CODE};
 use crate::store::{McpServerStore, StoreError};
 
+pub(crate) use api::{Changes, Registration};
+pub(crate) use credentials::AuthInput;
 pub(crate) use probe::PROBE_BUDGET;
 pub(crate) use tool_source::CONNECT_BUDGET;
 

@@ -142,6 +142,12 @@ pub(crate) enum Handler {
     OAuthGrants,
     /// Withdraw one client's grant.
     OAuthGrantRevoke,
+    /// The shares the caller granted and received (issue 15).
+    SharesList,
+    /// The caller's live temporary URLs (issue 15).
+    TemporaryUrls,
+    /// Revoke one temporary URL (issue 15).
+    TemporaryUrlRevoke,
     /// A page of the web console (issue 15): the console routes its pages itself.
     Console(Page),
 }
@@ -285,6 +291,11 @@ pub(crate) static ROUTES: &[Route] = {
         Route { method: "POST", path: "/api/user/mcp-servers/{name}/probe", group: Personal,
                 name: "POST /api/user/mcp-servers/{name}/probe", access: SignedIn,
                 handler: ExternalProbe, ..ROW },
+        Route { method: "GET", path: "/api/user/urls", group: Personal,
+                name: "GET /api/user/urls", access: SignedIn, handler: TemporaryUrls, ..ROW },
+        Route { method: "DELETE", path: "/api/user/urls/{id}", group: Personal,
+                name: "DELETE /api/user/urls/{id}", access: SignedIn,
+                handler: TemporaryUrlRevoke, ..ROW },
 
         // Accounts and shares.
         Route { method: "POST", path: "/auth/signup", group: Oauth, name: "POST /auth/signup",
@@ -309,6 +320,8 @@ pub(crate) static ROUTES: &[Route] = {
         Route { method: "DELETE", path: "/api/user/oauth-grants/{client_id}", group: Oauth,
                 name: "DELETE /api/user/oauth-grants/{client_id}", access: SignedIn,
                 handler: OAuthGrantRevoke, ..ROW },
+        Route { method: "GET", path: "/api/shares", group: Oauth, name: "GET /api/shares",
+                access: SignedIn, handler: SharesList, ..ROW },
 
         // The web console (issue 15): pages on the same origin; the console checks its
         // session cookie and CSRF token itself (`console/mod.rs`).

@@ -275,6 +275,40 @@ pub trait AccountStore: Send + Sync {
         password_hash: &'a str,
         now: u64,
     ) -> StoreFuture<'a, Option<TokenState>>;
+
+    // ----- Who can act for a user (issue 15: the console's access page, `/api/shares`,
+    // `/api/user/urls`) -----
+
+    /// The shares `user_id` granted: (grantee, permissions), ordered by grantee.
+    fn shares_granted<'a>(
+        &'a self,
+        user_id: &'a str,
+    ) -> StoreFuture<'a, Vec<(String, Vec<String>)>>;
+
+    /// The shares granted to `user_id`: (owner, permissions), ordered by owner.
+    /// (DynamoDB: the `<grantee>/shared-by#<owner>` item written and deleted with the
+    /// share.)
+    fn shares_received<'a>(
+        &'a self,
+        user_id: &'a str,
+    ) -> StoreFuture<'a, Vec<(String, Vec<String>)>>;
+
+    /// The user's temporary URL grants (a session and an agent, no delegation) live at
+    /// `now`: (secret hash, grant), soonest expiry first.
+    fn temporary_urls<'a>(
+        &'a self,
+        user_id: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, Vec<(String, UrlGrant)>>;
+
+    /// Deletes the user's temporary URL grant of `secret_hash`: true if there was one of
+    /// theirs (another user's grant, a personal or a delegated URL is never touched).
+    fn revoke_temporary_url<'a>(
+        &'a self,
+        user_id: &'a str,
+        secret_hash: &'a str,
+    ) -> StoreFuture<'a, bool>;
+
     /// The user's personal URL if one is live at `now` (read only: nothing is minted).
     fn personal_url<'a>(
         &'a self,

@@ -889,32 +889,219 @@ pub(super) async fn password_change_ends_every_token(store: &dyn Store, user: &s
     assert_eq!(by_email.password_hash, "new-hash");
 }
 
+/// Issue 15: the shares a user granted and received, each listed by the other user,
+/// and gone from both lists with the share.
+pub(super) async fn shares_are_listed_both_ways(store: &dyn Store, a: &str, b: &str, c: &str) {
+    assert!(store.shares_granted(a).await.unwrap().is_empty());
+    assert!(store.shares_received(a).await.unwrap().is_empty());
+    let chat = strings(&["chat"]);
+    store.put_share(a, b, &chat).await.unwrap();
+    store.put_share(a, c, &chat).await.unwrap();
+    store.put_share(c, a, &chat).await.unwrap();
+    let mut others = [b.to_string(), c.to_string()];
+    others.sort();
+    assert_eq!(
+        store.shares_granted(a).await.unwrap(),
+        others
+            .iter()
+            .map(|o| (o.clone(), chat.clone()))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        store.shares_received(a).await.unwrap(),
+        vec![(c.to_string(), chat.clone())]
+    );
+    assert_eq!(
+        store.shares_received(b).await.unwrap(),
+        vec![(a.to_string(), chat.clone())]
+    );
+    assert!(store.shares_granted(b).await.unwrap().is_empty());
+
+    // A replaced share is listed once, with its new permissions, on both sides.
+    let wider = strings(&["chat", "read:health"]);
+    store.put_share(a, b, &wider).await.unwrap();
+    assert_eq!(
+        store.shares_received(b).await.unwrap(),
+        vec![(a.to_string(), wider.clone())]
+    );
+    assert!(
+        store
+            .shares_granted(a)
+            .await
+            .unwrap()
+            .contains(&(b.to_string(), wider))
+    );
+
+    store.delete_share(a, b).await.unwrap();
+    assert!(store.shares_received(b).await.unwrap().is_empty());
+    assert_eq!(
+        store.shares_granted(a).await.unwrap(),
+        vec![(c.to_string(), chat.clone())]
+    );
+    assert_eq!(
+        store.shares_received(a).await.unwrap(),
+        vec![(c.to_string(), chat)],
+        "the other way stays"
+    );
+}
+
+/// Issue 15: a user's live temporary URLs (never personal or delegated ones, never
+/// another user's), soonest expiry first; revoked one at a time, only by their user.
+pub(super) async fn temporary_urls_are_listed_and_revoked(
+    store: &dyn Store,
+    user: &str,
+    other: &str,
+    now: u64,
+) {
+    let temporary = |who: &str, session: &str, expires_at: u64| UrlGrant {
+        user_id: who.to_string(),
+        session_id: Some(session.to_string()),
+        agent_name: Some("Claude".to_string()),
+        delegation: None,
+        expires_at,
+    };
+    assert!(store.temporary_urls(user, now).await.unwrap().is_empty());
+    let later = temporary(user, "s-later", now + 600);
+    let sooner = temporary(user, "s-sooner", now + 300);
+    let expired = temporary(user, "s-expired", now - 1);
+    store
+        .put_url_grant(&format!("{user}-later"), &later)
+        .await
+        .unwrap();
+    store
+        .put_url_grant(&format!("{user}-sooner"), &sooner)
+        .await
+        .unwrap();
+    store
+        .put_url_grant(&format!("{user}-expired"), &expired)
+        .await
+        .unwrap();
+    store
+        .put_url_grant(
+            &format!("{other}-theirs"),
+            &temporary(other, "s-other", now + 600),
+        )
+        .await
+        .unwrap();
+    let plain = UrlGrant {
+        session_id: None,
+        agent_name: None,
+        ..later.clone()
+    };
+    store
+        .put_url_grant(&format!("{user}-plain"), &plain)
+        .await
+        .unwrap();
+    let delegated = UrlGrant {
+        delegation: Some(Delegation {
+            grantee: other.to_string(),
+            permission: "chat".to_string(),
+        }),
+        ..later.clone()
+    };
+    store
+        .put_url_grant(&format!("{user}-delegated"), &delegated)
+        .await
+        .unwrap();
+
+    assert_eq!(
+        store.temporary_urls(user, now).await.unwrap(),
+        vec![
+            (format!("{user}-sooner"), sooner.clone()),
+            (format!("{user}-later"), later.clone()),
+        ]
+    );
+    assert_eq!(
+        store.temporary_urls(user, now + 300).await.unwrap(),
+        vec![(format!("{user}-later"), later.clone())],
+        "expired at expires_at"
+    );
+
+    // Another user cannot revoke it; a personal or delegated URL is not revoked here.
+    assert!(
+        !store
+            .revoke_temporary_url(other, &format!("{user}-later"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .revoke_temporary_url(user, &format!("{other}-theirs"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .revoke_temporary_url(user, &format!("{user}-plain"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .revoke_temporary_url(user, &format!("{user}-delegated"))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store
+            .url_grant(&format!("{other}-theirs"), now)
+            .await
+            .unwrap(),
+        Some(temporary(other, "s-other", now + 600))
+    );
+    assert_eq!(
+        store
+            .url_grant(&format!("{user}-plain"), now)
+            .await
+            .unwrap(),
+        Some(plain)
+    );
+    assert_eq!(
+        store
+            .url_grant(&format!("{user}-delegated"), now)
+            .await
+            .unwrap(),
+        Some(delegated)
+    );
+
+    assert!(
+        store
+            .revoke_temporary_url(user, &format!("{user}-later"))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store
+            .url_grant(&format!("{user}-later"), now)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store.temporary_urls(user, now).await.unwrap(),
+        vec![(format!("{user}-sooner"), sooner)]
+    );
+    assert!(
+        !store
+            .revoke_temporary_url(user, &format!("{user}-later"))
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.temporary_urls(other, now).await.unwrap().len(), 1);
+}
+
+/// Issue 15: the personal URL read as it is (nothing minted), hidden once expired.
 pub(super) async fn personal_url_is_read_without_minting(store: &dyn Store, user: &str, now: u64) {
-    assert_eq!(
-        store.personal_url(user, now).await.unwrap(),
-        None,
-        "no URL yet, and reading mints none"
-    );
     assert_eq!(store.personal_url(user, now).await.unwrap(), None);
+    assert_eq!(
+        store.personal_url(user, now).await.unwrap(),
+        None,
+        "nothing minted"
+    );
     let url = personal(user, "read", now + 100);
-    assert_eq!(
-        store.claim_personal_url(user, &url, now).await.unwrap(),
-        url
-    );
-    assert_eq!(
-        store.personal_url(user, now).await.unwrap(),
-        Some(url.clone()),
-        "the live URL"
-    );
-    assert_eq!(
-        store.personal_url(user, now + 100).await.unwrap(),
-        None,
-        "an expired URL is not live"
-    );
-    assert!(store.revoke_personal_url(user).await.unwrap());
-    assert_eq!(
-        store.personal_url(user, now).await.unwrap(),
-        None,
-        "a revoked URL is gone"
-    );
+    let kept = store.claim_personal_url(user, &url, now).await.unwrap();
+    assert_eq!(store.personal_url(user, now).await.unwrap(), Some(kept));
+    assert_eq!(store.personal_url(user, now + 100).await.unwrap(), None);
+    store.revoke_personal_url(user).await.unwrap();
+    assert_eq!(store.personal_url(user, now).await.unwrap(), None);
 }

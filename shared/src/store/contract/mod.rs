@@ -168,6 +168,18 @@ contract! { |store, user, now|
     accounts::ended_sessions_are_pruned_and_bounded(store, &user("sessions"), now);
     accounts::client_grants_are_listed_and_withdrawn(store, &user("grants"), now);
     accounts::password_change_ends_every_token(store, &user("password"), now);
+    accounts::shares_are_listed_both_ways(
+        store,
+        &user("list-share-a"),
+        &user("list-share-b"),
+        &user("list-share-c"),
+    );
+    accounts::temporary_urls_are_listed_and_revoked(
+        store,
+        &user("temp-urls"),
+        &user("temp-urls-other"),
+        now,
+    );
     accounts::personal_url_is_read_without_minting(store, &user("personal-read"), now);
 
     oauth::clients_are_registered_once(store, &user("client"), now);

@@ -9,13 +9,14 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::ReturnValue;
 
+use super::batch::query_all;
 use super::codec::{
     Item, get_opt_s, get_s, get_strings, get_u64, insert_optional, n, s, string_list,
 };
 use super::schema::{
     ACCOUNT_SK, COLLECTED, COMPLETED, EMAIL_PREFIX, EXPIRES_AT, KEY, PENDING, PK, SHARE_PREFIX,
-    SHARE_URL_PREFIX, SK, STATE_PREFIX, TOKENS_PREFIX, URL_PREFIX, USER_URL_PREFIX, data_key,
-    keys_key,
+    SHARE_URL_PREFIX, SHARED_BY_PREFIX, SK, STATE_PREFIX, TEMP_URL_PREFIX, TOKENS_PREFIX,
+    URL_PREFIX, USER_URL_PREFIX, data_key, keys_key,
 };
 use super::transact::{
     Attempt, Committed, condition, conditional, contended, tx_check, tx_delete, tx_put, tx_update,
@@ -28,6 +29,10 @@ use crate::store::accounts::counter_key;
 use crate::store::{
     AccountStore, Created, StoreError, StoreFuture, TokenChange, apply_token_change,
 };
+
+/// A `temp-url#` entry expired this long is deleted when listed (a read at an earlier
+/// `now` still sees it hidden, not gone).
+const PRUNE_AFTER_SECS: u64 = 24 * 3600;
 
 /// The serial attribute of a `tokens#` item.
 const TOKENS_SERIAL: &str = "v";
@@ -241,16 +246,38 @@ impl AccountStore for DynamoStore {
     ) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let op = "put_share";
-            self.client
-                .put_item()
-                .table_name(&self.tables.data)
-                .item(PK, s(owner))
-                .item(SK, s(format!("{SHARE_PREFIX}{grantee}")))
-                .item("permissions", string_list(permissions))
-                .send()
-                .await
-                .map_err(|e| sdk_error(op, e))?;
-            Ok(())
+            // The owner's item and the grantee's view of it (shares received), together.
+            let item = |pk: &str, sk: String| {
+                HashMap::from([
+                    (PK.to_string(), s(pk)),
+                    (SK.to_string(), s(sk)),
+                    ("permissions".to_string(), string_list(permissions)),
+                ])
+            };
+            let items = vec![
+                tx_put(
+                    op,
+                    &self.tables.data,
+                    item(owner, format!("{SHARE_PREFIX}{grantee}")),
+                    None,
+                )?,
+                tx_put(
+                    op,
+                    &self.tables.data,
+                    item(grantee, format!("{SHARED_BY_PREFIX}{owner}")),
+                    None,
+                )?,
+            ];
+            contended(op, || {
+                let items = items.clone();
+                async move {
+                    match self.transact(op, items).await? {
+                        Committed::Yes => Ok(Attempt::Done(())),
+                        outcome => outcome.retry(op),
+                    }
+                }
+            })
+            .await
         })
     }
 
@@ -293,6 +320,15 @@ impl AccountStore for DynamoStore {
                     ]),
                     None,
                 )?);
+                items.push(tx_delete(
+                    op,
+                    &self.tables.data,
+                    HashMap::from([
+                        (PK.to_string(), s(grantee)),
+                        (SK.to_string(), s(format!("{SHARED_BY_PREFIX}{owner}"))),
+                    ]),
+                    None,
+                )?);
                 if let Some(current) = &current {
                     items.push(tx_delete(
                         op,
@@ -330,7 +366,40 @@ impl AccountStore for DynamoStore {
         secret_hash: &'a str,
         grant: &'a UrlGrant,
     ) -> StoreFuture<'a, ()> {
-        Box::pin(self.put_key_item("put_url_grant", url_grant_item(secret_hash, grant)))
+        Box::pin(async move {
+            let op = "put_url_grant";
+            let item = url_grant_item(secret_hash, grant);
+            if grant.session_id.is_none() || grant.delegation.is_some() {
+                return self.put_key_item(op, item).await;
+            }
+            // A temporary URL: its grant and the user's list entry, together.
+            let mut entry = HashMap::from([
+                (PK.to_string(), s(grant.user_id.as_str())),
+                (SK.to_string(), s(format!("{TEMP_URL_PREFIX}{secret_hash}"))),
+                (EXPIRES_AT.to_string(), n(grant.expires_at)),
+            ]);
+            insert_optional(
+                &mut entry,
+                &[
+                    ("session_id", &grant.session_id),
+                    ("agent_name", &grant.agent_name),
+                ],
+            );
+            let items = vec![
+                tx_put(op, &self.tables.keys, item, None)?,
+                tx_put(op, &self.tables.data, entry, None)?,
+            ];
+            contended(op, || {
+                let items = items.clone();
+                async move {
+                    match self.transact(op, items).await? {
+                        Committed::Yes => Ok(Attempt::Done(())),
+                        outcome => outcome.retry(op),
+                    }
+                }
+            })
+            .await
+        })
     }
 
     fn url_grant<'a>(
@@ -813,6 +882,110 @@ impl AccountStore for DynamoStore {
         })
     }
 
+    fn shares_granted<'a>(
+        &'a self,
+        user_id: &'a str,
+    ) -> StoreFuture<'a, Vec<(String, Vec<String>)>> {
+        Box::pin(self.shares_under("shares_granted", user_id, SHARE_PREFIX))
+    }
+
+    fn shares_received<'a>(
+        &'a self,
+        user_id: &'a str,
+    ) -> StoreFuture<'a, Vec<(String, Vec<String>)>> {
+        Box::pin(self.shares_under("shares_received", user_id, SHARED_BY_PREFIX))
+    }
+
+    fn temporary_urls<'a>(
+        &'a self,
+        user_id: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, Vec<(String, UrlGrant)>> {
+        Box::pin(async move {
+            let op = "temporary_urls";
+            let mut live = Vec::new();
+            for item in self.user_items(op, user_id, TEMP_URL_PREFIX).await? {
+                let sk = get_s(op, &item, SK)?;
+                let hash = sk
+                    .strip_prefix(TEMP_URL_PREFIX)
+                    .ok_or_else(|| corrupt(op))?;
+                let expires_at = get_u64(op, &item, EXPIRES_AT)?;
+                if expires_at.saturating_add(PRUNE_AFTER_SECS) <= now {
+                    // The data table has no TTL: an entry long expired leaves as it is seen.
+                    self.client
+                        .delete_item()
+                        .table_name(&self.tables.data)
+                        .set_key(Some(data_key(user_id, sk.clone())))
+                        .send()
+                        .await
+                        .map_err(|e| sdk_error(op, e))?;
+                    continue;
+                }
+                if expires_at <= now {
+                    continue;
+                }
+                live.push((
+                    hash.to_string(),
+                    UrlGrant {
+                        user_id: user_id.to_string(),
+                        session_id: get_opt_s(op, &item, "session_id")?,
+                        agent_name: get_opt_s(op, &item, "agent_name")?,
+                        delegation: None,
+                        expires_at,
+                    },
+                ));
+            }
+            live.sort_by(|a, b| (a.1.expires_at, &a.0).cmp(&(b.1.expires_at, &b.0)));
+            Ok(live)
+        })
+    }
+
+    fn revoke_temporary_url<'a>(
+        &'a self,
+        user_id: &'a str,
+        secret_hash: &'a str,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let op = "revoke_temporary_url";
+            let entry = data_key(user_id, format!("{TEMP_URL_PREFIX}{secret_hash}"));
+            if self
+                .data_item(op, user_id, format!("{TEMP_URL_PREFIX}{secret_hash}"))
+                .await?
+                .is_none()
+            {
+                return Ok(false);
+            }
+            // The grant only while it is this user's temporary URL; then the entry.
+            let deleted = conditional(
+                op,
+                self.client
+                    .delete_item()
+                    .table_name(&self.tables.keys)
+                    .key(KEY, s(format!("{URL_PREFIX}{secret_hash}")))
+                    .condition_expression(
+                        "#u = :u AND attribute_exists(#s) AND attribute_not_exists(#g)",
+                    )
+                    .expression_attribute_names("#u", "user_id")
+                    .expression_attribute_names("#s", "session_id")
+                    .expression_attribute_names("#g", "grantee")
+                    .expression_attribute_values(":u", s(user_id))
+                    .return_values(ReturnValue::AllOld)
+                    .send()
+                    .await,
+            )?
+            .and_then(|out| out.attributes)
+            .is_some();
+            self.client
+                .delete_item()
+                .table_name(&self.tables.data)
+                .set_key(Some(entry))
+                .send()
+                .await
+                .map_err(|e| sdk_error(op, e))?;
+            Ok(deleted)
+        })
+    }
+
     fn personal_url<'a>(
         &'a self,
         user_id: &'a str,
@@ -827,6 +1000,40 @@ impl AccountStore for DynamoStore {
                 .transpose()?;
             Ok(current.filter(|url| url.expires_at > now))
         })
+    }
+}
+
+impl DynamoStore {
+    /// Every item of `user`'s partition whose sort key starts with `prefix`.
+    async fn user_items(
+        &self,
+        op: &'static str,
+        user: &str,
+        prefix: &str,
+    ) -> Result<Vec<Item>, StoreError> {
+        let q = self
+            .user_query(user)
+            .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_values(":prefix", s(prefix));
+        query_all(op, q, self.page_limit).await
+    }
+
+    /// The shares under `prefix` of `user`'s partition: (the other user, permissions),
+    /// in sort key order (the other user's id).
+    async fn shares_under(
+        &self,
+        op: &'static str,
+        user: &str,
+        prefix: &str,
+    ) -> Result<Vec<(String, Vec<String>)>, StoreError> {
+        let mut shares = Vec::new();
+        for item in self.user_items(op, user, prefix).await? {
+            let sk = get_s(op, &item, SK)?;
+            let other = sk.strip_prefix(prefix).ok_or_else(|| corrupt(op))?;
+            shares.push((other.to_string(), permissions_from_item(op, &item)?));
+        }
+        Ok(shares)
     }
 }
 

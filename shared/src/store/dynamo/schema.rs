@@ -24,6 +24,13 @@
 //!   at its switch) and cleared with it, so availability gating (A5) is one GetItem.
 //! - `account`: `email`, `password_hash`, `created_at` (N).
 //! - `share#<grantee>`: `permissions`, a list of strings (a string set is read too).
+//! - `shared-by#<owner>` (issue 15): in the grantee's partition, the share seen from the
+//!   grantee's side (`permissions`), written and deleted in one transaction with the
+//!   owner's `share#<grantee>`, so shares received are one Query.
+//! - `temp-url#<secret hash>` (issue 15): a live temporary URL of the user (`session_id`,
+//!   `agent_name`, `expires_at`), written in one transaction with its `url#` grant, so
+//!   the user's temporary URLs are one Query; entries a day past expiry are deleted as
+//!   they are listed (the data table has no TTL).
 //! - `mcp#<name>`: an external MCP server: `url`, `record` (the other fields as JSON,
 //!   credential sealed), and the connection fields as attributes of their own so that
 //!   recording a connection is one UpdateItem: optional `last_connected_at` (N) and
@@ -133,6 +140,10 @@ pub(super) const GPOS: &str = "gpos";
 pub(super) const ACCOUNT_SK: &str = "account";
 
 pub(super) const SHARE_PREFIX: &str = "share#";
+
+pub(super) const SHARED_BY_PREFIX: &str = "shared-by#";
+
+pub(super) const TEMP_URL_PREFIX: &str = "temp-url#";
 
 pub(super) const MCP_PREFIX: &str = "mcp#";
 

@@ -663,6 +663,80 @@ impl AccountStore for EmbeddedStore {
         }))
     }
 
+    fn shares_granted<'a>(
+        &'a self,
+        user_id: &'a str,
+    ) -> StoreFuture<'a, Vec<(String, Vec<String>)>> {
+        let user = user_id.to_string();
+        Box::pin(self.run("shares_granted", move |conn| {
+            conn.prepare_cached(
+                "SELECT grantee, permissions FROM shares WHERE owner = ?1 ORDER BY grantee",
+            )?
+            .query_map([&user], |row| Ok((row.get(0)?, json_from_column(row, 1)?)))?
+            .collect()
+        }))
+    }
+
+    fn shares_received<'a>(
+        &'a self,
+        user_id: &'a str,
+    ) -> StoreFuture<'a, Vec<(String, Vec<String>)>> {
+        let user = user_id.to_string();
+        Box::pin(self.run("shares_received", move |conn| {
+            conn.prepare_cached(
+                "SELECT owner, permissions FROM shares WHERE grantee = ?1 ORDER BY owner",
+            )?
+            .query_map([&user], |row| Ok((row.get(0)?, json_from_column(row, 1)?)))?
+            .collect()
+        }))
+    }
+
+    fn temporary_urls<'a>(
+        &'a self,
+        user_id: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, Vec<(String, UrlGrant)>> {
+        let user = user_id.to_string();
+        Box::pin(self.run("temporary_urls", move |conn| {
+            // One file: a range scan of the `url#` rows is affordable here.
+            conn.prepare_cached(
+                "SELECT key, value, expires_at FROM keys \
+                 WHERE key > 'url#' AND key < 'url$' AND expires_at > ?2 \
+                   AND json_extract(value, '$.user_id') = ?1 \
+                   AND json_extract(value, '$.session_id') IS NOT NULL \
+                   AND json_extract(value, '$.grantee') IS NULL \
+                 ORDER BY expires_at, key",
+            )?
+            .query_map(params![user, now_column(now)], |row| {
+                let key: String = row.get(0)?;
+                let value: GrantValue = json_from_column(row, 1)?;
+                let hash = key.strip_prefix(URL_PREFIX).unwrap_or(&key).to_string();
+                Ok((hash, value.grant(seconds_from_column(row, 2)?)))
+            })?
+            .collect()
+        }))
+    }
+
+    fn revoke_temporary_url<'a>(
+        &'a self,
+        user_id: &'a str,
+        secret_hash: &'a str,
+    ) -> StoreFuture<'a, bool> {
+        let user = user_id.to_string();
+        let key = format!("{URL_PREFIX}{secret_hash}");
+        Box::pin(self.run("revoke_temporary_url", move |conn| {
+            let deleted = conn
+                .prepare_cached(
+                    "DELETE FROM keys WHERE key = ?1 \
+                       AND json_extract(value, '$.user_id') = ?2 \
+                       AND json_extract(value, '$.session_id') IS NOT NULL \
+                       AND json_extract(value, '$.grantee') IS NULL",
+                )?
+                .execute([&key, &user])?;
+            Ok(deleted > 0)
+        }))
+    }
+
     fn personal_url<'a>(
         &'a self,
         user_id: &'a str,
