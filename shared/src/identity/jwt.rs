@@ -60,6 +60,7 @@ impl Claims {
     /// grant of the client it was issued to at or after it was issued.
     pub(crate) fn ended_by(&self, state: &TokenState) -> bool {
         self.epoch < state.epoch
+            || state.deleted()
             || self
                 .session_key()
                 .is_some_and(|sid| state.revoked_sessions.contains_key(sid))

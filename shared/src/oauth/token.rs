@@ -302,6 +302,7 @@ impl OAuthApi {
 /// (a newer epoch), withdrew its client's grant, or revoked one of its tokens.
 fn family_ended(state: &TokenState, record: &RefreshRecord) -> bool {
     record.epoch < state.epoch
+        || state.deleted()
         || state
             .revoked_clients
             .get(&record.client_id)
