@@ -276,6 +276,22 @@ mod tests {
         }));
     }
 
+    /// A deleted account's tombstone ends every token of it, even one stamped with the
+    /// tombstone's own epoch (minted after the deletion from a code issued before it).
+    #[test]
+    fn a_deleted_accounts_tokens_are_all_ended() {
+        let jwts = Jwts::for_origin(&[7; 32], "https://a.example");
+        let t = now();
+        let tombstone = TokenState {
+            epoch: TokenState::DELETED_EPOCH,
+            ..TokenState::default()
+        };
+        for epoch in [0, 5, TokenState::DELETED_EPOCH] {
+            let claims = jwts.verify(&jwts.session("user-1", epoch, 60, t)).unwrap();
+            assert!(claims.ended_by(&tombstone), "epoch {epoch}");
+        }
+    }
+
     #[test]
     fn a_token_says_its_kind_and_one_without_a_known_kind_does_not_verify() {
         let jwts = Jwts::for_origin(&[7; 32], "https://a.example");
