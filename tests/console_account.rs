@@ -253,16 +253,12 @@ async fn console_export_holds_what_was_uploaded_and_no_secret() {
         .find(|r| r["indicator"] == "Glucose")
         .expect("glucose exported");
     assert_eq!(glucose["count"], 2);
+    // One unit and source throughout: said once, each reading `[time, value]`.
+    assert_eq!(glucose["unit"], "mg/dL");
+    assert_eq!(glucose["columns"], json!(["time", "value"]));
     assert_eq!(
-        glucose["readings"][0],
-        json!([
-            "2026-03-01T08:00:00",
-            91.0,
-            "mg/dL",
-            glucose["readings"][0][3],
-            null,
-            null
-        ])
+        glucose["readings"],
+        json!([["2026-03-01T08:00:00", 91.0], ["2026-03-02T08:00:00", 97.0]])
     );
     assert!(readings.iter().any(|r| r["indicator"] == "Heart Rate"));
     assert_eq!(export["genome"]["variants"], 2);

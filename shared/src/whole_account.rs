@@ -6,11 +6,12 @@
 //! export never holds a secret: no password hash, no sealed credential, no URL secret
 //! or its hash, no object key.
 //!
-//! The export is gzip-compressed JSON (`mirobody-export-<date>.json.gz`): three years of
-//! five-minute readings are ~630k rows, tens of MB as JSON, more than a Lambda
-//! response may carry (6 MB); gzip takes it to a few MB. It is built one indicator at a
-//! time straight into the compressor, so memory holds one indicator's readings and the
-//! compressed output, never the whole JSON.
+//! The export is gzip-compressed JSON (`mirobody-export-<date>.json.gz`). An indicator
+//! with one unit, source and code throughout says them once and each reading is
+//! `[time, value]`. Three years of five-minute readings are ~630k rows, tens of MB as
+//! JSON, more than a Lambda response may carry (6 MB); gzip takes it to a few MB. It is
+//! built one indicator at a time straight into the compressor, so memory holds one
+//! indicator's readings and the compressed output, never the whole JSON.
 
 use std::io::Write;
 use std::net::IpAddr;
@@ -124,12 +125,43 @@ impl WholeAccount<'_> {
                 ..ReadingQuery::default()
             };
             let readings = store.readings(user_id, &query).await?;
-            let head = json!({
-                "indicator": entry.summary.name,
-                "key": entry.key,
-                "count": readings.len(),
-                "columns": ["time", "value", "unit", "source", "code_system", "code"],
+            // Most indicators have one unit, source and code throughout: then they are
+            // said once and each reading is `[time, value]` (a third of the size).
+            let shared = readings.first().map(|f| {
+                (
+                    f.unit.as_deref(),
+                    f.source.as_str(),
+                    f.code_system.as_deref(),
+                    f.code.as_deref(),
+                )
             });
+            let uniform = readings.iter().all(|r| {
+                shared
+                    == Some((
+                        r.unit.as_deref(),
+                        r.source.as_str(),
+                        r.code_system.as_deref(),
+                        r.code.as_deref(),
+                    ))
+            });
+            let head = match (uniform, shared) {
+                (true, Some((unit, source, code_system, code))) => json!({
+                    "indicator": entry.summary.name,
+                    "key": entry.key,
+                    "count": readings.len(),
+                    "unit": unit,
+                    "source": source,
+                    "code_system": code_system,
+                    "code": code,
+                    "columns": ["time", "value"],
+                }),
+                _ => json!({
+                    "indicator": entry.summary.name,
+                    "key": entry.key,
+                    "count": readings.len(),
+                    "columns": ["time", "value", "unit", "source", "code_system", "code"],
+                }),
+            };
             let head = serde_json::to_string(&head).map_err(|_| write_failed(io_error()))?;
             if i > 0 {
                 out.write_all(b",").map_err(write_failed)?;
@@ -141,15 +173,20 @@ impl WholeAccount<'_> {
                 if j > 0 {
                     out.write_all(b",").map_err(write_failed)?;
                 }
-                let row = Row(
-                    &r.time,
-                    &r.value,
-                    r.unit.as_deref(),
-                    &r.source,
-                    r.code_system.as_deref(),
-                    r.code.as_deref(),
-                );
-                serde_json::to_writer(&mut out, &row).map_err(|_| write_failed(io_error()))?;
+                let written = if uniform {
+                    serde_json::to_writer(&mut out, &(&r.time, &r.value))
+                } else {
+                    let row = Row(
+                        &r.time,
+                        &r.value,
+                        r.unit.as_deref(),
+                        &r.source,
+                        r.code_system.as_deref(),
+                        r.code.as_deref(),
+                    );
+                    serde_json::to_writer(&mut out, &row)
+                };
+                written.map_err(|_| write_failed(io_error()))?;
             }
             out.write_all(b"]}").map_err(write_failed)?;
         }
