@@ -486,3 +486,106 @@ async fn json_api_deletes_the_account_with_its_password() {
     assert_eq!(export.status, 401);
     assert_eq!(delete(json!({ "password": PASSWORD })).await.status, 401);
 }
+
+/// `tests/clients/remote_server.py` (the Python SDK's MCP server) on a free loopback
+/// port, requiring `token` as its bearer; killed on drop.
+struct Remote(std::process::Child, u16);
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn remote_server(token: &str) -> Remote {
+    use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+    use std::time::{Duration, Instant};
+    let port = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new(e2e::python())
+        .arg(e2e::root().join("tests/clients/remote_server.py"))
+        .arg(port.to_string())
+        .args(["--token", token])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the Python MCP server starts");
+    let remote = Remote(child, port);
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+        assert!(Instant::now() < deadline, "remote_server.py did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    remote
+}
+
+/// The export lists the user's MCP servers with their tools and auth type, never the
+/// credential; deleting the account deletes them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn export_lists_mcp_servers_without_their_credentials() {
+    const REMOTE_TOKEN: &str = "remote-bearer-credential-5e1d";
+    let remote = remote_server(REMOTE_TOKEN);
+    let server = Server::start(&[
+        ("MIROBODY_REMOTE_DEV_LOOPBACK", "true"),
+        ("MIROBODY_REMOTE_TIMEOUT_SECS", "4"),
+    ]);
+    let ann = sign_up(&server, "ann@example.com").await;
+    let mut headers = bearer(&ann.token);
+    headers.push(("content-type".into(), "application/json".into()));
+    let created = send(
+        "POST",
+        &server.url("/api/user/mcp-servers"),
+        &headers,
+        Some(
+            json!({
+                "name": "shop",
+                "url": format!("http://127.0.0.1:{}/mcp", remote.1),
+                "auth": {"type": "BEARER", "token": REMOTE_TOKEN},
+            })
+            .to_string(),
+        ),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+
+    let (reply, export) = download(&server, "/api/user/export", &bearer(&ann.token)).await;
+    let servers = export["mcp_servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 1, "{export}");
+    assert_eq!(servers[0]["name"], "shop");
+    assert_eq!(servers[0]["auth_type"], "bearer");
+    assert_eq!(servers[0]["has_credential"], true);
+    assert!(
+        servers[0]["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("lookup_order")),
+        "{export}"
+    );
+    assert!(!reply.body.contains(REMOTE_TOKEN), "the credential leaked");
+    assert!(!reply.body.contains("sealed"));
+
+    let done = send(
+        "DELETE",
+        &server.url("/api/user"),
+        &headers,
+        Some(json!({ "password": PASSWORD }).to_string()),
+    )
+    .await;
+    assert_eq!(done.status, 200, "{}", done.body);
+    let again = sign_up(&server, "ann@example.com").await;
+    let listed = send(
+        "GET",
+        &server.url("/api/user/mcp-servers"),
+        &bearer(&again.token),
+        None,
+    )
+    .await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    assert!(!listed.body.contains("shop"), "{}", listed.body);
+}
