@@ -36,6 +36,7 @@ use crate::remote::{AddressGuard, GuardPolicy, GuardedHttp};
 use crate::resources::Resources;
 use crate::services::Services;
 use crate::tools::{self, AgentPolicy, Registry, ToolSource, Toolbox};
+use crate::whole_account::WholeAccount;
 
 /// Everything that needs the keys.
 struct Signed {
@@ -560,6 +561,13 @@ impl App {
                 self.accounts()?.delete_temporary_url(user()?, &id).await?
             }
             Handler::Console(page) => self.console()?.serve(page, matched, request).await,
+            Handler::AccountExport => self.whole_account()?.export_api(&user()?.user_id).await?,
+            Handler::AccountDelete => {
+                let source = web::source_of(request);
+                self.whole_account()?
+                    .delete_account_api(&user()?.user_id, body, source)
+                    .await?
+            }
         })
     }
 
@@ -569,6 +577,16 @@ impl App {
             .as_ref()
             .map(|s| s.accounts.as_ref())
             .ok_or(ApiError::NoKeys)
+    }
+
+    /// Export and deletion of the whole account (issue 15); needs the account API.
+    fn whole_account(&self) -> Result<WholeAccount<'_>, ApiError> {
+        Ok(WholeAccount {
+            store: self.uploads.store.as_ref(),
+            objects: self.uploads.objects.as_ref(),
+            accounts: self.accounts()?,
+            clock: self.clock.as_ref(),
+        })
     }
 
     /// The web console; without keys there are no accounts, and its pages answer 503.

@@ -30,6 +30,7 @@ pub mod store;
 pub mod testing;
 mod tools;
 mod upload;
+mod whole_account;
 
 pub use app::App;
 pub use config::{Config, ConfigError, Runtime, StoreKind};

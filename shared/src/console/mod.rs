@@ -187,7 +187,7 @@ impl ConsoleApi {
             Page::ShareRevoke => self.share_revoke(&session, request).await,
             Page::TemporaryUrlRevoke => self.temporary_url_revoke(&session, request).await,
             Page::SignOutAll => self.sign_out_all(&session).await,
-            Page::Account => self.account_page(&session, None).await,
+            Page::Account => self.account_page(&session, request).await,
             Page::Export => self.export(&session).await,
             Page::DeleteData => self.delete_data(&session, request).await,
             Page::DeleteAccount => self.delete_account(&session, request).await,

@@ -100,6 +100,18 @@ pub struct TokenState {
     pub grants: BTreeMap<String, ClientGrant>,
 }
 
+impl TokenState {
+    /// The epoch of a deleted account's token state (issue 15): above every epoch a
+    /// token can carry, and never moved again, so every token, refresh family and
+    /// session of the account is refused, including one minted after the deletion.
+    pub const DELETED_EPOCH: u64 = u64::MAX;
+
+    /// The account was deleted: everything stamped for it is refused.
+    pub fn deleted(&self) -> bool {
+        self.epoch == Self::DELETED_EPOCH
+    }
+}
+
 /// An OAuth client the user authorised: the scope, when, and the client's name as it
 /// identified itself then.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

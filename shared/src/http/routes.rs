@@ -150,6 +150,10 @@ pub(crate) enum Handler {
     TemporaryUrlRevoke,
     /// A page of the web console (issue 15): the console routes its pages itself.
     Console(Page),
+    /// Everything the product holds about the caller, as one gzip JSON download.
+    AccountExport,
+    /// Delete the caller's account and everything of it (password confirmed).
+    AccountDelete,
 }
 
 /// One route. Later needs per route become fields here with a default in [`ROW`].
@@ -322,6 +326,10 @@ pub(crate) static ROUTES: &[Route] = {
                 handler: OAuthGrantRevoke, ..ROW },
         Route { method: "GET", path: "/api/shares", group: Oauth, name: "GET /api/shares",
                 access: SignedIn, handler: SharesList, ..ROW },
+        Route { method: "GET", path: "/api/user/export", group: Oauth,
+                name: "GET /api/user/export", access: SignedIn, handler: AccountExport, ..ROW },
+        Route { method: "DELETE", path: "/api/user", group: Oauth, name: "DELETE /api/user",
+                access: SignedIn, handler: AccountDelete, ..ROW },
 
         // The web console (issue 15): pages on the same origin; the console checks its
         // session cookie and CSRF token itself (`console/mod.rs`).

@@ -60,6 +60,7 @@ impl Claims {
     /// grant of the client it was issued to at or after it was issued.
     pub(crate) fn ended_by(&self, state: &TokenState) -> bool {
         self.epoch < state.epoch
+            || state.deleted()
             || self
                 .session_key()
                 .is_some_and(|sid| state.revoked_sessions.contains_key(sid))
@@ -273,6 +274,22 @@ mod tests {
             epoch: 1,
             ..TokenState::default()
         }));
+    }
+
+    /// A deleted account's tombstone ends every token of it, even one stamped with the
+    /// tombstone's own epoch (minted after the deletion from a code issued before it).
+    #[test]
+    fn a_deleted_accounts_tokens_are_all_ended() {
+        let jwts = Jwts::for_origin(&[7; 32], "https://a.example");
+        let t = now();
+        let tombstone = TokenState {
+            epoch: TokenState::DELETED_EPOCH,
+            ..TokenState::default()
+        };
+        for epoch in [0, 5, TokenState::DELETED_EPOCH] {
+            let claims = jwts.verify(&jwts.session("user-1", epoch, 60, t)).unwrap();
+            assert!(claims.ended_by(&tombstone), "epoch {epoch}");
+        }
     }
 
     #[test]

@@ -302,6 +302,7 @@ impl OAuthApi {
 /// (a newer epoch), withdrew its client's grant, or revoked one of its tokens.
 fn family_ended(state: &TokenState, record: &RefreshRecord) -> bool {
     record.epoch < state.epoch
+        || state.deleted()
         || state
             .revoked_clients
             .get(&record.client_id)
@@ -328,6 +329,33 @@ fn token_response(body: Value) -> Response<Bytes> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A deleted account's refresh families are all ended (issue 15), whatever epoch
+    /// they carry.
+    #[test]
+    fn a_deleted_accounts_refresh_families_are_ended() {
+        let tombstone = TokenState {
+            epoch: TokenState::DELETED_EPOCH,
+            ..TokenState::default()
+        };
+        for epoch in [0, 3, TokenState::DELETED_EPOCH] {
+            let record = RefreshRecord {
+                user_id: "u".into(),
+                client_id: "c".into(),
+                scope: "mcp:tools".into(),
+                resource: None,
+                family_id: "f".into(),
+                expires_at: 10,
+                epoch,
+                issued_at: 1,
+            };
+            assert!(family_ended(&tombstone, &record), "epoch {epoch}");
+            assert!(
+                !family_ended(&TokenState::default(), &record),
+                "live account"
+            );
+        }
+    }
 
     #[test]
     fn pkce_s256_matches_a_known_pair() {

@@ -48,6 +48,9 @@ pub enum TokenChange {
     },
     /// The user withdrew `client_id`'s grant: its tokens and refresh families end.
     EndClient { client_id: String },
+    /// The account is being deleted (issue 15): the state becomes the tombstone
+    /// ([`TokenState::DELETED_EPOCH`], nothing else), which refuses every token for good.
+    Deleted,
 }
 
 /// Applies `change` at `now`: the one definition of the record's rules both backends
@@ -57,7 +60,17 @@ pub(crate) fn apply_token_change(state: &mut TokenState, change: &TokenChange, n
     state
         .revoked_sessions
         .retain(|_, expires_at| *expires_at > now);
+    if state.deleted() {
+        // A deleted account's tombstone never changes back.
+        return;
+    }
     match change {
+        TokenChange::Deleted => {
+            *state = TokenState {
+                epoch: TokenState::DELETED_EPOCH,
+                ..TokenState::default()
+            };
+        }
         TokenChange::EndAll => end_all(state),
         TokenChange::EndSession { sid, expires_at } => {
             if *expires_at > now {
@@ -110,7 +123,7 @@ pub(crate) fn apply_token_change(state: &mut TokenState, change: &TokenChange, n
 
 /// A new epoch: everything stamped before it is refused, so the lists are moot.
 fn end_all(state: &mut TokenState) {
-    state.epoch += 1;
+    state.epoch = state.epoch.saturating_add(1);
     state.revoked_sessions.clear();
     state.revoked_clients.clear();
     state.grants.clear();
@@ -315,6 +328,30 @@ pub trait AccountStore: Send + Sync {
         user_id: &'a str,
         now: u64,
     ) -> StoreFuture<'a, Option<PersonalUrl>>;
+    // ----- The whole account (issue 15) -----
+
+    /// The shares the user granted and the personal URL's status, for the export.
+    fn account_records<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, AccountRecords>;
+
+    /// Deletes everything the store keeps of the user: first the token state becomes
+    /// the tombstone ([`TokenChange::Deleted`]: every token, refresh family and session
+    /// refused), then the account and its e-mail lookup, readings, rollups, catalogue,
+    /// genome, presence, upload records and their object pointers, shares in both
+    /// directions with their delegated URLs, the personal URL and its grant, and the
+    /// external MCP server records. Idempotent: a retry after a failure finishes the
+    /// job. The tombstone stays (a random id and an epoch, nothing personal). Uploaded
+    /// files still waiting are the caller's to delete (`UploadObjects`).
+    fn delete_account_everything<'a>(&'a self, user_id: &'a str, now: u64) -> StoreFuture<'a, ()>;
+}
+
+/// What an account's export shows that no other read answers (issue 15).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AccountRecords {
+    /// The shares the user granted: grantee and permissions, ordered by grantee.
+    pub shares_granted: Vec<(String, Vec<String>)>,
+    /// When the user's personal URL expires, if there is one (live or not; never
+    /// its secret).
+    pub personal_url_expires_at: Option<u64>,
 }
 
 /// The fixed window of `window_secs` (at least 1) that holds `now`: its start and end.

@@ -48,7 +48,7 @@ mod uploads;
 pub(crate) use accounts::MAX_REVOKED_SESSIONS;
 pub(crate) use accounts::apply_token_change;
 pub(crate) use accounts::window;
-pub use accounts::{AccountStore, Created, TokenChange};
+pub use accounts::{AccountRecords, AccountStore, Created, TokenChange};
 pub use dynamo::{DynamoStore, DynamoTables, IoCounters};
 pub use embedded::EmbeddedStore;
 pub use genome::{GenomeStore, GenomeSummary, Neighbourhood};

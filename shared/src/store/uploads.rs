@@ -71,4 +71,9 @@ pub trait UploadStore: Send + Sync {
         outcome: &'a UploadOutcome,
         finished_at: u64,
     ) -> StoreFuture<'a, ()>;
+
+    /// Deletes every upload record of the user (expired or not) and the pointers from
+    /// their files to them (issue 15: delete all data); the files themselves are the
+    /// caller's to delete.
+    fn delete_uploads<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()>;
 }

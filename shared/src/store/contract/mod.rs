@@ -16,6 +16,7 @@ mod health;
 mod mcp_servers;
 mod oauth;
 mod uploads;
+mod whole_account;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
@@ -206,6 +207,19 @@ contract! { |store, user, now|
     );
 
     uploads::upload_records_follow_an_import(store, &user("upload"), &user("upload-other"), now);
+
+    whole_account::deleting_an_account_leaves_nothing_of_it(
+        store,
+        &user("delete-all"),
+        &user("delete-all-kept"),
+        now,
+    );
+    whole_account::delete_uploads_removes_records_and_pointers(
+        store,
+        &user("delete-uploads"),
+        &user("delete-uploads-kept"),
+        now,
+    );
 }
 
 // ---------------------------------------------------------------- backends

@@ -27,7 +27,7 @@ use crate::domain::{
 };
 use crate::store::accounts::counter_key;
 use crate::store::{
-    AccountStore, Created, StoreError, StoreFuture, TokenChange, apply_token_change,
+    AccountRecords, AccountStore, Created, StoreError, StoreFuture, TokenChange, apply_token_change,
 };
 
 /// A `temp-url#` entry expired this long is deleted when listed (a read at an earlier
@@ -1001,6 +1001,92 @@ impl AccountStore for DynamoStore {
             Ok(current.filter(|url| url.expires_at > now))
         })
     }
+
+    fn account_records<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, AccountRecords> {
+        Box::pin(async move {
+            let op = "account_records";
+            let mut shares_granted = Vec::new();
+            for item in self
+                .partition_items(op, user_id, Some(SHARE_PREFIX))
+                .await?
+            {
+                let sk = get_s(op, &item, SK)?;
+                let grantee = sk.strip_prefix(SHARE_PREFIX).ok_or_else(|| corrupt(op))?;
+                shares_granted.push((grantee.to_string(), permissions_from_item(op, &item)?));
+            }
+            let personal_url_expires_at = match self
+                .key_item(op, format!("{USER_URL_PREFIX}{user_id}"))
+                .await?
+            {
+                Some(item) => Some(get_u64(op, &item, EXPIRES_AT)?),
+                None => None,
+            };
+            Ok(AccountRecords {
+                shares_granted,
+                personal_url_expires_at,
+            })
+        })
+    }
+
+    fn delete_account_everything<'a>(&'a self, user_id: &'a str, now: u64) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let op = "delete_account_everything";
+            // First the tombstone: from here on every credential of the account is refused.
+            self.change_tokens(user_id, &TokenChange::Deleted, now)
+                .await?;
+            // What the keys table holds for the user, found from the user's own items:
+            // each share's delegated URL and its grant (with the share), the personal URL
+            // and its grant, the upload pointers, the e-mail lookup.
+            for item in self
+                .partition_items(op, user_id, Some(SHARE_PREFIX))
+                .await?
+            {
+                let sk = get_s(op, &item, SK)?;
+                if let Some(grantee) = sk.strip_prefix(SHARE_PREFIX) {
+                    self.delete_share(user_id, grantee).await?;
+                }
+            }
+            self.revoke_personal_url(user_id).await?;
+            crate::store::UploadStore::delete_uploads(self, user_id).await?;
+            if let Some(item) = self.data_item(op, user_id, ACCOUNT_SK.to_string()).await? {
+                let email = get_s(op, &item, "email")?;
+                // Only if the lookup still names this user (a retry after the e-mail
+                // signed up again must not take the new account's lookup).
+                conditional(
+                    op,
+                    self.client
+                        .delete_item()
+                        .table_name(&self.tables.keys)
+                        .key(KEY, s(format!("{EMAIL_PREFIX}{email}")))
+                        .condition_expression("#u = :u")
+                        .expression_attribute_names("#u", "user_id")
+                        .expression_attribute_values(":u", s(user_id))
+                        .send()
+                        .await,
+                )?;
+            }
+            // Then every item of the user's partition, the account last of all (a retry
+            // still finds the e-mail through it).
+            let mut account = None;
+            let mut deletes = Vec::new();
+            for item in self.partition_items(op, user_id, None).await? {
+                let key: Item = item
+                    .into_iter()
+                    .filter(|(name, _)| name == PK || name == SK)
+                    .collect();
+                if key.get(SK) == Some(&s(ACCOUNT_SK)) {
+                    account = Some(key);
+                    continue;
+                }
+                deletes.push(delete_request(op, key)?);
+            }
+            self.write_all(op, deletes).await?;
+            if let Some(key) = account {
+                self.write_all(op, vec![delete_request(op, key)?]).await?;
+            }
+            Ok(())
+        })
+    }
 }
 
 impl DynamoStore {
@@ -1037,7 +1123,45 @@ impl DynamoStore {
     }
 }
 
+fn delete_request(
+    op: &'static str,
+    key: Item,
+) -> Result<aws_sdk_dynamodb::types::WriteRequest, StoreError> {
+    let delete = aws_sdk_dynamodb::types::DeleteRequest::builder()
+        .set_key(Some(key))
+        .build()
+        .map_err(|_| corrupt(op))?;
+    Ok(aws_sdk_dynamodb::types::WriteRequest::builder()
+        .delete_request(delete)
+        .build())
+}
+
 const COUNT: &str = "count";
+
+impl DynamoStore {
+    /// Every item of the user's partition (with `prefix`: those whose sort key starts
+    /// with it); without a prefix only the keys are read (day items are large).
+    async fn partition_items(
+        &self,
+        op: &'static str,
+        user: &str,
+        prefix: Option<&str>,
+    ) -> Result<Vec<Item>, StoreError> {
+        let query = match prefix {
+            Some(prefix) => self
+                .user_query(user)
+                .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+                .expression_attribute_names("#sk", SK)
+                .expression_attribute_values(":prefix", s(prefix)),
+            None => self
+                .user_query(user)
+                .key_condition_expression("#pk = :pk")
+                .expression_attribute_names("#sk", SK)
+                .projection_expression("#pk, #sk"),
+        };
+        super::batch::query_all(op, query, self.page_limit).await
+    }
+}
 
 impl DynamoStore {
     /// Reads the user's token state and builds the conditional Put of its next state

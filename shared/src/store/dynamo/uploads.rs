@@ -292,4 +292,32 @@ impl UploadStore for DynamoStore {
             Ok(())
         })
     }
+
+    fn delete_uploads<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let op = "delete_uploads";
+            let items = super::batch::query_all(
+                op,
+                self.user_query(user)
+                    .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+                    .expression_attribute_names("#sk", SK)
+                    .expression_attribute_values(":prefix", s(UPLOAD_PREFIX))
+                    .projection_expression("#pk, #sk, object_key"),
+                self.page_limit,
+            )
+            .await?;
+            for item in &items {
+                // The pointer first: a retry still finds it through the record.
+                let object_key = get_s(op, item, "object_key")?;
+                self.client
+                    .delete_item()
+                    .table_name(&self.tables.keys)
+                    .key(KEY, s(format!("{UPLOAD_OBJECT_PREFIX}{object_key}")))
+                    .send()
+                    .await
+                    .map_err(|e| sdk_error(op, e))?;
+            }
+            self.delete_prefixed(op, user, UPLOAD_PREFIX).await
+        })
+    }
 }

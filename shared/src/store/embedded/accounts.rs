@@ -17,7 +17,7 @@ use crate::domain::{
 };
 use crate::store::accounts::counter_key;
 use crate::store::{
-    AccountStore, Created, StoreError, StoreFuture, TokenChange, apply_token_change,
+    AccountRecords, AccountStore, Created, StoreError, StoreFuture, TokenChange, apply_token_change,
 };
 
 const URL_PREFIX: &str = "url#";
@@ -749,6 +749,79 @@ impl AccountStore for EmbeddedStore {
             )?
             .query_row(params![user_key, now_column(now)], personal_url_row)
             .optional()
+        }))
+    }
+
+    fn account_records<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, AccountRecords> {
+        let user = user_id.to_string();
+        Box::pin(self.run("account_records", move |conn| {
+            let shares_granted = conn
+                .prepare_cached(
+                    "SELECT grantee, permissions FROM shares WHERE owner = ?1 ORDER BY grantee",
+                )?
+                .query_map([&user], |row| Ok((row.get(0)?, json_from_column(row, 1)?)))?
+                .collect::<rusqlite::Result<Vec<(String, Vec<String>)>>>()?;
+            let personal_url_expires_at = conn
+                .prepare_cached("SELECT expires_at FROM keys WHERE key = ?1")?
+                .query_row([format!("{USER_URL_PREFIX}{user}")], |row| {
+                    seconds_from_column(row, 0)
+                })
+                .optional()?;
+            Ok(AccountRecords {
+                shares_granted,
+                personal_url_expires_at,
+            })
+        }))
+    }
+
+    fn delete_account_everything<'a>(&'a self, user_id: &'a str, now: u64) -> StoreFuture<'a, ()> {
+        let user = user_id.to_string();
+        Box::pin(self.run("delete_account_everything", move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            change_tokens_in(
+                &tx,
+                &format!("{TOKENS_PREFIX}{user}"),
+                &TokenChange::Deleted,
+                now,
+            )?;
+            // Every URL grant that names the user (personal, temporary, delegated on
+            // either side), the personal URL, delegated URLs both ways, the user's OAuth
+            // codes, refresh tokens and their families: found by what they hold (one
+            // file, so a scan of the keys rows is affordable here).
+            tx.prepare_cached(
+                "DELETE FROM keys WHERE key IN ( \
+                   SELECT 'family#' || json_extract(value, '$.family_id') FROM keys \
+                   WHERE substr(key, 1, 8) = 'refresh#' AND json_extract(value, '$.user_id') = ?1)",
+            )?
+            .execute([&user])?;
+            tx.prepare_cached(
+                "DELETE FROM keys WHERE (substr(key, 1, 4) = 'url#' \
+                   AND (json_extract(value, '$.user_id') = ?1 OR json_extract(value, '$.grantee') = ?1)) \
+                 OR ((substr(key, 1, 8) = 'refresh#' OR substr(key, 1, 5) = 'code#') \
+                   AND json_extract(value, '$.user_id') = ?1) \
+                 OR key = ?2 \
+                 OR substr(key, 1, length(?3)) = ?3 \
+                 OR (substr(key, 1, 10) = 'share-url#' AND substr(key, -length(?4)) = ?4)",
+            )?
+            .execute(params![
+                user,
+                format!("{USER_URL_PREFIX}{user}"),
+                format!("{SHARE_URL_PREFIX}{user}#"),
+                format!("#{user}"),
+            ])?;
+            for statement in [
+                "DELETE FROM shares WHERE owner = ?1 OR grantee = ?1",
+                "DELETE FROM readings WHERE user = ?1",
+                "DELETE FROM reading_rollups WHERE user = ?1",
+                "DELETE FROM reading_catalogue WHERE user = ?1",
+                "DELETE FROM uploads WHERE user = ?1",
+                "DELETE FROM mcp_servers WHERE user = ?1",
+                "DELETE FROM accounts WHERE user_id = ?1",
+            ] {
+                tx.prepare_cached(statement)?.execute([&user])?;
+            }
+            super::genome::delete_genome(&tx, &user)?;
+            tx.commit()
         }))
     }
 }

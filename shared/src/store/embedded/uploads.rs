@@ -221,6 +221,15 @@ impl UploadStore for EmbeddedStore {
             Ok(())
         }))
     }
+
+    fn delete_uploads<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()> {
+        let user = user.to_string();
+        Box::pin(self.run("delete_uploads", move |conn| {
+            conn.prepare_cached("DELETE FROM uploads WHERE user = ?1")?
+                .execute([user])?;
+            Ok(())
+        }))
+    }
 }
 
 #[cfg(test)]
