@@ -10,12 +10,9 @@
 //!
 //! A step whose page is still a stub ("Coming soon.") is reported SKIPPED; no step may fail.
 
-use std::io::Read;
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
+use e2e::remote_server::RemoteServer;
 use e2e::{Server, binary, python, root, run_client};
 use serde_json::Value;
 
@@ -55,56 +52,6 @@ fn node_with_browser() -> PathBuf {
     PathBuf::from("node")
 }
 
-/// `tests/clients/remote_server.py` on a free loopback port, killed on drop.
-struct Remote {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Remote {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Remote {
-    fn start() -> Remote {
-        let port = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut child = Command::new(python())
-            .arg(root().join("tests/clients/remote_server.py"))
-            .arg(port.to_string())
-            .args(["--token", REMOTE_TOKEN])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the Python MCP server starts");
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-            if let Ok(Some(status)) = child.try_wait() {
-                let mut err = String::new();
-                if let Some(stderr) = child.stderr.as_mut() {
-                    let _ = stderr.read_to_string(&mut err);
-                }
-                panic!("remote_server.py exited ({status}): {err}");
-            }
-            assert!(Instant::now() < deadline, "remote_server.py did not start");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Remote { child, port }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port)
-    }
-}
-
 /// `target/screenshots` of the target directory these tests were built in.
 fn screenshot_dir() -> PathBuf {
     let debug = binary("mirobody-local");
@@ -118,7 +65,7 @@ fn screenshot_dir() -> PathBuf {
 #[test]
 fn chromium_walks_the_console_from_sign_up_to_account_deletion() {
     let node = node_with_browser();
-    let remote = Remote::start();
+    let remote = RemoteServer::start(&["--token", REMOTE_TOKEN]);
     let server = Server::start(&[
         ("MIROBODY_REMOTE_DEV_LOOPBACK", "true"),
         ("MIROBODY_REMOTE_TIMEOUT_SECS", "10"),
@@ -143,6 +90,7 @@ fn chromium_walks_the_console_from_sign_up_to_account_deletion() {
         ],
     );
     println!("console screenshots: {}", shots.display());
+    println!("console_browser report: {report}");
     let steps = report["steps"].as_array().expect("steps");
     for step in steps {
         println!(

@@ -6,6 +6,7 @@
 //! accepted by the JSON API or `/mcp`, cross-site `Origin` posts refused, `next=` never
 //! leaving the site, and one person's pages never showing another's data.
 
+use e2e::remote_server::RemoteServer;
 use e2e::{
     MODERN, Reply, Server, bearer, encode_form, form_of, get, in_process, listed_tools, modern,
     post_json, rpc, send,
@@ -681,7 +682,8 @@ fn readable_pages(indicator: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn one_persons_pages_never_show_another_persons_data() {
-    let server = Server::start(&[]);
+    let remote = RemoteServer::start(&["--token", "zyx-remote-token-51c0"]);
+    let server = Server::start(&[("MIROBODY_REMOTE_DEV_LOOPBACK", "true")]);
     let alice = sign_up(&server, "alice-private@example.com").await;
     let bob = sign_up(&server, "bob-private@example.com").await;
     let indicator = "Zyxomarker Alpha";
@@ -719,6 +721,25 @@ async fn one_persons_pages_never_show_another_persons_data() {
     let minted = send("POST", &server.url("/personal/mcp"), &bearer(&token), None).await;
     let personal_url = minted.json()["data"]["url"].as_str().unwrap().to_string();
     let secret = personal_url.rsplit('/').next().unwrap().to_string();
+    // An MCP server of Alice's own (probed on registration, so it must answer).
+    let registered = send(
+        "POST",
+        &server.url("/api/user/mcp-servers"),
+        &[
+            ("authorization".into(), format!("Bearer {token}")),
+            ("content-type".into(), "application/json".into()),
+        ],
+        Some(
+            json!({
+                "name": "zyxshop",
+                "url": remote.url(),
+                "auth": {"type": "BEARER", "token": "zyx-remote-token-51c0"},
+            })
+            .to_string(),
+        ),
+    )
+    .await;
+    assert_eq!(registered.status, 201, "{}", registered.body);
 
     let alices: Vec<&str> = vec![
         "alice-private@example.com",
@@ -726,6 +747,8 @@ async fn one_persons_pages_never_show_another_persons_data() {
         "731.25",
         "733.5",
         &secret,
+        "zyxshop",
+        "zyx-remote-token-51c0",
     ];
     let mut shown_to_alice = 0;
     for path in readable_pages(indicator) {
@@ -743,6 +766,17 @@ async fn one_persons_pages_never_show_another_persons_data() {
         if hers.body.contains(indicator) {
             shown_to_alice += 1;
         }
+    }
+    let servers = page(&server, "/console/servers", &alice.cookie).await;
+    if !servers.body.contains("Coming soon") {
+        assert!(
+            servers.body.contains("zyxshop"),
+            "Alice's servers page lacks hers"
+        );
+        assert!(
+            !servers.body.contains("zyx-remote-token-51c0"),
+            "the server's credential on a page"
+        );
     }
     let catalogue = page(&server, "/console/data", &alice.cookie).await;
     if !catalogue.body.contains("Coming soon") {
