@@ -24,6 +24,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 
 import { chromium } from 'playwright-core';
 
@@ -562,8 +563,10 @@ async function exportAll(flow) {
   await download.saveAs(file);
   const bytes = readFileSync(file);
   check(bytes.length > 0, 'an empty export');
+  // One JSON document, possibly gzip-compressed, or a zip archive.
   const zip = bytes[0] === 0x50 && bytes[1] === 0x4b;
-  const text = zip ? '' : bytes.toString('utf8');
+  const gzip = bytes[0] === 0x1f && bytes[1] === 0x8b;
+  const text = zip ? '' : (gzip ? gunzipSync(bytes) : bytes).toString('utf8');
   if (!zip) {
     JSON.parse(text);
     check(text.includes(flow.email), 'the export lacks the account');
@@ -572,7 +575,7 @@ async function exportAll(flow) {
     check(!text.includes(flow.opts.remoteToken), 'the export holds the MCP server credential');
     check(!text.includes(flow.password), 'the export holds the password');
   }
-  return { file_name: download.suggestedFilename(), bytes: bytes.length, format: zip ? 'zip' : 'json' };
+  return { file_name: download.suggestedFilename(), bytes: bytes.length, format: zip ? 'zip' : (gzip ? 'json.gz' : 'json') };
 }
 
 async function deleteAccount(flow) {
