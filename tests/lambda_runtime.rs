@@ -33,7 +33,7 @@ use tokio::sync::{Mutex as AsyncMutex, mpsc, oneshot};
 /// The origin the sample events' `Host` header names; the functions get it as
 /// `MCP_PUBLIC_URL`, as the template's default (the API's own URL) does.
 const PUBLIC_URL: &str = "https://abc123.execute-api.us-east-1.amazonaws.com";
-const FUNCTIONS: [&str; 4] = ["mcp", "personal", "oauth", "data"];
+const FUNCTIONS: [&str; 5] = ["mcp", "personal", "oauth", "data", "console"];
 /// Longest a single invocation may take here (the template gives 10-29 s).
 const INVOKE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -459,6 +459,10 @@ fn expected_as_written(name: &str) -> u16 {
         // The page of a login state nobody made (issue 12, finding 3: the page reads
         // the state to say who asked; it used to show the form for any state).
         "oauth-mcplogin-get" => 410,
+        // The console (issue 15): SAMPLE_TOKEN is no session, so a page sends the
+        // browser to sign in; a sign-in form posted without its CSRF token is refused.
+        "console-data-get" => 303,
+        "console-signin-post" => 403,
         _ => 200,
     }
 }
@@ -576,6 +580,15 @@ async fn every_function_serves_its_sample_events_through_the_runtime_api() {
             && names.contains(&"get_genetic_data".to_string()),
         "gating sees the uploaded data through the personal URL: {names:?}"
     );
+
+    // The console function (issue 15) takes the session token as its cookie: the
+    // signed-in page, framed by nobody.
+    let page = functions["console"]
+        .invoke(&with_token("console-data-get"))
+        .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("<html"), "{}", page.body);
+    assert_eq!(page.header("x-frame-options"), Some("DENY"));
 
     // No account named by the grantee: the e-mail lookup ran, and the answer is the
     // same as for an existing account (issue 12; this used to assert 404).

@@ -409,10 +409,16 @@ fn the_import_function_runs_on_objects_created_under_uploads() {
         "mirobody-uploads-${StackUuid}"
     );
     assert_eq!(env["MIROBODY_KEYS_SECRET"], "");
+    let console_env =
+        &resources(&template)["ConsoleFunction"]["Properties"]["Environment"]["Variables"];
+    assert_eq!(
+        console_env["MIROBODY_UPLOAD_BUCKET"], data_env["MIROBODY_UPLOAD_BUCKET"],
+        "the console's uploads go to the same bucket"
+    );
 }
 
 #[test]
-fn only_the_data_and_import_roles_reach_the_bucket_and_only_under_uploads() {
+fn only_the_data_console_and_import_roles_reach_the_bucket_and_only_under_uploads() {
     let template = template();
     let uploads = bucket_name_sub("/uploads/*");
     for (name, _) in of_type(&template, "AWS::IAM::Role") {
@@ -422,7 +428,8 @@ fn only_the_data_and_import_roles_reach_the_bucket_and_only_under_uploads() {
             .map(|st| (actions(st), &st["Resource"]))
             .collect();
         let want: Vec<(Vec<String>, Value)> = match name.as_str() {
-            "DataRole" => vec![(vec!["s3:PutObject".into()], uploads.clone())],
+            // The console's upload page presigns the same PUT as the data API (issue 15).
+            "DataRole" | "ConsoleRole" => vec![(vec!["s3:PutObject".into()], uploads.clone())],
             "ImportRole" => vec![
                 (
                     vec!["s3:GetObject".into(), "s3:DeleteObject".into()],
@@ -488,7 +495,8 @@ fn tables_are_the_definitions_in_infra_tables_json() {
 }
 
 /// Abuse limits at the door: the stage throttles every route, and each credential
-/// endpoint (sign-up, sign-in, registration, token, the authorize and /mcplogin forms)
+/// endpoint (sign-up, sign-in, registration, token, the authorize and /mcplogin forms,
+/// the console's sign-up, sign-in and password forms)
 /// has a tighter limit of its own, on a route the template really has.
 #[test]
 fn the_stage_throttles_and_credential_endpoints_have_tighter_limits() {
@@ -514,6 +522,9 @@ fn the_stage_throttles_and_credential_endpoints_have_tighter_limits() {
         "POST /oauth/authorize",
         "POST /oauth2/authorize",
         "POST /mcplogin",
+        "POST /console/signup",
+        "POST /console/signin",
+        "POST /console/password",
     ] {
         let setting = &properties["RouteSettings"][key];
         assert_eq!(

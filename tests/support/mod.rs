@@ -1,8 +1,9 @@
 //! Helpers for the end-to-end tests: start the real `mirobody-local` binary on a
 //! free loopback port, speak HTTP to it, build modern (2026-07-28) requests, run the
-//! SDK clients of `tests/clients/`, read the sample events of `events/`, and run the
-//! app in-process. Its unit test `wiring` fails when a `tests/*.rs` file has no
-//! `[[test]]` entry in `tests/Cargo.toml` (and so would never run).
+//! SDK clients of `tests/clients/`, read the sample events of `events/`, run the app
+//! in-process, and start a person's own MCP server (`remote_server`). Its unit test
+//! `wiring` fails when a `tests/*.rs` file has no `[[test]]` entry in `tests/Cargo.toml`
+//! (and so would never run).
 //!
 //! The binaries are built by the test command (`scripts/test`) before the tests run;
 //! the clients' dependencies are installed by `scripts/install-test-deps`.
@@ -20,6 +21,7 @@ use mirobody::{App, Config, RouteGroup, Runtime, Services};
 use serde_json::{Value, json};
 
 pub mod load;
+pub mod remote_server;
 #[cfg(test)]
 mod wiring;
 
