@@ -428,8 +428,13 @@ fn only_the_data_console_and_import_roles_reach_the_bucket_and_only_under_upload
             .map(|st| (actions(st), &st["Resource"]))
             .collect();
         let want: Vec<(Vec<String>, Value)> = match name.as_str() {
-            // The console's upload page presigns the same PUT as the data API (issue 15).
-            "DataRole" | "ConsoleRole" => vec![(vec!["s3:PutObject".into()], uploads.clone())],
+            "DataRole" => vec![(vec!["s3:PutObject".into()], uploads.clone())],
+            // The console's upload page presigns the same PUT as the data API, and
+            // deleting the data or the account removes files waiting for import (issue 15).
+            "ConsoleRole" => vec![(
+                vec!["s3:PutObject".into(), "s3:DeleteObject".into()],
+                uploads.clone(),
+            )],
             "ImportRole" => vec![
                 (
                     vec!["s3:GetObject".into(), "s3:DeleteObject".into()],

@@ -172,7 +172,6 @@ impl App {
             let console = ConsoleApi {
                 store: store.clone(),
                 accounts: accounts.clone(),
-                passwords,
                 jwts: jwts.clone(),
                 urls: urls.clone(),
                 external: external.clone(),

@@ -18,7 +18,13 @@ use crate::identity::MIN_PASSWORD;
 /// Where a sign-in goes next: a console path from `next`, else the data page.
 fn next_path(next: Option<&str>) -> &str {
     match next {
-        Some(path) if path.starts_with("/console/") && !path.starts_with("//") => path,
+        Some(path)
+            if path.starts_with("/console/")
+                && path.len() <= 512
+                && !path.chars().any(|c| c.is_control() || c == '\\') =>
+        {
+            path
+        }
         _ => "/console/data",
     }
 }
@@ -238,4 +244,38 @@ pub(super) fn sentence(message: &str) -> String {
         text.push('.');
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sign_in_only_ever_goes_on_to_a_console_path_it_can_put_in_a_header() {
+        assert_eq!(next_path(Some("/console/servers")), "/console/servers");
+        for hostile in [
+            "https://evil.example/console/",
+            "//evil.example/console/",
+            "/console/\r\nSet-Cookie: x=y",
+            "/console/\\evil",
+            "/console-not/",
+            "",
+        ] {
+            assert_eq!(next_path(Some(hostile)), "/console/data", "{hostile:?}");
+        }
+        assert_eq!(
+            next_path(Some(&format!("/console/{}", "a".repeat(600)))),
+            "/console/data"
+        );
+        assert_eq!(next_path(None), "/console/data");
+    }
+
+    #[test]
+    fn api_messages_become_sentences() {
+        assert_eq!(
+            sentence("wrong e-mail or password"),
+            "Wrong e-mail or password."
+        );
+        assert_eq!(sentence("Done."), "Done.");
+    }
 }

@@ -17,7 +17,6 @@ pub(crate) const SECTIONS: [(&str, &str); 6] = [
 ];
 
 /// A notice shown above a page's content.
-#[allow(dead_code)] // TODO(issue 15): `Done` is used as the pages land.
 pub(crate) enum Notice<'a> {
     /// Something done (`role=status`).
     Done(&'a str),

@@ -38,7 +38,7 @@ use crate::account_api::AccountApi;
 use crate::clock::Clock;
 use crate::external::ExternalServers;
 use crate::http::{ApiError, Matched};
-use crate::identity::{CallerResolver, Jwts, McpUrls, Passwords};
+use crate::identity::{CallerResolver, Jwts, McpUrls};
 use crate::imports::api::UploadsApi;
 use crate::store::Store;
 
@@ -92,11 +92,9 @@ pub(crate) enum Page {
 }
 
 /// The console, built once per process.
-#[allow(dead_code)] // TODO(issue 15): read as the pages land; removed before the issue closes.
 pub(crate) struct ConsoleApi {
     pub store: Arc<dyn Store>,
     pub accounts: Arc<AccountApi>,
-    pub passwords: Arc<Passwords>,
     pub jwts: Arc<Jwts>,
     pub urls: Arc<McpUrls>,
     pub external: Arc<ExternalServers>,
