@@ -418,9 +418,10 @@ fn the_import_function_runs_on_objects_created_under_uploads() {
 }
 
 #[test]
-fn only_the_data_console_and_import_roles_reach_the_bucket_and_only_under_uploads() {
+fn only_the_roles_that_need_the_bucket_reach_it_and_only_under_uploads_and_exports() {
     let template = template();
     let uploads = bucket_name_sub("/uploads/*");
+    let exports = bucket_name_sub("/exports/*");
     for (name, _) in of_type(&template, "AWS::IAM::Role") {
         let s3: Vec<(Vec<String>, &Value)> = statements(&template, name)
             .into_iter()
@@ -431,10 +432,25 @@ fn only_the_data_console_and_import_roles_reach_the_bucket_and_only_under_upload
             "DataRole" => vec![(vec!["s3:PutObject".into()], uploads.clone())],
             // The console's upload page presigns the same PUT as the data API, and
             // deleting the data or the account removes files waiting for import (issue 15).
-            "ConsoleRole" => vec![(
-                vec!["s3:PutObject".into(), "s3:DeleteObject".into()],
-                uploads.clone(),
-            )],
+            // An export larger than a Lambda response waits under exports/ for one
+            // presigned GET (the console's and GET /api/user/export's).
+            "ConsoleRole" => vec![
+                (
+                    vec!["s3:PutObject".into(), "s3:DeleteObject".into()],
+                    uploads.clone(),
+                ),
+                (
+                    vec!["s3:PutObject".into(), "s3:GetObject".into()],
+                    exports.clone(),
+                ),
+            ],
+            "OauthRole" => vec![
+                (vec!["s3:DeleteObject".into()], uploads.clone()),
+                (
+                    vec!["s3:PutObject".into(), "s3:GetObject".into()],
+                    exports.clone(),
+                ),
+            ],
             "ImportRole" => vec![
                 (
                     vec!["s3:GetObject".into(), "s3:DeleteObject".into()],

@@ -53,6 +53,51 @@ pub(crate) struct Export {
     pub gzip: Vec<u8>,
 }
 
+/// The largest export answered in the response itself. A Lambda response carries at most
+/// 6 MB, and a binary body goes base64-encoded (4/3 larger): 4 MiB becomes 5.6 MB.
+pub(crate) const INLINE_EXPORT_MAX: usize = 4 * 1024 * 1024;
+const _: () = assert!(INLINE_EXPORT_MAX.div_ceil(3) * 4 < 6_000_000);
+
+/// How long the download URL of a larger export works.
+const DOWNLOAD_SECS: u64 = 15 * 60;
+
+/// The answer to an export request: the file itself when it fits in a response
+/// (`inline_max`), else `303 See Other` to a short-lived signed download URL of the
+/// file kept in the upload objects (S3 deployed; objects expire with the bucket's
+/// one-day rule). Where the objects offer no download URL (the local directory, with no
+/// response limit), the file itself.
+pub(crate) async fn deliver(
+    objects: &dyn UploadObjects,
+    export: Export,
+    now: u64,
+    inline_max: usize,
+) -> Result<Response<Bytes>, ApiError> {
+    if export.gzip.len() <= inline_max {
+        return Ok(export.into_response());
+    }
+    let key = format!("exports/{}", crate::identity::random_secret(24));
+    let gzip = Bytes::from(export.gzip);
+    match objects
+        .put_download(&key, gzip.clone(), &export.filename, now + DOWNLOAD_SECS)
+        .await?
+    {
+        Some(url) => {
+            let mut response = Response::new(Bytes::new());
+            *response.status_mut() = StatusCode::SEE_OTHER;
+            let location = HeaderValue::from_str(&url).map_err(|_| write_failed(io_error()))?;
+            response
+                .headers_mut()
+                .insert(http::header::LOCATION, location);
+            Ok(response)
+        }
+        None => Ok(Export {
+            filename: export.filename,
+            gzip: gzip.to_vec(),
+        }
+        .into_response()),
+    }
+}
+
 impl Export {
     /// The download: `application/gzip`, an attachment with the file's name.
     pub(crate) fn into_response(self) -> Response<Bytes> {
@@ -366,7 +411,8 @@ impl WholeAccount<'_> {
 
     /// `GET /api/user/export`.
     pub(crate) async fn export_api(&self, user_id: &str) -> Result<Response<Bytes>, ApiError> {
-        Ok(self.export(user_id).await?.into_response())
+        let export = self.export(user_id).await?;
+        deliver(self.objects, export, self.clock.now(), INLINE_EXPORT_MAX).await
     }
 
     /// `DELETE /api/user` with `{"password": …}`.
@@ -394,4 +440,94 @@ fn open_object(text: &str) -> &str {
 
 fn io_error() -> std::io::Error {
     std::io::Error::other("serialise")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::store::{PutTarget, StoreFuture, StoredObject};
+
+    /// Objects that keep what `put_download` got and answer a fixed URL (or none).
+    struct Downloads {
+        url: Option<&'static str>,
+        kept: Mutex<Vec<(String, usize, String)>>,
+    }
+
+    impl UploadObjects for Downloads {
+        fn put_target<'a>(&'a self, _: &'a str, _: u64) -> StoreFuture<'a, PutTarget> {
+            unreachable!("an export never asks for a PUT")
+        }
+        fn open<'a>(&'a self, _: &'a str) -> StoreFuture<'a, Option<StoredObject>> {
+            Box::pin(async { Ok(None) })
+        }
+        fn remove<'a>(&'a self, _: &'a str) -> StoreFuture<'a, ()> {
+            Box::pin(async { Ok(()) })
+        }
+        fn put_download<'a>(
+            &'a self,
+            key: &'a str,
+            bytes: Bytes,
+            filename: &'a str,
+            _: u64,
+        ) -> StoreFuture<'a, Option<String>> {
+            self.kept
+                .lock()
+                .unwrap()
+                .push((key.to_string(), bytes.len(), filename.to_string()));
+            let url = self.url.map(str::to_string);
+            Box::pin(async move { Ok(url) })
+        }
+    }
+
+    fn export(size: usize) -> Export {
+        Export {
+            filename: "mirobody-export-2026-12-01.json.gz".into(),
+            gzip: vec![7; size],
+        }
+    }
+
+    #[tokio::test]
+    async fn an_export_too_large_for_a_response_is_a_redirect_to_a_signed_download() {
+        let s3 = Downloads {
+            url: Some("https://bucket.example/exports/x?X-Amz-Signature=abc"),
+            kept: Mutex::default(),
+        };
+        // Small enough: the file itself, nothing kept.
+        let small = deliver(&s3, export(100), 0, 1000).await.unwrap();
+        assert_eq!(small.status(), StatusCode::OK);
+        assert_eq!(small.body().len(), 100);
+        assert!(s3.kept.lock().unwrap().is_empty());
+        // Too large: kept under exports/ (a random key, never the user) and 303 to its URL.
+        let large = deliver(&s3, export(1001), 0, 1000).await.unwrap();
+        assert_eq!(large.status(), StatusCode::SEE_OTHER);
+        assert_eq!(
+            large.headers()[http::header::LOCATION],
+            "https://bucket.example/exports/x?X-Amz-Signature=abc"
+        );
+        assert!(large.body().is_empty());
+        let kept = s3.kept.lock().unwrap();
+        assert_eq!(kept.len(), 1);
+        assert!(
+            kept[0].0.starts_with("exports/") && kept[0].0.len() > 20,
+            "{kept:?}"
+        );
+        assert_eq!(
+            (kept[0].1, kept[0].2.as_str()),
+            (1001, "mirobody-export-2026-12-01.json.gz")
+        );
+    }
+
+    #[tokio::test]
+    async fn where_no_download_url_is_offered_the_file_itself_is_the_answer() {
+        let local = Downloads {
+            url: None,
+            kept: Mutex::default(),
+        };
+        let answer = deliver(&local, export(5000), 0, 1000).await.unwrap();
+        assert_eq!(answer.status(), StatusCode::OK);
+        assert_eq!(answer.body().len(), 5000);
+        assert_eq!(answer.headers()[CONTENT_TYPE], "application/gzip");
+    }
 }

@@ -122,11 +122,7 @@ impl ConsoleApi {
     }
 
     pub(super) async fn export(&self, session: &Session) -> Answer {
-        Ok(self
-            .whole_account()
-            .export(&session.user_id)
-            .await?
-            .into_response())
+        self.whole_account().export_api(&session.user_id).await
     }
 
     pub(super) async fn delete_data(&self, session: &Session, _request: &Request<Bytes>) -> Answer {

@@ -51,6 +51,21 @@ pub trait UploadObjects: Send + Sync {
     /// Deletes the object; an absent object is not an error.
     fn remove<'a>(&'a self, key: &'a str) -> StoreFuture<'a, ()>;
 
+    /// Keeps `bytes` as object `key` and answers a URL that downloads it with one GET
+    /// until `expires_at`, saved as `filename` (issue 15: an export larger than a Lambda
+    /// response may carry). `None` where the server can answer with the bytes itself
+    /// (the local directory: no response limit there).
+    fn put_download<'a>(
+        &'a self,
+        key: &'a str,
+        bytes: bytes::Bytes,
+        filename: &'a str,
+        expires_at: u64,
+    ) -> StoreFuture<'a, Option<String>> {
+        let _ = (key, bytes, filename, expires_at);
+        Box::pin(async { Ok(None) })
+    }
+
     /// The local server's side of a PUT to a [`PutTarget`] URL: checks the URL's
     /// capability (its query string) at `now`, then stores the body (at most
     /// `max_bytes`) as object `key`. Backends whose PUTs go elsewhere (S3) refuse.

@@ -107,6 +107,49 @@ impl UploadObjects for S3Objects {
         })
     }
 
+    fn put_download<'a>(
+        &'a self,
+        key: &'a str,
+        bytes: bytes::Bytes,
+        filename: &'a str,
+        expires_at: u64,
+    ) -> StoreFuture<'a, Option<String>> {
+        Box::pin(async move {
+            self.client
+                .put_object()
+                .bucket(&self.bucket)
+                .key(key)
+                .content_type("application/gzip")
+                .body(bytes.into())
+                .send()
+                .await
+                .map_err(|e| unavailable("store download", e))?;
+            let now = SystemTime::now();
+            let now_secs = now
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or_default();
+            let validity = Duration::from_secs(expires_at.saturating_sub(now_secs))
+                .clamp(Duration::from_secs(1), MAX_PUT_VALIDITY);
+            let presigning = PresigningConfig::builder()
+                .start_time(now)
+                .expires_in(validity)
+                .build()
+                .map_err(|e| unavailable("presign download", e))?;
+            let request = self
+                .client
+                .get_object()
+                .bucket(&self.bucket)
+                .key(key)
+                .response_content_type("application/gzip")
+                .response_content_disposition(format!("attachment; filename=\"{filename}\""))
+                .presigned(presigning)
+                .await
+                .map_err(|e| unavailable("presign download", e))?;
+            Ok(Some(request.uri().to_string()))
+        })
+    }
+
     fn open<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<StoredObject>> {
         Box::pin(async move {
             let output = match self
@@ -192,6 +235,36 @@ mod tests {
             .duration_since(UNIX_EPOCH)
             .unwrap()
             .as_secs()
+    }
+
+    #[tokio::test]
+    async fn a_download_is_stored_and_fetched_with_one_presigned_get() {
+        let (_moto, objects) = bucket("objects-download").await;
+        let content =
+            bytes::Bytes::from((0..100_000u32).map(|i| (i % 7) as u8).collect::<Vec<_>>());
+        let url = objects
+            .put_download(
+                "exports/abc",
+                content.clone(),
+                "mirobody-export-2026-12-01.json.gz",
+                now() + 600,
+            )
+            .await
+            .unwrap()
+            .expect("S3 hands out a URL");
+        assert!(url.contains("X-Amz-Signature="), "presigned");
+        let response = reqwest::get(&url).await.expect("the GET reaches moto");
+        assert!(response.status().is_success(), "{}", response.status());
+        let disposition = response.headers()["content-disposition"]
+            .to_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            disposition.contains("mirobody-export-2026-12-01.json.gz"),
+            "{disposition}"
+        );
+        assert_eq!(response.bytes().await.unwrap(), content);
+        // (moto does not check signatures, so a forged URL is not tested here: S3 refuses it.)
     }
 
     #[tokio::test]
