@@ -163,7 +163,7 @@ fn row<'p>(page: &'p str, name: &str) -> Option<&'p str> {
 /// The text of the `td` with class `class` in `row`.
 fn cell<'r>(row: &'r str, class: &str) -> &'r str {
     let start = row
-        .find(&format!("<td class=\"{class}\">"))
+        .find(&format!("<td class=\"{class}\""))
         .unwrap_or_else(|| panic!("no td.{class} in {row}"));
     let start = start + row[start..].find('>').unwrap() + 1;
     let end = start + row[start..].find("</td>").unwrap();
@@ -188,7 +188,7 @@ async fn console_servers_add_edit_toggle_probe_and_delete() {
     let empty = alice.get(&server, "/console/servers").await;
     assert_eq!(empty.status, 200);
     for id in [
-        "table id=\"servers\"",
+        "table class=\"stack\" id=\"servers\"",
         "form id=\"server-add\"",
         "id=\"server-name\"",
         "id=\"server-url\"",

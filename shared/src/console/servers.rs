@@ -167,7 +167,7 @@ fn servers_table(session: &Session, records: &[McpServerRecord]) -> Markup {
             p.muted id="no-servers" { "No servers yet. Add one below." }
         }
         div.table-wrap {
-            table id="servers" {
+            table.stack id="servers" {
                 thead {
                     tr {
                         th { "Name" } th { "URL" } th { "Auth" } th { "Enabled" }
@@ -179,24 +179,24 @@ fn servers_table(session: &Session, records: &[McpServerRecord]) -> Markup {
                     @for record in records {
                         @let path = path_of(&record.name);
                         tr data-server=(record.name) {
-                            td.name { (record.name) }
-                            td.url { code { (record.url) } }
-                            td.auth {
+                            td.name data-label="Name" { (record.name) }
+                            td.url data-label="URL" { code { (record.url) } }
+                            td.auth data-label="Auth" {
                                 (auth_words(&record.auth))
                                 @if record.sealed_credential.is_some() { " (set)" }
                             }
-                            td.enabled { @if record.enabled { "yes" } @else { "no" } }
-                            td.allowed {
+                            td.enabled data-label="Enabled" { @if record.enabled { "yes" } @else { "no" } }
+                            td.allowed data-label="Allowed tools" {
                                 @match &record.allowed_tools {
                                     Some(names) => (names.join(", ")),
                                     None => span.muted { "all" },
                                 }
                             }
-                            td.tools {
+                            td.tools data-label="Tools" {
                                 (record.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", "))
                             }
-                            td.last-connected { (when(record.last_connected_at)) }
-                            td.last-error {
+                            td.last-connected data-label="Last connected" { (when(record.last_connected_at)) }
+                            td.last-error data-label="Last error" {
                                 @if let Some(error) = &record.last_connect_error { span.error { (error) } }
                             }
                             td.actions {
