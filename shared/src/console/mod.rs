@@ -149,7 +149,7 @@ impl ConsoleApi {
                 _ => redirect(&format!("/console/signin?next={}", next_of(request))),
             });
         };
-        if request.method() != http::Method::GET && !session.csrf_ok(request) {
+        if request.method() != http::Method::GET && !session.csrf_ok(request, &self.form_key) {
             return Err(ApiError::refused(
                 StatusCode::FORBIDDEN,
                 "this form expired or did not come from this site: reload the page and try again",
@@ -157,8 +157,9 @@ impl ConsoleApi {
         }
         let param = |name: &str| matched.param(name).map(decode).unwrap_or_default();
         match page {
+            // Answered above, before the session.
             Page::Asset | Page::SignUpForm | Page::SignUp | Page::SignInForm | Page::SignIn => {
-                unreachable!("answered before the session")
+                Err(ApiError::NoRoute)
             }
             Page::Home => Ok(redirect("/console/data")),
             Page::SignOut => self.sign_out(&session).await,

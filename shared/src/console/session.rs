@@ -8,18 +8,14 @@
 //! token is taken. A signed-in form's CSRF token is an HMAC of the session's key under
 //! the console's form key; before sign-in, a double-submit nonce cookie does the job.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bytes::Bytes;
-use hmac::{Hmac, KeyInit, Mac};
-use http::header::{COOKIE, SET_COOKIE};
-use http::{HeaderMap, HeaderValue, Request, Response};
-use sha2::Sha256;
+use http::header::SET_COOKIE;
+use http::{HeaderValue, Request, Response};
 
 use super::{ConsoleApi, field, form};
 use crate::account_api::SESSION_TOKEN_SECS;
-use crate::http::ApiError;
-use crate::identity::{Claims, random_secret};
+use crate::http::{ApiError, cookie};
+use crate::identity::{Claims, csrf_token, csrf_valid, random_secret};
 
 pub(crate) const SESSION_COOKIE: &str = "mirobody_session";
 /// The nonce of the signed-out forms (sign-in, sign-up).
@@ -39,37 +35,25 @@ pub(crate) struct Session {
 impl Session {
     /// Whether a state-changing request carries this session's CSRF token, in the form
     /// field `csrf` or the `x-csrf-token` header (the upload page's script).
-    pub(crate) fn csrf_ok(&self, request: &Request<Bytes>) -> bool {
+    pub(crate) fn csrf_ok(&self, request: &Request<Bytes>, form_key: &[u8]) -> bool {
         let header = request
             .headers()
             .get("x-csrf-token")
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
         let sent = header.or_else(|| field(&form(request), "csrf").map(str::to_string));
-        sent.is_some_and(|sent| constant_time_eq(sent.as_bytes(), self.csrf.as_bytes()))
+        // Issued at 0 and never stale by age: the session's own expiry bounds it.
+        sent.is_some_and(|sent| {
+            let (nonce, binding) = session_binding(&self.claims);
+            csrf_valid(form_key, &nonce, binding, &sent, 0, u64::MAX)
+        })
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// The value of cookie `name` in the request's `Cookie` headers.
-pub(crate) fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get_all(COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v.to_string())
-}
-
-fn mac(key: &[u8], parts: &[&str]) -> String {
-    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("HMAC takes any key");
-    mac.update(parts.join("|").as_bytes());
-    URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
+/// What a session's CSRF token is bound to: the session's key and its user.
+fn session_binding(claims: &Claims) -> (String, &str) {
+    let key = claims.session_key().unwrap_or_default();
+    (format!("console session|{key}"), claims.sub.as_str())
 }
 
 impl ConsoleApi {
@@ -85,8 +69,8 @@ impl ConsoleApi {
         let Some(claims) = self.callers.session_token(&token).await? else {
             return Ok(None);
         };
-        let key = claims.session_key().unwrap_or_default().to_string();
-        let csrf = mac(&self.form_key, &["console session", &claims.sub, &key]);
+        let (nonce, binding) = session_binding(&claims);
+        let csrf = csrf_token(&self.form_key, &nonce, binding, 0);
         Ok(Some(Session {
             user_id: claims.sub.clone(),
             claims,
@@ -136,14 +120,8 @@ impl ConsoleApi {
     ) -> (String, Option<String>) {
         let existing = cookie(request.headers(), NONCE_COOKIE).filter(|n| n.len() >= 20);
         let nonce = existing.clone().unwrap_or_else(|| random_secret(24));
-        let issued = self.clock.now().to_string();
-        let token = format!(
-            "{issued}.{}",
-            mac(
-                &self.form_key,
-                &["console form", form_name, &nonce, &issued]
-            )
-        );
+        let binding = format!("console form|{form_name}");
+        let token = csrf_token(&self.form_key, &nonce, &binding, self.clock.now());
         (token, existing.is_none().then_some(nonce))
     }
 
@@ -164,14 +142,17 @@ impl ConsoleApi {
             return false;
         };
         let fields = form(request);
-        let Some((issued, tag)) = field(&fields, "csrf").and_then(|t| t.split_once('.')) else {
+        let Some(token) = field(&fields, "csrf") else {
             return false;
         };
-        let Ok(at) = issued.parse::<u64>() else {
-            return false;
-        };
-        let fresh = self.clock.now().saturating_sub(at) <= FORM_SECS;
-        let expected = mac(&self.form_key, &["console form", form_name, &nonce, issued]);
-        fresh && constant_time_eq(tag.as_bytes(), expected.as_bytes())
+        let binding = format!("console form|{form_name}");
+        csrf_valid(
+            &self.form_key,
+            &nonce,
+            &binding,
+            token,
+            self.clock.now(),
+            FORM_SECS,
+        )
     }
 }

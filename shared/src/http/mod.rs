@@ -109,3 +109,15 @@ pub(crate) fn add_cors(
         HeaderValue::from_static("86400"),
     );
 }
+
+/// The value of cookie `name` in the request's `Cookie` headers.
+pub(crate) fn cookie(headers: &http::HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_string())
+}

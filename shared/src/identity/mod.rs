@@ -5,6 +5,7 @@
 //! and every bearer secret's lifecycle. Never logs a token, a URL secret or a password.
 
 mod caller;
+mod csrf;
 mod jwt;
 mod keys;
 mod login;
@@ -17,6 +18,7 @@ mod urls;
 
 pub(crate) use caller::Caller;
 pub(crate) use caller::CallerResolver;
+pub(crate) use csrf::{csrf_token, csrf_valid};
 pub use jwt::Jwts;
 pub(crate) use jwt::TokenKind;
 pub(crate) use jwt::{Claims, Grant};

@@ -4,17 +4,13 @@
 //!
 //! Does not decide what a successful sign-in grants; the endpoints do.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bytes::Bytes;
-use hmac::{Hmac, KeyInit, Mac};
-use http::header::{COOKIE, RETRY_AFTER, SET_COOKIE};
+use http::header::{RETRY_AFTER, SET_COOKIE};
 use http::{HeaderValue, Request, Response, StatusCode};
-use sha2::Sha256;
 
 use super::{Form, OAuthApi, field, html, pages};
-use crate::http::source_of;
-use crate::identity::{SignIn, random_secret};
+use crate::http::{cookie, source_of};
+use crate::identity::{SignIn, csrf_token, csrf_valid, random_secret};
 use crate::store::StoreError;
 
 const FORM_SECS: u64 = 600;
@@ -30,18 +26,6 @@ fn form_target(redirect_uri: &str) -> Option<String> {
         "http" | "https" => Some(url.origin().ascii_serialization()),
         scheme => Some(format!("{scheme}:")),
     }
-}
-
-fn cookie(request: &Request<Bytes>, name: &str) -> Option<String> {
-    request
-        .headers()
-        .get_all(COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v.to_string())
 }
 
 /// What a sign-in page shows and carries.
@@ -60,40 +44,6 @@ pub(super) struct SignInForm<'a> {
     pub(super) asked: Option<pages::Asked<'a>>,
 }
 
-fn csrf_mac(key: &[u8], nonce: &str, binding: &str, issued: u64) -> Hmac<Sha256> {
-    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("HMAC takes any key");
-    mac.update(format!("{nonce}|{binding}|{issued}").as_bytes());
-    mac
-}
-
-/// A form's CSRF token: `{issued}.{base64url HMAC(nonce|binding|issued)}`.
-fn csrf_token(key: &[u8], nonce: &str, binding: &str, issued: u64) -> String {
-    let tag = csrf_mac(key, nonce, binding, issued)
-        .finalize()
-        .into_bytes();
-    format!("{issued}.{}", URL_SAFE_NO_PAD.encode(tag))
-}
-
-/// Whether `token` is a fresh CSRF token for this nonce and binding. The MAC is compared
-/// in constant time (`verify_slice`), so how long a refusal takes says nothing about how
-/// much of a forged tag was right (issue 12).
-fn csrf_valid(key: &[u8], nonce: &str, binding: &str, token: &str, now: u64) -> bool {
-    let Some((issued, tag)) = token
-        .split_once('.')
-        .and_then(|(issued, tag)| Some((issued.parse::<u64>().ok()?, tag)))
-    else {
-        return false;
-    };
-    let Ok(tag) = URL_SAFE_NO_PAD.decode(tag) else {
-        return false;
-    };
-    let fresh = now.saturating_sub(issued) <= FORM_SECS;
-    fresh
-        && csrf_mac(key, nonce, binding, issued)
-            .verify_slice(&tag)
-            .is_ok()
-}
-
 impl OAuthApi {
     /// Double-submit: the form's token is an HMAC over the cookie's nonce, the
     /// request it was issued for, and its age.
@@ -103,10 +53,17 @@ impl OAuthApi {
         token: Option<&str>,
         binding: &str,
     ) -> bool {
-        let (Some(nonce), Some(token)) = (cookie(request, CSRF_COOKIE), token) else {
+        let (Some(nonce), Some(token)) = (cookie(request.headers(), CSRF_COOKIE), token) else {
             return false;
         };
-        csrf_valid(&self.form_key, &nonce, binding, token, self.clock.now())
+        csrf_valid(
+            &self.form_key,
+            &nonce,
+            binding,
+            token,
+            self.clock.now(),
+            FORM_SECS,
+        )
     }
 
     pub(super) fn form_page(
@@ -124,7 +81,7 @@ impl OAuthApi {
             redirect_uri,
             asked,
         } = form;
-        let nonce = cookie(request, CSRF_COOKIE)
+        let nonce = cookie(request.headers(), CSRF_COOKIE)
             .filter(|n| n.len() >= 20)
             .unwrap_or_else(|| random_secret(24));
         let csrf = csrf_token(&self.form_key, &nonce, binding, self.clock.now());
@@ -197,55 +154,4 @@ pub(super) fn limited(mut page: Response<Bytes>, retry_after: u64) -> Response<B
     page.headers_mut()
         .insert(RETRY_AFTER, HeaderValue::from(retry_after));
     page
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const KEY: &[u8] = b"a form key of thirty-two bytes!!";
-
-    #[test]
-    fn csrf_tokens_are_checked_with_the_mac_in_constant_time() {
-        let token = csrf_token(KEY, "nonce", "authorize|c|r|x", 1_000);
-        assert!(csrf_valid(KEY, "nonce", "authorize|c|r|x", &token, 1_100));
-        // Another nonce, binding or key: refused.
-        assert!(!csrf_valid(KEY, "other", "authorize|c|r|x", &token, 1_100));
-        assert!(!csrf_valid(KEY, "nonce", "authorize|c|r|y", &token, 1_100));
-        assert!(!csrf_valid(
-            b"another key",
-            "nonce",
-            "authorize|c|r|x",
-            &token,
-            1_100
-        ));
-        // Expired.
-        assert!(!csrf_valid(
-            KEY,
-            "nonce",
-            "authorize|c|r|x",
-            &token,
-            1_000 + FORM_SECS + 1
-        ));
-        // A tag with one bit flipped, a truncated tag, an empty tag, a tag that is not
-        // base64url, a missing or rewritten issue time: refused.
-        let (issued, tag) = token.split_once('.').unwrap();
-        let mut bytes = URL_SAFE_NO_PAD.decode(tag).unwrap();
-        bytes[31] ^= 1;
-        let flipped = format!("{issued}.{}", URL_SAFE_NO_PAD.encode(&bytes));
-        let truncated = format!("{issued}.{}", URL_SAFE_NO_PAD.encode(&bytes[..16]));
-        for forged in [
-            flipped.as_str(),
-            truncated.as_str(),
-            &format!("{issued}."),
-            &format!("{issued}.!!!"),
-            tag,
-            &format!("1001.{tag}"),
-        ] {
-            assert!(
-                !csrf_valid(KEY, "nonce", "authorize|c|r|x", forged, 1_100),
-                "{forged}"
-            );
-        }
-    }
 }

@@ -69,21 +69,28 @@ fn unavailable(op: &str, error: impl std::error::Error) -> StoreError {
     ))
 }
 
+/// A presigned request's validity from now until `expires_at` (epoch seconds), within
+/// S3's limits, and when it actually lapses.
+fn presigning_until(expires_at: u64, op: &str) -> Result<(PresigningConfig, u64), StoreError> {
+    let now = SystemTime::now();
+    let now_secs = now
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default();
+    let validity = Duration::from_secs(expires_at.saturating_sub(now_secs))
+        .clamp(Duration::from_secs(1), MAX_PUT_VALIDITY);
+    let presigning = PresigningConfig::builder()
+        .start_time(now)
+        .expires_in(validity)
+        .build()
+        .map_err(|e| unavailable(op, e))?;
+    Ok((presigning, now_secs.saturating_add(validity.as_secs())))
+}
+
 impl UploadObjects for S3Objects {
     fn put_target<'a>(&'a self, key: &'a str, expires_at: u64) -> StoreFuture<'a, PutTarget> {
         Box::pin(async move {
-            let now = SystemTime::now();
-            let now_secs = now
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or_default();
-            let validity = Duration::from_secs(expires_at.saturating_sub(now_secs))
-                .clamp(Duration::from_secs(1), MAX_PUT_VALIDITY);
-            let presigning = PresigningConfig::builder()
-                .start_time(now)
-                .expires_in(validity)
-                .build()
-                .map_err(|e| unavailable("presign upload", e))?;
+            let (presigning, expires_at) = presigning_until(expires_at, "presign upload")?;
             let request = self
                 .client
                 .put_object()
@@ -102,7 +109,7 @@ impl UploadObjects for S3Objects {
             Ok(PutTarget {
                 url: request.uri().to_string(),
                 headers,
-                expires_at: now_secs.saturating_add(validity.as_secs()),
+                expires_at,
             })
         })
     }
@@ -124,18 +131,7 @@ impl UploadObjects for S3Objects {
                 .send()
                 .await
                 .map_err(|e| unavailable("store download", e))?;
-            let now = SystemTime::now();
-            let now_secs = now
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or_default();
-            let validity = Duration::from_secs(expires_at.saturating_sub(now_secs))
-                .clamp(Duration::from_secs(1), MAX_PUT_VALIDITY);
-            let presigning = PresigningConfig::builder()
-                .start_time(now)
-                .expires_in(validity)
-                .build()
-                .map_err(|e| unavailable("presign download", e))?;
+            let (presigning, _) = presigning_until(expires_at, "presign download")?;
             let request = self
                 .client
                 .get_object()
