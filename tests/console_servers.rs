@@ -6,68 +6,19 @@
 //! post without the CSRF token is refused and changes nothing; another user never sees
 //! the row and cannot touch it.
 
-use std::io::Read;
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-use e2e::{Reply, Server, encode_form, python, root, send};
+use e2e::remote_server::RemoteServer;
+use e2e::{Reply, Server, encode_form, send};
 
 const REMOTE_TOKEN: &str = "remote-bearer-4f9c2e7a";
 const DEAD_SECRET: &str = "dead-secret-71c3a9";
 
+/// A loopback port nothing listens on (bound, then released).
 fn free_port() -> u16 {
-    std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+    std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
         .unwrap()
         .local_addr()
         .unwrap()
         .port()
-}
-
-/// `tests/clients/remote_server.py` with a bearer token, killed on drop.
-struct Remote {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Remote {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Remote {
-    fn start() -> Remote {
-        let port = free_port();
-        let mut child = Command::new(python())
-            .arg(root().join("tests/clients/remote_server.py"))
-            .arg(port.to_string())
-            .args(["--token", REMOTE_TOKEN])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the Python MCP server starts");
-        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-            if let Ok(Some(status)) = child.try_wait() {
-                let mut err = String::new();
-                if let Some(stderr) = child.stderr.as_mut() {
-                    let _ = stderr.read_to_string(&mut err);
-                }
-                panic!("remote_server.py exited ({status}): {err}");
-            }
-            assert!(Instant::now() < deadline, "remote_server.py did not start");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Remote { child, port }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port)
-    }
 }
 
 /// A person signed in to the console: the session cookie and the page's CSRF token.
@@ -177,7 +128,7 @@ fn assert_redirect(reply: &Reply, to: &str) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn console_servers_add_edit_toggle_probe_and_delete() {
-    let mut remote = Some(Remote::start());
+    let mut remote = Some(RemoteServer::start(&["--token", REMOTE_TOKEN]));
     let url = remote.as_ref().unwrap().url();
     let server = Server::start(&[
         ("MIROBODY_REMOTE_DEV_LOOPBACK", "true"),
