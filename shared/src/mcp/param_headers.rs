@@ -43,8 +43,8 @@ pub(crate) fn validate(
         return Ok(());
     }
     let count = headers
-        .keys()
-        .filter(|name| name.as_str().starts_with(PARAM_HEADER_PREFIX))
+        .iter()
+        .filter(|(name, _)| name.as_str().starts_with(PARAM_HEADER_PREFIX))
         .count();
     if count > MAX_PARAM_HEADERS {
         return Err(McpError::HeaderMismatch(format!(
