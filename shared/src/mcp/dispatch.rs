@@ -13,6 +13,7 @@ use super::capabilities::Declaration;
 use super::era::{self, Era, RequestMeta};
 use super::error::McpError;
 use super::jsonrpc::{self, Incoming};
+use super::param_headers;
 use super::results::{self, call_result, mark_input_required};
 use super::wire::{
     META_LOG_LEVEL, META_PROGRESS_TOKEN, META_SERVER_INFO, META_UNAVAILABLE_SERVERS,
@@ -265,6 +266,9 @@ impl McpServer {
         let params =
             params.ok_or_else(|| McpError::InvalidParams("tools/call needs params".into()))?;
         let name = required_str(Some(params), "name")?;
+        if era == Era::Modern {
+            self.check_param_headers(name, params.get("arguments"), exchange)?;
+        }
         let context = CallContext {
             client_capabilities: &meta.client_capabilities,
             client_name: meta.client_name.as_deref(),
@@ -282,6 +286,23 @@ impl McpServer {
             )
             .await;
         results::tool_result(answer, name, era)
+    }
+
+    /// A built-in tool's `x-mcp-header` parameters against the request's `Mcp-Param-*`
+    /// headers. Tools the caller cannot see, and external tools, are not checked here.
+    fn check_param_headers(
+        &self,
+        name: &str,
+        arguments: Option<&Value>,
+        exchange: &Exchange<'_>,
+    ) -> Result<(), McpError> {
+        let external = self.tools.external.as_ref().is_some_and(|s| s.owns(name));
+        match self.tools.registry.spec(name) {
+            Some(spec) if !external && (exchange.visible)(name) => {
+                param_headers::validate(&spec.input_schema, arguments, exchange.headers)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// `tools/list`, the hot path: each tool's listing was serialised once (at

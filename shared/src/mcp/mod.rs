@@ -8,6 +8,7 @@ mod dispatch;
 pub(crate) mod era;
 mod error;
 mod jsonrpc;
+mod param_headers;
 mod results;
 pub(crate) mod wire;
 
