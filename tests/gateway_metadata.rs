@@ -7,8 +7,10 @@
 //!   Python SDK client, which checks structured results against the schema, on both
 //!   eras);
 //! - a result over `MCP_REMOTE_RESULT_MAX_BYTES` (256 KB by default) is cut with a note
-//!   saying how much was left out, a small one is untouched, one over the read bound is
-//!   a clear error result; the 4 MB case's latency and peak memory are printed;
+//!   saying how much was left out, a small one is untouched, structured content too
+//!   large to keep is left out (an error result the Python SDK client accepts), one over
+//!   the read bound is a clear error result; the 4 MB case's latency and peak memory are
+//!   printed;
 //! - a remote tool named with 200 characters is listed under a name within the spec's
 //!   128 characters and charset, and can be called.
 
@@ -276,6 +278,42 @@ async fn a_large_remote_result_is_cut_with_a_note() {
         "{note}"
     );
     assert_ne!(large["isError"], true, "{large}");
+
+    // Structured content too large to keep is left out, and since the tool declares an
+    // output schema the result is an error result, which a validating client (the
+    // Python SDK) takes instead of refusing it; small structured content stays.
+    let structured = call(
+        &server,
+        &token,
+        "mcp__shop__big_structured",
+        json!({"size": 1_000_000}),
+    )
+    .await;
+    assert_eq!(structured["isError"], true, "{}", structured["content"][1]);
+    assert!(structured.get("structuredContent").is_none());
+    let note = texts(&structured)[1];
+    assert!(
+        note.contains("structured content was left out too"),
+        "{note}"
+    );
+    let report = python_client(
+        &server,
+        &token,
+        "2026-07-28",
+        "mcp__shop__big_structured",
+        json!({"size": 1_000_000}),
+    )
+    .await;
+    assert_eq!(report["is_error"], true, "{}", report["tools"]);
+    let whole = call(
+        &server,
+        &token,
+        "mcp__shop__big_structured",
+        json!({"size": 10}),
+    )
+    .await;
+    assert_eq!(whole["structuredContent"], json!({"data": "y".repeat(10)}));
+    assert_ne!(whole["isError"], true);
 
     // Over the read bound (8 MiB): nothing to cut, a clear error result.
     let huge = call(

@@ -13,7 +13,8 @@ always_fails (raises, so the result is isError), stall (never finishes); with --
 also bulk_000 … (K tools, each with a 15 kB description: a listing that must be bounded).
 Issue 16: with --metadata, also describe_order (a title, annotations, an output schema
 and structured content) and big_result(size) (plain text of `size` bytes, no structured
-content); with --long-name, also a tool whose name is 200 characters long.
+content) and big_structured(size) (the same as structured content, with an output
+schema); with --long-name, also a tool whose name is 200 characters long.
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ class OrderSummary(BaseModel):
     order_number: str
     status: str
     items: int
+
+
+class Blob(BaseModel):
+    data: str
 
 
 def build(name: str, bulk: int = 0, metadata: bool = False, long_name: bool = False) -> MCPServer:
@@ -81,6 +86,10 @@ def build(name: str, bulk: int = 0, metadata: bool = False, long_name: bool = Fa
         @server.tool(description="Returns `size` bytes of text.", structured_output=False)
         def big_result(size: int) -> str:
             return "x" * size
+
+        @server.tool(description="Returns `size` bytes of text, as structured data too.")
+        def big_structured(size: int) -> Blob:
+            return Blob(data="y" * size)
 
     if long_name:
         def long_tool() -> str:
