@@ -68,7 +68,13 @@ pub struct Config {
     pub s3_endpoint: Option<String>,
     /// `AWS_REGION`: where the upload bucket is (the console's upload script PUTs there).
     pub aws_region: Option<String>,
+    /// `MCP_REMOTE_RESULT_MAX_BYTES`: a forwarded tool result's content is cut to this
+    /// many bytes, with a note (issue 16); 256 KiB unless set, 1 KiB to 4 MiB.
+    pub remote_result_max_bytes: usize,
 }
+
+/// The largest `MCP_REMOTE_RESULT_MAX_BYTES`: a result must fit Lambda's 6 MB answer.
+const MAX_REMOTE_RESULT_BYTES: usize = 4 * 1024 * 1024;
 
 /// Password hashes running at once unless `MIROBODY_HASH_PERMITS` says otherwise.
 const DEFAULT_HASH_PERMITS: usize = 2;
@@ -235,6 +241,18 @@ impl Config {
                 .transpose()?,
             s3_endpoint: get("AWS_ENDPOINT_URL_S3").map(String::from),
             aws_region: get("AWS_REGION").map(String::from),
+            remote_result_max_bytes: match get("MCP_REMOTE_RESULT_MAX_BYTES") {
+                None => crate::external::DEFAULT_RESULT_MAX_BYTES,
+                Some(raw) => match raw.parse::<usize>() {
+                    Ok(bytes @ 1024..=MAX_REMOTE_RESULT_BYTES) => bytes,
+                    _ => {
+                        return Err(bad(
+                            "MCP_REMOTE_RESULT_MAX_BYTES",
+                            "must be a whole number of bytes from 1024 to 4194304 (4 MiB)",
+                        ));
+                    }
+                },
+            },
             runtime,
             host,
             port,
@@ -359,6 +377,23 @@ mod tests {
             !config.require_auth,
             "anonymous callers are served by default (A7)"
         );
+        assert_eq!(config.remote_result_max_bytes, 256 * 1024);
+    }
+
+    /// Issue 16, item 5: the result limit is checked at start.
+    #[test]
+    fn the_remote_result_limit_is_bounded() {
+        let with = |value: &str| {
+            Config::from_vars(
+                Runtime::Local,
+                vars(&[("MCP_REMOTE_RESULT_MAX_BYTES", value)]),
+            )
+        };
+        assert_eq!(with("65536").unwrap().remote_result_max_bytes, 65536);
+        for bad in ["0", "1023", "4194305", "256KB", "-1"] {
+            let err = with(bad).unwrap_err();
+            assert_eq!(err.setting, "MCP_REMOTE_RESULT_MAX_BYTES", "{bad}");
+        }
     }
 
     #[test]

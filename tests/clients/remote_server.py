@@ -3,7 +3,7 @@
 
 Usage:
     remote_server.py PORT [--token T] [--header NAME:VALUE] [--hang-file PATH] [--name N]
-                          [--bulk K]
+                          [--bulk K] [--metadata] [--long-name]
 
 The Python SDK's MCPServer (mcp==2.3.0, both eras: 2026-07-28 and the 2025 handshake)
 behind uvicorn on 127.0.0.1. With --token, requests need `Authorization: Bearer T`;
@@ -11,6 +11,10 @@ with --header, they need that header; otherwise 401. While --hang-file exists, e
 request hangs (a server that stopped answering). Tools: lookup_order, create_ticket,
 always_fails (raises, so the result is isError), stall (never finishes); with --bulk K,
 also bulk_000 … (K tools, each with a 15 kB description: a listing that must be bounded).
+Issue 16: with --metadata, also describe_order (a title, annotations, an output schema
+and structured content) and big_result(size) (plain text of `size` bytes, no structured
+content) and big_structured(size) (the same as structured content, with an output
+schema); with --long-name, also a tool whose name is 200 characters long.
 """
 
 from __future__ import annotations
@@ -22,9 +26,23 @@ import os
 import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel
+
+LONG_NAME = "long_" + "n" * 195
 
 
-def build(name: str, bulk: int = 0) -> MCPServer:
+class OrderSummary(BaseModel):
+    order_number: str
+    status: str
+    items: int
+
+
+class Blob(BaseModel):
+    data: str
+
+
+def build(name: str, bulk: int = 0, metadata: bool = False, long_name: bool = False) -> MCPServer:
     server = MCPServer(name=name, version="0.1")
 
     for i in range(bulk):
@@ -50,6 +68,35 @@ def build(name: str, bulk: int = 0) -> MCPServer:
         await asyncio.sleep(3600)
         return "too late"
 
+    if metadata:
+        @server.tool(
+            title="Describe an order",
+            description="An order's status and item count, as structured data.",
+            annotations=ToolAnnotations(
+                title="Order summary",
+                readOnlyHint=True,
+                destructiveHint=False,
+                idempotentHint=True,
+                openWorldHint=False,
+            ),
+        )
+        def describe_order(order_number: str) -> OrderSummary:
+            return OrderSummary(order_number=order_number, status="shipped", items=3)
+
+        @server.tool(description="Returns `size` bytes of text.", structured_output=False)
+        def big_result(size: int) -> str:
+            return "x" * size
+
+        @server.tool(description="Returns `size` bytes of text, as structured data too.")
+        def big_structured(size: int) -> Blob:
+            return Blob(data="y" * size)
+
+    if long_name:
+        def long_tool() -> str:
+            return "long name answered"
+
+        server.add_tool(long_tool, name=LONG_NAME, description="A tool with a 200-character name.")
+
     return server
 
 
@@ -61,9 +108,11 @@ def main() -> None:
     parser.add_argument("--hang-file")
     parser.add_argument("--name", default="shop-mcp")
     parser.add_argument("--bulk", type=int, default=0)
+    parser.add_argument("--metadata", action="store_true")
+    parser.add_argument("--long-name", action="store_true")
     ns = parser.parse_args()
 
-    mcp_app = build(ns.name, ns.bulk).streamable_http_app(
+    mcp_app = build(ns.name, ns.bulk, ns.metadata, ns.long_name).streamable_http_app(
         stateless_http=True,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )

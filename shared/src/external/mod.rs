@@ -15,6 +15,7 @@ mod api;
 mod credentials;
 mod naming;
 mod probe;
+mod results;
 mod tool_source;
 
 use std::sync::Arc;
@@ -32,6 +33,7 @@ use crate::store::{McpServerStore, StoreError};
 pub(crate) use api::{Changes, Registration};
 pub(crate) use credentials::AuthInput;
 pub(crate) use probe::PROBE_BUDGET;
+pub(crate) use results::DEFAULT_RESULT_MAX_BYTES;
 pub(crate) use tool_source::CONNECT_BUDGET;
 
 /// The external-server side of the app, built once per process.
@@ -43,6 +45,8 @@ pub(crate) struct ExternalServers {
     cache: tool_source::SnapshotCache,
     probe_budget: Duration,
     connect_budget: Duration,
+    /// A forwarded result's content is cut to this many bytes (`results`).
+    result_max_bytes: usize,
 }
 
 impl ExternalServers {
@@ -60,6 +64,7 @@ impl ExternalServers {
             cache: tool_source::SnapshotCache::default(),
             probe_budget: PROBE_BUDGET,
             connect_budget: CONNECT_BUDGET,
+            result_max_bytes: DEFAULT_RESULT_MAX_BYTES,
         }
     }
 
@@ -67,6 +72,12 @@ impl ExternalServers {
     pub(crate) fn with_budgets(mut self, probe: Duration, connect: Duration) -> Self {
         self.probe_budget = probe;
         self.connect_budget = connect;
+        self
+    }
+
+    /// Another limit for forwarded results (`MCP_REMOTE_RESULT_MAX_BYTES`).
+    pub(crate) fn with_result_limit(mut self, bytes: usize) -> Self {
+        self.result_max_bytes = bytes;
         self
     }
 }

@@ -92,6 +92,25 @@ mod tests {
         assert!(long.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
     }
 
+    /// Issue 16, item 8: a 200-character tool of a longest-named server is exposed
+    /// within the spec's 128 characters and charset, the same each time.
+    #[test]
+    fn long_names_stay_within_the_spec() {
+        let server = "s".repeat(32);
+        let tool = format!("long.{}", "n-".repeat(100));
+        let twin = tool.replace('.', "-");
+        let names = namespaced_tools(&server, [tool.as_str(), twin.as_str()]);
+        for name in &names {
+            assert!(name.len() <= MAX_NAME && MAX_NAME <= 128, "{name}");
+            assert!(name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+        }
+        assert_ne!(names[0], names[1]);
+        assert_eq!(
+            names,
+            namespaced_tools(&server, [tool.as_str(), twin.as_str()])
+        );
+    }
+
     #[test]
     fn colliding_tools_get_distinct_stable_names() {
         let names = namespaced_tools("s", ["a-b", "a.b", "c"]);

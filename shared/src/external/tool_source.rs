@@ -12,7 +12,8 @@
 //!
 //! A server that fails is left out with a note and recorded (`last_connect_error`); the
 //! others are unaffected. A forwarded call, connection included, ends within the probe
-//! budget (25 s), so the caller gets an answer before API Gateway's 30 s cut-off.
+//! budget (25 s), so the caller gets an answer before API Gateway's 30 s cut-off; its
+//! result is cut to the result limit (`results`).
 //! Never logs arguments, results or credentials.
 
 use std::collections::HashMap;
@@ -27,6 +28,7 @@ use super::ExternalServers;
 use super::credentials;
 use super::naming::{PREFIX, namespace, namespaced_tools};
 use super::probe::{CLOSE_TIMEOUT, connect_and_list};
+use super::results::bounded;
 use crate::domain::McpServerRecord;
 use crate::remote::{Dialect, HttpError, McpConnection, RemoteError, RemoteTool, ToolList};
 use crate::store::StoreError;
@@ -214,18 +216,39 @@ fn allowed(record: &McpServerRecord, tool: &str) -> bool {
         .is_none_or(|list| list.iter().any(|name| name == tool))
 }
 
+/// A remote tool's `tools/list` entry under its exposed `name`: its title, description,
+/// schemas and annotations as the client kept them (bounded, known keys only), and
+/// `_meta` naming the server and the remote tool.
 fn listing(record: &McpServerRecord, tool: &RemoteTool, name: &str) -> Box<RawValue> {
     let mut entry = Map::new();
     entry.insert("name".into(), name.into());
+    if let Some(title) = &tool.title {
+        entry.insert("title".into(), title.clone().into());
+    }
     if let Some(description) = &tool.description {
         entry.insert("description".into(), description.clone().into());
     }
     entry.insert("inputSchema".into(), tool.input_schema.clone());
+    if let Some(output) = &tool.output_schema {
+        entry.insert("outputSchema".into(), output.clone());
+    }
+    if let Some(annotations) = &tool.annotations {
+        entry.insert("annotations".into(), annotations.clone());
+    }
     entry.insert(
         "_meta".into(),
         json!({"io.mirobody/server": record.name, "io.mirobody/tool": tool.name}),
     );
     serde_json::value::to_raw_value(&entry).expect("a JSON map always serialises")
+}
+
+/// What a call answers when the remote's result is over the read bound: nothing of it
+/// could be read, so the model is told to ask for less.
+fn too_large(server: &str, limit: usize) -> String {
+    format!(
+        "the MCP server {server:?} answered with a result larger than {} MB, more than mirobody reads, so none of it can be shown; call the tool again asking for much less (a narrower range or fewer items)",
+        limit / (1024 * 1024)
+    )
 }
 
 impl ToolSource for ExternalServers {
@@ -465,12 +488,19 @@ impl ExternalServers {
                 ))
             };
             return Ok(match outcome {
-                Ok(Ok(result)) => ToolOutput::forwarded(result),
+                Ok(Ok(result)) => bounded(
+                    ToolOutput::forwarded(result),
+                    self.result_max_bytes,
+                    tool.output_schema.is_some(),
+                ),
                 Ok(Err(RemoteError::Remote { message, .. })) => ToolOutput::Error(format!(
                     "the MCP server {:?} returned an error: {message}",
                     record.name
                 )),
                 Ok(Err(RemoteError::Http(HttpError::Timeout))) | Err(_) => late(),
+                Ok(Err(RemoteError::Http(HttpError::TooLarge { limit }))) => {
+                    ToolOutput::Error(too_large(&record.name, limit))
+                }
                 Ok(Err(error)) => ToolOutput::Error(format!(
                     "the call to the MCP server {:?} failed: {error}",
                     record.name
@@ -511,6 +541,7 @@ mod tests {
                 name: format!("t{i}"),
                 description: Some("d".repeat(1000)),
                 input_schema: json!({"type": "object"}),
+                ..RemoteTool::default()
             })
             .collect();
         let list = ToolList {

@@ -55,6 +55,15 @@ pub(crate) const MAX_TOOL_SCHEMA: usize = 16 * 1024;
 /// past it are left out.
 pub(crate) const MAX_LISTING_BYTES: usize = 256 * 1024;
 
+/// A tool's `title` (and `annotations.title`) is cut to this many characters.
+pub(crate) const MAX_TOOL_TITLE: usize = 200;
+
+/// A `tools/call` answer is read up to this many bytes (issue 16: a large result is
+/// cut down to the gateway's result limit after it is read, so this bound is what a
+/// result may reach before the call fails instead; at most 4 MiB of content plus the
+/// JSON-RPC envelope, JSON escaping and the event-stream framing).
+pub(crate) const MAX_CALL_BYTES: usize = 8 * 1024 * 1024;
+
 /// A server's tools, bounded: those kept, in its order, and what was left out.
 #[derive(Debug, Default)]
 pub(crate) struct ToolList {
@@ -135,12 +144,38 @@ fn protocol(detail: impl Into<String>) -> RemoteError {
     RemoteError::Protocol(detail.into())
 }
 
-/// One tool as the remote server describes it.
-#[derive(Debug, Clone, PartialEq)]
+/// One tool as the remote server describes it, reduced to what is passed on: the
+/// known, well-typed fields, each bounded.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct RemoteTool {
     pub name: String,
+    /// `title`, cut to [`MAX_TOOL_TITLE`] characters.
+    pub title: Option<String>,
     pub description: Option<String>,
     pub input_schema: Value,
+    /// `outputSchema` when it is an object schema (`"type": "object"`, what every era
+    /// of the protocol accepts) of at most [`MAX_TOOL_SCHEMA`] bytes.
+    pub output_schema: Option<Value>,
+    /// `annotations` with only the spec's keys of the right types (`title` a string,
+    /// the four hints booleans); `None` when none is left.
+    pub annotations: Option<Value>,
+}
+
+impl RemoteTool {
+    /// The bytes its listing entry carries of the remote's text and schemas.
+    fn listing_bytes(&self, input_schema_bytes: usize) -> usize {
+        let json_len = |value: &Option<Value>| {
+            value
+                .as_ref()
+                .map_or(0, |v| serde_json::to_vec(v).map_or(0, |bytes| bytes.len()))
+        };
+        self.name.len()
+            + self.title.as_ref().map_or(0, String::len)
+            + self.description.as_ref().map_or(0, String::len)
+            + input_schema_bytes
+            + json_len(&self.output_schema)
+            + json_len(&self.annotations)
+    }
 }
 
 /// An open connection to one remote MCP server.
@@ -248,7 +283,9 @@ impl McpConnection {
         self.protocol_version = MODERN_VERSION.to_string();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body = self.request_body(id, "server/discover", json!({}));
-        let response = self.post(&body, "server/discover", None).await?;
+        let response = self
+            .post(&body, "server/discover", None, DEFAULT_MAX_BYTES)
+            .await?;
         if matches!(
             response.status,
             StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
@@ -304,7 +341,9 @@ impl McpConnection {
             "capabilities": {},
             "clientInfo": client_info(),
         });
-        let (result, headers) = self.exchange("initialize", params, None).await?;
+        let (result, headers) = self
+            .exchange("initialize", params, None, DEFAULT_MAX_BYTES)
+            .await?;
         let result = result
             .as_object()
             .ok_or_else(|| protocol("initialize result is not an object"))?;
@@ -376,7 +415,9 @@ impl McpConnection {
                 None => json!({}),
             };
             // One page is read whole (at most 4 MiB) and cut down as it is parsed.
-            let (result, _) = self.exchange("tools/list", params, None).await?;
+            let (result, _) = self
+                .exchange("tools/list", params, None, DEFAULT_MAX_BYTES)
+                .await?;
             let page = result
                 .get("tools")
                 .and_then(Value::as_array)
@@ -402,9 +443,7 @@ impl McpConnection {
                     list.oversized += 1;
                     continue;
                 }
-                let size = tool.name.len()
-                    + tool.description.as_ref().map_or(0, String::len)
-                    + schema_bytes;
+                let size = tool.listing_bytes(schema_bytes);
                 if bytes + size > MAX_LISTING_BYTES {
                     list.truncated = true;
                     return Ok(list);
@@ -429,7 +468,8 @@ impl McpConnection {
 
     /// Calls `tool` with `arguments`; returns the `CallToolResult` object as sent. A
     /// JSON-RPC error becomes [`RemoteError::Remote`]; a tool error (`isError: true`)
-    /// is a normal result. A 2026-07-28 tool that asks for more input
+    /// is a normal result; an answer over [`MAX_CALL_BYTES`] is
+    /// [`HttpError::TooLarge`]. A 2026-07-28 tool that asks for more input
     /// (`input_required`) cannot be answered on the user's behalf: a protocol error.
     pub(crate) async fn call_tool(
         &self,
@@ -449,7 +489,10 @@ impl McpConnection {
             }
         }
         let params = json!({ "name": tool.name, "arguments": arguments });
-        let (result, _) = self.exchange("tools/call", params, Some(extra)).await?;
+        // Read up to [`MAX_CALL_BYTES`]: the gateway cuts a large result down itself.
+        let (result, _) = self
+            .exchange("tools/call", params, Some(extra), MAX_CALL_BYTES)
+            .await?;
         if !result.is_object() {
             return Err(protocol("tools/call result is not an object"));
         }
@@ -522,24 +565,24 @@ impl McpConnection {
         body: &Value,
         method: &str,
         extra: Option<HeaderMap>,
+        max_bytes: usize,
     ) -> Result<RemoteResponse, RemoteError> {
         let headers = self.headers(method, extra);
-        Ok(self
-            .endpoint
-            .post_json(&headers, body, DEFAULT_MAX_BYTES)
-            .await?)
+        Ok(self.endpoint.post_json(&headers, body, max_bytes).await?)
     }
 
-    /// Sends a request and returns its `result` and the response headers.
+    /// Sends a request and returns its `result` and the response headers; the answer
+    /// is read up to `max_bytes`.
     async fn exchange(
         &self,
         method: &str,
         params: Value,
         extra: Option<HeaderMap>,
+        max_bytes: usize,
     ) -> Result<(Value, HeaderMap), RemoteError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body = self.request_body(id, method, params);
-        let response = self.post(&body, method, extra).await?;
+        let response = self.post(&body, method, extra, max_bytes).await?;
         if response.status != StatusCode::OK {
             return Err(status_error(method, response.status));
         }
@@ -550,7 +593,7 @@ impl McpConnection {
 
     async fn notify(&self, method: &str) -> Result<(), RemoteError> {
         let body = json!({"jsonrpc": "2.0", "method": method});
-        let response = self.post(&body, method, None).await?;
+        let response = self.post(&body, method, None, DEFAULT_MAX_BYTES).await?;
         match response.status {
             StatusCode::ACCEPTED | StatusCode::OK | StatusCode::NO_CONTENT => Ok(()),
             status => Err(status_error(method, status)),
@@ -745,12 +788,52 @@ fn parse_tool(tool: &Value) -> Result<RemoteTool, RemoteError> {
     };
     Ok(RemoteTool {
         name: name.to_string(),
+        title: tool
+            .get("title")
+            .and_then(Value::as_str)
+            .map(|text| cut(text, MAX_TOOL_TITLE)),
         description: tool
             .get("description")
             .and_then(Value::as_str)
             .map(|text| cut(text, MAX_TOOL_DESCRIPTION)),
         input_schema,
+        output_schema: tool.get("outputSchema").and_then(output_schema),
+        annotations: tool.get("annotations").and_then(annotations),
     })
+}
+
+/// An `outputSchema` worth passing on: an object schema (`"type": "object"`, which the
+/// 2025 revisions require and every client takes) of at most [`MAX_TOOL_SCHEMA`] bytes.
+/// Anything else is dropped; the tool itself stays.
+fn output_schema(schema: &Value) -> Option<Value> {
+    let object = schema.as_object()?;
+    if object.get("type").and_then(Value::as_str) != Some("object") {
+        return None;
+    }
+    let bytes = serde_json::to_vec(schema).map_or(usize::MAX, |v| v.len());
+    (bytes <= MAX_TOOL_SCHEMA).then(|| schema.clone())
+}
+
+/// The spec's `ToolAnnotations` keys with the right JSON types (`title` cut to
+/// [`MAX_TOOL_TITLE`] characters); every other key or type is dropped.
+fn annotations(annotations: &Value) -> Option<Value> {
+    const HINTS: [&str; 4] = [
+        "readOnlyHint",
+        "destructiveHint",
+        "idempotentHint",
+        "openWorldHint",
+    ];
+    let given = annotations.as_object()?;
+    let mut kept = Map::new();
+    if let Some(title) = given.get("title").and_then(Value::as_str) {
+        kept.insert("title".into(), cut(title, MAX_TOOL_TITLE).into());
+    }
+    for hint in HINTS {
+        if let Some(flag) = given.get(hint).and_then(Value::as_bool) {
+            kept.insert(hint.into(), flag.into());
+        }
+    }
+    (!kept.is_empty()).then_some(Value::Object(kept))
 }
 
 /// `text` cut to `max_chars` characters, with an ellipsis when something was cut.

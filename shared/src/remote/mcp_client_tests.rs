@@ -471,8 +471,8 @@ async fn a_tool_asking_for_input_is_a_protocol_error() {
     let connection = connect_to(addr).await.unwrap();
     let tool = RemoteTool {
         name: "ask".into(),
-        description: None,
         input_schema: json!({"type": "object"}),
+        ..RemoteTool::default()
     };
     let err = connection.call_tool(&tool, Map::new()).await.unwrap_err();
     assert!(matches!(err, RemoteError::Protocol(_)), "{err:?}");
@@ -496,4 +496,58 @@ async fn a_legacy_session_is_ended_on_close() {
     assert!(last.starts_with("delete /mcp"), "{last}");
     assert!(last.contains("mcp-session-id: s-1"), "{last}");
     assert!(last.contains(&format!("bearer {SECRET}")), "{last}");
+}
+
+/// Issue 16, item 5: a tool's title, annotations and output schema are kept, reduced to
+/// the spec's keys and types and bounded; anything else is dropped, the tool stays.
+#[test]
+fn tool_metadata_is_kept_typed_and_bounded() {
+    let tool = parse_tool(&json!({
+        "name": "describe",
+        "title": "t".repeat(MAX_TOOL_TITLE + 50),
+        "inputSchema": {"type": "object"},
+        "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+        "annotations": {
+            "title": "Order summary",
+            "readOnlyHint": true,
+            "destructiveHint": "no",
+            "idempotentHint": false,
+            "openWorldHint": null,
+            "x-secret": {"big": "y"}
+        },
+        "icons": [{"src": "https://example.com/i.png"}]
+    }))
+    .unwrap();
+    assert_eq!(
+        tool.title.as_ref().unwrap().chars().count(),
+        MAX_TOOL_TITLE + 1
+    );
+    assert_eq!(
+        tool.output_schema,
+        Some(json!({"type": "object", "properties": {"n": {"type": "integer"}}}))
+    );
+    assert_eq!(
+        tool.annotations,
+        Some(json!({"title": "Order summary", "readOnlyHint": true, "idempotentHint": false}))
+    );
+
+    let odd = parse_tool(&json!({
+        "name": "odd",
+        "title": 7,
+        "outputSchema": {"type": "array", "items": {"type": "string"}},
+        "annotations": {"destructiveHint": "yes"}
+    }))
+    .unwrap();
+    assert_eq!(
+        (odd.title, odd.output_schema, odd.annotations),
+        (None, None, None)
+    );
+
+    let huge = parse_tool(&json!({
+        "name": "huge",
+        "outputSchema": {"type": "object", "description": "d".repeat(MAX_TOOL_SCHEMA)},
+        "annotations": []
+    }))
+    .unwrap();
+    assert_eq!((huge.output_schema, huge.annotations), (None, None));
 }
