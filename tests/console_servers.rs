@@ -4,7 +4,8 @@
 //! table; a dead URL is refused in words with what was typed kept (never the credential);
 //! edit, switch off and on, probe again (also failing: the error in the row), delete; a
 //! post without the CSRF token is refused and changes nothing; another user never sees
-//! the row and cannot touch it.
+//! the row and cannot touch it. Issue 16: a server added switched off is saved without a
+//! probe; the toggle probes it.
 
 use e2e::remote_server::RemoteServer;
 use e2e::{Reply, Server, encode_form, send};
@@ -357,4 +358,58 @@ async fn console_servers_add_edit_toggle_probe_and_delete() {
     // Signed out: the page sends you to sign in.
     let anonymous = send("GET", &server.url("/console/servers"), &[], None).await;
     assert_eq!(anonymous.status, 303);
+}
+
+/// Issue 16 item 1 on the page: a server added with "Enabled" unchecked is saved without
+/// contacting it (a loopback listener counts connections); the toggle then probes, and a
+/// server that does not answer is refused in words and stays switched off.
+#[tokio::test(flavor = "multi_thread")]
+async fn console_adds_switched_off_without_a_probe_and_the_toggle_probes() {
+    let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let offline = format!(
+        "http://127.0.0.1:{}/mcp",
+        listener.local_addr().unwrap().port()
+    );
+    let contacts = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = contacts.clone();
+    std::thread::spawn(move || {
+        for socket in listener.incoming() {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(socket);
+        }
+    });
+    let server = Server::start(&[
+        ("MIROBODY_REMOTE_DEV_LOOPBACK", "true"),
+        ("MIROBODY_REMOTE_TIMEOUT_SECS", "4"),
+    ]);
+    let kim = sign_up(&server, "kim@example.com").await;
+    let added = kim
+        .post(
+            &server,
+            "/console/servers",
+            &[
+                ("name", "later"),
+                ("url", offline.as_str()),
+                ("auth_type", "bearer"),
+                ("credential", DEAD_SECRET),
+                ("allowed_tools", ""),
+            ],
+            true,
+        )
+        .await;
+    assert_redirect(&added, "/console/servers?done=added-off");
+    let page = kim.get(&server, "/console/servers?done=added-off").await;
+    assert!(page.body.contains("saved switched off"), "{}", page.body);
+    let later = row(&page.body, "later").expect("the row");
+    assert_eq!(cell(later, "enabled"), "no");
+    assert_eq!(contacts.load(std::sync::atomic::Ordering::SeqCst), 0);
+
+    let on = kim
+        .post(&server, "/console/servers/later/toggle", &[], true)
+        .await;
+    assert_eq!(on.status, 422, "{}", on.body);
+    assert!(on.body.contains("could not be switched on"), "{}", on.body);
+    assert!(!on.body.contains(DEAD_SECRET));
+    assert!(contacts.load(std::sync::atomic::Ordering::SeqCst) > 0);
+    assert_eq!(cell(row(&on.body, "later").unwrap(), "enabled"), "no");
 }

@@ -4,6 +4,8 @@
 //! `ExternalServers` (the same ones the JSON API calls); a refusal (a probe that failed,
 //! a taken name) is shown in words on the page with its status, and the form keeps what
 //! was typed except the credential. A credential is never shown back: only "set".
+//! The registry's rules hold here as in the API: a server added switched off is saved
+//! without contacting it; switching one on probes it and is refused if it does not answer.
 
 use bytes::Bytes;
 use http::{Request, StatusCode};
@@ -137,6 +139,9 @@ fn path_of(name: &str) -> String {
 fn done_words(done: &str) -> Option<&'static str> {
     Some(match done {
         "added" => "The server was added and its tools listed.",
+        "added-off" => {
+            "The server was saved switched off, without contacting it; switch it on to list its tools."
+        }
         "saved" => "The server was saved.",
         "enabled" => "The server was switched on.",
         "disabled" => "The server was switched off.",
@@ -314,7 +319,8 @@ impl ConsoleApi {
             self.external.create_server(&caller, registration).await
         };
         match outcome.await {
-            Ok(_) => Ok(redirect("/console/servers?done=added")),
+            Ok(record) if record.enabled => Ok(redirect("/console/servers?done=added")),
+            Ok(_) => Ok(redirect("/console/servers?done=added-off")),
             Err(error) => self.servers_refused(session, &error, &draft).await,
         }
     }

@@ -7,8 +7,11 @@
 //!   /api/user/mcp-servers/{name}`, `POST /api/user/mcp-servers/{name}/probe`.
 //!
 //! Owns request parsing and validation and the order of a write: check the url with
-//! the guard, seal the credential, probe, then one conditional store write. A view
-//! shows the auth type and header name only, never a credential.
+//! the guard (every non-empty url), seal the credential, probe (only an entry that is
+//! or becomes enabled: a disabled one is recorded as given, an empty url allowed only
+//! while disabled; a failed switch-on leaves the entry as it was), then one
+//! conditional store write. A view shows the auth type and header name only, never a
+//! credential.
 
 use bytes::Bytes;
 use http::{Response, StatusCode};
@@ -288,13 +291,9 @@ impl ExternalServers {
                 };
                 self.update(caller, record, changes).await?;
             } else {
-                let url = entry
-                    .url
-                    .filter(|url| !url.trim().is_empty())
-                    .ok_or_else(|| RegistryError::bad_request("url is required"))?;
                 let registration = Registration {
                     name,
-                    url,
+                    url: entry.url.unwrap_or_default(),
                     auth: auth.unwrap_or(AuthInput::None),
                     allowed_tools: entry.allowed_tools.flatten(),
                     enabled: entry.enabled.unwrap_or(true),
@@ -541,14 +540,27 @@ impl ExternalServers {
         if existing.iter().any(|r| namespace(&r.name) == wanted) {
             return Err(RegistryError::name_taken(&registration.name));
         }
-        let check = self.http.guard().check(&registration.url);
-        let checked = tokio::time::timeout(self.probe_budget, check)
-            .await
-            .map_err(|_| RegistryError::invalid_url("the host name did not resolve in time"))?
-            .map_err(|refusal| RegistryError::invalid_url(refusal.to_string()))?;
-        let url = checked.url().to_string();
+        // An empty url only while disabled (a configuration recorded for later); every
+        // other url goes through the guard, enabled or not.
+        let url = if registration.url.trim().is_empty() {
+            if registration.enabled {
+                return Err(RegistryError::bad_request("url is required"));
+            }
+            String::new()
+        } else {
+            let check = self.http.guard().check(&registration.url);
+            let checked = tokio::time::timeout(self.probe_budget, check)
+                .await
+                .map_err(|_| RegistryError::invalid_url("the host name did not resolve in time"))?
+                .map_err(|refusal| RegistryError::invalid_url(refusal.to_string()))?;
+            checked.url().to_string()
+        };
         if existing.iter().any(|r| r.url == url) {
-            return Err(RegistryError::url_taken());
+            return Err(if url.is_empty() {
+                RegistryError::url_less_taken()
+            } else {
+                RegistryError::url_taken()
+            });
         }
         let (auth, sealed_credential) =
             credentials::seal(&self.sealer, user, &url, &registration.auth)
@@ -569,11 +581,15 @@ impl ExternalServers {
             last_connected_at: None,
             last_connect_error: None,
         };
-        let headers = credentials::headers(&self.sealer, user, &record)
-            .map_err(RegistryError::bad_request)?;
-        let seen = probe::probe(&self.http, &record.url, &headers, self.probe_budget).await?;
-        self.apply_probe(&mut record, &seen, now);
-        probe::check_allowed(record.allowed_tools.as_deref(), &record.tools)?;
+        // Saved disabled: recorded as given, never contacted (its tools are listed when
+        // it is switched on, which probes). Saved enabled: probed first.
+        if record.enabled {
+            let headers = credentials::headers(&self.sealer, user, &record)
+                .map_err(RegistryError::bad_request)?;
+            let seen = probe::probe(&self.http, &record.url, &headers, self.probe_budget).await?;
+            self.apply_probe(&mut record, &seen, now);
+            probe::check_allowed(record.allowed_tools.as_deref(), &record.tools)?;
+        }
         match self
             .store
             .create_mcp_server(user, &record)
@@ -581,6 +597,9 @@ impl ExternalServers {
             .map_err(RegistryError::unavailable)?
         {
             McpServerWrite::Written => Ok(record),
+            McpServerWrite::UrlTaken if record.url.is_empty() => {
+                Err(RegistryError::url_less_taken())
+            }
             McpServerWrite::UrlTaken => Err(RegistryError::url_taken()),
             McpServerWrite::LimitReached => Err(too_many_servers()),
             _ => Err(RegistryError::name_taken(&record.name)),
@@ -600,7 +619,11 @@ impl ExternalServers {
             return Err(RegistryError::immutable("name"));
         }
         if let Some(url) = &changes.url {
-            let same = url::Url::parse(url.trim()).is_ok_and(|u| u.as_str() == record.url);
+            let same = if record.url.is_empty() {
+                url.trim().is_empty()
+            } else {
+                url::Url::parse(url.trim()).is_ok_and(|u| u.as_str() == record.url)
+            };
             if !same {
                 return Err(RegistryError::immutable("url"));
             }
@@ -618,21 +641,43 @@ impl ExternalServers {
             reprobe |= probe::check_allowed(allowed.as_deref(), &record.tools).is_err();
             record.allowed_tools = allowed;
         }
+        let switching_on = changes.enabled == Some(true) && !record.enabled;
         if let Some(enabled) = changes.enabled {
-            reprobe |= enabled && !record.enabled;
             record.enabled = enabled;
         }
         if let Some(order) = changes.order {
             record.order = order;
         }
         let now = self.clock.now();
-        if reprobe {
+        // A disabled entry is saved as given, never contacted. Switching one on probes
+        // first; a failed probe refuses the whole update and the stored entry stays
+        // as it was (still disabled).
+        if switching_on {
+            if record.url.is_empty() {
+                return Err(RegistryError::bad_request(
+                    "a server without a url cannot be switched on",
+                ));
+            }
+            let headers = credentials::headers(&self.sealer, user, &record)
+                .map_err(|why| RegistryError::switch_on_failed(&why))?;
+            let seen = probe::probe_or(
+                &self.http,
+                &record.url,
+                &headers,
+                self.probe_budget,
+                RegistryError::switch_on_failed,
+            )
+            .await?;
+            self.apply_probe(&mut record, &seen, now);
+        } else if reprobe && record.enabled {
             let headers = credentials::headers(&self.sealer, user, &record)
                 .map_err(RegistryError::bad_request)?;
             let seen = probe::probe(&self.http, &record.url, &headers, self.probe_budget).await?;
             self.apply_probe(&mut record, &seen, now);
         }
-        probe::check_allowed(record.allowed_tools.as_deref(), &record.tools)?;
+        if record.enabled {
+            probe::check_allowed(record.allowed_tools.as_deref(), &record.tools)?;
+        }
         record.updated_at = now;
         self.replace(caller, &record).await?;
         Ok(record)
