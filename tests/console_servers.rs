@@ -5,7 +5,7 @@
 //! edit, switch off and on, probe again (also failing: the error in the row), delete; a
 //! post without the CSRF token is refused and changes nothing; another user never sees
 //! the row and cannot touch it. Issue 16: a server added switched off is saved without a
-//! probe; the toggle probes it.
+//! probe; the toggle probes it; the edit form renames.
 
 use e2e::remote_server::RemoteServer;
 use e2e::{Reply, Server, encode_form, send};
@@ -412,4 +412,101 @@ async fn console_adds_switched_off_without_a_probe_and_the_toggle_probes() {
     assert!(!on.body.contains(DEAD_SECRET));
     assert!(contacts.load(std::sync::atomic::Ordering::SeqCst) > 0);
     assert_eq!(cell(row(&on.body, "later").unwrap(), "enabled"), "no");
+}
+
+/// Issue 16 item 4 on the page: the edit form's name field renames the server (then the
+/// edit page of the new name), its credential kept; a taken name is refused in words
+/// with what was typed kept.
+#[tokio::test(flavor = "multi_thread")]
+async fn console_edit_renames_a_server() {
+    let remote = RemoteServer::start(&["--token", REMOTE_TOKEN]);
+    let url = remote.url();
+    let server = Server::start(&[
+        ("MIROBODY_REMOTE_DEV_LOOPBACK", "true"),
+        ("MIROBODY_REMOTE_TIMEOUT_SECS", "4"),
+    ]);
+    let lee = sign_up(&server, "lee@example.com").await;
+    let added = lee
+        .post(
+            &server,
+            "/console/servers",
+            &[
+                ("name", "shop"),
+                ("url", url.as_str()),
+                ("auth_type", "bearer"),
+                ("credential", REMOTE_TOKEN),
+                ("enabled", "on"),
+                ("allowed_tools", ""),
+            ],
+            true,
+        )
+        .await;
+    assert_redirect(&added, "/console/servers?done=added");
+    let spare = lee
+        .post(
+            &server,
+            "/console/servers",
+            &[
+                ("name", "spare"),
+                ("url", "http://127.0.0.1:9/mcp"),
+                ("auth_type", "none"),
+                ("allowed_tools", ""),
+            ],
+            true,
+        )
+        .await;
+    assert_redirect(&spare, "/console/servers?done=added-off");
+
+    let edit = lee.get(&server, "/console/servers/shop").await;
+    assert!(edit.body.contains("id=\"server-rename\""), "{}", edit.body);
+    assert!(edit.body.contains("value=\"shop\""));
+    let renamed = lee
+        .post(
+            &server,
+            "/console/servers/shop",
+            &[
+                ("name", "store"),
+                ("auth_type", "bearer"),
+                ("credential", ""),
+                ("allowed_tools", ""),
+                ("enabled", "on"),
+            ],
+            true,
+        )
+        .await;
+    assert_redirect(&renamed, "/console/servers/store");
+    let page = lee.get(&server, "/console/servers").await;
+    assert!(row(&page.body, "shop").is_none(), "{}", page.body);
+    let store = row(&page.body, "store").expect("the renamed row");
+    assert_eq!(cell(store, "auth"), "bearer token (set)");
+    assert!(cell(store, "tools").contains("lookup_order"));
+    // The kept credential still opens: probing again with it succeeds.
+    let probed = lee
+        .post(&server, "/console/servers/store/probe", &[], true)
+        .await;
+    assert_redirect(&probed, "/console/servers?done=probed");
+
+    let taken = lee
+        .post(
+            &server,
+            "/console/servers/store",
+            &[
+                ("name", "spare"),
+                ("auth_type", "bearer"),
+                ("allowed_tools", ""),
+                ("enabled", "on"),
+            ],
+            true,
+        )
+        .await;
+    assert_eq!(taken.status, 409, "{}", taken.body);
+    assert!(
+        taken.body.contains("is already registered"),
+        "{}",
+        taken.body
+    );
+    assert!(taken.body.contains("value=\"spare\""));
+    let page = lee.get(&server, "/console/servers").await;
+    assert!(row(&page.body, "store").is_some());
+    assert!(cell(row(&page.body, "spare").unwrap(), "enabled").contains("no"));
 }

@@ -61,7 +61,8 @@ struct CreateRequest {
     order: Option<i64>,
 }
 
-/// `PATCH /api/user/mcp-servers/{name}`. `name` and `url` may be sent unchanged.
+/// `PATCH /api/user/mcp-servers/{name}`. `url` may be sent unchanged; another `name`
+/// renames the server.
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct UpdateRequest {
@@ -606,8 +607,9 @@ impl ExternalServers {
         }
     }
 
-    /// D7: update what may change; probe again when the credential changes, when the
-    /// server is switched on, or when `allowed_tools` names a tool the snapshot lacks.
+    /// D7: update what may change (a new name renames); probe again when the
+    /// credential changes, when the server is switched on, or when `allowed_tools` names
+    /// a tool the snapshot lacks (only for an entry that is or becomes enabled).
     async fn update(
         &self,
         caller: &Caller,
@@ -615,8 +617,23 @@ impl ExternalServers {
         changes: Changes,
     ) -> Result<McpServerRecord, RegistryError> {
         let user = &caller.user_id;
-        if changes.name.as_deref().is_some_and(|n| n != record.name) {
-            return Err(RegistryError::immutable("name"));
+        let old_name = record.name.clone();
+        if let Some(name) = changes.name.filter(|name| *name != record.name) {
+            check_name(&name)?;
+            // Unique by tool namespace too (as on create), the server itself aside.
+            let wanted = namespace(&name);
+            let others = self
+                .store
+                .mcp_servers(user)
+                .await
+                .map_err(RegistryError::unavailable)?;
+            if others
+                .iter()
+                .any(|r| r.name != old_name && namespace(&r.name) == wanted)
+            {
+                return Err(RegistryError::name_taken(&name));
+            }
+            record.name = name;
         }
         if let Some(url) = &changes.url {
             let same = if record.url.is_empty() {
@@ -679,8 +696,36 @@ impl ExternalServers {
             probe::check_allowed(record.allowed_tools.as_deref(), &record.tools)?;
         }
         record.updated_at = now;
-        self.replace(caller, &record).await?;
+        if record.name == old_name {
+            self.replace(caller, &record).await?;
+        } else {
+            self.rename(caller, &old_name, &record).await?;
+        }
         Ok(record)
+    }
+
+    /// D7 and issue 16: one conditional store write moves the record (its sealed
+    /// credential is bound to the account and the url, not the name, so it opens as
+    /// before); both names' snapshots are dropped.
+    async fn rename(
+        &self,
+        caller: &Caller,
+        old: &str,
+        record: &McpServerRecord,
+    ) -> Result<(), RegistryError> {
+        let written = self
+            .store
+            .rename_mcp_server(&caller.user_id, old, record)
+            .await
+            .map_err(RegistryError::unavailable)?;
+        self.cache.forget(&caller.user_id, old);
+        self.cache.forget(&caller.user_id, &record.name);
+        match written {
+            McpServerWrite::Written => Ok(()),
+            McpServerWrite::NameTaken => Err(RegistryError::name_taken(&record.name)),
+            McpServerWrite::UrlChanged => Err(RegistryError::immutable("url")),
+            _ => Err(RegistryError::not_found(old)),
+        }
     }
 
     fn apply_probe(&self, record: &mut McpServerRecord, seen: &Probe, now: u64) {

@@ -500,3 +500,131 @@ pub(super) async fn mcp_server_limit_holds_in_the_write(store: &dyn Store, user:
         MAX_MCP_SERVERS
     );
 }
+
+pub(super) async fn mcp_server_rename_moves_everything_at_once(store: &dyn Store, user: &str) {
+    let url = "https://weather.example/mcp";
+    let original = McpServerRecord {
+        last_connected_at: Some(1_800_000_000),
+        last_connect_error: Some("HTTP 503 from server".to_string()),
+        ..mcp_server("weather", url)
+    };
+    let bystander = mcp_server("other", "https://other.example/mcp");
+    for server in [&original, &bystander] {
+        store.create_mcp_server(user, server).await.unwrap();
+    }
+
+    // Renamed: every field (the sealed credential as given) under the new name.
+    let renamed = McpServerRecord {
+        name: "forecast".to_string(),
+        updated_at: 1_800_000_100,
+        ..original.clone()
+    };
+    assert_eq!(
+        store
+            .rename_mcp_server(user, "weather", &renamed)
+            .await
+            .unwrap(),
+        McpServerWrite::Written
+    );
+    assert_eq!(store.mcp_server(user, "weather").await.unwrap(), None);
+    assert_eq!(
+        store.mcp_server(user, "forecast").await.unwrap(),
+        Some(renamed.clone()),
+        "everything kept"
+    );
+    assert_eq!(
+        names(&store.mcp_servers(user).await.unwrap()),
+        ["forecast", "other"]
+    );
+    // The url stays claimed (by the new name), the old name is free.
+    assert_eq!(
+        store
+            .create_mcp_server(user, &mcp_server("third", url))
+            .await
+            .unwrap(),
+        McpServerWrite::UrlTaken
+    );
+    assert_eq!(
+        store.replace_mcp_server(user, &renamed).await.unwrap(),
+        McpServerWrite::Written,
+        "the renamed record is replaced like any other"
+    );
+
+    // Missing old, another url, a taken new name: nothing written.
+    let ghost = McpServerRecord {
+        name: "anything".to_string(),
+        ..mcp_server("ghost", "https://ghost.example/mcp")
+    };
+    assert_eq!(
+        store
+            .rename_mcp_server(user, "ghost", &ghost)
+            .await
+            .unwrap(),
+        McpServerWrite::Missing
+    );
+    let moved = McpServerRecord {
+        name: "elsewhere".to_string(),
+        url: "https://moved.example/mcp".to_string(),
+        ..renamed.clone()
+    };
+    assert_eq!(
+        store
+            .rename_mcp_server(user, "forecast", &moved)
+            .await
+            .unwrap(),
+        McpServerWrite::UrlChanged
+    );
+    let onto = McpServerRecord {
+        name: "other".to_string(),
+        ..renamed.clone()
+    };
+    assert_eq!(
+        store
+            .rename_mcp_server(user, "forecast", &onto)
+            .await
+            .unwrap(),
+        McpServerWrite::NameTaken
+    );
+    assert_eq!(
+        store.mcp_servers(user).await.unwrap(),
+        vec![renamed.clone(), bystander.clone()],
+        "refused renames wrote nothing"
+    );
+
+    // Two racing renames of one server: one wins, the other finds it gone.
+    let to_a = McpServerRecord {
+        name: "alpha".to_string(),
+        ..renamed.clone()
+    };
+    let to_b = McpServerRecord {
+        name: "bravo".to_string(),
+        ..renamed.clone()
+    };
+    let (a, b) = tokio::join!(
+        store.rename_mcp_server(user, "forecast", &to_a),
+        store.rename_mcp_server(user, "forecast", &to_b),
+    );
+    let mut outcomes = [a.unwrap(), b.unwrap()];
+    outcomes.sort_by_key(|o| format!("{o:?}"));
+    assert_eq!(outcomes, [McpServerWrite::Missing, McpServerWrite::Written]);
+    let left = store.mcp_servers(user).await.unwrap();
+    assert_eq!(left.len(), 2, "one copy, not two: {:?}", names(&left));
+    let winner = left.iter().find(|s| s.name != "other").unwrap();
+    assert!(["alpha", "bravo"].contains(&winner.name.as_str()));
+    assert_eq!(winner.url, url);
+
+    // Deleting the winner frees the url: its claim moved with it.
+    assert!(
+        store
+            .delete_mcp_server(user, &winner.name.clone())
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store
+            .create_mcp_server(user, &mcp_server("weather", url))
+            .await
+            .unwrap(),
+        McpServerWrite::Written
+    );
+}

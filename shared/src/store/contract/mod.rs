@@ -205,6 +205,7 @@ contract! { |store, user, now|
         &user("mcp-both"),
         &user("mcp-next"),
     );
+    mcp_servers::mcp_server_rename_moves_everything_at_once(store, &user("mcp-rename"));
 
     uploads::upload_records_follow_an_import(store, &user("upload"), &user("upload-other"), now);
 

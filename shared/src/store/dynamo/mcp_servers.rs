@@ -3,6 +3,8 @@
 //! bumps the user's creation serial (`serial#mcp`) on the condition that it is
 //! unchanged since the server count was read, which makes the count limit atomic.
 //!
+//! A rename moves the record and its url claim in one transaction too.
+//!
 //! Also the combined read of presence and servers: one Query over one key range.
 //! Keeps the credential only sealed, as given; never logs a record.
 
@@ -290,6 +292,67 @@ impl McpServerStore for DynamoStore {
                     return Ok(Attempt::Done(true));
                 }
                 // Deleted or replaced since the read: read again.
+                outcome.retry(op)
+            })
+            .await
+        })
+    }
+
+    fn rename_mcp_server<'a>(
+        &'a self,
+        user: &'a str,
+        old: &'a str,
+        record: &'a McpServerRecord,
+    ) -> StoreFuture<'a, McpServerWrite> {
+        Box::pin(async move {
+            let op = "rename_mcp_server";
+            let record_item = &mcp_item(op, user, record)?;
+            let mut claim = data_key(user, mcp_url_sk(&record.url));
+            claim.insert("name".to_string(), s(record.name.as_str()));
+            let claim = &claim;
+            contended(op, || async move {
+                let items = vec![
+                    // The old record, still holding this url.
+                    tx_delete(
+                        op,
+                        &self.tables.data,
+                        data_key(user, mcp_sk(old)),
+                        condition(
+                            "attribute_exists(#pk) AND #url = :url",
+                            &[("#pk", PK), ("#url", MCP_URL)],
+                            vec![(":url", s(record.url.as_str()))],
+                        ),
+                    )?,
+                    // The new name, free.
+                    tx_put(
+                        op,
+                        &self.tables.data,
+                        record_item.clone(),
+                        condition("attribute_not_exists(#pk)", &[("#pk", PK)], vec![]),
+                    )?,
+                    // The url's claim, moved from the old name to the new one.
+                    tx_put(
+                        op,
+                        &self.tables.data,
+                        claim.clone(),
+                        condition("#n = :old", &[("#n", "name")], vec![(":old", s(old))]),
+                    )?,
+                ];
+                let outcome = self.transact(op, items).await?;
+                if matches!(outcome, Committed::Yes) {
+                    return Ok(Attempt::Done(McpServerWrite::Written));
+                }
+                if outcome.condition_failed(0) {
+                    // Gone (perhaps renamed by a racing request), or holding another url.
+                    let stored = self.data_item(op, user, mcp_sk(old)).await?;
+                    return Ok(Attempt::Done(match stored {
+                        None => McpServerWrite::Missing,
+                        Some(_) => McpServerWrite::UrlChanged,
+                    }));
+                }
+                if outcome.condition_failed(1) {
+                    return Ok(Attempt::Done(McpServerWrite::NameTaken));
+                }
                 outcome.retry(op)
             })
             .await
