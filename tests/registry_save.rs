@@ -1,10 +1,10 @@
 //! Issue 16 item 1, the registry records configurations: over HTTP against `mirobody-local`,
 //! an entry saved switched off (REST form and the seed's table form) is stored without a
 //! probe and never contacted (a loopback listener counts connections); an empty url only
-//! while switched off; the url guard still refuses internal addresses; switching on probes
-//! and, when the server does not answer, is refused with 422 and leaves the entry switched
-//! off; switching on a live server (`tests/clients/remote_server.py`) lists and forwards
-//! its tools.
+//! while switched off, given later (checked, unique, its credential kept); the url guard
+//! still refuses internal addresses; switching on probes and, when the server does not
+//! answer, is refused with 422 and leaves the entry switched off; switching on a live
+//! server (`tests/clients/remote_server.py`) lists and forwards its tools.
 
 use std::net::Ipv4Addr;
 use std::sync::Arc;
@@ -215,6 +215,40 @@ async fn rest_form_saves_switched_off_without_a_probe_and_probes_the_switch_on()
         "{}",
         called.body
     );
+
+    // The entry saved without a url gets one later (checked, unique), then switches on.
+    let give = |url: String| {
+        api(
+            "PATCH",
+            "/api/user/mcp-servers/blank".into(),
+            Some(json!({"url": url})),
+        )
+    };
+    assert_refused(&give(offline.clone()).await, 409, "mcp_server_url_taken");
+    assert_refused(
+        &give("http://0.0.0.0:9/mcp".into()).await,
+        422,
+        "invalid_mcp_server_url",
+    );
+    let open = RemoteServer::start(&[]);
+    let given = give(open.url()).await;
+    assert_eq!(given.status, 200, "{}", given.body);
+    assert_eq!(given.json()["url"], open.url());
+    assert_eq!(given.json()["enabled"], false);
+    let on = api(
+        "PATCH",
+        "/api/user/mcp-servers/blank".into(),
+        Some(json!({"enabled": true})),
+    )
+    .await;
+    assert_eq!(on.status, 200, "{}", on.body);
+    let names = tool_names(&server, &token).await;
+    assert!(
+        names.contains(&"mcp__blank__create_ticket".to_string()),
+        "{names:?}"
+    );
+    // Once set, the url stays.
+    assert_refused(&give(offline.clone()).await, 422, "immutable_field");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -235,7 +269,7 @@ async fn table_form_records_switched_off_entries_and_refuses_a_failing_switch_on
     assert_eq!(entry["enabled"], false, "{entry}");
     assert_eq!(entry["url"], offline);
     assert!(!saved.body.contains("t0k"));
-    let blank = set(json!({"blank": {"url": "", "enabled": false}})).await;
+    let blank = set(json!({"blank": {"url": "", "enabled": false, "token": REMOTE_TOKEN}})).await;
     assert_eq!(blank.status, 200, "{}", blank.body);
     assert_eq!(blank.json()["data"]["blank"]["url"], "");
     assert_seed_refused(
@@ -291,5 +325,17 @@ async fn table_form_records_switched_off_entries_and_refuses_a_failing_switch_on
             "mcp__shop__lookup_order",
             "mcp__shop__stall"
         ]
+    );
+
+    // The entry saved without a url (with its token) given a url and switched on at once:
+    // its credential, sealed before it had a url, opens for the new one.
+    let other = RemoteServer::start(&["--token", REMOTE_TOKEN]);
+    let given = set(json!({"blank": {"url": other.url(), "enabled": true}})).await;
+    assert_eq!(given.status, 200, "{}", given.body);
+    assert_eq!(given.json()["data"]["blank"]["url"], other.url());
+    let names = tool_names(&server, &token).await;
+    assert!(
+        names.contains(&"mcp__blank__lookup_order".to_string()),
+        "{names:?}"
     );
 }

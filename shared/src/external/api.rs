@@ -549,12 +549,7 @@ impl ExternalServers {
             }
             String::new()
         } else {
-            let check = self.http.guard().check(&registration.url);
-            let checked = tokio::time::timeout(self.probe_budget, check)
-                .await
-                .map_err(|_| RegistryError::invalid_url("the host name did not resolve in time"))?
-                .map_err(|refusal| RegistryError::invalid_url(refusal.to_string()))?;
-            checked.url().to_string()
+            self.checked_url(&registration.url).await?
         };
         if existing.iter().any(|r| r.url == url) {
             return Err(if url.is_empty() {
@@ -635,14 +630,31 @@ impl ExternalServers {
             }
             record.name = name;
         }
-        if let Some(url) = &changes.url {
-            let same = if record.url.is_empty() {
-                url.trim().is_empty()
+        // The url never changes once set; an entry saved without one may be given one
+        // (checked by the guard; its credential sealed again for it).
+        let mut url_given = false;
+        if let Some(url) = changes.url.as_deref().map(str::trim) {
+            if record.url.is_empty() && !url.is_empty() {
+                if record.name != old_name {
+                    return Err(RegistryError::bad_request(
+                        "give the server its url and its new name in two steps",
+                    ));
+                }
+                let checked = self.checked_url(url).await?;
+                record.sealed_credential =
+                    credentials::rebind(&self.sealer, user, &record, "", &checked)
+                        .map_err(RegistryError::bad_request)?;
+                record.url = checked;
+                url_given = true;
             } else {
-                url::Url::parse(url.trim()).is_ok_and(|u| u.as_str() == record.url)
-            };
-            if !same {
-                return Err(RegistryError::immutable("url"));
+                let same = if record.url.is_empty() {
+                    url.is_empty()
+                } else {
+                    url::Url::parse(url).is_ok_and(|u| u.as_str() == record.url)
+                };
+                if !same {
+                    return Err(RegistryError::immutable("url"));
+                }
             }
         }
         let mut reprobe = false;
@@ -696,7 +708,9 @@ impl ExternalServers {
             probe::check_allowed(record.allowed_tools.as_deref(), &record.tools)?;
         }
         record.updated_at = now;
-        if record.name == old_name {
+        if url_given {
+            self.give_url(caller, &record).await?;
+        } else if record.name == old_name {
             self.replace(caller, &record).await?;
         } else {
             self.rename(caller, &old_name, &record).await?;
@@ -726,6 +740,36 @@ impl ExternalServers {
             McpServerWrite::UrlChanged => Err(RegistryError::immutable("url")),
             _ => Err(RegistryError::not_found(old)),
         }
+    }
+
+    /// A server saved without a url given its url: one conditional store write.
+    async fn give_url(
+        &self,
+        caller: &Caller,
+        record: &McpServerRecord,
+    ) -> Result<(), RegistryError> {
+        let written = self
+            .store
+            .set_mcp_server_url(&caller.user_id, record)
+            .await
+            .map_err(RegistryError::unavailable)?;
+        self.cache.forget(&caller.user_id, &record.name);
+        match written {
+            McpServerWrite::Written => Ok(()),
+            McpServerWrite::UrlTaken => Err(RegistryError::url_taken()),
+            McpServerWrite::UrlChanged => Err(RegistryError::immutable("url")),
+            _ => Err(RegistryError::not_found(&record.name)),
+        }
+    }
+
+    /// The guard's verdict on `url` within the probe budget: the normalised url.
+    async fn checked_url(&self, url: &str) -> Result<String, RegistryError> {
+        let check = self.http.guard().check(url);
+        let checked = tokio::time::timeout(self.probe_budget, check)
+            .await
+            .map_err(|_| RegistryError::invalid_url("the host name did not resolve in time"))?
+            .map_err(|refusal| RegistryError::invalid_url(refusal.to_string()))?;
+        Ok(checked.url().to_string())
     }
 
     fn apply_probe(&self, record: &mut McpServerRecord, seen: &Probe, now: u64) {

@@ -154,4 +154,14 @@ pub trait McpServerStore: Send + Sync {
         old: &'a str,
         record: &'a McpServerRecord,
     ) -> StoreFuture<'a, McpServerWrite>;
+
+    /// Gives the server `record.name`, saved without a url, its url `record.url`
+    /// (writing `record`) in one conditional transaction that moves its url claim:
+    /// `Written`; `Missing`, `UrlChanged` (it already has a url) or `UrlTaken` (another
+    /// server has that url), each writing nothing. The only way a stored url changes.
+    fn set_mcp_server_url<'a>(
+        &'a self,
+        user: &'a str,
+        record: &'a McpServerRecord,
+    ) -> StoreFuture<'a, McpServerWrite>;
 }

@@ -628,3 +628,89 @@ pub(super) async fn mcp_server_rename_moves_everything_at_once(store: &dyn Store
         McpServerWrite::Written
     );
 }
+
+pub(super) async fn mcp_server_saved_without_a_url_gets_one_once(store: &dyn Store, user: &str) {
+    let blank = plain_mcp_server("later", "");
+    let taken = mcp_server("taken", "https://taken.example/mcp");
+    for server in [&blank, &taken] {
+        assert_eq!(
+            store.create_mcp_server(user, server).await.unwrap(),
+            McpServerWrite::Written
+        );
+    }
+    assert_eq!(
+        store.mcp_server(user, "later").await.unwrap(),
+        Some(blank.clone())
+    );
+
+    // A url another server holds, a missing server: nothing written.
+    let onto_taken = McpServerRecord {
+        url: taken.url.clone(),
+        ..blank.clone()
+    };
+    assert_eq!(
+        store.set_mcp_server_url(user, &onto_taken).await.unwrap(),
+        McpServerWrite::UrlTaken
+    );
+    let ghost = plain_mcp_server("ghost", "https://ghost.example/mcp");
+    assert_eq!(
+        store.set_mcp_server_url(user, &ghost).await.unwrap(),
+        McpServerWrite::Missing
+    );
+    assert_eq!(
+        store.mcp_servers(user).await.unwrap(),
+        vec![blank.clone(), taken.clone()],
+        "refused writes wrote nothing"
+    );
+
+    // Given its url (and the rest of the record): claimed, and the empty url free again.
+    let url = "https://later.example/mcp";
+    let given = McpServerRecord {
+        url: url.to_string(),
+        enabled: true,
+        sealed_credential: Some("resealed".to_string()),
+        ..blank.clone()
+    };
+    assert_eq!(
+        store.set_mcp_server_url(user, &given).await.unwrap(),
+        McpServerWrite::Written
+    );
+    assert_eq!(
+        store.mcp_server(user, "later").await.unwrap(),
+        Some(given.clone())
+    );
+    assert_eq!(
+        store
+            .create_mcp_server(user, &mcp_server("copy", url))
+            .await
+            .unwrap(),
+        McpServerWrite::UrlTaken
+    );
+    assert_eq!(
+        store
+            .create_mcp_server(user, &plain_mcp_server("blank2", ""))
+            .await
+            .unwrap(),
+        McpServerWrite::Written,
+        "the empty url is free again"
+    );
+    // Once it has a url, it keeps it.
+    let again = McpServerRecord {
+        url: "https://again.example/mcp".to_string(),
+        ..given.clone()
+    };
+    assert_eq!(
+        store.set_mcp_server_url(user, &again).await.unwrap(),
+        McpServerWrite::UrlChanged
+    );
+    assert_eq!(store.mcp_server(user, "later").await.unwrap(), Some(given));
+    // Deleting it frees its url.
+    assert!(store.delete_mcp_server(user, "later").await.unwrap());
+    assert_eq!(
+        store
+            .create_mcp_server(user, &mcp_server("copy", url))
+            .await
+            .unwrap(),
+        McpServerWrite::Written
+    );
+}

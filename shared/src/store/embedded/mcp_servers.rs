@@ -268,4 +268,46 @@ impl McpServerStore for EmbeddedStore {
             Ok(McpServerWrite::Written)
         }))
     }
+
+    fn set_mcp_server_url<'a>(
+        &'a self,
+        user: &'a str,
+        record: &'a McpServerRecord,
+    ) -> StoreFuture<'a, McpServerWrite> {
+        let op = "set_mcp_server_url";
+        let user = user.to_string();
+        let record = record.clone();
+        Box::pin(self.run(op, move |conn| {
+            let row = McpRow::of(record)?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let (stored, taken): (Option<String>, bool) = tx
+                .prepare_cached(
+                    "SELECT (SELECT url FROM mcp_servers WHERE user = ?1 AND name = ?2), \
+                            EXISTS (SELECT 1 FROM mcp_servers WHERE user = ?1 AND url = ?3)",
+                )?
+                .query_row(params![user, row.name, row.url], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?;
+            match stored {
+                None => return Ok(McpServerWrite::Missing),
+                Some(url) if !url.is_empty() => return Ok(McpServerWrite::UrlChanged),
+                Some(_) if taken => return Ok(McpServerWrite::UrlTaken),
+                Some(_) => {}
+            }
+            tx.prepare_cached(
+                "UPDATE mcp_servers SET url = ?3, record = ?4, last_connected_at = ?5, \
+                   last_connect_error = ?6 WHERE user = ?1 AND name = ?2",
+            )?
+            .execute(params![
+                user,
+                row.name,
+                row.url,
+                row.record,
+                row.last_connected_at,
+                row.last_connect_error
+            ])?;
+            tx.commit()?;
+            Ok(McpServerWrite::Written)
+        }))
+    }
 }
