@@ -4,7 +4,8 @@
 //! table; a dead URL is refused in words with what was typed kept (never the credential);
 //! edit, switch off and on, probe again (also failing: the error in the row), delete; a
 //! post without the CSRF token is refused and changes nothing; another user never sees
-//! the row and cannot touch it.
+//! the row and cannot touch it. Issue 16: a server added switched off is saved without a
+//! probe; the toggle probes it; the edit form renames.
 
 use e2e::remote_server::RemoteServer;
 use e2e::{Reply, Server, encode_form, send};
@@ -357,4 +358,155 @@ async fn console_servers_add_edit_toggle_probe_and_delete() {
     // Signed out: the page sends you to sign in.
     let anonymous = send("GET", &server.url("/console/servers"), &[], None).await;
     assert_eq!(anonymous.status, 303);
+}
+
+/// Issue 16 item 1 on the page: a server added with "Enabled" unchecked is saved without
+/// contacting it (a loopback listener counts connections); the toggle then probes, and a
+/// server that does not answer is refused in words and stays switched off.
+#[tokio::test(flavor = "multi_thread")]
+async fn console_adds_switched_off_without_a_probe_and_the_toggle_probes() {
+    let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let offline = format!(
+        "http://127.0.0.1:{}/mcp",
+        listener.local_addr().unwrap().port()
+    );
+    let contacts = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = contacts.clone();
+    std::thread::spawn(move || {
+        for socket in listener.incoming() {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(socket);
+        }
+    });
+    let server = Server::start(&[
+        ("MIROBODY_REMOTE_DEV_LOOPBACK", "true"),
+        ("MIROBODY_REMOTE_TIMEOUT_SECS", "4"),
+    ]);
+    let kim = sign_up(&server, "kim@example.com").await;
+    let added = kim
+        .post(
+            &server,
+            "/console/servers",
+            &[
+                ("name", "later"),
+                ("url", offline.as_str()),
+                ("auth_type", "bearer"),
+                ("credential", DEAD_SECRET),
+                ("allowed_tools", ""),
+            ],
+            true,
+        )
+        .await;
+    assert_redirect(&added, "/console/servers?done=added-off");
+    let page = kim.get(&server, "/console/servers?done=added-off").await;
+    assert!(page.body.contains("saved switched off"), "{}", page.body);
+    let later = row(&page.body, "later").expect("the row");
+    assert_eq!(cell(later, "enabled"), "no");
+    assert_eq!(contacts.load(std::sync::atomic::Ordering::SeqCst), 0);
+
+    let on = kim
+        .post(&server, "/console/servers/later/toggle", &[], true)
+        .await;
+    assert_eq!(on.status, 422, "{}", on.body);
+    assert!(on.body.contains("could not be switched on"), "{}", on.body);
+    assert!(!on.body.contains(DEAD_SECRET));
+    assert!(contacts.load(std::sync::atomic::Ordering::SeqCst) > 0);
+    assert_eq!(cell(row(&on.body, "later").unwrap(), "enabled"), "no");
+}
+
+/// Issue 16 item 4 on the page: the edit form's name field renames the server (then the
+/// edit page of the new name), its credential kept; a taken name is refused in words
+/// with what was typed kept.
+#[tokio::test(flavor = "multi_thread")]
+async fn console_edit_renames_a_server() {
+    let remote = RemoteServer::start(&["--token", REMOTE_TOKEN]);
+    let url = remote.url();
+    let server = Server::start(&[
+        ("MIROBODY_REMOTE_DEV_LOOPBACK", "true"),
+        ("MIROBODY_REMOTE_TIMEOUT_SECS", "4"),
+    ]);
+    let lee = sign_up(&server, "lee@example.com").await;
+    let added = lee
+        .post(
+            &server,
+            "/console/servers",
+            &[
+                ("name", "shop"),
+                ("url", url.as_str()),
+                ("auth_type", "bearer"),
+                ("credential", REMOTE_TOKEN),
+                ("enabled", "on"),
+                ("allowed_tools", ""),
+            ],
+            true,
+        )
+        .await;
+    assert_redirect(&added, "/console/servers?done=added");
+    let spare = lee
+        .post(
+            &server,
+            "/console/servers",
+            &[
+                ("name", "spare"),
+                ("url", "http://127.0.0.1:9/mcp"),
+                ("auth_type", "none"),
+                ("allowed_tools", ""),
+            ],
+            true,
+        )
+        .await;
+    assert_redirect(&spare, "/console/servers?done=added-off");
+
+    let edit = lee.get(&server, "/console/servers/shop").await;
+    assert!(edit.body.contains("id=\"server-rename\""), "{}", edit.body);
+    assert!(edit.body.contains("value=\"shop\""));
+    let renamed = lee
+        .post(
+            &server,
+            "/console/servers/shop",
+            &[
+                ("name", "store"),
+                ("auth_type", "bearer"),
+                ("credential", ""),
+                ("allowed_tools", ""),
+                ("enabled", "on"),
+            ],
+            true,
+        )
+        .await;
+    assert_redirect(&renamed, "/console/servers/store");
+    let page = lee.get(&server, "/console/servers").await;
+    assert!(row(&page.body, "shop").is_none(), "{}", page.body);
+    let store = row(&page.body, "store").expect("the renamed row");
+    assert_eq!(cell(store, "auth"), "bearer token (set)");
+    assert!(cell(store, "tools").contains("lookup_order"));
+    // The kept credential still opens: probing again with it succeeds.
+    let probed = lee
+        .post(&server, "/console/servers/store/probe", &[], true)
+        .await;
+    assert_redirect(&probed, "/console/servers?done=probed");
+
+    let taken = lee
+        .post(
+            &server,
+            "/console/servers/store",
+            &[
+                ("name", "spare"),
+                ("auth_type", "bearer"),
+                ("allowed_tools", ""),
+                ("enabled", "on"),
+            ],
+            true,
+        )
+        .await;
+    assert_eq!(taken.status, 409, "{}", taken.body);
+    assert!(
+        taken.body.contains("is already registered"),
+        "{}",
+        taken.body
+    );
+    assert!(taken.body.contains("value=\"spare\""));
+    let page = lee.get(&server, "/console/servers").await;
+    assert!(row(&page.body, "store").is_some());
+    assert!(cell(row(&page.body, "spare").unwrap(), "enabled").contains("no"));
 }

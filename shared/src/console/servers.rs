@@ -4,6 +4,9 @@
 //! `ExternalServers` (the same ones the JSON API calls); a refusal (a probe that failed,
 //! a taken name) is shown in words on the page with its status, and the form keeps what
 //! was typed except the credential. A credential is never shown back: only "set".
+//! The registry's rules hold here as in the API: a server added switched off is saved
+//! without contacting it; switching one on probes it and is refused if it does not answer;
+//! a new name on the edit form renames it (then the edit page of the new name).
 
 use bytes::Bytes;
 use http::{Request, StatusCode};
@@ -137,6 +140,9 @@ fn path_of(name: &str) -> String {
 fn done_words(done: &str) -> Option<&'static str> {
     Some(match done {
         "added" => "The server was added and its tools listed.",
+        "added-off" => {
+            "The server was saved switched off, without contacting it; switch it on to list its tools."
+        }
         "saved" => "The server was saved.",
         "enabled" => "The server was switched on.",
         "disabled" => "The server was switched off.",
@@ -314,15 +320,19 @@ impl ConsoleApi {
             self.external.create_server(&caller, registration).await
         };
         match outcome.await {
-            Ok(_) => Ok(redirect("/console/servers?done=added")),
+            Ok(record) if record.enabled => Ok(redirect("/console/servers?done=added")),
+            Ok(_) => Ok(redirect("/console/servers?done=added-off")),
             Err(error) => self.servers_refused(session, &error, &draft).await,
         }
     }
 
+    /// The edit form of `record`; `name` is what the name field shows (a new name typed
+    /// and refused stays in it).
     fn edit_view(
         &self,
         session: &Session,
         record: &McpServerRecord,
+        name: &str,
         status: StatusCode,
         notice: Option<&Notice<'_>>,
     ) -> Answer {
@@ -342,6 +352,8 @@ impl ConsoleApi {
             p.muted { "The URL cannot change: delete the server and add it again for another one." }
             form id="server-edit" method="post" action=(path_of(&record.name)) {
                 input type="hidden" name="csrf" value=(session.csrf);
+                label for="server-rename" { "Name (a new one renames it; its tools' names follow)" }
+                input id="server-rename" name="name" type="text" value=(name) required;
                 label for="server-auth-type" { "Authentication" }
                 (auth_select("server-auth-type", kind))
                 label for="server-credential" { "Token or header value" }
@@ -372,7 +384,7 @@ impl ConsoleApi {
     pub(super) async fn server_edit_form(&self, session: &Session, name: &str) -> Answer {
         let caller = Caller::user(session.user_id.clone());
         match self.external.server(&caller, name).await {
-            Ok(record) => self.edit_view(session, &record, StatusCode::OK, None),
+            Ok(record) => self.edit_view(session, &record, &record.name, StatusCode::OK, None),
             Err(error) => self.servers_refused(session, &error, &Draft::fresh()).await,
         }
     }
@@ -389,8 +401,12 @@ impl ConsoleApi {
             Ok(record) => record,
             Err(error) => return self.servers_refused(session, &error, &Draft::fresh()).await,
         };
+        let typed_name = field(&fields, "name")
+            .map(|n| n.trim().to_string())
+            .filter(|n| !n.is_empty());
         let outcome = async {
             let changes = Changes {
+                name: typed_name.clone(),
                 auth: auth_input(&fields, Some(&record.auth))?,
                 allowed_tools: Some(allowed_tools(
                     field(&fields, "allowed_tools").unwrap_or_default(),
@@ -401,6 +417,7 @@ impl ConsoleApi {
             self.external.update_server(&caller, name, changes).await
         };
         match outcome.await {
+            Ok(saved) if saved.name != name => Ok(redirect(&path_of(&saved.name))),
             Ok(_) => Ok(redirect("/console/servers?done=saved")),
             Err(error) => {
                 let (status, words) = problem(&error);
@@ -409,7 +426,14 @@ impl ConsoleApi {
                 shown.allowed_tools =
                     allowed_tools(field(&fields, "allowed_tools").unwrap_or_default());
                 shown.enabled = field(&fields, "enabled").is_some();
-                self.edit_view(session, &shown, status, Some(&Notice::Problem(&words)))
+                let typed = typed_name.unwrap_or_else(|| shown.name.clone());
+                self.edit_view(
+                    session,
+                    &shown,
+                    &typed,
+                    status,
+                    Some(&Notice::Problem(&words)),
+                )
             }
         }
     }

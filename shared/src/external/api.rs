@@ -7,8 +7,11 @@
 //!   /api/user/mcp-servers/{name}`, `POST /api/user/mcp-servers/{name}/probe`.
 //!
 //! Owns request parsing and validation and the order of a write: check the url with
-//! the guard, seal the credential, probe, then one conditional store write. A view
-//! shows the auth type and header name only, never a credential.
+//! the guard (every non-empty url), seal the credential, probe (only an entry that is
+//! or becomes enabled: a disabled one is recorded as given, an empty url allowed only
+//! while disabled; a failed switch-on leaves the entry as it was), then one
+//! conditional store write. A view shows the auth type and header name only, never a
+//! credential.
 
 use bytes::Bytes;
 use http::{Response, StatusCode};
@@ -58,7 +61,8 @@ struct CreateRequest {
     order: Option<i64>,
 }
 
-/// `PATCH /api/user/mcp-servers/{name}`. `name` and `url` may be sent unchanged.
+/// `PATCH /api/user/mcp-servers/{name}`. `url` may be sent unchanged; another `name`
+/// renames the server.
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct UpdateRequest {
@@ -288,13 +292,9 @@ impl ExternalServers {
                 };
                 self.update(caller, record, changes).await?;
             } else {
-                let url = entry
-                    .url
-                    .filter(|url| !url.trim().is_empty())
-                    .ok_or_else(|| RegistryError::bad_request("url is required"))?;
                 let registration = Registration {
                     name,
-                    url,
+                    url: entry.url.unwrap_or_default(),
                     auth: auth.unwrap_or(AuthInput::None),
                     allowed_tools: entry.allowed_tools.flatten(),
                     enabled: entry.enabled.unwrap_or(true),
@@ -541,14 +541,22 @@ impl ExternalServers {
         if existing.iter().any(|r| namespace(&r.name) == wanted) {
             return Err(RegistryError::name_taken(&registration.name));
         }
-        let check = self.http.guard().check(&registration.url);
-        let checked = tokio::time::timeout(self.probe_budget, check)
-            .await
-            .map_err(|_| RegistryError::invalid_url("the host name did not resolve in time"))?
-            .map_err(|refusal| RegistryError::invalid_url(refusal.to_string()))?;
-        let url = checked.url().to_string();
+        // An empty url only while disabled (a configuration recorded for later); every
+        // other url goes through the guard, enabled or not.
+        let url = if registration.url.trim().is_empty() {
+            if registration.enabled {
+                return Err(RegistryError::bad_request("url is required"));
+            }
+            String::new()
+        } else {
+            self.checked_url(&registration.url).await?
+        };
         if existing.iter().any(|r| r.url == url) {
-            return Err(RegistryError::url_taken());
+            return Err(if url.is_empty() {
+                RegistryError::url_less_taken()
+            } else {
+                RegistryError::url_taken()
+            });
         }
         let (auth, sealed_credential) =
             credentials::seal(&self.sealer, user, &url, &registration.auth)
@@ -569,11 +577,15 @@ impl ExternalServers {
             last_connected_at: None,
             last_connect_error: None,
         };
-        let headers = credentials::headers(&self.sealer, user, &record)
-            .map_err(RegistryError::bad_request)?;
-        let seen = probe::probe(&self.http, &record.url, &headers, self.probe_budget).await?;
-        self.apply_probe(&mut record, &seen, now);
-        probe::check_allowed(record.allowed_tools.as_deref(), &record.tools)?;
+        // Saved disabled: recorded as given, never contacted (its tools are listed when
+        // it is switched on, which probes). Saved enabled: probed first.
+        if record.enabled {
+            let headers = credentials::headers(&self.sealer, user, &record)
+                .map_err(RegistryError::bad_request)?;
+            let seen = probe::probe(&self.http, &record.url, &headers, self.probe_budget).await?;
+            self.apply_probe(&mut record, &seen, now);
+            probe::check_allowed(record.allowed_tools.as_deref(), &record.tools)?;
+        }
         match self
             .store
             .create_mcp_server(user, &record)
@@ -581,14 +593,18 @@ impl ExternalServers {
             .map_err(RegistryError::unavailable)?
         {
             McpServerWrite::Written => Ok(record),
+            McpServerWrite::UrlTaken if record.url.is_empty() => {
+                Err(RegistryError::url_less_taken())
+            }
             McpServerWrite::UrlTaken => Err(RegistryError::url_taken()),
             McpServerWrite::LimitReached => Err(too_many_servers()),
             _ => Err(RegistryError::name_taken(&record.name)),
         }
     }
 
-    /// D7: update what may change; probe again when the credential changes, when the
-    /// server is switched on, or when `allowed_tools` names a tool the snapshot lacks.
+    /// D7: update what may change (a new name renames); probe again when the
+    /// credential changes, when the server is switched on, or when `allowed_tools` names
+    /// a tool the snapshot lacks (only for an entry that is or becomes enabled).
     async fn update(
         &self,
         caller: &Caller,
@@ -596,13 +612,49 @@ impl ExternalServers {
         changes: Changes,
     ) -> Result<McpServerRecord, RegistryError> {
         let user = &caller.user_id;
-        if changes.name.as_deref().is_some_and(|n| n != record.name) {
-            return Err(RegistryError::immutable("name"));
+        let old_name = record.name.clone();
+        if let Some(name) = changes.name.filter(|name| *name != record.name) {
+            check_name(&name)?;
+            // Unique by tool namespace too (as on create), the server itself aside.
+            let wanted = namespace(&name);
+            let others = self
+                .store
+                .mcp_servers(user)
+                .await
+                .map_err(RegistryError::unavailable)?;
+            if others
+                .iter()
+                .any(|r| r.name != old_name && namespace(&r.name) == wanted)
+            {
+                return Err(RegistryError::name_taken(&name));
+            }
+            record.name = name;
         }
-        if let Some(url) = &changes.url {
-            let same = url::Url::parse(url.trim()).is_ok_and(|u| u.as_str() == record.url);
-            if !same {
-                return Err(RegistryError::immutable("url"));
+        // The url never changes once set; an entry saved without one may be given one
+        // (checked by the guard; its credential sealed again for it).
+        let mut url_given = false;
+        if let Some(url) = changes.url.as_deref().map(str::trim) {
+            if record.url.is_empty() && !url.is_empty() {
+                if record.name != old_name {
+                    return Err(RegistryError::bad_request(
+                        "give the server its url and its new name in two steps",
+                    ));
+                }
+                let checked = self.checked_url(url).await?;
+                record.sealed_credential =
+                    credentials::rebind(&self.sealer, user, &record, "", &checked)
+                        .map_err(RegistryError::bad_request)?;
+                record.url = checked;
+                url_given = true;
+            } else {
+                let same = if record.url.is_empty() {
+                    url.is_empty()
+                } else {
+                    url::Url::parse(url).is_ok_and(|u| u.as_str() == record.url)
+                };
+                if !same {
+                    return Err(RegistryError::immutable("url"));
+                }
             }
         }
         let mut reprobe = false;
@@ -618,24 +670,106 @@ impl ExternalServers {
             reprobe |= probe::check_allowed(allowed.as_deref(), &record.tools).is_err();
             record.allowed_tools = allowed;
         }
+        let switching_on = changes.enabled == Some(true) && !record.enabled;
         if let Some(enabled) = changes.enabled {
-            reprobe |= enabled && !record.enabled;
             record.enabled = enabled;
         }
         if let Some(order) = changes.order {
             record.order = order;
         }
         let now = self.clock.now();
-        if reprobe {
+        // A disabled entry is saved as given, never contacted. Switching one on probes
+        // first; a failed probe refuses the whole update and the stored entry stays
+        // as it was (still disabled).
+        if switching_on {
+            if record.url.is_empty() {
+                return Err(RegistryError::bad_request(
+                    "a server without a url cannot be switched on",
+                ));
+            }
+            let headers = credentials::headers(&self.sealer, user, &record)
+                .map_err(|why| RegistryError::switch_on_failed(&why))?;
+            let seen = probe::probe_or(
+                &self.http,
+                &record.url,
+                &headers,
+                self.probe_budget,
+                RegistryError::switch_on_failed,
+            )
+            .await?;
+            self.apply_probe(&mut record, &seen, now);
+        } else if reprobe && record.enabled {
             let headers = credentials::headers(&self.sealer, user, &record)
                 .map_err(RegistryError::bad_request)?;
             let seen = probe::probe(&self.http, &record.url, &headers, self.probe_budget).await?;
             self.apply_probe(&mut record, &seen, now);
         }
-        probe::check_allowed(record.allowed_tools.as_deref(), &record.tools)?;
+        if record.enabled {
+            probe::check_allowed(record.allowed_tools.as_deref(), &record.tools)?;
+        }
         record.updated_at = now;
-        self.replace(caller, &record).await?;
+        if url_given {
+            self.give_url(caller, &record).await?;
+        } else if record.name == old_name {
+            self.replace(caller, &record).await?;
+        } else {
+            self.rename(caller, &old_name, &record).await?;
+        }
         Ok(record)
+    }
+
+    /// D7 and issue 16: one conditional store write moves the record (its sealed
+    /// credential is bound to the account and the url, not the name, so it opens as
+    /// before); both names' snapshots are dropped.
+    async fn rename(
+        &self,
+        caller: &Caller,
+        old: &str,
+        record: &McpServerRecord,
+    ) -> Result<(), RegistryError> {
+        let written = self
+            .store
+            .rename_mcp_server(&caller.user_id, old, record)
+            .await
+            .map_err(RegistryError::unavailable)?;
+        self.cache.forget(&caller.user_id, old);
+        self.cache.forget(&caller.user_id, &record.name);
+        match written {
+            McpServerWrite::Written => Ok(()),
+            McpServerWrite::NameTaken => Err(RegistryError::name_taken(&record.name)),
+            McpServerWrite::UrlChanged => Err(RegistryError::immutable("url")),
+            _ => Err(RegistryError::not_found(old)),
+        }
+    }
+
+    /// A server saved without a url given its url: one conditional store write.
+    async fn give_url(
+        &self,
+        caller: &Caller,
+        record: &McpServerRecord,
+    ) -> Result<(), RegistryError> {
+        let written = self
+            .store
+            .set_mcp_server_url(&caller.user_id, record)
+            .await
+            .map_err(RegistryError::unavailable)?;
+        self.cache.forget(&caller.user_id, &record.name);
+        match written {
+            McpServerWrite::Written => Ok(()),
+            McpServerWrite::UrlTaken => Err(RegistryError::url_taken()),
+            McpServerWrite::UrlChanged => Err(RegistryError::immutable("url")),
+            _ => Err(RegistryError::not_found(&record.name)),
+        }
+    }
+
+    /// The guard's verdict on `url` within the probe budget: the normalised url.
+    async fn checked_url(&self, url: &str) -> Result<String, RegistryError> {
+        let check = self.http.guard().check(url);
+        let checked = tokio::time::timeout(self.probe_budget, check)
+            .await
+            .map_err(|_| RegistryError::invalid_url("the host name did not resolve in time"))?
+            .map_err(|refusal| RegistryError::invalid_url(refusal.to_string()))?;
+        Ok(checked.url().to_string())
     }
 
     fn apply_probe(&self, record: &mut McpServerRecord, seen: &Probe, now: u64) {

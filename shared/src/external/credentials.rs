@@ -52,7 +52,8 @@ impl std::fmt::Debug for AuthInput {
 }
 
 /// The associated data of a sealed credential: the account and the server's url
-/// (which never changes, D6), so a sealed value copied to another record does not open.
+/// (which never changes once set, D6), so a sealed value copied to another record does
+/// not open.
 fn binding(user: &str, url: &str) -> String {
     format!("mcp-credential:v1:{user}\n{url}")
 }
@@ -100,6 +101,24 @@ pub(super) fn seal(
             ))
         }
     }
+}
+
+/// `record`'s sealed credential, bound to its url `from`, sealed again for `to`: only
+/// for a server saved without a url getting one (its credential was never sent anywhere).
+pub(super) fn rebind(
+    sealer: &Sealer,
+    user: &str,
+    record: &McpServerRecord,
+    from: &str,
+    to: &str,
+) -> Result<Option<String>, String> {
+    let Some(sealed) = record.sealed_credential.as_deref() else {
+        return Ok(None);
+    };
+    let plain = sealer
+        .open(sealed, &binding(user, from))
+        .ok_or("the stored credential cannot be opened; enter the server's credential again")?;
+    Ok(Some(sealer.seal(&plain, &binding(user, to))))
 }
 
 /// The headers that authenticate requests to the record's server. An error means the

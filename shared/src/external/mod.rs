@@ -122,6 +122,19 @@ impl RegistryError {
         )
     }
 
+    /// Switching a disabled server on found it not answering: the entry is unchanged.
+    pub(crate) fn switch_on_failed(why: &str) -> Self {
+        let why: String = why.chars().take(300).collect();
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "mcp_probe_failed",
+            format!(
+                "the MCP server could not be switched on: {why}; it stays switched off and \
+                 nothing was changed"
+            ),
+        )
+    }
+
     pub(crate) fn unknown_tool(names: &[&str]) -> Self {
         Self::new(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -156,6 +169,15 @@ impl RegistryError {
             StatusCode::CONFLICT,
             "mcp_server_url_taken",
             "this url is already registered under another name",
+        )
+    }
+
+    /// The url uniqueness also holds for the empty url of disabled entries.
+    pub(crate) fn url_less_taken() -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "mcp_server_url_taken",
+            "another server is already saved without a url; delete it first",
         )
     }
 

@@ -2,9 +2,10 @@
 //!
 //! Owns the probe's time budget and the refusal codes it produces. A probe connects
 //! with the credential being registered, lists the tools and returns them; nothing is
-//! saved here. Behind API Gateway (30 s per request, not raisable) the seed's 60 s is
-//! not available, so the whole probe, address checks included, must finish within
-//! [`PROBE_BUDGET`]: registration stays synchronous and the client always gets an
+//! saved here. Only an enabled entry is probed: one saved disabled is recorded as
+//! given, and switching it on probes it first. Behind API Gateway (30 s per request,
+//! not raisable) the seed's 60 s is not available, so the whole probe, address checks
+//! included, must finish within [`PROBE_BUDGET`]: registration stays synchronous and the client always gets an
 //! answer (saved, or a 422 saying why) before the gateway would cut it off.
 
 use std::time::Duration;
@@ -84,10 +85,22 @@ pub(super) async fn probe(
     auth: &HeaderMap,
     budget: Duration,
 ) -> Result<Probe, RegistryError> {
+    probe_or(http, url, auth, budget, RegistryError::probe_failed).await
+}
+
+/// [`probe`], with `failed` saying in words why the server did not answer (a
+/// registration's refusal or a switch-on's).
+pub(super) async fn probe_or(
+    http: &GuardedHttp,
+    url: &str,
+    auth: &HeaderMap,
+    budget: Duration,
+    failed: fn(&str) -> RegistryError,
+) -> Result<Probe, RegistryError> {
     let (connection, tools) = match connect_and_list(http, url, auth, budget).await {
         Ok(listed) => listed,
         Err(ListFailure::Refused(why)) => return Err(RegistryError::invalid_url(why)),
-        Err(failure) => return Err(RegistryError::probe_failed(&failure.to_string())),
+        Err(failure) => return Err(failed(&failure.to_string())),
     };
     let server_name = connection.server_name().map(str::to_string);
     connection.close(CLOSE_TIMEOUT).await;

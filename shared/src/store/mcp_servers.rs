@@ -140,4 +140,28 @@ pub trait McpServerStore: Send + Sync {
 
     /// Deletes the record and its url claim in one transaction; true if it existed.
     fn delete_mcp_server<'a>(&'a self, user: &'a str, name: &'a str) -> StoreFuture<'a, bool>;
+
+    /// Renames server `old` to `record.name`, writing `record` (every field, the sealed
+    /// credential as given) in one conditional transaction: the old record is removed
+    /// on the condition that it exists with `record.url`, the new one written on the
+    /// condition that its name is free, and the url claim moves with it. `Written`;
+    /// `Missing` (no server `old`), `UrlChanged` (its url is not `record.url`) or
+    /// `NameTaken` (a server named `record.name` exists), each writing nothing. Of two
+    /// racing renames of one server, one wins and the other finds it `Missing`.
+    fn rename_mcp_server<'a>(
+        &'a self,
+        user: &'a str,
+        old: &'a str,
+        record: &'a McpServerRecord,
+    ) -> StoreFuture<'a, McpServerWrite>;
+
+    /// Gives the server `record.name`, saved without a url, its url `record.url`
+    /// (writing `record`) in one conditional transaction that moves its url claim:
+    /// `Written`; `Missing`, `UrlChanged` (it already has a url) or `UrlTaken` (another
+    /// server has that url), each writing nothing. The only way a stored url changes.
+    fn set_mcp_server_url<'a>(
+        &'a self,
+        user: &'a str,
+        record: &'a McpServerRecord,
+    ) -> StoreFuture<'a, McpServerWrite>;
 }

@@ -500,3 +500,217 @@ pub(super) async fn mcp_server_limit_holds_in_the_write(store: &dyn Store, user:
         MAX_MCP_SERVERS
     );
 }
+
+pub(super) async fn mcp_server_rename_moves_everything_at_once(store: &dyn Store, user: &str) {
+    let url = "https://weather.example/mcp";
+    let original = McpServerRecord {
+        last_connected_at: Some(1_800_000_000),
+        last_connect_error: Some("HTTP 503 from server".to_string()),
+        ..mcp_server("weather", url)
+    };
+    let bystander = mcp_server("other", "https://other.example/mcp");
+    for server in [&original, &bystander] {
+        store.create_mcp_server(user, server).await.unwrap();
+    }
+
+    // Renamed: every field (the sealed credential as given) under the new name.
+    let renamed = McpServerRecord {
+        name: "forecast".to_string(),
+        updated_at: 1_800_000_100,
+        ..original.clone()
+    };
+    assert_eq!(
+        store
+            .rename_mcp_server(user, "weather", &renamed)
+            .await
+            .unwrap(),
+        McpServerWrite::Written
+    );
+    assert_eq!(store.mcp_server(user, "weather").await.unwrap(), None);
+    assert_eq!(
+        store.mcp_server(user, "forecast").await.unwrap(),
+        Some(renamed.clone()),
+        "everything kept"
+    );
+    assert_eq!(
+        names(&store.mcp_servers(user).await.unwrap()),
+        ["forecast", "other"]
+    );
+    // The url stays claimed (by the new name), the old name is free.
+    assert_eq!(
+        store
+            .create_mcp_server(user, &mcp_server("third", url))
+            .await
+            .unwrap(),
+        McpServerWrite::UrlTaken
+    );
+    assert_eq!(
+        store.replace_mcp_server(user, &renamed).await.unwrap(),
+        McpServerWrite::Written,
+        "the renamed record is replaced like any other"
+    );
+
+    // Missing old, another url, a taken new name: nothing written.
+    let ghost = McpServerRecord {
+        name: "anything".to_string(),
+        ..mcp_server("ghost", "https://ghost.example/mcp")
+    };
+    assert_eq!(
+        store
+            .rename_mcp_server(user, "ghost", &ghost)
+            .await
+            .unwrap(),
+        McpServerWrite::Missing
+    );
+    let moved = McpServerRecord {
+        name: "elsewhere".to_string(),
+        url: "https://moved.example/mcp".to_string(),
+        ..renamed.clone()
+    };
+    assert_eq!(
+        store
+            .rename_mcp_server(user, "forecast", &moved)
+            .await
+            .unwrap(),
+        McpServerWrite::UrlChanged
+    );
+    let onto = McpServerRecord {
+        name: "other".to_string(),
+        ..renamed.clone()
+    };
+    assert_eq!(
+        store
+            .rename_mcp_server(user, "forecast", &onto)
+            .await
+            .unwrap(),
+        McpServerWrite::NameTaken
+    );
+    assert_eq!(
+        store.mcp_servers(user).await.unwrap(),
+        vec![renamed.clone(), bystander.clone()],
+        "refused renames wrote nothing"
+    );
+
+    // Two racing renames of one server: one wins, the other finds it gone.
+    let to_a = McpServerRecord {
+        name: "alpha".to_string(),
+        ..renamed.clone()
+    };
+    let to_b = McpServerRecord {
+        name: "bravo".to_string(),
+        ..renamed.clone()
+    };
+    let (a, b) = tokio::join!(
+        store.rename_mcp_server(user, "forecast", &to_a),
+        store.rename_mcp_server(user, "forecast", &to_b),
+    );
+    let mut outcomes = [a.unwrap(), b.unwrap()];
+    outcomes.sort_by_key(|o| format!("{o:?}"));
+    assert_eq!(outcomes, [McpServerWrite::Missing, McpServerWrite::Written]);
+    let left = store.mcp_servers(user).await.unwrap();
+    assert_eq!(left.len(), 2, "one copy, not two: {:?}", names(&left));
+    let winner = left.iter().find(|s| s.name != "other").unwrap();
+    assert!(["alpha", "bravo"].contains(&winner.name.as_str()));
+    assert_eq!(winner.url, url);
+
+    // Deleting the winner frees the url: its claim moved with it.
+    assert!(
+        store
+            .delete_mcp_server(user, &winner.name.clone())
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store
+            .create_mcp_server(user, &mcp_server("weather", url))
+            .await
+            .unwrap(),
+        McpServerWrite::Written
+    );
+}
+
+pub(super) async fn mcp_server_saved_without_a_url_gets_one_once(store: &dyn Store, user: &str) {
+    let blank = plain_mcp_server("later", "");
+    let taken = mcp_server("taken", "https://taken.example/mcp");
+    for server in [&blank, &taken] {
+        assert_eq!(
+            store.create_mcp_server(user, server).await.unwrap(),
+            McpServerWrite::Written
+        );
+    }
+    assert_eq!(
+        store.mcp_server(user, "later").await.unwrap(),
+        Some(blank.clone())
+    );
+
+    // A url another server holds, a missing server: nothing written.
+    let onto_taken = McpServerRecord {
+        url: taken.url.clone(),
+        ..blank.clone()
+    };
+    assert_eq!(
+        store.set_mcp_server_url(user, &onto_taken).await.unwrap(),
+        McpServerWrite::UrlTaken
+    );
+    let ghost = plain_mcp_server("ghost", "https://ghost.example/mcp");
+    assert_eq!(
+        store.set_mcp_server_url(user, &ghost).await.unwrap(),
+        McpServerWrite::Missing
+    );
+    assert_eq!(
+        store.mcp_servers(user).await.unwrap(),
+        vec![blank.clone(), taken.clone()],
+        "refused writes wrote nothing"
+    );
+
+    // Given its url (and the rest of the record): claimed, and the empty url free again.
+    let url = "https://later.example/mcp";
+    let given = McpServerRecord {
+        url: url.to_string(),
+        enabled: true,
+        sealed_credential: Some("resealed".to_string()),
+        ..blank.clone()
+    };
+    assert_eq!(
+        store.set_mcp_server_url(user, &given).await.unwrap(),
+        McpServerWrite::Written
+    );
+    assert_eq!(
+        store.mcp_server(user, "later").await.unwrap(),
+        Some(given.clone())
+    );
+    assert_eq!(
+        store
+            .create_mcp_server(user, &mcp_server("copy", url))
+            .await
+            .unwrap(),
+        McpServerWrite::UrlTaken
+    );
+    assert_eq!(
+        store
+            .create_mcp_server(user, &plain_mcp_server("blank2", ""))
+            .await
+            .unwrap(),
+        McpServerWrite::Written,
+        "the empty url is free again"
+    );
+    // Once it has a url, it keeps it.
+    let again = McpServerRecord {
+        url: "https://again.example/mcp".to_string(),
+        ..given.clone()
+    };
+    assert_eq!(
+        store.set_mcp_server_url(user, &again).await.unwrap(),
+        McpServerWrite::UrlChanged
+    );
+    assert_eq!(store.mcp_server(user, "later").await.unwrap(), Some(given));
+    // Deleting it frees its url.
+    assert!(store.delete_mcp_server(user, "later").await.unwrap());
+    assert_eq!(
+        store
+            .create_mcp_server(user, &mcp_server("copy", url))
+            .await
+            .unwrap(),
+        McpServerWrite::Written
+    );
+}

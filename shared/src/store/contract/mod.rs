@@ -205,6 +205,8 @@ contract! { |store, user, now|
         &user("mcp-both"),
         &user("mcp-next"),
     );
+    mcp_servers::mcp_server_rename_moves_everything_at_once(store, &user("mcp-rename"));
+    mcp_servers::mcp_server_saved_without_a_url_gets_one_once(store, &user("mcp-url-later"));
 
     uploads::upload_records_follow_an_import(store, &user("upload"), &user("upload-other"), now);
 

@@ -3,6 +3,9 @@
 //! bumps the user's creation serial (`serial#mcp`) on the condition that it is
 //! unchanged since the server count was read, which makes the count limit atomic.
 //!
+//! A rename moves the record and its url claim in one transaction too, and so does
+//! giving a server saved without a url its url.
+//!
 //! Also the combined read of presence and servers: one Query over one key range.
 //! Keeps the credential only sealed, as given; never logs a record.
 
@@ -290,6 +293,127 @@ impl McpServerStore for DynamoStore {
                     return Ok(Attempt::Done(true));
                 }
                 // Deleted or replaced since the read: read again.
+                outcome.retry(op)
+            })
+            .await
+        })
+    }
+
+    fn rename_mcp_server<'a>(
+        &'a self,
+        user: &'a str,
+        old: &'a str,
+        record: &'a McpServerRecord,
+    ) -> StoreFuture<'a, McpServerWrite> {
+        Box::pin(async move {
+            let op = "rename_mcp_server";
+            let record_item = &mcp_item(op, user, record)?;
+            let mut claim = data_key(user, mcp_url_sk(&record.url));
+            claim.insert("name".to_string(), s(record.name.as_str()));
+            let claim = &claim;
+            contended(op, || async move {
+                let items = vec![
+                    // The old record, still holding this url.
+                    tx_delete(
+                        op,
+                        &self.tables.data,
+                        data_key(user, mcp_sk(old)),
+                        condition(
+                            "attribute_exists(#pk) AND #url = :url",
+                            &[("#pk", PK), ("#url", MCP_URL)],
+                            vec![(":url", s(record.url.as_str()))],
+                        ),
+                    )?,
+                    // The new name, free.
+                    tx_put(
+                        op,
+                        &self.tables.data,
+                        record_item.clone(),
+                        condition("attribute_not_exists(#pk)", &[("#pk", PK)], vec![]),
+                    )?,
+                    // The url's claim, moved from the old name to the new one.
+                    tx_put(
+                        op,
+                        &self.tables.data,
+                        claim.clone(),
+                        condition("#n = :old", &[("#n", "name")], vec![(":old", s(old))]),
+                    )?,
+                ];
+                let outcome = self.transact(op, items).await?;
+                if matches!(outcome, Committed::Yes) {
+                    return Ok(Attempt::Done(McpServerWrite::Written));
+                }
+                if outcome.condition_failed(0) {
+                    // Gone (perhaps renamed by a racing request), or holding another url.
+                    let stored = self.data_item(op, user, mcp_sk(old)).await?;
+                    return Ok(Attempt::Done(match stored {
+                        None => McpServerWrite::Missing,
+                        Some(_) => McpServerWrite::UrlChanged,
+                    }));
+                }
+                if outcome.condition_failed(1) {
+                    return Ok(Attempt::Done(McpServerWrite::NameTaken));
+                }
+                outcome.retry(op)
+            })
+            .await
+        })
+    }
+
+    fn set_mcp_server_url<'a>(
+        &'a self,
+        user: &'a str,
+        record: &'a McpServerRecord,
+    ) -> StoreFuture<'a, McpServerWrite> {
+        Box::pin(async move {
+            let op = "set_mcp_server_url";
+            let record_item = &mcp_item(op, user, record)?;
+            let mut claim = data_key(user, mcp_url_sk(&record.url));
+            claim.insert("name".to_string(), s(record.name.as_str()));
+            let claim = &claim;
+            let name = record.name.as_str();
+            contended(op, || async move {
+                let items = vec![
+                    // The record, still without a url.
+                    tx_put(
+                        op,
+                        &self.tables.data,
+                        record_item.clone(),
+                        condition(
+                            "attribute_exists(#pk) AND #url = :none",
+                            &[("#pk", PK), ("#url", MCP_URL)],
+                            vec![(":none", s(""))],
+                        ),
+                    )?,
+                    // Its claim of the empty url, released.
+                    tx_delete(
+                        op,
+                        &self.tables.data,
+                        data_key(user, mcp_url_sk("")),
+                        condition("#n = :name", &[("#n", "name")], vec![(":name", s(name))]),
+                    )?,
+                    // The new url, free.
+                    tx_put(
+                        op,
+                        &self.tables.data,
+                        claim.clone(),
+                        condition("attribute_not_exists(#pk)", &[("#pk", PK)], vec![]),
+                    )?,
+                ];
+                let outcome = self.transact(op, items).await?;
+                if matches!(outcome, Committed::Yes) {
+                    return Ok(Attempt::Done(McpServerWrite::Written));
+                }
+                if outcome.condition_failed(0) {
+                    let stored = self.data_item(op, user, mcp_sk(name)).await?;
+                    return Ok(Attempt::Done(match stored {
+                        None => McpServerWrite::Missing,
+                        Some(_) => McpServerWrite::UrlChanged,
+                    }));
+                }
+                if outcome.condition_failed(2) {
+                    return Ok(Attempt::Done(McpServerWrite::UrlTaken));
+                }
                 outcome.retry(op)
             })
             .await

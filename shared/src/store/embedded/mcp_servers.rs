@@ -1,5 +1,6 @@
 //! [`McpServerStore`] on SQLite: the `mcp_servers` table, whose url is unique per
-//! user, and the combined read of presence and servers on one connection.
+//! user, and the combined read of presence and servers on one connection. Every write
+//! (a rename too) is one transaction.
 //!
 //! Keeps the credential only sealed, as given; never logs a record.
 
@@ -222,6 +223,91 @@ impl McpServerStore for EmbeddedStore {
             conn.prepare_cached("DELETE FROM mcp_servers WHERE user = ?1 AND name = ?2")
                 .and_then(|mut stmt| stmt.execute([&user, &name]))
                 .map(|deleted| deleted == 1)
+        }))
+    }
+
+    fn rename_mcp_server<'a>(
+        &'a self,
+        user: &'a str,
+        old: &'a str,
+        record: &'a McpServerRecord,
+    ) -> StoreFuture<'a, McpServerWrite> {
+        let op = "rename_mcp_server";
+        let user = user.to_string();
+        let old = old.to_string();
+        let record = record.clone();
+        Box::pin(self.run(op, move |conn| {
+            let row = McpRow::of(record)?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let (stored, taken): (Option<String>, bool) = tx
+                .prepare_cached(
+                    "SELECT (SELECT url FROM mcp_servers WHERE user = ?1 AND name = ?2), \
+                            EXISTS (SELECT 1 FROM mcp_servers WHERE user = ?1 AND name = ?3)",
+                )?
+                .query_row(params![user, old, row.name], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            match stored {
+                None => return Ok(McpServerWrite::Missing),
+                Some(url) if url != row.url => return Ok(McpServerWrite::UrlChanged),
+                Some(_) if taken => return Ok(McpServerWrite::NameTaken),
+                Some(_) => {}
+            }
+            // One row: its url (and so its uniqueness) goes with it.
+            tx.prepare_cached(
+                "UPDATE mcp_servers SET name = ?3, record = ?4, last_connected_at = ?5, \
+                   last_connect_error = ?6 WHERE user = ?1 AND name = ?2",
+            )?
+            .execute(params![
+                user,
+                old,
+                row.name,
+                row.record,
+                row.last_connected_at,
+                row.last_connect_error
+            ])?;
+            tx.commit()?;
+            Ok(McpServerWrite::Written)
+        }))
+    }
+
+    fn set_mcp_server_url<'a>(
+        &'a self,
+        user: &'a str,
+        record: &'a McpServerRecord,
+    ) -> StoreFuture<'a, McpServerWrite> {
+        let op = "set_mcp_server_url";
+        let user = user.to_string();
+        let record = record.clone();
+        Box::pin(self.run(op, move |conn| {
+            let row = McpRow::of(record)?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let (stored, taken): (Option<String>, bool) = tx
+                .prepare_cached(
+                    "SELECT (SELECT url FROM mcp_servers WHERE user = ?1 AND name = ?2), \
+                            EXISTS (SELECT 1 FROM mcp_servers WHERE user = ?1 AND url = ?3)",
+                )?
+                .query_row(params![user, row.name, row.url], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?;
+            match stored {
+                None => return Ok(McpServerWrite::Missing),
+                Some(url) if !url.is_empty() => return Ok(McpServerWrite::UrlChanged),
+                Some(_) if taken => return Ok(McpServerWrite::UrlTaken),
+                Some(_) => {}
+            }
+            tx.prepare_cached(
+                "UPDATE mcp_servers SET url = ?3, record = ?4, last_connected_at = ?5, \
+                   last_connect_error = ?6 WHERE user = ?1 AND name = ?2",
+            )?
+            .execute(params![
+                user,
+                row.name,
+                row.url,
+                row.record,
+                row.last_connected_at,
+                row.last_connect_error
+            ])?;
+            tx.commit()?;
+            Ok(McpServerWrite::Written)
         }))
     }
 }
