@@ -657,7 +657,9 @@ impl ExternalServers {
                 }
             }
         }
-        let mut reprobe = false;
+        // An entry that is already switched on (stored before issue 16 with an empty
+        // url) is probed when it gets its url, like any switch-on.
+        let mut reprobe = url_given;
         if let Some(input) = &changes.auth {
             let (auth, sealed) = credentials::seal(&self.sealer, user, &record.url, input)
                 .map_err(RegistryError::bad_request)?;
