@@ -68,6 +68,11 @@ pub struct Config {
     pub s3_endpoint: Option<String>,
     /// `AWS_REGION`: where the upload bucket is (the console's upload script PUTs there).
     pub aws_region: Option<String>,
+    /// `MIROBODY_SNAPSHOT_TTL_SECS` (1 to 60): how long a user's MCP server's tool list is
+    /// reused on `/mcp` before it is fetched again (a failed server is left out for 15 s,
+    /// or this if shorter). `None` keeps the default, 60 s. Tests set a few seconds to
+    /// see a server's new tools without waiting a minute.
+    pub snapshot_ttl_secs: Option<u64>,
 }
 
 /// Password hashes running at once unless `MIROBODY_HASH_PERMITS` says otherwise.
@@ -235,6 +240,18 @@ impl Config {
                 .transpose()?,
             s3_endpoint: get("AWS_ENDPOINT_URL_S3").map(String::from),
             aws_region: get("AWS_REGION").map(String::from),
+            snapshot_ttl_secs: match get("MIROBODY_SNAPSHOT_TTL_SECS") {
+                None => None,
+                Some(raw) => match raw.parse::<u64>() {
+                    Ok(secs @ 1..=60) => Some(secs),
+                    _ => {
+                        return Err(bad(
+                            "MIROBODY_SNAPSHOT_TTL_SECS",
+                            "must be a whole number of seconds from 1 to 60",
+                        ));
+                    }
+                },
+            },
             runtime,
             host,
             port,
