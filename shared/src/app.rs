@@ -162,6 +162,9 @@ impl App {
                 external =
                     external.with_budgets(PROBE_BUDGET.min(limit), CONNECT_BUDGET.min(limit));
             }
+            if let Some(secs) = config.snapshot_ttl_secs {
+                external = external.with_snapshot_ttl(std::time::Duration::from_secs(secs));
+            }
             let external = Arc::new(external);
             let callers = Arc::new(CallerResolver::new(
                 Some(jwts.clone()),

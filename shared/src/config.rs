@@ -71,6 +71,11 @@ pub struct Config {
     /// `MCP_REMOTE_RESULT_MAX_BYTES`: a forwarded tool result's content is cut to this
     /// many bytes, with a note (issue 16); 256 KiB unless set, 1 KiB to 4 MiB.
     pub remote_result_max_bytes: usize,
+    /// `MIROBODY_SNAPSHOT_TTL_SECS` (1 to 60): how long a user's MCP server's tool list is
+    /// reused on `/mcp` before it is fetched again (a failed server is left out for 15 s,
+    /// or this if shorter). `None` keeps the default, 60 s. Tests set a few seconds to
+    /// see a server's new tools without waiting a minute.
+    pub snapshot_ttl_secs: Option<u64>,
 }
 
 /// The largest `MCP_REMOTE_RESULT_MAX_BYTES`: a result must fit Lambda's 6 MB answer.
@@ -249,6 +254,18 @@ impl Config {
                         return Err(bad(
                             "MCP_REMOTE_RESULT_MAX_BYTES",
                             "must be a whole number of bytes from 1024 to 4194304 (4 MiB)",
+                        ));
+                    }
+                },
+            },
+            snapshot_ttl_secs: match get("MIROBODY_SNAPSHOT_TTL_SECS") {
+                None => None,
+                Some(raw) => match raw.parse::<u64>() {
+                    Ok(secs @ 1..=60) => Some(secs),
+                    _ => {
+                        return Err(bad(
+                            "MIROBODY_SNAPSHOT_TTL_SECS",
+                            "must be a whole number of seconds from 1 to 60",
                         ));
                     }
                 },

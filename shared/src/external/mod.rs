@@ -80,6 +80,13 @@ impl ExternalServers {
         self.result_max_bytes = bytes;
         self
     }
+
+    /// How long a server's tool list is reused on `/mcp` (the default is
+    /// `tool_source::SNAPSHOT_TTL`).
+    pub(crate) fn with_snapshot_ttl(mut self, ttl: Duration) -> Self {
+        self.cache = tool_source::SnapshotCache::with_ttl(ttl);
+        self
+    }
 }
 
 /// The order servers are listed in, on `/mcp` and by the API: `order`, then name.

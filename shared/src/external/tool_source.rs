@@ -6,15 +6,22 @@
 //! Owns the per-process snapshot cache: a server's tool list is reused for
 //! [`SNAPSHOT_TTL`] after a successful connection (a failure for [`FAILURE_TTL`]), so
 //! `tools/list` does not open every server on every request; a listing can therefore be
-//! up to a minute behind a server's own list. Any change through the registry API
-//! drops the entry at once (in this process; another warm Lambda instance keeps its
-//! own until it expires). A call always opens a fresh connection.
+//! up to a minute behind a server's own list, and says so: its `ttlMs` is never longer
+//! than what is left of the snapshots it used ([`SourceListing::valid_for`]). Any
+//! change through the registry API drops the entry at once (in this process; another
+//! warm Lambda instance keeps its own until it expires). A call always opens a fresh
+//! connection; one that finds the server unreachable replaces its snapshot with a
+//! failure at once, so the next listing leaves the server out instead of listing dead
+//! tools.
 //!
-//! A server that fails is left out with a note and recorded (`last_connect_error`); the
-//! others are unaffected. A forwarded call, connection included, ends within the probe
-//! budget (25 s), so the caller gets an answer before API Gateway's 30 s cut-off; its
-//! result is cut to the result limit (`results`).
-//! Never logs arguments, results or credentials.
+//! Owns the truth of `last_connected_at` and `last_connect_error` for `/mcp` (D8): a
+//! connection counts as made only after a real exchange (a listing, or a call that
+//! got a JSON-RPC answer); every failure is recorded in words. A server that fails is
+//! left out with a note; the others are unaffected. A call to an unavailable server's
+//! tool answers a tool error telling the model to stop calling it. A forwarded call,
+//! connection included, ends within the probe budget (25 s), so the caller gets an
+//! answer before API Gateway's 30 s cut-off; its result is cut to the result limit
+//! (`results`). Never logs arguments, results or credentials.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -42,8 +49,15 @@ pub(crate) const CONNECT_BUDGET: Duration = Duration::from_secs(20);
 /// How long a server's tool list is reused before it is fetched again.
 pub(crate) const SNAPSHOT_TTL: Duration = Duration::from_secs(60);
 
-/// How long a failed server is left out before it is tried again.
+/// How long a failed server is left out before it is tried again (never longer than
+/// the snapshot validity in force).
 pub(super) const FAILURE_TTL: Duration = Duration::from_secs(15);
+
+/// A successful exchange is written to the record only when that changes what the
+/// record says: an error to clear, or a `last_connected_at` older than this. So a
+/// model calling a server's tools in a loop costs no store write per call, and the
+/// time shown is at most this much behind the last real exchange.
+const RECORD_EVERY_SECS: u64 = 60;
 
 /// Entries kept at most (oldest dropped first).
 const CACHE_CAPACITY: usize = 4096;
@@ -107,9 +121,16 @@ struct Entry {
     outcome: Result<Arc<Snapshot>, String>,
 }
 
-#[derive(Default)]
 pub(super) struct SnapshotCache {
     entries: Mutex<Entries>,
+    /// How long a snapshot is reused ([`SNAPSHOT_TTL`] unless configured).
+    snapshot_ttl: Duration,
+}
+
+impl Default for SnapshotCache {
+    fn default() -> Self {
+        SnapshotCache::with_ttl(SNAPSHOT_TTL)
+    }
 }
 
 #[derive(Default)]
@@ -147,17 +168,47 @@ impl Entries {
 }
 
 impl SnapshotCache {
+    /// A cache whose snapshots are reused for `snapshot_ttl` (failures for
+    /// [`FAILURE_TTL`], or `snapshot_ttl` if that is shorter).
+    pub(super) fn with_ttl(snapshot_ttl: Duration) -> Self {
+        SnapshotCache {
+            entries: Mutex::default(),
+            snapshot_ttl,
+        }
+    }
+
+    /// How long an entry with this outcome stays valid.
+    fn ttl<T>(&self, outcome: &Result<T, String>) -> Duration {
+        match outcome {
+            Ok(_) => self.snapshot_ttl,
+            Err(_) => FAILURE_TTL.min(self.snapshot_ttl),
+        }
+    }
+
     fn get(&self, user: &str, record: &McpServerRecord) -> Option<Result<Arc<Snapshot>, String>> {
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         let entry = entries.map.get(&(user.to_string(), record.name.clone()))?;
-        let ttl = match entry.outcome {
-            Ok(_) => SNAPSHOT_TTL,
-            Err(_) => FAILURE_TTL,
-        };
         let fresh = entry.url == record.url
             && entry.updated_at == record.updated_at
-            && entry.at.elapsed() < ttl;
+            && entry.at.elapsed() < self.ttl(&entry.outcome);
         fresh.then(|| entry.outcome.clone())
+    }
+
+    /// What is left of the validity of the entries of `servers` (the least of them):
+    /// how long a listing made from them may be cached. A server without an entry
+    /// (evicted meanwhile) leaves nothing.
+    fn valid_for<'n>(&self, user: &str, servers: impl IntoIterator<Item = &'n str>) -> Duration {
+        let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        servers
+            .into_iter()
+            .map(
+                |name| match entries.map.get(&(user.to_string(), name.to_string())) {
+                    Some(entry) => self.ttl(&entry.outcome).saturating_sub(entry.at.elapsed()),
+                    None => Duration::ZERO,
+                },
+            )
+            .min()
+            .unwrap_or(self.snapshot_ttl)
     }
 
     fn put(&self, user: &str, record: &McpServerRecord, outcome: Result<Arc<Snapshot>, String>) {
@@ -195,6 +246,11 @@ impl SnapshotCache {
     }
 }
 
+/// Whether a server is contacted at all (D2: switched on, with a url).
+fn active(record: &McpServerRecord) -> bool {
+    record.enabled && !record.url.is_empty()
+}
+
 /// The enabled servers (D2: an empty url is skipped) in listing order, or why the list
 /// could not be read (logged without user data).
 fn enabled(
@@ -204,7 +260,7 @@ fn enabled(
         tracing::warn!(%error, "could not read the caller's MCP servers");
         "the list of your MCP servers could not be read".to_string()
     })?;
-    records.retain(|r| r.enabled && !r.url.is_empty());
+    records.retain(active);
     super::sort_for_listing(&mut records);
     Ok(records)
 }
@@ -261,7 +317,24 @@ impl ToolSource for ExternalServers {
         caller: &'a Caller,
         servers: Result<Vec<McpServerRecord>, StoreError>,
     ) -> BoxFuture<'a, SourceListing> {
-        Box::pin(self.listing(caller, servers))
+        Box::pin(async move {
+            // The listing may be cached only as long as the snapshots it used are valid.
+            let names: Option<Vec<String>> = servers.as_ref().ok().map(|records| {
+                let active = records.iter().filter(|record| active(record));
+                active.map(|record| record.name.clone()).collect()
+            });
+            let mut out = self.listing(caller, servers).await;
+            out.valid_for = match names {
+                Some(names) if names.is_empty() => None,
+                Some(names) => Some(
+                    self.cache
+                        .valid_for(&caller.user_id, names.iter().map(String::as_str)),
+                ),
+                // The list of servers could not be read: try again soon.
+                None => Some(FAILURE_TTL.min(self.cache.snapshot_ttl)),
+            };
+            out
+        })
     }
 
     fn call<'a>(
@@ -275,11 +348,6 @@ impl ToolSource for ExternalServers {
 }
 
 impl ExternalServers {
-    /// The caller's enabled servers, read for a forwarded call.
-    async fn enabled(&self, user: &str) -> Result<Vec<McpServerRecord>, String> {
-        enabled(self.store.mcp_servers(user).await)
-    }
-
     /// Connects to one server (the cached dialect first) within the connect budget.
     async fn connect(
         &self,
@@ -294,8 +362,13 @@ impl ExternalServers {
             McpConnection::connect(&self.http, &record.url, &auth, budget, prefer),
         )
         .await
-        .map_err(|_| format!("no answer within {} s", budget.as_secs()))?
-        .map_err(|error| error.to_string())
+        .unwrap_or(Err(RemoteError::Http(HttpError::Timeout)))
+        .map_err(|error| match error {
+            RemoteError::Http(HttpError::Timeout) => {
+                format!("no answer within {} s", budget.as_secs())
+            }
+            error => error.to_string(),
+        })
     }
 
     /// Connects and lists: the fresh snapshot and the open connection.
@@ -329,15 +402,20 @@ impl ExternalServers {
             Err(why) => (Err(why), None),
         };
         self.cache.put(user, record, outcome.clone());
-        self.record(user, record, outcome.as_ref().err()).await;
+        let error = outcome.as_ref().err().map(String::as_str);
+        self.record(user, record, error).await;
         (outcome, connection)
     }
 
-    /// D8: every connection's outcome on the record (`last_connected_at` or
-    /// `last_connect_error`). The log line says only that a server failed.
-    async fn record(&self, user: &str, record: &McpServerRecord, error: Option<&String>) {
+    /// D8: every real exchange's outcome on the record: `last_connected_at` (clearing
+    /// `last_connect_error`) after a success, `last_connect_error` alone after a
+    /// failure. A success that would change nothing is not written
+    /// ([`RECORD_EVERY_SECS`]). The log line says only that a server failed.
+    async fn record(&self, user: &str, record: &McpServerRecord, error: Option<&str>) {
         let at = self.clock.now();
-        let error = error.map(String::as_str);
+        if !worth_writing(record, at, error) {
+            return;
+        }
         if let Err(failure) = self
             .store
             .record_mcp_connection(user, &record.name, at, error)
@@ -422,7 +500,9 @@ impl ExternalServers {
 
     /// `tools/call` for an `mcp__…` name: forwarded to its server. A remote failure is a
     /// tool error (`isError: true`); a name that is not one of the caller's allowed
-    /// external tools is an unknown tool.
+    /// external tools is an unknown tool. A server found unreachable (on connecting or
+    /// by the call) is recorded, its snapshot replaced by the failure, and the model
+    /// told to stop calling its tools ([`unavailable`]).
     async fn forward(
         &self,
         caller: &Caller,
@@ -434,23 +514,20 @@ impl ExternalServers {
         let started = Instant::now();
         let user = caller.user_id.as_str();
         let unknown = || ToolError::UnknownTool(name.to_string());
-        let records = match self.enabled(user).await {
+        let read = self.store.mcp_servers(user).await;
+        let switched_off: Vec<McpServerRecord> = match &read {
+            Ok(all) => all.iter().filter(|r| !active(r)).cloned().collect(),
+            Err(_) => Vec::new(),
+        };
+        let records = match enabled(read) {
             Ok(records) => records,
             Err(why) => return Ok(ToolOutput::Error(format!("{why}; try again shortly"))),
         };
-        for record in records
-            .iter()
-            .filter(|r| name.starts_with(&format!("{PREFIX}{}__", namespace(&r.name))))
-        {
+        for record in records.iter().filter(|r| in_namespace(r, name)) {
             let (outcome, connection) = self.snapshot(user, record).await;
             let snapshot = match outcome {
                 Ok(snapshot) => snapshot,
-                Err(why) => {
-                    return Ok(ToolOutput::Error(format!(
-                        "the MCP server {:?} is unavailable right now ({why}); its tools cannot be used in this request",
-                        record.name
-                    )));
-                }
+                Err(why) => return Ok(unavailable(&record.name, &why)),
             };
             let Some(index) = snapshot.exposed.iter().position(|e| e.name == name) else {
                 continue;
@@ -462,16 +539,13 @@ impl ExternalServers {
             let connection = match connection {
                 Some(connection) => connection,
                 None => {
-                    let connected = self.connect(user, record, Some(snapshot.dialect)).await;
-                    self.record(user, record, connected.as_ref().err()).await;
-                    match connected {
+                    // A server known to speak 2026-07-28 is adopted without a request;
+                    // a 2025-era one answers the handshake here.
+                    match self.connect(user, record, Some(snapshot.dialect)).await {
                         Ok(connection) => connection,
                         Err(why) => {
-                            self.cache.forget(user, &record.name);
-                            return Ok(ToolOutput::Error(format!(
-                                "the MCP server {:?} is unavailable right now ({why})",
-                                record.name
-                            )));
+                            self.unreachable(user, record, &why).await;
+                            return Ok(unavailable(&record.name, &why));
                         }
                     }
                 }
@@ -480,35 +554,118 @@ impl ExternalServers {
             let call = tokio::time::timeout(left, connection.call_tool(tool, arguments));
             let outcome = call.await;
             connection.close(CLOSE_TIMEOUT).await;
-            let late = || {
-                ToolOutput::Error(format!(
-                    "the MCP server {:?} did not answer in time ({} s)",
-                    record.name,
-                    started.elapsed().as_secs_f32().ceil()
-                ))
-            };
+            let waited = started.elapsed().as_secs_f32().ceil();
             return Ok(match outcome {
-                Ok(Ok(result)) => bounded(
-                    ToolOutput::forwarded(result),
-                    self.result_max_bytes,
-                    tool.output_schema.is_some(),
-                ),
-                Ok(Err(RemoteError::Remote { message, .. })) => ToolOutput::Error(format!(
-                    "the MCP server {:?} returned an error: {message}",
-                    record.name
-                )),
-                Ok(Err(RemoteError::Http(HttpError::Timeout))) | Err(_) => late(),
+                Ok(Ok(result)) => {
+                    self.record(user, record, None).await;
+                    bounded(
+                        ToolOutput::forwarded(result),
+                        self.result_max_bytes,
+                        tool.output_schema.is_some(),
+                    )
+                }
+                // A JSON-RPC answer: the server was reached. Its tools may have changed
+                // (an unknown tool), so the snapshot is fetched again next time.
+                Ok(Err(RemoteError::Remote { message, .. })) => {
+                    self.record(user, record, None).await;
+                    self.cache.forget(user, &record.name);
+                    ToolOutput::Error(format!(
+                        "the MCP server {:?} returned an error: {message}",
+                        record.name
+                    ))
+                }
+                Ok(Err(error @ RemoteError::InputRequired)) => {
+                    self.record(user, record, None).await;
+                    ToolOutput::Error(format!(
+                        "the call to the MCP server {:?} failed: {error}",
+                        record.name
+                    ))
+                }
+                // No answer in time: a hung server and a tool that runs too long look
+                // the same here. Recorded, and the snapshot dropped so that the next
+                // listing asks the server again (and leaves it out if it is down);
+                // its other tools are not condemned for one slow tool.
+                Ok(Err(RemoteError::Http(HttpError::Timeout))) | Err(_) => {
+                    let budget = self.probe_budget.as_secs();
+                    let why = format!("tools/call got no answer within {budget} s");
+                    self.record(user, record, Some(&why)).await;
+                    self.cache.forget(user, &record.name);
+                    ToolOutput::Error(format!(
+                        "the MCP server {:?} did not answer in time ({waited} s); if this keeps happening, tell the user to check it in their MCP server settings",
+                        record.name
+                    ))
+                }
+                // The server answered, with more than a result may be: reached, and
+                // the model told to ask for less.
                 Ok(Err(RemoteError::Http(HttpError::TooLarge { limit }))) => {
+                    self.record(user, record, None).await;
                     ToolOutput::Error(too_large(&record.name, limit))
                 }
-                Ok(Err(error)) => ToolOutput::Error(format!(
-                    "the call to the MCP server {:?} failed: {error}",
-                    record.name
-                )),
+                Ok(Err(error)) => {
+                    let why = error.to_string();
+                    self.unreachable(user, record, &why).await;
+                    unavailable(&record.name, &why)
+                }
             });
+        }
+        // A switched-off server's tool (one it listed when it was last probed) is
+        // unavailable, not unknown: the model is told why and to stop calling it.
+        if let Some(record) = switched_off
+            .iter()
+            .find(|record| in_namespace(record, name) && stored_tool(record, name))
+        {
+            let why = if record.url.is_empty() {
+                "it has no url in the MCP server settings"
+            } else {
+                "it is switched off in the MCP server settings"
+            };
+            return Ok(unavailable(&record.name, why));
         }
         Err(unknown())
     }
+
+    /// A forwarded call found the server unreachable: recorded, and its snapshot
+    /// replaced by the failure at once, so the next listing leaves it out with a note.
+    async fn unreachable(&self, user: &str, record: &McpServerRecord, why: &str) {
+        self.cache.put(user, record, Err(why.to_string()));
+        self.record(user, record, Some(why)).await;
+    }
+}
+
+/// Whether `name` is in the tool namespace of `record`.
+fn in_namespace(record: &McpServerRecord, name: &str) -> bool {
+    name.strip_prefix(PREFIX)
+        .and_then(|rest| rest.strip_prefix(namespace(&record.name).as_str()))
+        .is_some_and(|rest| rest.starts_with("__"))
+}
+
+/// Whether `name` is one of the allowed tools `record` listed when it was last probed.
+fn stored_tool(record: &McpServerRecord, name: &str) -> bool {
+    let tools = record.tools.iter().map(|tool| tool.name.as_str());
+    namespaced_tools(&record.name, tools)
+        .iter()
+        .zip(&record.tools)
+        .any(|(exposed, tool)| exposed == name && allowed(record, &tool.name))
+}
+
+/// What a call to the tool of an unavailable server answers: a tool error a model acts
+/// on (stop calling, tell the user where to look), with the reason in words.
+fn unavailable(server: &str, why: &str) -> ToolOutput {
+    let why: String = why.chars().take(300).collect();
+    ToolOutput::Error(format!(
+        "The MCP server {server:?} is unavailable right now ({why}). Do not call its tools again in this conversation; tell the user to check it in their MCP server settings."
+    ))
+}
+
+/// Whether an exchange's outcome changes what the record says (see
+/// [`RECORD_EVERY_SECS`]): every failure does; a success does when it clears an error,
+/// or when the recorded time is missing or older than that.
+fn worth_writing(record: &McpServerRecord, now: u64, error: Option<&str>) -> bool {
+    error.is_some()
+        || record.last_connect_error.is_some()
+        || record
+            .last_connected_at
+            .is_none_or(|at| now.saturating_sub(at) >= RECORD_EVERY_SECS)
 }
 
 #[cfg(test)]
@@ -577,5 +734,55 @@ mod tests {
         cache.put("u", &newest, Err("down".into()));
         cache.forget("u", &newest.name);
         assert!(cache.weight() <= CACHE_BYTES - one);
+    }
+
+    /// Issue 16, item 3: a listing's validity is the least left of its entries', a
+    /// failure's at most [`FAILURE_TTL`]; a server with no entry leaves nothing.
+    #[test]
+    fn a_listing_is_valid_for_what_is_left_of_its_snapshots() {
+        let cache = SnapshotCache::with_ttl(Duration::from_secs(30));
+        let (up, down) = (record("up"), record("down"));
+        cache.put("u", &up, Ok(big_snapshot(&up)));
+        let valid = cache.valid_for("u", ["up"]);
+        assert!(valid <= Duration::from_secs(30) && valid > Duration::from_secs(29));
+        cache.put("u", &down, Err("refused".into()));
+        assert!(cache.valid_for("u", ["up", "down"]) <= FAILURE_TTL);
+        assert_eq!(cache.valid_for("u", ["up", "gone"]), Duration::ZERO);
+        let short = SnapshotCache::with_ttl(Duration::from_secs(2));
+        short.put("u", &down, Err("refused".into()));
+        assert!(short.valid_for("u", ["down"]) <= Duration::from_secs(2));
+    }
+
+    /// Issue 16, item 2: a success is written only when it changes what the record
+    /// says; a failure always is.
+    #[test]
+    fn only_successes_that_change_the_record_are_written() {
+        let mut server = record("s");
+        assert!(worth_writing(&server, 1_000, None), "never connected");
+        server.last_connected_at = Some(1_000);
+        assert!(!worth_writing(&server, 1_000 + RECORD_EVERY_SECS - 1, None));
+        assert!(worth_writing(&server, 1_000 + RECORD_EVERY_SECS, None));
+        assert!(worth_writing(&server, 1_001, Some("HTTP 401")));
+        server.last_connect_error = Some("HTTP 401".into());
+        assert!(
+            worth_writing(&server, 1_001, None),
+            "a success clears the error"
+        );
+    }
+
+    #[test]
+    fn names_belong_to_their_servers_namespace_and_stored_tools() {
+        let mut server = record("my-shop");
+        server.tools = vec![crate::domain::McpToolSnapshot {
+            name: "lookup".into(),
+            description: None,
+        }];
+        assert!(in_namespace(&server, "mcp__my_shop__lookup"));
+        assert!(!in_namespace(&server, "mcp__my_shopx__lookup"));
+        assert!(!in_namespace(&server, "mcp__my_shop_lookup"));
+        assert!(stored_tool(&server, "mcp__my_shop__lookup"));
+        assert!(!stored_tool(&server, "mcp__my_shop__nope"));
+        server.allowed_tools = Some(vec![]);
+        assert!(!stored_tool(&server, "mcp__my_shop__lookup"));
     }
 }

@@ -337,7 +337,10 @@ impl McpServer {
             );
         }
         let tools = list.listings();
-        let result = self.shape(result, "tools/list", era);
+        let mut result = self.shape(result, "tools/list", era);
+        if let Some(valid_for) = list.valid_for() {
+            result.insert("ttlMs".into(), results::ttl_ms(valid_for).into());
+        }
         let envelope = jsonrpc::Envelope {
             jsonrpc: "2.0",
             id,

@@ -2,11 +2,13 @@
 //! [`ToolOutput`] (a data tool's `{success, data | error}` becomes text content,
 //! `structuredContent` and `isError`), the JSON-RPC error for each [`ToolError`], the
 //! per-era rule for outputs a legacy client cannot take, the notes of a `tools/list`
-//! page, and the JSON-RPC notification for each [`Notification`] a tool sent.
+//! page and its `ttlMs` when the caller's external tools are in it, and the JSON-RPC
+//! notification for each [`Notification`] a tool sent.
 //!
 //! The one place a tool's answer becomes JSON-RPC: tools and tool sources never shape
 //! results. Adds nothing that depends on the method (`resultType`, caching fields,
-//! `_meta`): the dispatcher does that for every result.
+//! `_meta`): the dispatcher does that for every result, taking a listing's `ttlMs`
+//! from [`ttl_ms`].
 
 use serde_json::{Map, Value, json};
 
@@ -102,6 +104,15 @@ pub(super) fn unavailable_notes(unavailable: &[Unavailable]) -> Value {
         .iter()
         .map(|note| json!({ "server": note.server, "error": note.error }))
         .collect()
+}
+
+/// The `ttlMs` of a `tools/list` page that lists the caller's external tools (or
+/// notes about them): never longer than the usual one, nor than what is left of the
+/// validity of the snapshots it was made from, so a client re-lists once they expire.
+pub(super) fn ttl_ms(valid_for: std::time::Duration) -> u64 {
+    u64::try_from(valid_for.as_millis())
+        .unwrap_or(u64::MAX)
+        .min(super::dispatch::CACHE_TTL_MS)
 }
 
 /// The JSON-RPC notification for what a tool sent while it ran.

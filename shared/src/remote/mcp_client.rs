@@ -118,6 +118,9 @@ pub(crate) enum RemoteError {
     Protocol(String),
     /// The server answered with a JSON-RPC error.
     Remote { code: i64, message: String },
+    /// A 2026-07-28 tool asked for more input (`input_required`), which a forwarded
+    /// call cannot give: the server itself answered well.
+    InputRequired,
 }
 
 impl fmt::Display for RemoteError {
@@ -128,6 +131,9 @@ impl fmt::Display for RemoteError {
             RemoteError::Remote { code, message } => {
                 write!(f, "the MCP server returned error {code}: {message}")
             }
+            RemoteError::InputRequired => f.write_str(
+                "MCP protocol error: the tool asked for more input, which a forwarded call cannot give",
+            ),
         }
     }
 }
@@ -497,9 +503,7 @@ impl McpConnection {
             return Err(protocol("tools/call result is not an object"));
         }
         if result.get("resultType").and_then(Value::as_str) == Some(RESULT_INPUT_REQUIRED) {
-            return Err(protocol(
-                "the tool asked for more input, which a forwarded call cannot give",
-            ));
+            return Err(RemoteError::InputRequired);
         }
         Ok(result)
     }

@@ -461,7 +461,7 @@ async fn a_modern_server_without_our_version_is_not_retried_as_legacy() {
 }
 
 #[tokio::test]
-async fn a_tool_asking_for_input_is_a_protocol_error() {
+async fn a_tool_asking_for_input_is_its_own_error() {
     let addr = scripted(|method, _| match method {
         "server/discover" => discover_result(),
         "tools/call" => json!({"resultType": "input_required", "inputRequests": {}}),
@@ -475,7 +475,8 @@ async fn a_tool_asking_for_input_is_a_protocol_error() {
         ..RemoteTool::default()
     };
     let err = connection.call_tool(&tool, Map::new()).await.unwrap_err();
-    assert!(matches!(err, RemoteError::Protocol(_)), "{err:?}");
+    assert!(matches!(err, RemoteError::InputRequired), "{err:?}");
+    assert!(err.to_string().contains("more input"), "{err}");
 }
 
 #[tokio::test]

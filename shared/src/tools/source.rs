@@ -7,6 +7,7 @@
 //! `external` implements the trait, and `tools` never imports `external`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde_json::value::RawValue;
@@ -64,6 +65,9 @@ pub(crate) struct SourceListing {
     /// positions of the ones shown, in listing order.
     groups: Vec<(Arc<[ListedTool]>, Vec<usize>)>,
     pub(crate) unavailable: Vec<Unavailable>,
+    /// How long what was listed stays true (the least validity left of what it was
+    /// made from); `None` when it does not expire on its own.
+    pub(crate) valid_for: Option<Duration>,
 }
 
 impl SourceListing {

@@ -82,6 +82,12 @@ impl ToolList<'_> {
     pub(crate) fn unavailable(&self) -> &[Unavailable] {
         &self.external.unavailable
     }
+
+    /// How long this page stays true: `None` unless the caller's external tools
+    /// (or notes about them) are in it, then what is left of their snapshots' validity.
+    pub(crate) fn valid_for(&self) -> Option<std::time::Duration> {
+        self.external.valid_for
+    }
 }
 
 impl Toolbox {
