@@ -14,7 +14,7 @@ use serde_json::Value;
 
 pub(crate) use boundary::catch_panic;
 pub(crate) use error::{ApiError, Form, STORAGE_UNAVAILABLE};
-pub(crate) use origin::OriginPolicy;
+pub(crate) use origin::{CorsOrigin, OriginPolicy};
 pub(crate) use routes::{Accepts, Access, FORM_BODY, Handler, Router, methods_at};
 pub use routes::{Matched, Resolved, RouteGroup, resolve, templates};
 
@@ -80,26 +80,30 @@ pub(crate) fn empty(status: StatusCode) -> Response<Bytes> {
     response
 }
 
-/// Adds CORS headers for an allowed browser origin (or `*` when the request has none).
+/// Adds CORS headers for an allowed browser origin (`*` when there is none to echo), and
+/// the request headers a preflight may send.
 pub(crate) fn add_cors(
     response: &mut Response<Bytes>,
-    allowed_origin: Option<&str>,
+    allowed_origin: Option<CorsOrigin<'_>>,
     methods: &'static str,
+    request: &http::HeaderMap,
 ) {
     let headers = response.headers_mut();
-    let origin = allowed_origin
-        .and_then(|o| HeaderValue::from_str(o).ok())
-        .unwrap_or(HeaderValue::from_static("*"));
-    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    let origin = match allowed_origin {
+        Some(CorsOrigin::Echo(origin)) => HeaderValue::from_str(origin).ok(),
+        Some(CorsOrigin::Any) => Some(HeaderValue::from_static("*")),
+        None => None,
+    };
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        origin.unwrap_or(HeaderValue::from_static("*")),
+    );
     headers.insert(header::VARY, HeaderValue::from_static("Origin"));
     headers.insert(
         header::ACCESS_CONTROL_ALLOW_METHODS,
         HeaderValue::from_static(methods),
     );
-    headers.insert(
-        header::ACCESS_CONTROL_ALLOW_HEADERS,
-        HeaderValue::from_static(ALLOW_HEADERS),
-    );
+    headers.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, allow_headers(request));
     headers.insert(
         header::ACCESS_CONTROL_EXPOSE_HEADERS,
         HeaderValue::from_static(EXPOSE_HEADERS),
@@ -108,6 +112,36 @@ pub(crate) fn add_cors(
         header::ACCESS_CONTROL_MAX_AGE,
         HeaderValue::from_static("86400"),
     );
+}
+
+/// The longest `Access-Control-Request-Headers` read for `Mcp-Param-*` names.
+const REQUEST_HEADERS_CAP: usize = 4096;
+
+/// [`ALLOW_HEADERS`], plus the `Mcp-Param-*` headers a preflight asks for (a tool's
+/// `x-mcp-header` parameters: their names cannot be listed in advance, and a wildcard
+/// never covers `Authorization`).
+fn allow_headers(request: &http::HeaderMap) -> HeaderValue {
+    let asked = request
+        .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| v.len() <= REQUEST_HEADERS_CAP)
+        .unwrap_or_default();
+    let params: Vec<&str> = asked
+        .split(',')
+        .map(str::trim)
+        .filter(|name| {
+            name.len() > "mcp-param-".len()
+                && name[.."mcp-param-".len()].eq_ignore_ascii_case("mcp-param-")
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+        .collect();
+    if params.is_empty() {
+        return HeaderValue::from_static(ALLOW_HEADERS);
+    }
+    HeaderValue::from_str(&format!("{ALLOW_HEADERS}, {}", params.join(", ")))
+        .unwrap_or(HeaderValue::from_static(ALLOW_HEADERS))
 }
 
 /// The value of cookie `name` in the request's `Cookie` headers.
