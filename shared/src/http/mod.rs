@@ -116,6 +116,7 @@ pub(crate) fn add_cors(
 
 /// The longest `Access-Control-Request-Headers` read for `Mcp-Param-*` names.
 const REQUEST_HEADERS_CAP: usize = 4096;
+const PARAM_PREFIX: &str = "mcp-param-";
 
 /// [`ALLOW_HEADERS`], plus the `Mcp-Param-*` headers a preflight asks for (a tool's
 /// `x-mcp-header` parameters: their names cannot be listed in advance, and a wildcard
@@ -130,8 +131,10 @@ fn allow_headers(request: &http::HeaderMap) -> HeaderValue {
         .split(',')
         .map(str::trim)
         .filter(|name| {
-            name.len() > "mcp-param-".len()
-                && name[.."mcp-param-".len()].eq_ignore_ascii_case("mcp-param-")
+            name.len() > PARAM_PREFIX.len()
+                && name
+                    .get(..PARAM_PREFIX.len())
+                    .is_some_and(|p| p.eq_ignore_ascii_case(PARAM_PREFIX))
                 && name
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
@@ -154,4 +157,35 @@ pub(crate) fn cookie(headers: &http::HeaderMap, name: &str) -> Option<String> {
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(k, _)| *k == name)
         .map(|(_, v)| v.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asking(value: &str) -> http::HeaderMap {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(
+            header::ACCESS_CONTROL_REQUEST_HEADERS,
+            HeaderValue::from_str(value).unwrap(),
+        );
+        headers
+    }
+
+    #[test]
+    fn a_preflight_may_send_the_mcp_param_headers_it_asks_for_and_nothing_else() {
+        let allowed = allow_headers(&asking(
+            "authorization, Mcp-Param-Region, mcp-param-, x-evil, mcp-param-a b, mcp-param-ok_2",
+        ));
+        let allowed = allowed.to_str().unwrap();
+        assert!(allowed.starts_with(ALLOW_HEADERS), "{allowed}");
+        let extra: Vec<&str> = allowed[ALLOW_HEADERS.len()..]
+            .split(", ")
+            .filter(|s| !s.is_empty())
+            .collect();
+        assert_eq!(extra, ["Mcp-Param-Region", "mcp-param-ok_2"]);
+        assert_eq!(allow_headers(&http::HeaderMap::new()), ALLOW_HEADERS);
+        let long = format!("mcp-param-{}", "a".repeat(REQUEST_HEADERS_CAP));
+        assert_eq!(allow_headers(&asking(&long)), ALLOW_HEADERS);
+    }
 }
