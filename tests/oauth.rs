@@ -404,24 +404,20 @@ async fn c2_refusals_carry_rfc6749_error_codes() {
     assert_eq!(unknown_grant.json()["error"], "unsupported_grant_type");
 }
 
-/// C2 as amended by issue 12: the client-credentials grant is not offered (an app's own
-/// token would have no route to reach), so registering it is refused and asking the token
-/// endpoint for it is `unsupported_grant_type`; a wrong client secret is still `invalid_client`.
+/// C2 as amended by issues 12 and 16: the client-credentials grant is not offered (an app's
+/// own token would have no route to reach): registering it succeeds (RFC 7591, issue 16),
+/// asking the token endpoint for it is `unsupported_grant_type`; a wrong client secret is
+/// still `invalid_client`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn c2_the_client_credentials_grant_is_not_offered() {
     let server = Server::start(&[]);
-    let refused = post_json(
+    let registered = post_json(
         &server.url("/oauth/register"),
         &[],
         &json!({ "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "client_secret_basic", "grant_types": ["client_credentials"] }),
     )
     .await;
-    assert_eq!(
-        (refused.status, refused.json()["error"].clone()),
-        (400, json!("invalid_client_metadata")),
-        "{}",
-        refused.body
-    );
+    assert_eq!(registered.status, 201, "{}", registered.body);
     let client = register(
         &server,
         json!({ "token_endpoint_auth_method": "client_secret_basic" }),
@@ -498,10 +494,10 @@ async fn c3_login_prompt_flow_through_mcplogin_and_check_state() {
     assert_eq!(poll["status"], "completed", "{poll}");
     let token = poll["token"].as_str().unwrap();
     // Issue 12, finding 3: the token is handed out once; a second poll is told the
-    // login is used up (410 `expired`, as for an expired login) and gets no token.
+    // token was already collected (410 `collected`, issue 16) and gets no token.
     let again = get(&server.url(poll_path)).await;
     assert_eq!(again.status, 410, "{}", again.body);
-    assert_eq!(again.json()["status"], "expired");
+    assert_eq!(again.json()["status"], "collected");
     assert!(again.json().get("token").is_none());
     let result = call_tool(&server, Some(token)).await;
     assert!(

@@ -211,7 +211,7 @@ async fn the_poll_needs_the_initiators_secret_and_hands_the_token_out_once() {
     let second = get(&server.url(&mine.poll)).await;
     assert_eq!(
         (second.status, second.json()["status"].clone()),
-        (410, json!("expired"))
+        (410, json!("collected"))
     );
     assert!(second.json().get("token").is_none());
     // The secret also works as a header (nothing left to collect now).

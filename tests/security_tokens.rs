@@ -137,25 +137,42 @@ fn assert_insufficient(reply: &Reply, what: &str) {
 }
 
 /// Finding 1 as the issue writes it: an open registration with `client_credentials`, then
-/// its token. The grant is no longer offered, so neither step yields anything; a
-/// confidential client registered the usual way cannot ask for it either. (A token that
+/// its token. The grant is no longer offered: the registration succeeds (issue 16, RFC
+/// 7591) but yields no token; a confidential client registered the usual way cannot ask
+/// for it either. (A token that
 /// says `kind: client`, signed before, does not verify:
 /// `identity::jwt::tests::a_token_says_its_kind_and_one_without_a_known_kind_does_not_verify`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_credentials_token_is_never_a_person() {
     let server = Server::start(&[]);
-    let refused = post_json(
+    let app = post_json(
         &server.url("/oauth/register"),
         &[],
         &json!({"redirect_uris":["https://x.example/cb"],"grant_types":["client_credentials"],"token_endpoint_auth_method":"client_secret_post"}),
     )
     .await;
+    assert_eq!(app.status, 201, "{}", app.body);
+    let app_token = form_with_cookie(
+        &server,
+        "/oauth/token",
+        &[
+            ("grant_type", "client_credentials"),
+            ("client_id", app.json()["client_id"].as_str().unwrap()),
+            (
+                "client_secret",
+                app.json()["client_secret"].as_str().unwrap(),
+            ),
+        ],
+        None,
+    )
+    .await;
     assert_eq!(
-        (refused.status, refused.json()["error"].clone()),
-        (400, json!("invalid_client_metadata")),
+        (app_token.status, app_token.json()["error"].clone()),
+        (400, json!("unsupported_grant_type")),
         "{}",
-        refused.body
+        app_token.body
     );
+    assert!(app_token.json().get("access_token").is_none());
     let client = register(
         &server,
         json!({"redirect_uris":["https://x.example/cb"],"token_endpoint_auth_method":"client_secret_post"}),

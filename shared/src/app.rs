@@ -22,7 +22,8 @@ use crate::console::ConsoleApi;
 use crate::data_api::DataApi;
 use crate::external::{CONNECT_BUDGET, ExternalServers, PROBE_BUDGET};
 use crate::http::{
-    self as web, Access, ApiError, Handler, Matched, OriginPolicy, Resolved, RouteGroup, Router,
+    self as web, Access, ApiError, CorsOrigin, Handler, Matched, OriginPolicy, Resolved,
+    RouteGroup, Router,
 };
 use crate::identity::{
     Caller, CallerResolver, Jwts, LoginPoll, LoginPrompts, McpUrls, Passwords, Sealer,
@@ -353,7 +354,7 @@ impl App {
             {
                 let headers = request.headers();
                 let work = async {
-                    if !self.origin.allows(headers) {
+                    if !self.origin.allows(matched.route.access, headers) {
                         let error = McpError::ForbiddenOrigin;
                         return web::json(error.http_status(Era::Unknown), &error.transport_body());
                     }
@@ -411,7 +412,8 @@ impl App {
         }
     }
 
-    /// Open routes allow any origin; the others echo the request's origin if allowed.
+    /// Open routes allow any origin; the others echo the request's origin if allowed, or
+    /// answer `*` where `MCP_ALLOWED_ORIGINS=*` lets any origin in (`http/origin.rs`).
     fn with_cors(
         &self,
         access: Access,
@@ -419,12 +421,18 @@ impl App {
         mut response: Response<Bytes>,
     ) -> Response<Bytes> {
         match access {
-            Access::Open => web::add_cors(&mut response, Some("*"), "GET, POST, OPTIONS"),
-            Access::Page => {}
-            Access::SameOrigin | Access::SignedIn => web::add_cors(
+            Access::Open => web::add_cors(
                 &mut response,
-                self.origin.allowed_origin(headers),
+                Some(CorsOrigin::Any),
+                "GET, POST, OPTIONS",
+                headers,
+            ),
+            Access::Page => {}
+            Access::SameOrigin | Access::SignedIn | Access::Form => web::add_cors(
+                &mut response,
+                self.origin.cors_origin(access, headers),
                 "GET, POST, DELETE, OPTIONS",
+                headers,
             ),
         }
         response
@@ -439,7 +447,7 @@ impl App {
         headers: &HeaderMap,
     ) -> Result<Option<Caller>, Refusal> {
         let route = matched.route;
-        if route.access != Access::Open && !self.origin.allows(headers) {
+        if !self.origin.allows(route.access, headers) {
             return Err(Refusal::ForbiddenOrigin);
         }
         match route.access {
@@ -449,7 +457,7 @@ impl App {
                 .await
                 .map(Some)
                 .map_err(Refusal::Door),
-            Access::Open | Access::SameOrigin | Access::Page => Ok(None),
+            Access::Open | Access::SameOrigin | Access::Page | Access::Form => Ok(None),
         }
     }
 

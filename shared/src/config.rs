@@ -76,6 +76,23 @@ pub struct Config {
     /// or this if shorter). `None` keeps the default, 60 s. Tests set a few seconds to
     /// see a server's new tools without waiting a minute.
     pub snapshot_ttl_secs: Option<u64>,
+    /// `MCP_ALLOWED_ORIGINS` (issue 16, item 6): browser origins beyond loopback and the
+    /// public URL that may call the bearer-token routes (`/mcp`, the API), or any origin.
+    pub allowed_origins: AllowedOrigins,
+}
+
+/// `MCP_ALLOWED_ORIGINS`: a comma-separated list of origins (`scheme://host[:port]`,
+/// stored normalised: lower-case, default port dropped), or `*`. Never widens the
+/// console's pages or the OAuth sign-in and consent forms (`http/origin.rs`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum AllowedOrigins {
+    /// Unset: loopback and the public URL only, as before the setting existed.
+    #[default]
+    Listed,
+    /// These origins, exactly (normalised), besides loopback and the public URL.
+    Origins(Vec<String>),
+    /// `*`: any origin, answered `Access-Control-Allow-Origin: *` (never credentials).
+    Any,
 }
 
 /// The largest `MCP_REMOTE_RESULT_MAX_BYTES`: a result must fit Lambda's 6 MB answer.
@@ -270,6 +287,10 @@ impl Config {
                     }
                 },
             },
+            allowed_origins: get("MCP_ALLOWED_ORIGINS")
+                .map(parse_allowed_origins)
+                .transpose()?
+                .unwrap_or_default(),
             runtime,
             host,
             port,
@@ -348,6 +369,55 @@ fn parse_bucket_name(value: &str) -> Result<String, ConfigError> {
     } else {
         Err(bad("MIROBODY_UPLOAD_BUCKET", "must be an S3 bucket name"))
     }
+}
+
+/// `MCP_ALLOWED_ORIGINS`: `*`, or origins separated by commas, each an `http(s)` origin
+/// with nothing after the host and port; each stored as the browser sends it in
+/// `Origin` (lower-case scheme and host, no default port).
+fn parse_allowed_origins(value: &str) -> Result<AllowedOrigins, ConfigError> {
+    const NAME: &str = "MCP_ALLOWED_ORIGINS";
+    if value == "*" {
+        return Ok(AllowedOrigins::Any);
+    }
+    let mut origins = Vec::new();
+    for raw in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        if raw == "*" {
+            return Err(bad(
+                NAME,
+                "`*` must be the whole value, not one entry of a list",
+            ));
+        }
+        let origin = normalise_origin(raw).ok_or_else(|| {
+            bad(
+                NAME,
+                format!("{raw:?} is not an origin such as https://app.example.com (scheme, host and an optional port, nothing else)"),
+            )
+        })?;
+        if !origins.contains(&origin) {
+            origins.push(origin);
+        }
+    }
+    if origins.is_empty() {
+        return Err(bad(NAME, "must be * or a comma-separated list of origins"));
+    }
+    Ok(AllowedOrigins::Origins(origins))
+}
+
+/// An `http(s)` origin as a browser writes it in `Origin` (`https://app.example`,
+/// `http://localhost:3000`), or `None` when `raw` is anything more or less than one.
+pub(crate) fn normalise_origin(raw: &str) -> Option<String> {
+    if raw.len() > 2048 || raw.contains(['@', '?', '#', '\\']) {
+        return None;
+    }
+    let url = url::Url::parse(raw).ok()?;
+    let rest = raw.split_once("://")?.1;
+    if !matches!(url.scheme(), "http" | "https")
+        || url.host_str().is_none_or(str::is_empty)
+        || rest.trim_end_matches('/').contains('/')
+    {
+        return None;
+    }
+    Some(url.origin().ascii_serialization())
 }
 
 fn parse_public_url(value: &str) -> Result<String, ConfigError> {
@@ -457,6 +527,37 @@ mod tests {
             let err = Config::from_vars(Runtime::Lambda, vars(&[("MIROBODY_UPLOAD_BUCKET", bad)]))
                 .unwrap_err();
             assert_eq!(err.setting, "MIROBODY_UPLOAD_BUCKET", "{bad}");
+        }
+    }
+
+    #[test]
+    fn allowed_origins_are_parsed_and_normalised() {
+        let origins = |value: &str| {
+            Config::from_vars(Runtime::Local, vars(&[("MCP_ALLOWED_ORIGINS", value)]))
+                .map(|c| c.allowed_origins)
+        };
+        assert_eq!(origins("").unwrap(), AllowedOrigins::Listed);
+        assert_eq!(origins(" * ").unwrap(), AllowedOrigins::Any);
+        assert_eq!(
+            origins("HTTPS://App.Example:443/, http://localhost:3000,https://app.example").unwrap(),
+            AllowedOrigins::Origins(vec![
+                "https://app.example".into(),
+                "http://localhost:3000".into()
+            ])
+        );
+        for bad in [
+            "app.example",
+            "ftp://app.example",
+            "https://app.example/path",
+            "https://user@app.example",
+            "https://app.example?x=1",
+            "https://",
+            "https://a.example, *",
+            ",",
+            "null",
+        ] {
+            let err = origins(bad).unwrap_err();
+            assert_eq!(err.setting, "MCP_ALLOWED_ORIGINS", "{bad}");
         }
     }
 

@@ -33,7 +33,7 @@ mod upload;
 mod whole_account;
 
 pub use app::App;
-pub use config::{Config, ConfigError, Runtime, StoreKind};
+pub use config::{AllowedOrigins, Config, ConfigError, Runtime, StoreKind};
 pub use http::{RouteGroup, SourceAddr};
 pub use imports::{ImportError, Importer};
 pub use services::{Services, StartupError};

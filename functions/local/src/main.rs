@@ -1,6 +1,8 @@
 //! `mirobody-local`: every route in one process on `HTTP_HOST:HTTP_PORT`
 //! (default 127.0.0.1:18060) over the embedded store. For development and tests;
-//! never deployed.
+//! never deployed. Starts with a banner (`banner.rs`): where it listens, its public URL,
+//! the MCP endpoint and the console, and a warning for `HTTP_HOST=0.0.0.0` without
+//! `MCP_PUBLIC_URL`.
 //!
 //! ```text
 //! mirobody-local                    serve
@@ -28,6 +30,7 @@ use mirobody::{App, Config, RouteGroup, Runtime, Services, SourceAddr};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
+mod banner;
 mod layered;
 mod limits;
 
@@ -123,6 +126,20 @@ async fn main() {
     let shutdown =
         shutdown_signal().unwrap_or_else(|e| fail(format!("cannot handle signals: {e}")));
     println!("mirobody-local listening on http://{local}");
+    // The rest of the banner (issue 16, item 7); a reader that stopped after the first
+    // line (the tests) must not stop the server, so write errors are ignored.
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        for line in banner::lines(app.config()) {
+            let _ = writeln!(out, "{line}");
+        }
+        let _ = out.flush();
+    }
+    if let Some(warning) = banner::warning(app.config(), local) {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "{warning}");
+    }
     tracing::info!(%local, "listening");
     serve_until_signalled(listener, app, limits, shutdown).await;
 }

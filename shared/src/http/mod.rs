@@ -14,7 +14,7 @@ use serde_json::Value;
 
 pub(crate) use boundary::catch_panic;
 pub(crate) use error::{ApiError, Form, STORAGE_UNAVAILABLE};
-pub(crate) use origin::OriginPolicy;
+pub(crate) use origin::{CorsOrigin, OriginPolicy};
 pub(crate) use routes::{Accepts, Access, FORM_BODY, Handler, Router, methods_at};
 pub use routes::{Matched, Resolved, RouteGroup, resolve, templates};
 
@@ -80,26 +80,30 @@ pub(crate) fn empty(status: StatusCode) -> Response<Bytes> {
     response
 }
 
-/// Adds CORS headers for an allowed browser origin (or `*` when the request has none).
+/// Adds CORS headers for an allowed browser origin (`*` when there is none to echo), and
+/// the request headers a preflight may send.
 pub(crate) fn add_cors(
     response: &mut Response<Bytes>,
-    allowed_origin: Option<&str>,
+    allowed_origin: Option<CorsOrigin<'_>>,
     methods: &'static str,
+    request: &http::HeaderMap,
 ) {
     let headers = response.headers_mut();
-    let origin = allowed_origin
-        .and_then(|o| HeaderValue::from_str(o).ok())
-        .unwrap_or(HeaderValue::from_static("*"));
-    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    let origin = match allowed_origin {
+        Some(CorsOrigin::Echo(origin)) => HeaderValue::from_str(origin).ok(),
+        Some(CorsOrigin::Any) => Some(HeaderValue::from_static("*")),
+        None => None,
+    };
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        origin.unwrap_or(HeaderValue::from_static("*")),
+    );
     headers.insert(header::VARY, HeaderValue::from_static("Origin"));
     headers.insert(
         header::ACCESS_CONTROL_ALLOW_METHODS,
         HeaderValue::from_static(methods),
     );
-    headers.insert(
-        header::ACCESS_CONTROL_ALLOW_HEADERS,
-        HeaderValue::from_static(ALLOW_HEADERS),
-    );
+    headers.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, allow_headers(request));
     headers.insert(
         header::ACCESS_CONTROL_EXPOSE_HEADERS,
         HeaderValue::from_static(EXPOSE_HEADERS),
@@ -108,6 +112,39 @@ pub(crate) fn add_cors(
         header::ACCESS_CONTROL_MAX_AGE,
         HeaderValue::from_static("86400"),
     );
+}
+
+/// The longest `Access-Control-Request-Headers` read for `Mcp-Param-*` names.
+const REQUEST_HEADERS_CAP: usize = 4096;
+const PARAM_PREFIX: &str = "mcp-param-";
+
+/// [`ALLOW_HEADERS`], plus the `Mcp-Param-*` headers a preflight asks for (a tool's
+/// `x-mcp-header` parameters: their names cannot be listed in advance, and a wildcard
+/// never covers `Authorization`).
+fn allow_headers(request: &http::HeaderMap) -> HeaderValue {
+    let asked = request
+        .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| v.len() <= REQUEST_HEADERS_CAP)
+        .unwrap_or_default();
+    let params: Vec<&str> = asked
+        .split(',')
+        .map(str::trim)
+        .filter(|name| {
+            name.len() > PARAM_PREFIX.len()
+                && name
+                    .get(..PARAM_PREFIX.len())
+                    .is_some_and(|p| p.eq_ignore_ascii_case(PARAM_PREFIX))
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+        .collect();
+    if params.is_empty() {
+        return HeaderValue::from_static(ALLOW_HEADERS);
+    }
+    HeaderValue::from_str(&format!("{ALLOW_HEADERS}, {}", params.join(", ")))
+        .unwrap_or(HeaderValue::from_static(ALLOW_HEADERS))
 }
 
 /// The value of cookie `name` in the request's `Cookie` headers.
@@ -120,4 +157,35 @@ pub(crate) fn cookie(headers: &http::HeaderMap, name: &str) -> Option<String> {
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(k, _)| *k == name)
         .map(|(_, v)| v.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asking(value: &str) -> http::HeaderMap {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(
+            header::ACCESS_CONTROL_REQUEST_HEADERS,
+            HeaderValue::from_str(value).unwrap(),
+        );
+        headers
+    }
+
+    #[test]
+    fn a_preflight_may_send_the_mcp_param_headers_it_asks_for_and_nothing_else() {
+        let allowed = allow_headers(&asking(
+            "authorization, Mcp-Param-Region, mcp-param-, x-evil, mcp-param-a b, mcp-param-ok_2",
+        ));
+        let allowed = allowed.to_str().unwrap();
+        assert!(allowed.starts_with(ALLOW_HEADERS), "{allowed}");
+        let extra: Vec<&str> = allowed[ALLOW_HEADERS.len()..]
+            .split(", ")
+            .filter(|s| !s.is_empty())
+            .collect();
+        assert_eq!(extra, ["Mcp-Param-Region", "mcp-param-ok_2"]);
+        assert_eq!(allow_headers(&http::HeaderMap::new()), ALLOW_HEADERS);
+        let long = format!("mcp-param-{}", "a".repeat(REQUEST_HEADERS_CAP));
+        assert_eq!(allow_headers(&asking(&long)), ALLOW_HEADERS);
+    }
 }

@@ -1,15 +1,39 @@
-//! `Origin` and `Host` checks against DNS rebinding (MCP transport security).
+//! `Origin` and `Host` checks against DNS rebinding (MCP transport security), and which
+//! origin a CORS answer names.
 //!
-//! Owns which origins and hosts may reach the MCP endpoint: the configured public
-//! URL plus the loopback names. A present, foreign `Origin` is refused with 403; a
-//! foreign `Host` is refused too whenever the set of expected hosts is known.
+//! Owns which origins and hosts may reach each kind of route: loopback and the configured
+//! public URL always; the origins of `MCP_ALLOWED_ORIGINS` (issue 16, item 6) only where
+//! no cookie is ever read. A present, foreign `Origin` is refused with 403; a foreign
+//! `Host` is refused too whenever the set of expected hosts is known (the setting never
+//! widens the `Host` check: it names other sites, not this server).
+//!
+//! By access kind (`routes::Access`):
+//! - `Open` (discovery, registration, token, introspection, revocation): no check; CORS
+//!   `*`, as always.
+//! - `SameOrigin` and `SignedIn` (`/mcp`, the JSON APIs, the login poll): bearer tokens,
+//!   URL secrets or poll secrets only, never a cookie, so the listed origins pass too and
+//!   get their own origin echoed; with `*` any origin passes and is answered
+//!   `Access-Control-Allow-Origin: *`. Never `Access-Control-Allow-Credentials`.
+//! - `Form` (the OAuth sign-in and consent forms, `/oauth/authorize` and `/mcplogin`) and
+//!   `Page` (the console): cookie-bound (CSRF and session cookies), so loopback and the
+//!   public URL only, whatever the setting.
 
 use http::HeaderMap;
 use http::header::{HOST, ORIGIN};
 
-use crate::config::{Config, Runtime};
+use super::routes::Access;
+use crate::config::{AllowedOrigins, Config, Runtime, normalise_origin};
 
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
+
+/// What a CORS answer names as its allowed origin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CorsOrigin<'h> {
+    /// The request's own `Origin`, echoed.
+    Echo(&'h str),
+    /// `*` (no `Origin`, or any origin allowed by `MCP_ALLOWED_ORIGINS=*`).
+    Any,
+}
 
 #[derive(Debug, Clone)]
 pub(crate) struct OriginPolicy {
@@ -20,6 +44,8 @@ pub(crate) struct OriginPolicy {
     /// Whether a `Host` outside loopback and the public host is refused. Off only in
     /// Lambda without a configured public URL, where the gateway's own name is unknown.
     check_host: bool,
+    /// `MCP_ALLOWED_ORIGINS`, for the routes that read no cookie.
+    allowed: AllowedOrigins,
 }
 
 impl OriginPolicy {
@@ -36,24 +62,42 @@ impl OriginPolicy {
             public_origin,
             public_host,
             check_host,
+            allowed: config.allowed_origins.clone(),
         }
     }
 
-    /// The origin to echo in CORS headers, if the request's `Origin` is allowed.
-    pub(crate) fn allowed_origin<'h>(&self, headers: &'h HeaderMap) -> Option<&'h str> {
-        let origin = headers.get(ORIGIN)?.to_str().ok()?;
-        self.origin_allowed(origin).then_some(origin)
+    /// The origin a CORS answer on a route of this `access` names, or `None` when the
+    /// request's `Origin` may not read it.
+    pub(crate) fn cors_origin<'h>(
+        &self,
+        access: Access,
+        headers: &'h HeaderMap,
+    ) -> Option<CorsOrigin<'h>> {
+        let Some(origin) = headers.get(ORIGIN) else {
+            return Some(CorsOrigin::Any);
+        };
+        let origin = origin.to_str().ok()?;
+        if self.origin_allowed(origin) {
+            return Some(CorsOrigin::Echo(origin));
+        }
+        match (access, &self.allowed) {
+            (Access::Open, _) => Some(CorsOrigin::Any),
+            (Access::Page | Access::Form, _) | (_, AllowedOrigins::Listed) => None,
+            (_, AllowedOrigins::Any) => Some(CorsOrigin::Any),
+            (Access::SameOrigin | Access::SignedIn, AllowedOrigins::Origins(list)) => {
+                let normal = normalise_origin(origin)?;
+                list.contains(&normal).then_some(CorsOrigin::Echo(origin))
+            }
+        }
     }
 
-    /// False when the request must be refused with 403.
-    pub(crate) fn allows(&self, headers: &HeaderMap) -> bool {
-        if let Some(origin) = headers.get(ORIGIN) {
-            let Ok(origin) = origin.to_str() else {
-                return false;
-            };
-            if !self.origin_allowed(origin) {
-                return false;
-            }
+    /// False when a request to a route of this `access` must be refused with 403.
+    pub(crate) fn allows(&self, access: Access, headers: &HeaderMap) -> bool {
+        if access == Access::Open {
+            return true;
+        }
+        if headers.contains_key(ORIGIN) && self.cors_origin(access, headers).is_none() {
+            return false;
         }
         if self.check_host
             && let Some(host) = headers.get(HOST)
@@ -70,6 +114,7 @@ impl OriginPolicy {
         true
     }
 
+    /// Loopback or the public URL: allowed on every kind of route.
     fn origin_allowed(&self, origin: &str) -> bool {
         let origin = origin.to_ascii_lowercase();
         if self.public_origin.as_deref() == Some(origin.as_str()) {
@@ -105,9 +150,16 @@ mod tests {
     use http::HeaderValue;
 
     fn policy(public: Option<&str>) -> OriginPolicy {
+        policy_allowing(public, None)
+    }
+
+    fn policy_allowing(public: Option<&str>, allowed: Option<&str>) -> OriginPolicy {
         let mut vars = vec![];
         if let Some(p) = public {
             vars.push(("MCP_PUBLIC_URL".to_string(), p.to_string()));
+        }
+        if let Some(a) = allowed {
+            vars.push(("MCP_ALLOWED_ORIGINS".to_string(), a.to_string()));
         }
         OriginPolicy::new(&Config::from_vars(Runtime::Local, vars).unwrap())
     }
@@ -123,18 +175,71 @@ mod tests {
     #[test]
     fn loopback_and_public_origins_pass_foreign_ones_do_not() {
         let p = policy(Some("https://mcp.example.com/base"));
-        assert!(p.allows(&headers(&[(ORIGIN, "http://localhost:3000")])));
-        assert!(p.allows(&headers(&[(ORIGIN, "https://mcp.example.com")])));
-        assert!(!p.allows(&headers(&[(ORIGIN, "https://evil.example")])));
-        assert!(!p.allows(&headers(&[(ORIGIN, "http://localhost.evil.example")])));
-        assert!(p.allows(&headers(&[])));
+        assert!(p.allows(
+            Access::SameOrigin,
+            &headers(&[(ORIGIN, "http://localhost:3000")])
+        ));
+        assert!(p.allows(
+            Access::SameOrigin,
+            &headers(&[(ORIGIN, "https://mcp.example.com")])
+        ));
+        assert!(!p.allows(
+            Access::SameOrigin,
+            &headers(&[(ORIGIN, "https://evil.example")])
+        ));
+        assert!(!p.allows(
+            Access::SameOrigin,
+            &headers(&[(ORIGIN, "http://localhost.evil.example")])
+        ));
+        assert!(p.allows(Access::SameOrigin, &headers(&[])));
     }
 
     #[test]
     fn a_foreign_host_is_refused() {
         let p = policy(None);
-        assert!(p.allows(&headers(&[(HOST, "127.0.0.1:18060")])));
-        assert!(p.allows(&headers(&[(HOST, "[::1]:18060")])));
-        assert!(!p.allows(&headers(&[(HOST, "evil.example:18060")])));
+        assert!(p.allows(Access::SameOrigin, &headers(&[(HOST, "127.0.0.1:18060")])));
+        assert!(p.allows(Access::SameOrigin, &headers(&[(HOST, "[::1]:18060")])));
+        assert!(!p.allows(
+            Access::SameOrigin,
+            &headers(&[(HOST, "evil.example:18060")])
+        ));
+    }
+
+    #[test]
+    fn listed_origins_pass_where_no_cookie_is_read() {
+        let p = policy_allowing(None, Some("https://app.example"));
+        let listed = headers(&[(ORIGIN, "https://app.example")]);
+        for access in [Access::SameOrigin, Access::SignedIn] {
+            assert!(p.allows(access, &listed));
+            assert_eq!(
+                p.cors_origin(access, &listed),
+                Some(CorsOrigin::Echo("https://app.example"))
+            );
+        }
+        for access in [Access::Page, Access::Form] {
+            assert!(!p.allows(access, &listed), "{access:?}");
+            assert_eq!(p.cors_origin(access, &listed), None);
+        }
+        let other = headers(&[(ORIGIN, "https://other.example")]);
+        assert!(!p.allows(Access::SameOrigin, &other));
+        assert!(p.allows(Access::Open, &other));
+        let loopback = headers(&[(ORIGIN, "http://localhost:3000")]);
+        assert!(p.allows(Access::Form, &loopback));
+    }
+
+    #[test]
+    fn any_origin_is_star_and_never_for_cookie_routes() {
+        let p = policy_allowing(None, Some("*"));
+        let foreign = headers(&[(ORIGIN, "https://anywhere.example")]);
+        assert!(p.allows(Access::SameOrigin, &foreign));
+        assert_eq!(
+            p.cors_origin(Access::SameOrigin, &foreign),
+            Some(CorsOrigin::Any)
+        );
+        assert!(!p.allows(Access::Page, &foreign));
+        assert!(!p.allows(Access::Form, &foreign));
+        // The `Host` check is not widened.
+        let host = headers(&[(ORIGIN, "https://anywhere.example"), (HOST, "evil.example")]);
+        assert!(!p.allows(Access::SameOrigin, &host));
     }
 }

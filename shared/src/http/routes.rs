@@ -42,6 +42,9 @@ pub(crate) enum Access {
     /// (a page and its forms are for this origin's own tabs); the console checks its
     /// session cookie and CSRF token itself.
     Page,
+    /// The OAuth sign-in and consent forms (CSRF cookie): like `SameOrigin`, but
+    /// `MCP_ALLOWED_ORIGINS` never widens their `Origin` check (issue 16, item 6).
+    Form,
 }
 
 /// Which bearer tokens a route takes: read by the one check in caller resolution
@@ -215,7 +218,7 @@ const RESOURCE_METADATA: &str = "/.well-known/oauth-protected-resource";
 #[rustfmt::skip]
 #[allow(clippy::needless_update)]
 pub(crate) static ROUTES: &[Route] = {
-    use Access::{Open, Page, SameOrigin, SignedIn};
+    use Access::{Form, Open, Page, SameOrigin, SignedIn};
     use Handler::*;
     use Prefix::{After, Leading};
     use RouteGroup::{Console, Data, Mcp, Oauth, Personal};
@@ -439,14 +442,14 @@ pub(crate) static ROUTES: &[Route] = {
         Route { method: "OPTIONS", path: "/oauth/register", group: Oauth, name: "OPTIONS /oauth/*",
                 access: Open, handler: Preflight, ..ROW },
         Route { method: "GET", path: "/oauth/authorize", group: Oauth, name: "GET /oauth/authorize",
-                access: SameOrigin, handler: AuthorizePage, ..ROW },
+                access: Form, handler: AuthorizePage, ..ROW },
         Route { method: "POST", path: "/oauth/authorize", group: Oauth,
-                name: "POST /oauth/authorize", access: SameOrigin, handler: AuthorizeSubmit,
+                name: "POST /oauth/authorize", access: Form, handler: AuthorizeSubmit,
                 ..ROW },
         Route { method: "GET", path: "/oauth2/authorize", group: Oauth,
-                name: "GET /oauth/authorize", access: SameOrigin, handler: AuthorizePage, ..ROW },
+                name: "GET /oauth/authorize", access: Form, handler: AuthorizePage, ..ROW },
         Route { method: "POST", path: "/oauth2/authorize", group: Oauth,
-                name: "POST /oauth/authorize", access: SameOrigin, handler: AuthorizeSubmit,
+                name: "POST /oauth/authorize", access: Form, handler: AuthorizeSubmit,
                 ..ROW },
         Route { method: "POST", path: "/oauth/token", group: Oauth, name: "POST /oauth/token",
                 access: Open, handler: OAuthToken, ..ROW },
@@ -461,9 +464,9 @@ pub(crate) static ROUTES: &[Route] = {
         Route { method: "OPTIONS", path: "/oauth/revoke", group: Oauth, name: "OPTIONS /oauth/*",
                 access: Open, handler: Preflight, ..ROW },
         Route { method: "GET", path: "/mcplogin", group: Oauth, name: "GET /mcplogin",
-                access: SameOrigin, handler: McpLoginPage, ..ROW },
+                access: Form, handler: McpLoginPage, ..ROW },
         Route { method: "POST", path: "/mcplogin", group: Oauth, name: "POST /mcplogin",
-                access: SameOrigin, handler: McpLoginSubmit, ..ROW },
+                access: Form, handler: McpLoginSubmit, ..ROW },
     ]
 };
 

@@ -147,8 +147,8 @@ impl LoginPrompts {
 }
 
 /// The device-style login poll, `GET /oauth2/check_state/{state}`: 404 for an unknown
-/// state, 410 once expired or once its token was collected, 200 pending, 200 completed
-/// with the token (once), 400 without a state. Built once per process; without keys a
+/// state, 410 `expired` once expired, 410 `collected` once its token was handed out,
+/// 200 pending, 200 completed with the token (once), 400 without a state. Built once per process; without keys a
 /// completed login cannot be read back.
 pub(crate) struct LoginPoll {
     pub store: Arc<dyn AccountStore>,
@@ -196,14 +196,14 @@ impl LoginPoll {
                     &json!({"status": "pending", "message": "waiting for the browser sign-in"}),
                 )),
                 // Handed out once (issue 12, finding 3): a later poll, or the loser of
-                // two racing polls, is told the login is used up, like an expired one.
-                LoginStatus::Collected => Err(used()),
+                // two racing polls, is told the token was already collected (issue 16).
+                LoginStatus::Collected => Err(collected()),
                 LoginStatus::Completed { .. } => {
                     let sealed_token = self
                         .store
                         .take_login_token(&secret_hash(state), self.clock.now())
                         .await?
-                        .ok_or_else(used)?;
+                        .ok_or_else(collected)?;
                     let token = self
                         .sealer
                         .as_ref()
@@ -225,12 +225,13 @@ impl LoginPoll {
     }
 }
 
-/// A login whose token was already collected: answered as an expired one.
-fn used() -> ApiError {
+/// A login whose token was already collected (issue 16, item 8): 410 like an expired
+/// login, so a poller stops, with its own status so it knows why.
+fn collected() -> ApiError {
     ApiError::LoginPoll(
         StatusCode::GONE,
-        "expired",
-        "this login was already used or expired; start again",
+        "collected",
+        "the token of this login was already collected; stop polling (start a new login for another token)",
     )
 }
 

@@ -1,7 +1,7 @@
 //! The OAuth 2.1 authorization server for MCP clients, one file per endpoint:
 //! `metadata` (discovery documents), `register` (dynamic client registration),
 //! `authorize` (the sign-in and consent page and its post), `token` (authorization code
-//! with PKCE S256, refresh rotation and reuse detection, client credentials),
+//! with PKCE S256, refresh rotation and reuse detection; never client credentials),
 //! `introspect`, `revoke` (RFC 7009), `grants` (the clients a user authorised, and
 //! withdrawing one), and `mcplogin` (the page the login prompt opens, which completes a
 //! device-style login state). `clients` finds a client and checks its redirect URIs,

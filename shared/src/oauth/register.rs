@@ -1,6 +1,7 @@
 //! `POST /oauth/register`: open dynamic client registration (RFC 7591). Checks the
-//! redirect URIs, the token endpoint auth method and the grant types, then stores the
-//! client with its secret hashed; the secret is shown once, in this response.
+//! token endpoint auth method, the grant types and the redirect URIs (required unless
+//! the client asks for `client_credentials` only), then stores the client with its
+//! secret hashed; the secret is shown once, in this response.
 //!
 //! Bounded: a body over the route's cap (16 KiB, the route table's default) is refused
 //! (413) before it reaches here, redirect
@@ -53,13 +54,6 @@ impl OAuthApi {
                     .collect()
             })
             .unwrap_or_default();
-        if !acceptable_redirects(&redirect_uris) {
-            return oauth_error(
-                StatusCode::BAD_REQUEST,
-                "invalid_redirect_uri",
-                "redirect_uris must be 1-10 absolute https URIs (http only for localhost) of at most 2000 characters, without fragments",
-            );
-        }
         let method = request
             .get("token_endpoint_auth_method")
             .and_then(Value::as_str)
@@ -82,14 +76,25 @@ impl OAuthApi {
                 .collect(),
             None => vec!["authorization_code".into(), "refresh_token".into()],
         };
-        // No client_credentials (issue 12): an app's own token has no route to reach, since
-        // every resource here belongs to a person.
-        let known = ["authorization_code", "refresh_token"];
+        // A client_credentials client registers (issue 16, RFC 7591) but gets no token: the
+        // token endpoint answers `unsupported_grant_type`, since every resource here
+        // belongs to a person (issue 12).
+        let known = ["authorization_code", "refresh_token", "client_credentials"];
         if grant_types.is_empty() || grant_types.iter().any(|g| !known.contains(&g.as_str())) {
             return oauth_error(
                 StatusCode::BAD_REQUEST,
                 "invalid_client_metadata",
                 "unsupported grant_types",
+            );
+        }
+        // Redirect URIs are for the browser grants; a client_credentials-only client may
+        // have none, but any it sends are checked like everyone's.
+        let redirecting = grant_types.iter().any(|g| g != "client_credentials");
+        if (redirecting || !redirect_uris.is_empty()) && !acceptable_redirects(&redirect_uris) {
+            return oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_redirect_uri",
+                "redirect_uris must be 1-10 absolute https URIs (http only for localhost) of at most 2000 characters, without fragments",
             );
         }
         if let Some(source) = source {
@@ -135,7 +140,10 @@ impl OAuthApi {
             "client_name": client.client_name,
             "redirect_uris": client.redirect_uris,
             "grant_types": client.grant_types,
-            "response_types": ["code"],
+            "response_types": match redirecting {
+                true => json!(["code"]),
+                false => json!([]),
+            },
             "token_endpoint_auth_method": client.token_endpoint_auth_method,
             "client_id_issued_at": client.created_at,
         });

@@ -1,7 +1,8 @@
 //! `POST /oauth/token`: client authentication (none, `client_secret_post`,
 //! `client_secret_basic`), then the authorization code grant with PKCE S256, refresh
 //! tokens with rotation and reuse detection (a rotated token that comes back revokes its
-//! family), and client credentials. Refresh tokens are stored hashed.
+//! family); `client_credentials` is answered `unsupported_grant_type`, even for a client
+//! registered with it. Refresh tokens are stored hashed.
 //!
 //! Does not show pages and never logs a code, a token or a secret.
 
@@ -102,8 +103,13 @@ impl OAuthApi {
                 "unauthorized_client",
                 "this client may not use that grant",
             ),
-            // client_credentials included, even for a client registered with it before
-            // issue 12: an app's own token has nothing here to reach.
+            // Even for a client registered with it (issue 16): an app's own token has
+            // nothing here to reach (issue 12), so the grant is not offered at all.
+            ("client_credentials", _) => oauth_error(
+                StatusCode::BAD_REQUEST,
+                "unsupported_grant_type",
+                "client_credentials is not supported: every resource here is a person's; use authorization_code",
+            ),
             _ => oauth_error(
                 StatusCode::BAD_REQUEST,
                 "unsupported_grant_type",
