@@ -63,12 +63,13 @@ pub enum McpServerWrite {
     Written,
     /// Create: the account already has [`MAX_MCP_SERVERS`] servers (nothing written).
     LimitReached,
-    /// Create: the account already has a server of that name (nothing written).
+    /// Create or rename: the account already has a server of that name (nothing written).
     NameTaken,
-    /// Create: the account already registered that url (nothing written).
+    /// Create or a url given: the account already registered that url (nothing written).
     UrlTaken,
-    /// Replace: there is no server of that name (nothing written).
+    /// Replace, rename or a url given: there is no server of that name (nothing written).
     Missing,
-    /// Replace: the stored url differs from the record's (nothing written; D6).
+    /// Replace or rename: the stored url differs from the record's (a url given: the
+    /// stored one is no longer empty) (nothing written; D6).
     UrlChanged,
 }

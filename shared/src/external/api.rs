@@ -32,6 +32,25 @@ pub(super) const MAX_SERVER_NAME: usize = 32;
 /// At most this many `allowed_tools` names (the tool bound, D6).
 const MAX_ALLOWED: usize = 256;
 
+/// The one reading of a conditional registry write (create, replace, rename, a url
+/// given): what a refused write means to the user. `looked_up` is the name the write
+/// expected to find (a rename's old name).
+fn refused(
+    written: McpServerWrite,
+    record: &McpServerRecord,
+    looked_up: &str,
+) -> Result<(), RegistryError> {
+    match written {
+        McpServerWrite::Written => Ok(()),
+        McpServerWrite::LimitReached => Err(too_many_servers()),
+        McpServerWrite::NameTaken => Err(RegistryError::name_taken(&record.name)),
+        McpServerWrite::UrlTaken if record.url.is_empty() => Err(RegistryError::url_less_taken()),
+        McpServerWrite::UrlTaken => Err(RegistryError::url_taken()),
+        McpServerWrite::Missing => Err(RegistryError::not_found(looked_up)),
+        McpServerWrite::UrlChanged => Err(RegistryError::immutable("url")),
+    }
+}
+
 fn too_many_servers() -> RegistryError {
     RegistryError::bad_request(format!(
         "an account may register at most {MAX_MCP_SERVERS} MCP servers"
@@ -586,20 +605,13 @@ impl ExternalServers {
             self.apply_probe(&mut record, &seen, now);
             probe::check_allowed(record.allowed_tools.as_deref(), &record.tools)?;
         }
-        match self
+        let written = self
             .store
             .create_mcp_server(user, &record)
             .await
-            .map_err(RegistryError::unavailable)?
-        {
-            McpServerWrite::Written => Ok(record),
-            McpServerWrite::UrlTaken if record.url.is_empty() => {
-                Err(RegistryError::url_less_taken())
-            }
-            McpServerWrite::UrlTaken => Err(RegistryError::url_taken()),
-            McpServerWrite::LimitReached => Err(too_many_servers()),
-            _ => Err(RegistryError::name_taken(&record.name)),
-        }
+            .map_err(RegistryError::unavailable)?;
+        refused(written, &record, &record.name)?;
+        Ok(record)
     }
 
     /// D7: update what may change (a new name renames); probe again when the
@@ -736,12 +748,7 @@ impl ExternalServers {
             .map_err(RegistryError::unavailable)?;
         self.cache.forget(&caller.user_id, old);
         self.cache.forget(&caller.user_id, &record.name);
-        match written {
-            McpServerWrite::Written => Ok(()),
-            McpServerWrite::NameTaken => Err(RegistryError::name_taken(&record.name)),
-            McpServerWrite::UrlChanged => Err(RegistryError::immutable("url")),
-            _ => Err(RegistryError::not_found(old)),
-        }
+        refused(written, record, old)
     }
 
     /// A server saved without a url given its url: one conditional store write.
@@ -756,12 +763,7 @@ impl ExternalServers {
             .await
             .map_err(RegistryError::unavailable)?;
         self.cache.forget(&caller.user_id, &record.name);
-        match written {
-            McpServerWrite::Written => Ok(()),
-            McpServerWrite::UrlTaken => Err(RegistryError::url_taken()),
-            McpServerWrite::UrlChanged => Err(RegistryError::immutable("url")),
-            _ => Err(RegistryError::not_found(&record.name)),
-        }
+        refused(written, record, &record.name)
     }
 
     /// The guard's verdict on `url` within the probe budget: the normalised url.
@@ -793,11 +795,7 @@ impl ExternalServers {
             .await
             .map_err(RegistryError::unavailable)?;
         self.cache.forget(&caller.user_id, &record.name);
-        match written {
-            McpServerWrite::Written => Ok(()),
-            McpServerWrite::UrlChanged => Err(RegistryError::immutable("url")),
-            _ => Err(RegistryError::not_found(&record.name)),
-        }
+        refused(written, record, &record.name)
     }
 
     async fn record_failure(&self, caller: &Caller, name: &str, why: &str) {
