@@ -3,14 +3,15 @@
 //! data tool through it, deletion) against `mirobody-local`, so it is known to work before
 //! anyone deploys. Given `--url` it uses that server; given a stack name it reads the
 //! stack's outputs with the `aws` CLI (here a stand-in on `PATH` that answers like
-//! `describe-stacks`). Its output shows no token, password or URL secret, and against a
-//! port where nothing listens it fails on the first step, at once.
+//! `describe-stacks`). Its output shows no token, password or URL secret; a step failing
+//! after sign-up still deletes the throw-away account (a `curl` stand-in breaks step 6);
+//! against a port where nothing listens it fails on the first step, at once.
 
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use e2e::{Server, TempDir, root};
+use e2e::{Server, TempDir, root, send};
 
 /// The step lines a passing run prints, in order.
 const STEPS: &[&str] = &[
@@ -212,6 +213,70 @@ fn smoke_fails_fast_on_the_first_step_where_nothing_listens() {
         "{text}"
     );
     assert!(!stdout.contains("total:"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_step_after_sign_up_still_deletes_the_account() {
+    // A `curl` on PATH that sends the data tool's call to a wrong personal URL (the real
+    // curl otherwise): step 6 fails, and the clean-up deletes the throw-away account.
+    let real = std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .map(|dir| Path::new(dir).join("curl"))
+        .find(|p| p.is_file())
+        .expect("curl on PATH");
+    let bin = TempDir::new("smoke-curl");
+    let shim = bin.0.join("curl");
+    std::fs::write(
+        &shim,
+        format!(
+            "#!/usr/bin/env bash\nfor a in \"$@\"; do\n  if [ \"$a\" = 'mcp-method: tools/call' ]; then\n    \
+             exec '{real}' \"${{@:1:$#-1}}\" \"${{!#}}x\"\n  fi\ndone\nexec '{real}' \"$@\"\n",
+            real = real.display()
+        ),
+    )
+    .expect("a curl shim");
+    make_executable(&shim);
+
+    let server = Server::start(&[]);
+    let (output, text) = smoke(&["--url", &server.base], Some(&bin.0));
+    assert!(!output.status.success(), "{text}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let lines = step_lines(&stdout);
+    let failed = lines
+        .iter()
+        .find(|l| l.contains(" FAIL"))
+        .unwrap_or_else(|| panic!("no FAIL line: {text}"));
+    assert!(
+        failed.starts_with("6. query through URL") && failed.contains(" 404 "),
+        "{text}"
+    );
+    let last = lines.last().expect("lines");
+    assert!(
+        last.starts_with("cleanup: delete account")
+            && last.contains(" 200 ")
+            && last.ends_with(" OK"),
+        "{text}"
+    );
+    assert!(!stdout.contains("total:"), "{text}");
+    assert_no_secret(&text);
+
+    // The account is gone: its e-mail signs up again.
+    let email = stdout
+        .split_whitespace()
+        .find(|w| w.starts_with("smoke-") && w.contains("@example.com"))
+        .map(|w| w.trim_end_matches(','))
+        .unwrap_or_else(|| panic!("no e-mail in {text}"));
+    let again = send(
+        "POST",
+        &server.url("/auth/signup"),
+        &[("content-type".into(), "application/json".into())],
+        Some(format!(
+            r#"{{"email":"{email}","password":"another long password"}}"#
+        )),
+    )
+    .await;
+    assert_eq!(again.status, 201, "{}", again.body);
 }
 
 fn make_executable(path: &Path) {
