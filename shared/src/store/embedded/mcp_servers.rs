@@ -4,7 +4,7 @@
 //!
 //! Keeps the credential only sealed, as given; never logs a record.
 
-use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
 
 use super::health::presence_of;
 use super::{EmbeddedStore, json_column, json_from_column, seconds_column, seconds_from_column};
@@ -37,6 +37,25 @@ impl McpRow {
             last_connected_at: last_connected_at.map(seconds_column).transpose()?,
             last_connect_error,
         })
+    }
+
+    /// Writes this row over the stored row named `stored_name` (the same name, or a
+    /// rename's old one): every column, in the caller's transaction, after its checks.
+    fn rewrite(&self, tx: &Transaction<'_>, user: &str, stored_name: &str) -> rusqlite::Result<()> {
+        tx.prepare_cached(
+            "UPDATE mcp_servers SET name = ?3, url = ?4, record = ?5, last_connected_at = ?6, \
+               last_connect_error = ?7 WHERE user = ?1 AND name = ?2",
+        )?
+        .execute(params![
+            user,
+            stored_name,
+            self.name,
+            self.url,
+            self.record,
+            self.last_connected_at,
+            self.last_connect_error
+        ])?;
+        Ok(())
     }
 }
 
@@ -167,17 +186,7 @@ impl McpServerStore for EmbeddedStore {
                 Some(url) if url != row.url => return Ok(McpServerWrite::UrlChanged),
                 Some(_) => {}
             }
-            tx.prepare_cached(
-                "UPDATE mcp_servers SET record = ?3, last_connected_at = ?4, \
-                   last_connect_error = ?5 WHERE user = ?1 AND name = ?2",
-            )?
-            .execute(params![
-                user,
-                row.name,
-                row.record,
-                row.last_connected_at,
-                row.last_connect_error
-            ])?;
+            row.rewrite(&tx, &user, &row.name)?;
             tx.commit()?;
             Ok(McpServerWrite::Written)
         }))
@@ -252,18 +261,7 @@ impl McpServerStore for EmbeddedStore {
                 Some(_) => {}
             }
             // One row: its url (and so its uniqueness) goes with it.
-            tx.prepare_cached(
-                "UPDATE mcp_servers SET name = ?3, record = ?4, last_connected_at = ?5, \
-                   last_connect_error = ?6 WHERE user = ?1 AND name = ?2",
-            )?
-            .execute(params![
-                user,
-                old,
-                row.name,
-                row.record,
-                row.last_connected_at,
-                row.last_connect_error
-            ])?;
+            row.rewrite(&tx, &user, &old)?;
             tx.commit()?;
             Ok(McpServerWrite::Written)
         }))
@@ -294,18 +292,7 @@ impl McpServerStore for EmbeddedStore {
                 Some(_) if taken => return Ok(McpServerWrite::UrlTaken),
                 Some(_) => {}
             }
-            tx.prepare_cached(
-                "UPDATE mcp_servers SET url = ?3, record = ?4, last_connected_at = ?5, \
-                   last_connect_error = ?6 WHERE user = ?1 AND name = ?2",
-            )?
-            .execute(params![
-                user,
-                row.name,
-                row.url,
-                row.record,
-                row.last_connected_at,
-                row.last_connect_error
-            ])?;
+            row.rewrite(&tx, &user, &row.name)?;
             tx.commit()?;
             Ok(McpServerWrite::Written)
         }))
