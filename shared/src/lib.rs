@@ -21,6 +21,7 @@ pub mod identity;
 mod imports;
 mod mcp;
 mod oauth;
+pub mod observe;
 mod prompts;
 mod remote;
 mod resources;
