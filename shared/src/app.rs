@@ -32,6 +32,7 @@ use crate::imports::Importer;
 use crate::imports::api::UploadsApi;
 use crate::mcp::{Declaration, Era, Exchange, McpError, McpServer, Reply};
 use crate::oauth::{OAuthApi, OAuthServices};
+use crate::observe::FinishedTrace;
 use crate::prompts::Prompts;
 use crate::remote::{AddressGuard, GuardPolicy, GuardedHttp};
 use crate::resources::Resources;
@@ -288,6 +289,7 @@ impl App {
 
     pub async fn handle(&self, request: Request<Bytes>) -> Response<Bytes> {
         let started = Instant::now();
+        let wall_start = std::time::SystemTime::now();
         let resolved = self.router.resolve(request.method(), request.uri().path());
         // A known path with another method answers 404 like an unknown one, as it always has.
         let (name, response) = match resolved {
@@ -307,7 +309,7 @@ impl App {
             micros = started.elapsed().as_micros() as u64,
             "request"
         );
-        response
+        finished(name, wall_start, response)
     }
 
     /// The largest body `method path` takes (its route's cap; the smallest for a path no
@@ -346,6 +348,7 @@ impl App {
         max_bytes: u64,
     ) -> Response<Bytes> {
         let started = Instant::now();
+        let wall_start = std::time::SystemTime::now();
         let resolved = self.router.resolve(request.method(), request.uri().path());
         let (name, response) = match resolved {
             Resolved::Route(matched)
@@ -377,7 +380,7 @@ impl App {
             micros = started.elapsed().as_micros() as u64,
             "request"
         );
-        response
+        finished(name, wall_start, response)
     }
 
     fn serves(&self, group: RouteGroup) -> bool {
@@ -709,3 +712,16 @@ fn mcp_placeholder(matched: &Matched<'_>) -> Response<Bytes> {
 #[cfg(test)]
 #[path = "app_tests.rs"]
 mod tests;
+
+/// The response with its request's trace attached ([`FinishedTrace`], for an exporter).
+fn finished(
+    route: &'static str,
+    start: std::time::SystemTime,
+    mut response: Response<Bytes>,
+) -> Response<Bytes> {
+    let mut trace = FinishedTrace::started(route, start);
+    trace.status = response.status().as_u16();
+    trace.end = Some(std::time::SystemTime::now());
+    response.extensions_mut().insert(trace);
+    response
+}

@@ -33,6 +33,11 @@ pub struct FinishedTrace {
     pub parent_span_id: Option<String>,
     /// The route's name (`POST /mcp`).
     pub route: &'static str,
+    /// For MCP requests: the JSON-RPC method (`tools/call`).
+    pub mcp_method: Option<String>,
+    /// For `tools/call`: the built-in tool's name, or `external` for a user's server's tool
+    /// (never a name a user chose).
+    pub tool: Option<String>,
     pub status: u16,
     pub start: Option<SystemTime>,
     pub end: Option<SystemTime>,
@@ -69,4 +74,26 @@ pub enum SpanKind {
     Store,
     /// A user's external MCP server.
     Remote,
+}
+
+impl FinishedTrace {
+    /// A trace of its own for a request that continued none: new ids, no spans yet.
+    pub(crate) fn started(route: &'static str, start: SystemTime) -> FinishedTrace {
+        FinishedTrace {
+            trace_id: random_hex::<16>(),
+            span_id: random_hex::<8>(),
+            route,
+            start: Some(start),
+            ..FinishedTrace::default()
+        }
+    }
+}
+
+/// `N` random bytes as lower-case hex (trace ids 16 bytes, span ids 8; never all zero).
+pub(crate) fn random_hex<const N: usize>() -> String {
+    let mut bytes = [0u8; N];
+    if getrandom::fill(&mut bytes).is_err() || bytes.iter().all(|b| *b == 0) {
+        bytes[N - 1] = 1;
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
