@@ -980,3 +980,56 @@ fn cfn_lint_finds_nothing() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// README's "Alarms and dashboard" stays true: the parameters, the dashboard's name, and
+/// the alarm and metric counts its cost sentence is computed from.
+#[test]
+fn the_readme_says_how_many_alarms_watch_how_many_metrics() {
+    let template = template();
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let section = readme
+        .split("### Alarms and dashboard")
+        .nth(1)
+        .expect("README: ### Alarms and dashboard")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let all = alarms(&template);
+    let metrics: usize = all.iter().map(|(_, alarm)| watched(alarm).len()).sum();
+    let claim = format!("The {} alarms\nwatch {metrics} metrics", all.len());
+    assert!(
+        section
+            .replace('\n', " ")
+            .contains(&claim.replace('\n', " ")),
+        "README should say: {claim:?}"
+    );
+    for name in [
+        "AlarmEmail",
+        "AlarmTopicArn",
+        "DashboardUrl",
+        "<stack>-operations",
+    ] {
+        assert!(
+            section.contains(name),
+            "README, Alarms and dashboard: {name}"
+        );
+    }
+    for (name, _) in template["Parameters"].as_object().unwrap() {
+        if name.starts_with("Alarm") {
+            assert!(readme.contains(&format!("`{name}`")), "README: {name}");
+        }
+    }
+    for (name, alarm) in all {
+        let alarm_name = alarm["Properties"]["AlarmName"]["Fn::Sub"]
+            .as_str()
+            .unwrap();
+        let suffix = alarm_name.trim_start_matches("${AWS::StackName}-");
+        let listed = FUNCTIONS.iter().fold(suffix.to_string(), |s, f| {
+            s.replacen(&format!("{f}-"), "<function>-", 1)
+        });
+        assert!(
+            section.contains(&format!("`{suffix}`")) || section.contains(&format!("`{listed}`")),
+            "{name}: README lists neither `{suffix}` nor `{listed}`"
+        );
+    }
+}
