@@ -8,68 +8,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use e2e::root;
+use e2e::template::{of_type, resources, template};
 use mirobody::RouteGroup;
 use mirobody::http::{Resolved, resolve, templates};
 use serde_json::{Value, json};
-
-/// The template as JSON, with YAML short-form intrinsics (`!Ref`, `!GetAtt`, `!Sub`…)
-/// turned into their long forms (`Ref`, `Fn::GetAtt` as a pair, `Fn::Sub`…).
-fn template() -> Value {
-    let text = std::fs::read_to_string(root().join("template.yaml")).expect("template.yaml");
-    let yaml: serde_norway::Value = serde_norway::from_str(&text).expect("template.yaml parses");
-    to_json(yaml)
-}
-
-fn to_json(value: serde_norway::Value) -> Value {
-    use serde_norway::Value as Y;
-    match value {
-        Y::Null => Value::Null,
-        Y::Bool(b) => Value::Bool(b),
-        Y::Number(n) => serde_json::to_value(&n).expect("a YAML number is a JSON number"),
-        Y::String(s) => Value::String(s),
-        Y::Sequence(items) => Value::Array(items.into_iter().map(to_json).collect()),
-        Y::Mapping(map) => Value::Object(
-            map.into_iter()
-                .map(|(k, v)| {
-                    let key = match k {
-                        Y::String(s) => s,
-                        other => panic!("a non-string key in template.yaml: {other:?}"),
-                    };
-                    (key, to_json(v))
-                })
-                .collect(),
-        ),
-        Y::Tagged(tagged) => {
-            let tag = tagged.tag.to_string();
-            let name = tag.trim_start_matches('!');
-            let inner = to_json(tagged.value);
-            match (name, inner) {
-                ("Ref", inner) => json!({ "Ref": inner }),
-                ("GetAtt", Value::String(dotted)) => {
-                    let (resource, attribute) =
-                        dotted.split_once('.').expect("!GetAtt Resource.Attribute");
-                    json!({ "Fn::GetAtt": [resource, attribute] })
-                }
-                (other, inner) => {
-                    let mut long = serde_json::Map::new();
-                    long.insert(format!("Fn::{other}"), inner);
-                    Value::Object(long)
-                }
-            }
-        }
-    }
-}
-
-fn resources(template: &Value) -> &serde_json::Map<String, Value> {
-    template["Resources"].as_object().expect("Resources")
-}
-
-fn of_type<'t>(template: &'t Value, kind: &str) -> Vec<(&'t String, &'t Value)> {
-    resources(template)
-        .iter()
-        .filter(|(_, r)| r["Type"] == kind)
-        .collect()
-}
 
 /// The resource a `Fn::Sub` string such as `integrations/${McpIntegration}` names.
 fn sub_target(value: &Value, prefix: &str) -> String {

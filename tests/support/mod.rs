@@ -1,7 +1,8 @@
 //! Helpers for the end-to-end tests: start the real `mirobody-local` binary on a
 //! free loopback port, speak HTTP to it, build modern (2026-07-28) requests, run the
 //! SDK clients of `tests/clients/`, read the sample events of `events/`, run the app
-//! in-process, and start a person's own MCP server (`remote_server`). Its unit test
+//! in-process, start a person's own MCP server (`remote_server`), and read
+//! `template.yaml` (`template`). Its unit test
 //! `wiring` fails when a `tests/*.rs` file has no `[[test]]` entry in `tests/Cargo.toml`
 //! (and so would never run).
 //!
@@ -22,6 +23,7 @@ use serde_json::{Value, json};
 
 pub mod load;
 pub mod remote_server;
+pub mod template;
 #[cfg(test)]
 mod wiring;
 
