@@ -70,14 +70,19 @@ fn settings(
     Ok(vars)
 }
 
-/// JSON log lines without ANSI colours, as CloudWatch wants them.
+/// JSON log lines without ANSI colours, as CloudWatch wants them: one object per line, the
+/// event's fields at the top level (`status`, `duration_ms`, `caller`, …) and the request's
+/// span fields in `span` (`span.request_id`, `span.trace_id`, `span.route`), both of which
+/// CloudWatch Logs Insights discovers by itself. Lines logged outside a request have no `span`.
 fn init_logging() {
     tracing_subscriber::fmt()
         .json()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
-        .with_current_span(false)
+        .flatten_event(true)
+        .with_current_span(true)
+        .with_span_list(false)
         .with_ansi(false)
         .without_time()
         .init();
