@@ -3,12 +3,12 @@
 //!
 //! Owns the order of a request's checks (the route and its group, then access from
 //! the route's row: `Origin`/`Host`, the bearer token; then the handler), CORS by
-//! access, and the one log line per request (route name, status, duration: never a
-//! body, a header value or a path secret). Handlers live with their APIs; this file
+//! access, and the observation of every request (`observe::Observed`: its log span and
+//! closing line, with the route name, status and duration, never a body, a header value or
+//! a path secret; its trace on the response). Handlers live with their APIs; this file
 //! only picks them.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use bytes::Bytes;
 use http::header::{ALLOW, HOST};
@@ -32,7 +32,7 @@ use crate::imports::Importer;
 use crate::imports::api::UploadsApi;
 use crate::mcp::{Declaration, Era, Exchange, McpError, McpServer, Reply};
 use crate::oauth::{OAuthApi, OAuthServices};
-use crate::observe::FinishedTrace;
+use crate::observe::{Observed, UserKey};
 use crate::prompts::Prompts;
 use crate::remote::{AddressGuard, GuardPolicy, GuardedHttp};
 use crate::resources::Resources;
@@ -65,6 +65,8 @@ pub struct App {
     callers: Arc<CallerResolver>,
     login_poll: LoginPoll,
     clock: Arc<dyn Clock>,
+    /// The key a signed-in caller's user id is hashed under in log lines (none without keys).
+    user_key: Option<UserKey>,
 }
 
 /// Why a request got no answer from its handler.
@@ -121,6 +123,7 @@ impl App {
             false => GuardPolicy::strict(),
         };
         let http = Arc::new(GuardedHttp::new(AddressGuard::system(policy)));
+        let user_key = keys.as_ref().map(|keys| UserKey::from_seal(&keys.seal));
         let signed = keys.map(|keys| {
             // Sessions are for the origin; OAuth access tokens for the MCP resource (RFC 8707).
             let jwts = Arc::new(Jwts::for_origin(&keys.jwt, &origin).accepting(&resource));
@@ -244,6 +247,7 @@ impl App {
             callers,
             login_poll,
             clock,
+            user_key,
             config,
             group,
         })
@@ -288,28 +292,35 @@ impl App {
     }
 
     pub async fn handle(&self, request: Request<Bytes>) -> Response<Bytes> {
-        let started = Instant::now();
-        let wall_start = std::time::SystemTime::now();
         let resolved = self.router.resolve(request.method(), request.uri().path());
         // A known path with another method answers 404 like an unknown one, as it always has.
-        let (name, response) = match resolved {
+        match resolved {
             Resolved::Route(matched) if self.serves(matched.route.group) => {
+                let route = matched.route;
+                // An MCP body (bounded first) may carry `_meta.traceparent`.
+                let body = request.body();
+                let mcp_body = (route.handler == Handler::McpPost && body.len() <= route.max_body)
+                    .then_some(&body[..]);
+                let observed = Observed::begin(
+                    route.name,
+                    request.headers(),
+                    request.extensions(),
+                    mcp_body,
+                );
                 // The panic boundary: a panic ends this request with a 500, never the process.
-                let response = web::catch_panic(self.dispatch(&matched, &request))
+                let response = observed
+                    .run(web::catch_panic(self.dispatch(&matched, &request)))
                     .await
-                    .unwrap_or_else(|_| panicked(matched.route.handler));
-                (matched.route.name, response)
+                    .unwrap_or_else(|_| panicked(route.handler));
+                observed.end(self.user_key.as_ref(), response)
             }
             // No CORS headers and no `Origin` check, as always.
-            _ => ("not found", ApiError::NoRoute.into_response()),
-        };
-        tracing::info!(
-            route = name,
-            status = response.status().as_u16(),
-            micros = started.elapsed().as_micros() as u64,
-            "request"
-        );
-        finished(name, wall_start, response)
+            _ => {
+                let observed =
+                    Observed::begin("not found", request.headers(), request.extensions(), None);
+                observed.end(None, ApiError::NoRoute.into_response())
+            }
+        }
     }
 
     /// The largest body `method path` takes (its route's cap; the smallest for a path no
@@ -347,15 +358,15 @@ impl App {
         body: tokio::sync::mpsc::Receiver<std::io::Result<Bytes>>,
         max_bytes: u64,
     ) -> Response<Bytes> {
-        let started = Instant::now();
-        let wall_start = std::time::SystemTime::now();
         let resolved = self.router.resolve(request.method(), request.uri().path());
-        let (name, response) = match resolved {
+        match resolved {
             Resolved::Route(matched)
                 if self.serves(matched.route.group)
                     && matched.route.handler == Handler::UploadContent =>
             {
                 let headers = request.headers();
+                let observed =
+                    Observed::begin(matched.route.name, headers, request.extensions(), None);
                 let work = async {
                     if !self.origin.allows(matched.route.access, headers) {
                         let error = McpError::ForbiddenOrigin;
@@ -367,20 +378,18 @@ impl App {
                     let response = answer.unwrap_or_else(ApiError::into_response);
                     self.with_cors(matched.route.access, headers, response)
                 };
-                let response = web::catch_panic(work)
+                let response = observed
+                    .run(web::catch_panic(work))
                     .await
                     .unwrap_or_else(|_| panicked(matched.route.handler));
-                (matched.route.name, response)
+                observed.end(self.user_key.as_ref(), response)
             }
-            _ => ("not found", ApiError::NoRoute.into_response()),
-        };
-        tracing::info!(
-            route = name,
-            status = response.status().as_u16(),
-            micros = started.elapsed().as_micros() as u64,
-            "request"
-        );
-        finished(name, wall_start, response)
+            _ => {
+                let observed =
+                    Observed::begin("not found", request.headers(), request.extensions(), None);
+                observed.end(None, ApiError::NoRoute.into_response())
+            }
+        }
     }
 
     fn serves(&self, group: RouteGroup) -> bool {
@@ -712,16 +721,3 @@ fn mcp_placeholder(matched: &Matched<'_>) -> Response<Bytes> {
 #[cfg(test)]
 #[path = "app_tests.rs"]
 mod tests;
-
-/// The response with its request's trace attached ([`FinishedTrace`], for an exporter).
-fn finished(
-    route: &'static str,
-    start: std::time::SystemTime,
-    mut response: Response<Bytes>,
-) -> Response<Bytes> {
-    let mut trace = FinishedTrace::started(route, start);
-    trace.status = response.status().as_u16();
-    trace.end = Some(std::time::SystemTime::now());
-    response.extensions_mut().insert(trace);
-    response
-}

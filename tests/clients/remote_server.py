@@ -3,7 +3,7 @@
 
 Usage:
     remote_server.py PORT [--token T] [--header NAME:VALUE] [--hang-file PATH] [--name N]
-                          [--bulk K] [--metadata] [--long-name]
+                          [--bulk K] [--metadata] [--long-name] [--trace-log PATH]
 
 The Python SDK's MCPServer (mcp==2.3.0, both eras: 2026-07-28 and the 2025 handshake)
 behind uvicorn on 127.0.0.1. With --token, requests need `Authorization: Bearer T`;
@@ -14,13 +14,16 @@ also bulk_000 … (K tools, each with a 15 kB description: a listing that must b
 Issue 16: with --metadata, also describe_order (a title, annotations, an output schema
 and structured content) and big_result(size) (plain text of `size` bytes, no structured
 content) and big_structured(size) (the same as structured content, with an output
-schema); with --long-name, also a tool whose name is 200 characters long.
+schema); with --long-name, also a tool whose name is 200 characters long. Issue 17: with
+--trace-log, each POST appends one JSON line to PATH: its JSON-RPC method, its `traceparent`
+header, its `tracestate` header and its `params._meta.traceparent` (null when absent).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 
 import uvicorn
@@ -110,6 +113,7 @@ def main() -> None:
     parser.add_argument("--bulk", type=int, default=0)
     parser.add_argument("--metadata", action="store_true")
     parser.add_argument("--long-name", action="store_true")
+    parser.add_argument("--trace-log")
     ns = parser.parse_args()
 
     mcp_app = build(ns.name, ns.bulk, ns.metadata, ns.long_name).streamable_http_app(
@@ -132,7 +136,45 @@ def main() -> None:
                 await send({"type": "http.response.start", "status": 401, "headers": []})
                 await send({"type": "http.response.body", "body": b"unauthorized"})
                 return
+            if ns.trace_log and scope.get("method") == "POST":
+                receive = await record_trace(scope, receive, headers)
         await mcp_app(scope, receive, send)
+
+    async def record_trace(scope, receive, headers):
+        # The whole body, then handed on unchanged.
+        chunks = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        try:
+            request = json.loads(body)
+            method = request.get("method")
+            meta = (request.get("params") or {}).get("_meta") or {}
+            meta_trace = meta.get("traceparent")
+        except (ValueError, AttributeError):
+            method, meta_trace = None, None
+        header = lambda name: headers.get(name).decode() if headers.get(name) else None
+        line = {
+            "method": method,
+            "traceparent": header(b"traceparent"),
+            "tracestate": header(b"tracestate"),
+            "meta_traceparent": meta_trace,
+        }
+        with open(ns.trace_log, "a") as log:
+            log.write(json.dumps(line) + "\n")
+        sent = False
+
+        async def replay():
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return replay
 
     uvicorn.run(app, host="127.0.0.1", port=ns.port, log_level="warning")
 

@@ -70,18 +70,39 @@ fn settings(
     Ok(vars)
 }
 
-/// JSON log lines without ANSI colours, as CloudWatch wants them.
+/// JSON log lines without ANSI colours, as CloudWatch wants them: one object per line, the
+/// event's fields at the top level (`status`, `duration_ms`, `caller`, …) and the request's
+/// span fields in `span` (`span.request_id`, `span.trace_id`, `span.route`), both of which
+/// CloudWatch Logs Insights discovers by itself. Lines logged outside a request have no `span`.
 fn init_logging() {
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let _ = tracing::subscriber::set_global_default(json_logs(filter, std::io::stdout));
+}
+
+/// The JSON formatter [`init_logging`] installs, writing to `writer`.
+fn json_logs<W>(
+    filter: tracing_subscriber::EnvFilter,
+    writer: W,
+) -> impl tracing::Subscriber + Send + Sync + 'static
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
     tracing_subscriber::fmt()
         .json()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_current_span(false)
+        .with_env_filter(filter)
+        .flatten_event(true)
+        .with_current_span(true)
+        .with_span_list(false)
         .with_ansi(false)
         .without_time()
-        .init();
+        .with_writer(writer)
+        .finish()
 }
+
+#[cfg(test)]
+#[path = "logging_tests.rs"]
+mod logging_tests;
 
 /// A Lambda event as a plain request. API Gateway has already decoded base64 bodies.
 pub fn from_lambda(event: Request) -> http::Request<Bytes> {

@@ -8,7 +8,9 @@
 //! protected resource metadata), never treated as anonymous. Owns the
 //! one check of a token's kind and scope against the route's `accepts` ([`admit`]):
 //! a valid token the route does not take is 403 `insufficient_scope`. Does not know
-//! which tools exist or what a caller may see; never logs a token or a secret.
+//! which tools exist or what a caller may see; never logs a token or a secret. Notes the
+//! caller's kind (and user id, hashed before it is logged) on the request's observation
+//! context.
 //!
 //! [`admit`]: CallerResolver::admit
 
@@ -22,6 +24,7 @@ use super::{Jwts, McpUrls};
 use crate::clock::Clock;
 use crate::domain::Delegation;
 use crate::http::{Accepts, ApiError};
+use crate::observe::{self, CallerKind};
 use crate::store::AccountStore;
 
 /// The user a tool acts for, as resolved by the server.
@@ -146,7 +149,11 @@ impl CallerResolver {
             return Ok(None);
         }
         let state = self.tokens.token_state(&claims.sub).await?;
-        Ok((!claims.ended_by(&state)).then_some(claims))
+        if claims.ended_by(&state) {
+            return Ok(None);
+        }
+        observe::note_caller(CallerKind::Session, &claims.sub);
+        Ok(Some(claims))
     }
 
     /// The claims of the request's bearer token, for a handler whose route the door
@@ -169,7 +176,14 @@ impl CallerResolver {
             (TokenKind::Access, Accepts::Session) => false,
         };
         match admitted {
-            true => Ok(Caller::user(claims.sub)),
+            true => {
+                let kind = match claims.kind {
+                    TokenKind::Session => CallerKind::Token,
+                    TokenKind::Access => CallerKind::OAuthClient,
+                };
+                observe::note_caller(kind, &claims.sub);
+                Ok(Caller::user(claims.sub))
+            }
             false => Err(self.insufficient(accepts)),
         }
     }
@@ -229,12 +243,15 @@ impl CallerResolver {
             return Err(unknown_url());
         };
         match urls.grant(secret, self.clock.now()).await? {
-            Some(grant) => Ok(Some(Caller {
-                user_id: grant.user_id,
-                session_id: grant.session_id,
-                agent: grant.agent_name,
-                delegation: grant.delegation,
-            })),
+            Some(grant) => {
+                observe::note_caller(CallerKind::Url, &grant.user_id);
+                Ok(Some(Caller {
+                    user_id: grant.user_id,
+                    session_id: grant.session_id,
+                    agent: grant.agent_name,
+                    delegation: grant.delegation,
+                }))
+            }
             None => Err(unknown_url()),
         }
     }

@@ -19,6 +19,7 @@ use super::wire::{
     META_LOG_LEVEL, META_PROGRESS_TOKEN, META_SERVER_INFO, META_UNAVAILABLE_SERVERS,
     MODERN_VERSION, RESULT_COMPLETE,
 };
+use crate::observe;
 use crate::prompts::{PromptOutput, PromptRequest, Prompts};
 use crate::resources::{Resources, Substitutions};
 use crate::tools::{CallContext, Caller, Notifier, Retry, ToolOutput, Toolbox};
@@ -112,6 +113,7 @@ impl McpServer {
                 return error_reply(&rejected.id, &rejected.error, era);
             }
         };
+        observe::note_mcp_method(&incoming.method);
         let era = era::classify(incoming.params.as_ref(), exchange.headers);
         let Some(id) = incoming.id.clone() else {
             // Notifications (and requests sent without an id) get no response body.

@@ -3,11 +3,25 @@
 //! caller kind, trace context, the store and outbound calls it made) and the formats it is
 //! written in; it never sees a body, a header value, a secret or a health record.
 //!
+//! Files: `trace_context.rs` (W3C `traceparent`/`tracestate` in, X-Ray's root, which source
+//! wins), `context.rs` (the request's context in a task-local; spans of store and outbound
+//! calls), `request.rs` (the log span, the closing line, the keyed user hash, the
+//! [`FinishedTrace`]).
+//!
 //! The binaries hand it what only Lambda knows through plain `http` extensions:
 //! [`Invocation`] on the request, and take the finished trace back as [`FinishedTrace`] on
 //! the response (the `lambda-glue` crate exports it to X-Ray).
 
 use std::time::SystemTime;
+
+mod context;
+mod request;
+mod trace_context;
+
+pub(crate) use context::{
+    CallerKind, Outcome, Started, carry, note_caller, note_mcp_method, note_tool, start,
+};
+pub(crate) use request::{Observed, UserKey};
 
 /// Set by a Lambda binary on the request: the ids Lambda and API Gateway gave this
 /// invocation. Absent locally (a request id is made up then).
@@ -97,3 +111,6 @@ pub(crate) fn random_hex<const N: usize>() -> String {
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[cfg(test)]
+mod tests;

@@ -232,6 +232,11 @@ impl GuardedHttp {
 }
 
 impl PinnedEndpoint {
+    /// The checked URL's host (never its path, query or credentials): what a span names.
+    pub(crate) fn host(&self) -> &str {
+        self.checked.host()
+    }
+
     /// Sends one request to the checked URL (`build` adds the method, headers and
     /// body) and reads the answer, within the endpoint's timeout.
     async fn send(

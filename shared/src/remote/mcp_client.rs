@@ -17,6 +17,9 @@
 //! The protocol's versions, `_meta` keys, header names and error codes come from
 //! [`crate::mcp::wire`], the one vocabulary the server side uses too.
 //!
+//! Every request is a span of the request that made it (`observe`: the host only, the
+//! HTTP status) and carries its W3C `traceparent` (in `params._meta` too on 2026-07-28).
+//!
 //! Does not know about accounts, stored servers or tool name mangling (D8); those sit on
 //! top. Error messages never contain the URL, the auth headers or any credential.
 
@@ -34,6 +37,7 @@ use crate::mcp::wire::{
     PROTOCOL_VERSION_HEADER, RESULT_INPUT_REQUIRED, SESSION_ID_HEADER,
     STREAMABLE_HANDSHAKE_VERSIONS, UNSUPPORTED_PROTOCOL_VERSION,
 };
+use crate::observe::{self, Outcome, SpanKind};
 
 /// The version this client asks for on the handshake: the newest one.
 const HANDSHAKE_VERSION: &str = STREAMABLE_HANDSHAKE_VERSIONS[0];
@@ -571,8 +575,43 @@ impl McpConnection {
         extra: Option<HeaderMap>,
         max_bytes: usize,
     ) -> Result<RemoteResponse, RemoteError> {
-        let headers = self.headers(method, extra);
-        Ok(self.endpoint.post_json(&headers, body, max_bytes).await?)
+        let mut headers = self.headers(method, extra);
+        // A span of the request that made the call, and its trace context sent along:
+        // `traceparent` only (never the caller's `tracestate` or `baggage`, which are the
+        // caller's vendors' data, not the user's MCP server's).
+        let span = observe::start(format!("MCP {}", span_method(method)), SpanKind::Remote);
+        let mut traced;
+        let mut body = body;
+        if let Some(span) = &span {
+            let traceparent = span.traceparent();
+            if let Ok(value) = HeaderValue::from_str(&traceparent) {
+                headers.insert(TRACEPARENT, value);
+            }
+            // 2026-07-28: the trace context in `params._meta` too, the spec's convention.
+            if self.dialect == Dialect::Stateless
+                && let Some(meta) = body
+                    .get("params")
+                    .and_then(|p| p.get("_meta"))
+                    .filter(|m| m.is_object())
+            {
+                let mut meta = meta.clone();
+                meta[TRACEPARENT] = Value::String(traceparent);
+                traced = body.clone();
+                traced["params"]["_meta"] = meta;
+                body = &traced;
+            }
+        }
+        let answer = self.endpoint.post_json(&headers, body, max_bytes).await;
+        if let Some(span) = span {
+            let http_status = answer.as_ref().ok().map(|r| r.status.as_u16());
+            span.finish(Outcome {
+                error: http_status.is_none_or(|s| s >= 400),
+                throttled: http_status == Some(429),
+                remote_host: Some(self.endpoint.host().to_string()),
+                http_status,
+            });
+        }
+        Ok(answer?)
     }
 
     /// Sends a request and returns its `result` and the response headers; the answer
@@ -603,6 +642,23 @@ impl McpConnection {
             status => Err(status_error(method, status)),
         }
     }
+}
+
+/// The trace context header (W3C Trace Context).
+const TRACEPARENT: &str = "traceparent";
+
+/// A method a span may name (ours, from this file): anything else is `other`.
+fn span_method(method: &str) -> &'static str {
+    [
+        "server/discover",
+        "initialize",
+        "notifications/initialized",
+        "tools/list",
+        "tools/call",
+    ]
+    .into_iter()
+    .find(|m| *m == method)
+    .unwrap_or("other")
 }
 
 fn client_info() -> Value {

@@ -54,6 +54,8 @@ pub(crate) async fn open_s3_objects(config: &Config) -> Result<S3Objects, StoreE
         // No checksum of an empty body signed into a presigned PUT: the client's bytes
         // are not known when the URL is made.
         .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
+        // Each call a span of the request it was made for (issue 17).
+        .interceptor(super::dynamo::CallSpans)
         .build();
     Ok(S3Objects {
         client: Client::from_conf(s3),

@@ -23,6 +23,7 @@ use super::source::{SourceListing, ToolSource, Unavailable};
 use crate::clock::Clock;
 use crate::domain::DataPresence;
 use crate::identity::LoginPrompts;
+use crate::observe;
 use crate::store::McpServerStore;
 
 /// Every tool a request can reach. Built once per process.
@@ -170,6 +171,8 @@ impl Toolbox {
                 return Err(unknown());
             }
             let arguments = arguments_object(arguments)?;
+            // Never the tool's own name: the user chose it.
+            observe::note_tool("external");
             return source.call(caller, name, arguments).await;
         }
         let spec = self.registry.spec(name).ok_or_else(unknown)?;
@@ -177,6 +180,7 @@ impl Toolbox {
             // A tool hidden from this caller is not callable by it either.
             return Err(unknown());
         }
+        observe::note_tool(spec.name);
         let arguments = arguments_object(arguments)?;
         if spec.needs_caller && caller.is_none() {
             // The call succeeds with a login prompt instead of running.

@@ -118,7 +118,8 @@ where
         while running.len() < PARALLEL_REQUESTS {
             match tasks.next() {
                 Some(task) => {
-                    running.spawn(task);
+                    // Its calls are spans of the request that made them.
+                    running.spawn(crate::observe::carry(task));
                 }
                 None => break,
             }

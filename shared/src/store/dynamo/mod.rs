@@ -26,6 +26,7 @@ mod mcp_servers;
 mod oauth;
 mod readings;
 mod schema;
+mod spans;
 mod transact;
 mod uploads;
 
@@ -41,6 +42,7 @@ use codec::{Item, s};
 pub use counters::IoCounters;
 use counters::{Counter, Counts};
 use schema::{KEY, PK, SK};
+pub(crate) use spans::CallSpans;
 
 /// The two tables' names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +73,7 @@ impl DynamoStore {
             .config()
             .to_builder()
             .interceptor(Counter(counts.clone()))
+            .interceptor(CallSpans)
             .build();
         DynamoStore {
             client: Client::from_conf(config),

@@ -51,6 +51,7 @@ use std::time::Duration;
 use rusqlite::{Connection, Row, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
+use crate::observe::{self, Outcome, SpanKind};
 use crate::store::StoreError;
 
 /// How long a statement waits for another process's write lock before giving up.
@@ -178,14 +179,24 @@ impl EmbeddedStore {
         F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     {
         let conn = self.conn.clone();
-        tokio::task::spawn_blocking(move || {
+        // One span per store call, timed from the request's task (which waits for the worker).
+        let span = observe::start(format!("SQLite.{op}"), SpanKind::Store);
+        let result = tokio::task::spawn_blocking(move || {
             // A panic elsewhere while holding the lock leaves no open transaction behind
             // (a dropped rusqlite transaction rolls back), so the connection is still good.
             let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
             work(&mut conn).map_err(|e| sql_error(op, e))
         })
         .await
-        .map_err(|_| StoreError::Unavailable(format!("{op}: worker task failed")))?
+        .map_err(|_| StoreError::Unavailable(format!("{op}: worker task failed")))
+        .and_then(|result| result);
+        if let Some(span) = span {
+            span.finish(Outcome {
+                error: result.is_err(),
+                ..Outcome::default()
+            });
+        }
+        result
     }
 }
 
