@@ -17,7 +17,7 @@ async fn main() -> Result<(), lambda_http::Error> {
             let importer = importer.clone();
             async move {
                 match importer.import_object(&object.key).await {
-                    Ok(()) => Ok(()),
+                    Ok(_) => Ok(()),
                     // No live upload names this object (expired, or never created): an
                     // orphan the bucket's lifecycle rule removes. Nothing to retry.
                     Err(ImportError::UnknownObject) => {

@@ -7,6 +7,8 @@
 //! [`Invocation`] on the request, and take the finished trace back as [`FinishedTrace`] on
 //! the response (the `lambda-glue` crate exports it to X-Ray).
 
+pub mod metrics;
+
 use std::time::SystemTime;
 
 /// Set by a Lambda binary on the request: the ids Lambda and API Gateway gave this
