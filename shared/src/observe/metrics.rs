@@ -121,9 +121,9 @@ pub fn request_lines(emitter: &Emitter<'_>, trace: &FinishedTrace) -> String {
 pub fn import_line(emitter: &Emitter<'_>, summary: &ImportSummary, at: SystemTime) -> String {
     let mut line = Line::new(emitter, at, "");
     let millis = summary.duration.as_secs_f64() * 1000.0;
-    let seconds = summary.duration.as_secs_f64();
-    let per_second = if seconds > 0.0 {
-        summary.rows as f64 / seconds
+    let nanos = summary.duration.as_nanos();
+    let per_second = if nanos > 0 {
+        summary.rows as f64 * 1e9 / nanos as f64
     } else {
         0.0
     };
