@@ -36,5 +36,5 @@ mod whole_account;
 pub use app::App;
 pub use config::{AllowedOrigins, Config, ConfigError, Runtime, StoreKind};
 pub use http::{RouteGroup, SourceAddr};
-pub use imports::{ImportError, Importer};
+pub use imports::{ImportError, ImportSummary, Importer};
 pub use services::{Services, StartupError};

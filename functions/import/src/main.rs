@@ -2,7 +2,8 @@
 //! bucket (`uploads/` prefix), and `Importer::import_object` reads it as a stream and
 //! imports it. A bad file is recorded as a failed upload and answers Ok (no retry);
 //! only a store or S3 failure fails the invocation, so Lambda retries it (safe: an
-//! upload is imported once, and rows never duplicate).
+//! upload is imported once, and rows never duplicate). Each import that ran prints its
+//! metrics (EMF, through the glue).
 
 use std::sync::Arc;
 
@@ -17,17 +18,17 @@ async fn main() -> Result<(), lambda_http::Error> {
             let importer = importer.clone();
             async move {
                 match importer.import_object(&object.key).await {
-                    Ok(()) => Ok(()),
+                    Ok(summary) => Ok(summary),
                     // No live upload names this object (expired, or never created): an
                     // orphan the bucket's lifecycle rule removes. Nothing to retry.
                     Err(ImportError::UnknownObject) => {
                         tracing::warn!("an object no upload names");
-                        Ok(())
+                        Ok(None)
                     }
                     // Already imported and removed (S3 may deliver an event twice).
                     Err(ImportError::MissingObject) => {
                         tracing::warn!("the object is gone");
-                        Ok(())
+                        Ok(None)
                     }
                     Err(error @ ImportError::Store(_)) => Err(error.into()),
                 }

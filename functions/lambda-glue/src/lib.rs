@@ -1,15 +1,27 @@
 //! The one conversion between `lambda_http` and plain `http` types, and the run loop
 //! every function shares (`s3`: the run loop of a function started by S3 events). The
 //! `mirobody` crate never sees a Lambda type.
+//!
+//! Per invocation (issue 17) the glue puts the [`Invocation`] on the request (API
+//! Gateway's request id, Lambda's, the X-Ray trace header), and takes the response's
+//! [`FinishedTrace`] to the two exporters: its EMF metric lines
+//! (`mirobody::observe::metrics`), printed to stdout in one write, and its X-Ray
+//! subsegments (`xray`), sent over UDP to the daemon Lambda provides when the
+//! invocation is sampled.
 
+use std::io::Write;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body, Error, Request, RequestExt, Response, service_fn};
+use mirobody::observe::metrics::{self, Emitter};
+use mirobody::observe::{FinishedTrace, Invocation};
 use mirobody::{App, Config, ConfigError, RouteGroup, Runtime, Services, SourceAddr};
 
 mod s3;
+mod xray;
 pub use s3::{ObjectCreated, run_object_created};
 
 /// Builds the app once per cold start (settings from the environment), then serves
@@ -21,11 +33,96 @@ pub async fn run(group: RouteGroup) -> Result<(), Error> {
     // is anonymous).
     let services = Services::open(&config).await?;
     let app = Arc::new(App::new(config, group, services)?);
+    let exporters = Arc::new(Exporters::from_env(function_name(group)));
     lambda_http::run(service_fn(move |event: Request| {
-        let app = app.clone();
-        async move { Ok::<_, Error>(to_lambda(app.handle(from_lambda(event)).await)) }
+        let (app, exporters) = (app.clone(), exporters.clone());
+        async move {
+            let request = from_lambda(event);
+            let invocation = request.extensions().get::<Invocation>().cloned();
+            let response = app.handle(request).await;
+            if let (Some(invocation), Some(trace)) =
+                (invocation, response.extensions().get::<FinishedTrace>())
+            {
+                exporters.export(&invocation, trace);
+            }
+            Ok::<_, Error>(to_lambda(response))
+        }
     }))
     .await
+}
+
+/// The function's name in metrics (`Function` dimension): its route group's.
+fn function_name(group: RouteGroup) -> &'static str {
+    match group {
+        RouteGroup::Mcp => "mcp",
+        RouteGroup::Personal => "personal",
+        RouteGroup::Oauth => "oauth",
+        RouteGroup::Data => "data",
+        RouteGroup::Console => "console",
+        RouteGroup::All => "all",
+    }
+}
+
+/// The variable naming the metrics' CloudWatch namespace (the template sets
+/// `Mirobody/<stack>`).
+const NAMESPACE_VAR: &str = "MIROBODY_METRICS_NAMESPACE";
+
+/// Where an invocation's metrics and trace go, read once per cold start.
+#[derive(Debug, Clone)]
+struct Exporters {
+    namespace: String,
+    function: &'static str,
+    /// The X-Ray daemon (`AWS_XRAY_DAEMON_ADDRESS`), when Lambda runs one.
+    daemon: Option<SocketAddr>,
+}
+
+impl Exporters {
+    fn from_env(function: &'static str) -> Exporters {
+        let namespace = std::env::var(NAMESPACE_VAR)
+            .ok()
+            .filter(|n| !n.is_empty() && n.len() <= 255)
+            .unwrap_or_else(|| metrics::DEFAULT_NAMESPACE.to_string());
+        let daemon = xray::daemon_address(std::env::var("AWS_XRAY_DAEMON_ADDRESS").ok().as_deref());
+        Exporters {
+            namespace,
+            function,
+            daemon,
+        }
+    }
+
+    fn emitter<'a>(&'a self, invocation: &'a Invocation) -> Emitter<'a> {
+        Emitter {
+            namespace: &self.namespace,
+            function: self.function,
+            request_id: &invocation.request_id,
+        }
+    }
+
+    /// One request's EMF lines to stdout, and its X-Ray subsegments when sampled.
+    fn export(&self, invocation: &Invocation, trace: &FinishedTrace) {
+        print_lines(&metrics::request_lines(&self.emitter(invocation), trace));
+        let header = invocation
+            .xray_trace_header
+            .as_deref()
+            .and_then(xray::TraceHeader::parse);
+        if let (Some(daemon), Some(header)) = (self.daemon, header) {
+            xray::send(
+                daemon,
+                &xray::datagrams(&header, &invocation.request_id, trace),
+            );
+        }
+    }
+}
+
+/// Whole lines to stdout in one write, so no log line lands inside them; a failed write
+/// is ignored (metrics are never worth an invocation).
+fn print_lines(lines: &str) {
+    if lines.is_empty() {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(lines.as_bytes());
+    let _ = out.flush();
 }
 
 /// The variable that carries agent tool lists (A8) in one value, because a SAM template
@@ -104,13 +201,16 @@ where
 #[path = "logging_tests.rs"]
 mod logging_tests;
 
-/// A Lambda event as a plain request. API Gateway has already decoded base64 bodies.
+/// A Lambda event as a plain request, with its [`Invocation`]. API Gateway has already
+/// decoded base64 bodies.
 pub fn from_lambda(event: Request) -> http::Request<Bytes> {
     let source = source_addr(&event);
+    let invocation = invocation(&event);
     let (mut parts, body) = event.into_parts();
     if let Some(source) = source {
         parts.extensions.insert(source);
     }
+    parts.extensions.insert(invocation);
     let bytes = match body {
         Body::Empty => Bytes::new(),
         Body::Text(text) => Bytes::from(text),
@@ -132,6 +232,24 @@ fn source_addr(event: &Request) -> Option<SourceAddr> {
         .parse()
         .ok()
         .map(SourceAddr)
+}
+
+/// The ids of this invocation: API Gateway's request id (else Lambda's), Lambda's, and
+/// the X-Ray trace header Lambda sent (`Lambda-Runtime-Trace-Id`).
+fn invocation(event: &Request) -> Invocation {
+    let lambda = event.lambda_context_ref();
+    let lambda_request_id = lambda.map(|c| c.request_id.clone()).unwrap_or_default();
+    let gateway = match event.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => context.request_id.clone(),
+        _ => None,
+    };
+    Invocation {
+        request_id: gateway
+            .filter(|id| !id.is_empty() && id.len() <= 128)
+            .unwrap_or_else(|| lambda_request_id.clone()),
+        lambda_request_id,
+        xray_trace_header: lambda.and_then(|c| c.xray_trace_id.clone()),
+    }
 }
 
 /// A plain response as a Lambda response (text bodies stay text for API Gateway).
@@ -173,6 +291,46 @@ mod tests {
         assert_eq!(config.allowed_tools["CLAUDE"], ["a", "b"]);
         // The variable set directly wins.
         assert_eq!(config.disallowed_tools["CURSOR"], ["d"]);
+    }
+
+    #[test]
+    fn the_invocation_carries_the_gateway_request_id_and_the_trace_header() {
+        let raw = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../events/mcp-get.json"),
+        )
+        .unwrap();
+        let mut context = lambda_http::Context::default();
+        context.request_id = "lambda-1".into();
+        context.xray_trace_id = Some("Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1".into());
+        let event = lambda_http::request::from_str(&raw)
+            .unwrap()
+            .with_lambda_context(context);
+        let gateway = match event.request_context_ref() {
+            Some(RequestContext::ApiGatewayV2(c)) => c.request_id.clone().unwrap(),
+            _ => panic!("an HTTP API event"),
+        };
+        let request = from_lambda(event);
+        let invocation = request.extensions().get::<Invocation>().unwrap();
+        assert_eq!(invocation.request_id, gateway);
+        assert_eq!(invocation.lambda_request_id, "lambda-1");
+        assert_eq!(
+            invocation.xray_trace_header.as_deref(),
+            Some("Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1")
+        );
+
+        // Without API Gateway's id, Lambda's.
+        let mut context = lambda_http::Context::default();
+        context.request_id = "lambda-2".into();
+        let bare = lambda_http::Request::default().with_lambda_context(context);
+        assert_eq!(invocation_of(bare).request_id, "lambda-2");
+    }
+
+    fn invocation_of(event: Request) -> Invocation {
+        from_lambda(event)
+            .extensions()
+            .get::<Invocation>()
+            .cloned()
+            .unwrap()
     }
 
     #[test]

@@ -9,6 +9,11 @@
 //! recorded as a failed import by the importer itself; an object already gone) and `Err`
 //! only for what may pass (the store or S3 unavailable): the import is idempotent, so a
 //! retried object is imported once. Nothing here logs a key: keys carry upload ids.
+//!
+//! Metrics (issue 17): a handler answers the [`ImportSummary`] of an import it ran, and
+//! the invocation prints their EMF lines (`ImportRows`, `ImportRowsPerSecond`,
+//! `ImportFailures`, `ImportDuration`) to stdout in one write at its end; the lines carry
+//! Lambda's request id, which the invocation's log lines carry in their `invocation` span.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -16,8 +21,11 @@ use std::sync::Arc;
 use aws_lambda_events::s3::{S3Event, S3EventRecord};
 use lambda_http::lambda_runtime::{self, LambdaEvent};
 use lambda_http::{Error, service_fn};
-use mirobody::{Config, Runtime, Services};
+use mirobody::observe::Invocation;
+use mirobody::observe::metrics::{self, Emitter};
+use mirobody::{Config, ImportSummary, Runtime, Services};
 use serde_json::{Value, json};
+use tracing::Instrument;
 
 /// One object S3 reported created.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,34 +46,66 @@ where
     B: FnOnce(Config, Services) -> BFut,
     BFut: Future<Output = Result<H, Error>>,
     H: Fn(ObjectCreated) -> HFut + Send + Sync + 'static,
-    HFut: Future<Output = Result<(), Error>> + Send,
+    HFut: Future<Output = Result<Option<ImportSummary>, Error>> + Send,
 {
     super::init_logging();
     let config = Config::from_vars(Runtime::Lambda, super::settings(std::env::vars())?)?;
     let services = Services::open(&config).await?;
     let handler = Arc::new(build(config, services).await?);
+    let namespace = super::Exporters::from_env("import").namespace;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<S3Event>| {
-        let handler = handler.clone();
-        async move { handle_event(handler.as_ref(), event.payload).await }
+        let (handler, namespace) = (handler.clone(), namespace.clone());
+        let invocation = Invocation {
+            request_id: event.context.request_id.clone(),
+            lambda_request_id: event.context.request_id.clone(),
+            xray_trace_header: event.context.xray_trace_id.clone(),
+        };
+        let span = tracing::info_span!("invocation", request_id = %invocation.request_id);
+        async move {
+            let emitter = Emitter {
+                namespace: &namespace,
+                function: "import",
+                request_id: &invocation.request_id,
+            };
+            let (answer, lines) = handle_event(handler.as_ref(), event.payload, &emitter).await;
+            super::print_lines(&lines);
+            answer
+        }
+        .instrument(span)
     }))
     .await
 }
 
 /// Runs the handler on every created object of one event, in order. Answers how many
 /// objects were handled and skipped; fails (so Lambda retries) when a handler failed.
-async fn handle_event<H, HFut>(handler: &H, event: S3Event) -> Result<Value, Error>
+/// Also answers the EMF lines of the imports that ran.
+async fn handle_event<H, HFut>(
+    handler: &H,
+    event: S3Event,
+    emitter: &Emitter<'_>,
+) -> (Result<Value, Error>, String)
 where
     H: Fn(ObjectCreated) -> HFut,
-    HFut: Future<Output = Result<(), Error>>,
+    HFut: Future<Output = Result<Option<ImportSummary>, Error>>,
 {
     let (mut handled, mut skipped, mut failed) = (0usize, 0usize, 0usize);
+    let mut lines = String::new();
     for record in event.records {
         let Some(object) = object_created(&record) else {
             skipped += 1;
             continue;
         };
         match handler(object).await {
-            Ok(()) => handled += 1,
+            Ok(summary) => {
+                handled += 1;
+                if let Some(summary) = summary {
+                    lines.push_str(&metrics::import_line(
+                        emitter,
+                        &summary,
+                        std::time::SystemTime::now(),
+                    ));
+                }
+            }
             Err(error) => {
                 tracing::error!(%error, "an object could not be handled");
                 failed += 1;
@@ -74,9 +114,10 @@ where
     }
     tracing::info!(handled, skipped, failed, "S3 event");
     if failed > 0 {
-        return Err(format!("{failed} of the event's objects could not be handled").into());
+        let error = format!("{failed} of the event's objects could not be handled");
+        return (Err(error.into()), lines);
     }
-    Ok(json!({ "handled": handled, "skipped": skipped }))
+    (Ok(json!({ "handled": handled, "skipped": skipped })), lines)
 }
 
 /// The created object a record names, or `None` (logged) for any other notification or
@@ -136,6 +177,12 @@ mod tests {
 
     use super::*;
 
+    const EMITTER: Emitter<'static> = Emitter {
+        namespace: "Mirobody",
+        function: "import",
+        request_id: "lambda-1",
+    };
+
     fn event(records: &[(&str, &str, i64)]) -> S3Event {
         let records: Vec<Value> = records
             .iter()
@@ -180,10 +227,15 @@ mod tests {
     async fn every_created_object_reaches_the_handler_and_others_are_skipped() {
         let seen = Mutex::new(Vec::new());
         let handler = |object: ObjectCreated| {
+            let summary = (object.key == "uploads/u3").then_some(ImportSummary {
+                rows: 7,
+                duration: std::time::Duration::from_millis(70),
+                failed: false,
+            });
             seen.lock().unwrap().push(object);
-            async { Ok(()) }
+            async move { Ok(summary) }
         };
-        let answer = handle_event(
+        let (answer, lines) = handle_event(
             &handler,
             event(&[
                 ("ObjectCreated:Put", "uploads/u%201", 12),
@@ -191,10 +243,19 @@ mod tests {
                 ("ObjectCreated:CompleteMultipartUpload", "uploads/u3", 7),
                 ("ObjectCreated:Put", "uploads/%zz", 1),
             ]),
+            &EMITTER,
         )
-        .await
-        .unwrap();
-        assert_eq!(answer, json!({ "handled": 2, "skipped": 2 }));
+        .await;
+        assert_eq!(answer.unwrap(), json!({ "handled": 2, "skipped": 2 }));
+        // One EMF line, for the one import that ran.
+        let lines: Vec<Value> = lines
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0]["ImportRows"], 7);
+        assert_eq!(lines[0]["ImportRowsPerSecond"], 100.0);
+        assert_eq!(lines[0]["request_id"], "lambda-1");
         assert_eq!(
             *seen.lock().unwrap(),
             [
@@ -219,7 +280,7 @@ mod tests {
                 if object.key.ends_with("bad") {
                     Err(Error::from("store unavailable"))
                 } else {
-                    Ok(())
+                    Ok(None)
                 }
             }
         };
@@ -229,8 +290,10 @@ mod tests {
                 ("ObjectCreated:Put", "uploads/bad", 1),
                 ("ObjectCreated:Put", "uploads/good", 1),
             ]),
+            &EMITTER,
         )
-        .await;
+        .await
+        .0;
         assert!(result.is_err());
         assert_eq!(*seen.lock().unwrap(), 2);
     }

@@ -11,7 +11,9 @@
 //! memory stays bounded whatever the file's size. Readings go in two passes: the first
 //! validates every row (a bad row fails the upload with its line and nothing is saved),
 //! the second writes them in chunks. `api` is the REST side (create, poll, list, and
-//! the local PUT). Never logs a user id, an object key or any content.
+//! the local PUT). [`Importer::import_object`] answers an [`ImportSummary`] (rows, duration,
+//! failed) for the import function's metrics. Never logs a user id, an object key or any
+//! content.
 
 pub(crate) mod api;
 mod readers;
@@ -56,6 +58,15 @@ impl From<StoreError> for ImportError {
     }
 }
 
+/// What one import did, for its metrics: the rows written (0 for a failed import), how
+/// long it ran (from its start to the outcome recorded), and whether it failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImportSummary {
+    pub rows: u64,
+    pub duration: std::time::Duration,
+    pub failed: bool,
+}
+
 /// The import runner, built once per process from the services.
 pub struct Importer {
     store: Arc<dyn Store>,
@@ -85,9 +96,10 @@ impl Importer {
     }
 
     /// Imports the uploaded file `key`: once per upload (a repeated call for a started
-    /// upload returns `Ok` without doing anything). The outcome, a bad row's line
+    /// upload returns `Ok(None)` without doing anything). The outcome, a bad row's line
     /// included, is recorded on the upload; the file is deleted when the import ends.
-    pub async fn import_object(&self, key: &str) -> Result<(), ImportError> {
+    /// Answers the import's [`ImportSummary`] when this call ran it.
+    pub async fn import_object(&self, key: &str) -> Result<Option<ImportSummary>, ImportError> {
         let record = self
             .store
             .upload_by_object(key, self.clock.now())
@@ -95,7 +107,7 @@ impl Importer {
             .ok_or(ImportError::UnknownObject)?;
         if record.status != UploadStatus::Waiting {
             // A repeated event for an import that ran (or runs): nothing to do.
-            return Ok(());
+            return Ok(None);
         }
         let object = self
             .objects
@@ -107,11 +119,12 @@ impl Importer {
             .start_upload(&record.user, &record.id, object.size)
             .await?
         {
-            return Ok(());
+            return Ok(None);
         }
-        let outcome = match self.run(&record, object).await {
-            Ok(()) => UploadOutcome::Done,
-            Err(failure) => UploadOutcome::Failed(failure),
+        let started = std::time::Instant::now();
+        let (outcome, rows) = match self.run(&record, object).await {
+            Ok(rows) => (UploadOutcome::Done, rows),
+            Err(failure) => (UploadOutcome::Failed(failure), 0),
         };
         if let UploadOutcome::Failed(failure) = &outcome {
             tracing::info!(kind = record.kind.as_str(), line = ?failure.line, "import failed");
@@ -119,12 +132,17 @@ impl Importer {
         self.store
             .finish_upload(&record.user, &record.id, &outcome, self.clock.now())
             .await?;
+        let summary = ImportSummary {
+            rows,
+            duration: started.elapsed(),
+            failed: matches!(outcome, UploadOutcome::Failed(_)),
+        };
         self.objects.remove(key).await?;
-        Ok(())
+        Ok(Some(summary))
     }
 
-    /// Parses and writes by kind; `Err` is the failure recorded on the upload.
-    async fn run(&self, record: &UploadRecord, object: StoredObject) -> Result<(), UploadFailure> {
+    /// Parses and writes by kind: the rows written, or the failure recorded on the upload.
+    async fn run(&self, record: &UploadRecord, object: StoredObject) -> Result<u64, UploadFailure> {
         match record.kind {
             UploadKind::Health => {
                 readings::import(self, record, object, readings::Format::Readings).await
@@ -144,7 +162,7 @@ impl Importer {
         &self,
         record: &UploadRecord,
         object: StoredObject,
-    ) -> Result<(), UploadFailure> {
+    ) -> Result<u64, UploadFailure> {
         let handle = tokio::runtime::Handle::current();
         let genome = tokio::task::spawn_blocking(move || {
             let (reader, _) = readers::open(object.body, handle).map_err(read_failure)?;
@@ -166,7 +184,7 @@ impl Importer {
             .await
             .map_err(store_failure)?;
         self.progress(record, rows, rows, 1.0).await;
-        Ok(())
+        Ok(rows)
     }
 
     /// Records progress; a failure to record it does not stop the import.
@@ -280,13 +298,17 @@ mod tests {
             let importer = importer.clone();
             tokio::spawn(async move { importer.import_object("uploads/01").await })
         });
+        let mut summaries = Vec::new();
         for outcome in futures_util::future::join_all(racing).await {
-            let outcome = outcome.unwrap();
-            assert!(
-                matches!(outcome, Ok(()) | Err(ImportError::MissingObject)),
-                "{outcome:?}"
-            );
+            match outcome.unwrap() {
+                Ok(Some(summary)) => summaries.push(summary),
+                Ok(None) | Err(ImportError::MissingObject) => {}
+                other => panic!("{other:?}"),
+            }
         }
+        // The one call that ran the import says what it did.
+        assert_eq!(summaries.len(), 1, "{summaries:?}");
+        assert_eq!((summaries[0].rows, summaries[0].failed), (2, false));
         let done = store.upload("u1", "01", NOW).await.unwrap().unwrap();
         assert_eq!((done.status, done.rows_written), (UploadStatus::Done, 2));
         let rows = store
@@ -298,7 +320,10 @@ mod tests {
             objects.open("uploads/01").await.unwrap().is_none(),
             "the file is deleted"
         );
-        assert!(matches!(importer.import_object("uploads/01").await, Ok(())));
+        assert!(matches!(
+            importer.import_object("uploads/01").await,
+            Ok(None)
+        ));
         assert!(matches!(
             importer.import_object("uploads/none").await,
             Err(ImportError::UnknownObject)

@@ -128,7 +128,7 @@ pub(super) async fn import(
     record: &UploadRecord,
     object: StoredObject,
     format: Format,
-) -> Result<(), UploadFailure> {
+) -> Result<u64, UploadFailure> {
     // Pass 1: validate every row; nothing is written.
     let (messages, mut inbox) = mpsc::channel(IN_FLIGHT);
     let pass = spawn_pass(object.body, format, true, messages);
@@ -178,5 +178,5 @@ pub(super) async fn import(
         return Err(failure);
     }
     parsed?;
-    Ok(())
+    Ok(written)
 }

@@ -287,7 +287,15 @@ impl McpServer {
                 context,
             )
             .await;
-        results::tool_result(answer, name, era)
+        let result = results::tool_result(answer, name, era);
+        let failed = match &result {
+            Ok(result) => result.get("isError") == Some(&Value::Bool(true)),
+            Err(_) => true,
+        };
+        if failed {
+            observe::note_tool_failed();
+        }
+        result
     }
 
     /// A built-in tool's `x-mcp-header` parameters against the request's `Mcp-Param-*`

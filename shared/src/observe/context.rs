@@ -69,6 +69,7 @@ struct State {
     caller: Option<(CallerKind, String)>,
     mcp_method: Option<&'static str>,
     tool: Option<&'static str>,
+    tool_failed: bool,
 }
 
 /// What a finished request's log line and trace take from its context.
@@ -78,6 +79,8 @@ pub(crate) struct Closing {
     pub(crate) caller: Option<(CallerKind, String)>,
     pub(crate) mcp_method: Option<&'static str>,
     pub(crate) tool: Option<&'static str>,
+    /// The `tools/call` answered a JSON-RPC error or `isError: true`.
+    pub(crate) tool_failed: bool,
 }
 
 impl RequestContext {
@@ -106,6 +109,7 @@ impl RequestContext {
             caller: state.caller.take(),
             mcp_method: state.mcp_method,
             tool: state.tool,
+            tool_failed: state.tool_failed,
         })
     }
 }
@@ -154,6 +158,11 @@ const MCP_METHODS: &[&str] = &[
 pub(crate) fn note_mcp_method(method: &str) {
     let known = MCP_METHODS.iter().find(|m| **m == method).copied();
     with_current(|c| c.with_state(|s| s.mcp_method = Some(known.unwrap_or("other"))));
+}
+
+/// Notes that the `tools/call` failed (a JSON-RPC error or `isError: true`).
+pub(crate) fn note_tool_failed() {
+    with_current(|c| c.with_state(|s| s.tool_failed = true));
 }
 
 /// Notes the tool a `tools/call` runs: a built-in tool's name, or `external`.

@@ -12,6 +12,8 @@
 //! [`Invocation`] on the request, and take the finished trace back as [`FinishedTrace`] on
 //! the response (the `lambda-glue` crate exports it to X-Ray).
 
+pub mod metrics;
+
 use std::time::SystemTime;
 
 mod context;
@@ -19,7 +21,8 @@ mod request;
 mod trace_context;
 
 pub(crate) use context::{
-    CallerKind, Outcome, Started, carry, note_caller, note_mcp_method, note_tool, start,
+    CallerKind, Outcome, Started, carry, note_caller, note_mcp_method, note_tool, note_tool_failed,
+    start,
 };
 pub(crate) use request::{Observed, UserKey};
 
@@ -52,6 +55,8 @@ pub struct FinishedTrace {
     /// For `tools/call`: the built-in tool's name, or `external` for a user's server's tool
     /// (never a name a user chose).
     pub tool: Option<String>,
+    /// The `tools/call` answered a JSON-RPC error or a result with `isError: true`.
+    pub tool_failed: bool,
     pub status: u16,
     pub start: Option<SystemTime>,
     pub end: Option<SystemTime>,

@@ -126,6 +126,7 @@ impl Observed {
         trace.parent_span_id = self.context.trace.parent_span_id.clone();
         trace.mcp_method = closing.mcp_method.map(str::to_string);
         trace.tool = closing.tool.map(str::to_string);
+        trace.tool_failed = closing.tool_failed;
         trace.status = status;
         trace.end = Some(SystemTime::now());
         trace.spans = closing.spans;

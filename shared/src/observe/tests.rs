@@ -202,3 +202,23 @@ async fn sqlite_store_calls_are_one_span_each() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test]
+async fn a_failed_tool_call_is_marked_for_the_tool_errors_metric() {
+    let (store, dir) = sqlite();
+    let app = app_on(store, None).await;
+    let bearer = format!("Bearer {}", token(&app.app, "alice"));
+    let headers = [("authorization", bearer.as_str())];
+    // Answered, and nothing failed.
+    let response = call(&app.app, &headers, tool_call(None)).await;
+    assert!(!trace_of(&response).tool_failed);
+    // An argument of the wrong type: the tool answers an error the model sees.
+    let mut bad = tool_call(None);
+    bad["params"]["arguments"] = json!({"indicators": 7});
+    let response = call(&app.app, &headers, bad).await;
+    assert_eq!(response.status(), 200);
+    let trace = trace_of(&response);
+    assert_eq!(trace.tool.as_deref(), Some("query_health_indicators"));
+    assert!(trace.tool_failed, "{trace:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}
