@@ -175,6 +175,24 @@ async fn functions_print_their_metrics_and_send_sampled_requests_to_xray() {
     let took = document["end_time"].as_f64().unwrap() - document["start_time"].as_f64().unwrap();
     assert!((0.0..30.0).contains(&took), "{document}");
 
+    // A caller's own W3C trace (an agent's OpenTelemetry): logs and metrics carry it, and
+    // X-Ray, whose trace stays Lambda's Root, names it in an annotation.
+    let callers = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let mut traced: Value =
+        serde_json::from_str(&with_request_id(&event("mcp-post-tools-list"), "obs-mcp-4")).unwrap();
+    traced["headers"]["traceparent"] = json!(format!("00-{callers}-00f067aa0ba902b7-01"));
+    let traced_answer = mcp
+        .invoke_with_trace(&traced.to_string(), &sampled(true))
+        .await;
+    assert_eq!(traced_answer.status, 200);
+    let sent_traced = daemon.received(Duration::from_secs(2));
+    assert_eq!(sent_traced.len(), 1, "{sent_traced:?}");
+    assert!(sent_traced[0].contains(ROOT), "{sent_traced:?}");
+    assert!(
+        sent_traced[0].contains(&format!("\"w3c_trace_id\":\"{callers}\"")),
+        "{sent_traced:?}"
+    );
+
     // Not sampled: nothing is sent (the next window below would hold its datagram too),
     // and the metrics are printed all the same.
     let unsampled = mcp
@@ -206,7 +224,48 @@ async fn functions_print_their_metrics_and_send_sampled_requests_to_xray() {
     );
 
     let lines = json_lines("mcp", &mcp.stdout());
-    request_line(&lines, "obs-mcp-1", "mcp", "POST /mcp");
+    let first = request_line(&lines, "obs-mcp-1", "mcp", "POST /mcp");
+    // One trace id for logs, metrics and X-Ray: without a traceparent, the W3C id is
+    // Lambda's Root (8 + 24 hex), so X-Ray needs no separate annotation.
+    let w3c = ROOT[2..].replace('-', "");
+    assert_eq!(first["trace_id"], w3c.as_str());
+    assert!(
+        document["annotations"].get("w3c_trace_id").is_none(),
+        "{document}"
+    );
+    let closing: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["message"] == "request" && l["span"]["request_id"] == "obs-mcp-1")
+        .collect();
+    assert_eq!(
+        closing.len(),
+        1,
+        "one closing log line for obs-mcp-1: {lines:?}"
+    );
+    assert_eq!(closing[0]["span"]["trace_id"], w3c.as_str());
+    assert_eq!(closing[0]["span"]["route"], "POST /mcp");
+    assert_eq!(closing[0]["status"], 200);
+    assert_eq!(closing[0]["mcp_method"], "tools/list");
+    let continued = request_line(&lines, "obs-mcp-4", "mcp", "POST /mcp");
+    assert_eq!(continued["trace_id"], callers);
+    assert!(lines.iter().any(|l| l["message"] == "request"
+        && l["span"]["request_id"] == "obs-mcp-4"
+        && l["span"]["trace_id"] == callers));
+    // Every log line logged inside a request names one of the requests sent.
+    for line in lines.iter().filter(|l| l.get("_aws").is_none()) {
+        if let Some(id) = line["span"]["request_id"].as_str() {
+            assert!(
+                ["obs-mcp-1", "obs-mcp-2", "obs-mcp-3", "obs-mcp-4"].contains(&id),
+                "{line}"
+            );
+            assert!(
+                line["span"]["trace_id"]
+                    .as_str()
+                    .is_some_and(|t| t.len() == 32),
+                "{line}"
+            );
+        }
+    }
     let second = request_line(&lines, "obs-mcp-2", "mcp", "POST /mcp");
     assert_eq!(
         (second["Errors4xx"].clone(), second["Errors5xx"].clone()),
