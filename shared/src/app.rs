@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 use crate::account_api::AccountApi;
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
+#[cfg(feature = "console")]
 use crate::console::ConsoleApi;
 use crate::data_api::DataApi;
 use crate::external::{CONNECT_BUDGET, ExternalServers, PROBE_BUDGET};
@@ -48,6 +49,7 @@ struct Signed {
     accounts: Arc<AccountApi>,
     oauth: OAuthApi,
     external: Arc<ExternalServers>,
+    #[cfg(feature = "console")]
     console: ConsoleApi,
 }
 
@@ -89,7 +91,9 @@ impl From<ApiError> for Refusal {
 
 impl App {
     /// Builds everything expensive once: settings, the tool registry, resources, keys.
+    /// Refuses a group this build was compiled without (`features.rs`).
     pub fn new(config: Config, group: RouteGroup, services: Services) -> Result<Self, ConfigError> {
+        crate::features::check_group(group)?;
         let importer = Arc::new(Importer::new(&config, &services));
         let Services {
             store,
@@ -147,8 +151,6 @@ impl App {
             });
             let form_key: [u8; 32] =
                 Sha256::digest([&keys.seal[..], b"mirobody form v1"].concat()).into();
-            let console_key: [u8; 32] =
-                Sha256::digest([&keys.seal[..], b"mirobody console v1"].concat()).into();
             let services = OAuthServices {
                 store: store.clone(),
                 jwts: jwts.clone(),
@@ -171,13 +173,7 @@ impl App {
                 external = external.with_snapshot_ttl(std::time::Duration::from_secs(secs));
             }
             let external = Arc::new(external);
-            let callers = Arc::new(CallerResolver::new(
-                Some(jwts.clone()),
-                Some(urls.clone()),
-                clock.clone(),
-                &resource_metadata_url,
-                store.clone(),
-            ));
+            #[cfg(feature = "console")]
             let console = ConsoleApi {
                 store: store.clone(),
                 accounts: accounts.clone(),
@@ -185,9 +181,15 @@ impl App {
                 urls: urls.clone(),
                 external: external.clone(),
                 uploads: uploads.clone(),
-                callers,
+                callers: Arc::new(CallerResolver::new(
+                    Some(jwts.clone()),
+                    Some(urls.clone()),
+                    clock.clone(),
+                    &resource_metadata_url,
+                    store.clone(),
+                )),
                 clock: clock.clone(),
-                form_key: console_key,
+                form_key: Sha256::digest([&keys.seal[..], b"mirobody console v1"].concat()).into(),
                 origin: origin.clone(),
                 mcp_url: resource.clone(),
                 upload_origin: config.upload_origin(),
@@ -199,6 +201,7 @@ impl App {
                 accounts,
                 oauth,
                 external,
+                #[cfg(feature = "console")]
                 console,
             }
         });
@@ -473,8 +476,55 @@ impl App {
         }
     }
 
-    /// The handler of each route. `caller` is the signed-in caller of a signed-in route.
+    /// The handler of each route: one dispatch per route group, compiled in with its group
+    /// (`features.rs`). `caller` is the signed-in caller of a signed-in route.
     async fn answer(
+        &self,
+        matched: &Matched<'_>,
+        caller: Option<&Caller>,
+        request: &Request<Bytes>,
+    ) -> Result<Response<Bytes>, Refusal> {
+        if matched.route.handler == Handler::Preflight {
+            return Ok(web::empty(StatusCode::OK));
+        }
+        match matched.route.group {
+            #[cfg(feature = "group-mcp")]
+            RouteGroup::Mcp => self.answer_mcp(matched, request).await,
+            #[cfg(feature = "group-data")]
+            RouteGroup::Data => self.answer_data(matched, caller, request).await,
+            #[cfg(feature = "group-personal")]
+            RouteGroup::Personal => self.answer_personal(matched, caller, request).await,
+            #[cfg(feature = "group-oauth")]
+            RouteGroup::Oauth => self.answer_oauth(matched, caller, request).await,
+            #[cfg(feature = "group-console")]
+            RouteGroup::Console => match matched.route.handler {
+                Handler::Console(page) => Ok(self.console()?.serve(page, matched, request).await),
+                _ => Err(Refusal::Api(ApiError::NoRoute)),
+            },
+            // Never reached: `App::new` refuses a group this build lacks, and `serves` lets
+            // no other group's route in.
+            #[allow(unreachable_patterns)]
+            _ => Err(Refusal::Api(ApiError::NoRoute)),
+        }
+    }
+
+    /// The MCP group's routes.
+    #[cfg(feature = "group-mcp")]
+    async fn answer_mcp(
+        &self,
+        matched: &Matched<'_>,
+        request: &Request<Bytes>,
+    ) -> Result<Response<Bytes>, Refusal> {
+        Ok(match matched.route.handler {
+            Handler::McpPost => self.mcp_post(matched, request).await,
+            Handler::McpPlaceholder => mcp_placeholder(matched),
+            _ => return Err(Refusal::Api(ApiError::NoRoute)),
+        })
+    }
+
+    /// The data group's routes: the data API and uploads.
+    #[cfg(feature = "group-data")]
+    async fn answer_data(
         &self,
         matched: &Matched<'_>,
         caller: Option<&Caller>,
@@ -483,46 +533,7 @@ impl App {
         let body = request.body();
         // A signed-in route was admitted with its caller (the door answered 401 otherwise).
         let user = || caller.ok_or_else(|| Refusal::Door(self.callers.unauthorized()));
-        let name = || matched.param("name").unwrap_or_default();
-        let path = matched.route.path;
         Ok(match matched.route.handler {
-            Handler::McpPost => self.mcp_post(matched, request).await,
-            Handler::McpPlaceholder => mcp_placeholder(matched),
-            Handler::Preflight => web::empty(StatusCode::OK),
-            Handler::SignUp => {
-                self.accounts()?
-                    .sign_up(body, web::source_of(request))
-                    .await?
-            }
-            Handler::SignIn => {
-                self.accounts()?
-                    .sign_in(body, web::source_of(request))
-                    .await?
-            }
-            Handler::CheckState => {
-                let state = matched.param("state").unwrap_or_default();
-                let query = url::form_urlencoded::parse(
-                    request.uri().query().unwrap_or_default().as_bytes(),
-                )
-                .find(|(name, _)| name == "poll_secret")
-                .map(|(_, value)| value.into_owned());
-                let header = request
-                    .headers()
-                    .get("x-poll-secret")
-                    .and_then(|v| v.to_str().ok());
-                self.login_poll
-                    .check(state, query.as_deref().or(header))
-                    .await?
-            }
-            Handler::OAuthMetadata => self.oauth()?.server_metadata(),
-            Handler::ResourceMetadata => self.oauth()?.resource_metadata(),
-            Handler::OAuthRegister => self.oauth()?.register(body, web::source_of(request)).await,
-            Handler::AuthorizePage => self.oauth()?.authorize_page(request, path).await,
-            Handler::AuthorizeSubmit => self.oauth()?.authorize_submit(request, path).await,
-            Handler::OAuthToken => self.oauth()?.token(request).await,
-            Handler::OAuthIntrospect => self.oauth()?.introspect(request).await,
-            Handler::McpLoginPage => self.oauth()?.login_page(request).await,
-            Handler::McpLoginSubmit => self.oauth()?.login_submit(request).await,
             Handler::DataHealth => self.data.health(user()?, request).await?,
             Handler::DataGenotype => self.data.genotype(user()?, request).await?,
             Handler::DataSummary => self.data.summary(user()?).await?,
@@ -543,12 +554,26 @@ impl App {
                 let max = matched.route.max_body as u64;
                 self.uploads.receive(&key, query, chunks, max).await?
             }
+            _ => return Err(Refusal::Api(ApiError::NoRoute)),
+        })
+    }
+
+    /// The personal group's routes: the personal URL, temporary URLs, the registry API.
+    #[cfg(feature = "group-personal")]
+    async fn answer_personal(
+        &self,
+        matched: &Matched<'_>,
+        caller: Option<&Caller>,
+        request: &Request<Bytes>,
+    ) -> Result<Response<Bytes>, Refusal> {
+        let body = request.body();
+        let user = || caller.ok_or_else(|| Refusal::Door(self.callers.unauthorized()));
+        let name = || matched.param("name").unwrap_or_default();
+        Ok(match matched.route.handler {
             Handler::PersonalUrl => self.accounts()?.personal_url(user()?, body).await?,
             Handler::PersonalUrlRevoke => {
                 self.accounts()?.revoke_personal_url(user()?, body).await?
             }
-            Handler::ShareGrant => self.accounts()?.share(user()?, body).await?,
-            Handler::ShareRevoke => self.accounts()?.unshare(user()?, body).await?,
             Handler::ExternalTable => self.external()?.seed_table(user()?).await?,
             Handler::ExternalSet => self.external()?.seed_set(user()?, body).await?,
             Handler::ExternalRemove => self.external()?.seed_delete(user()?, body).await?,
@@ -558,6 +583,55 @@ impl App {
             Handler::ExternalPatch => self.external()?.patch(user()?, name(), body).await?,
             Handler::ExternalDelete => self.external()?.delete(user()?, name()).await?,
             Handler::ExternalProbe => self.external()?.reprobe(user()?, name()).await?,
+            Handler::TemporaryUrls => self.accounts()?.list_temporary_urls(user()?).await?,
+            Handler::TemporaryUrlRevoke => {
+                let id = matched.param("id").map(decode_segment).unwrap_or_default();
+                self.accounts()?.delete_temporary_url(user()?, &id).await?
+            }
+            _ => return Err(Refusal::Api(ApiError::NoRoute)),
+        })
+    }
+
+    /// The oauth group's routes: accounts, shares, the authorization server, the whole
+    /// account.
+    #[cfg(feature = "group-oauth")]
+    async fn answer_oauth(
+        &self,
+        matched: &Matched<'_>,
+        caller: Option<&Caller>,
+        request: &Request<Bytes>,
+    ) -> Result<Response<Bytes>, Refusal> {
+        let body = request.body();
+        let user = || caller.ok_or_else(|| Refusal::Door(self.callers.unauthorized()));
+        let path = matched.route.path;
+        Ok(match matched.route.handler {
+            Handler::SignUp => {
+                self.accounts()?
+                    .sign_up(body, web::source_of(request))
+                    .await?
+            }
+            Handler::SignIn => {
+                self.accounts()?
+                    .sign_in(body, web::source_of(request))
+                    .await?
+            }
+            Handler::ShareGrant => self.accounts()?.share(user()?, body).await?,
+            Handler::ShareRevoke => self.accounts()?.unshare(user()?, body).await?,
+            Handler::CheckState => {
+                let state = matched.param("state").unwrap_or_default();
+                let query = url::form_urlencoded::parse(
+                    request.uri().query().unwrap_or_default().as_bytes(),
+                )
+                .find(|(name, _)| name == "poll_secret")
+                .map(|(_, value)| value.into_owned());
+                let header = request
+                    .headers()
+                    .get("x-poll-secret")
+                    .and_then(|v| v.to_str().ok());
+                self.login_poll
+                    .check(state, query.as_deref().or(header))
+                    .await?
+            }
             Handler::SignOut => {
                 let claims = self.callers.claims(request.headers());
                 let claims = claims.ok_or_else(|| Refusal::Door(self.callers.unauthorized()))?;
@@ -570,7 +644,6 @@ impl App {
                     .change_password(user()?, body, source)
                     .await?
             }
-            Handler::OAuthRevoke => self.oauth()?.revoke(request).await,
             Handler::OAuthGrants => self.oauth()?.grants(user()?).await?,
             Handler::OAuthGrantRevoke => {
                 let client_id = matched.param("client_id").map(decode_segment);
@@ -578,12 +651,6 @@ impl App {
                 self.oauth()?.withdraw_grant(user()?, &client_id).await?
             }
             Handler::SharesList => self.accounts()?.list_shares(user()?).await?,
-            Handler::TemporaryUrls => self.accounts()?.list_temporary_urls(user()?).await?,
-            Handler::TemporaryUrlRevoke => {
-                let id = matched.param("id").map(decode_segment).unwrap_or_default();
-                self.accounts()?.delete_temporary_url(user()?, &id).await?
-            }
-            Handler::Console(page) => self.console()?.serve(page, matched, request).await,
             Handler::AccountExport => self.whole_account()?.export_api(&user()?.user_id).await?,
             Handler::AccountDelete => {
                 let source = web::source_of(request);
@@ -591,6 +658,18 @@ impl App {
                     .delete_account_api(&user()?.user_id, body, source)
                     .await?
             }
+
+            Handler::OAuthMetadata => self.oauth()?.server_metadata(),
+            Handler::ResourceMetadata => self.oauth()?.resource_metadata(),
+            Handler::OAuthRegister => self.oauth()?.register(body, web::source_of(request)).await,
+            Handler::AuthorizePage => self.oauth()?.authorize_page(request, path).await,
+            Handler::AuthorizeSubmit => self.oauth()?.authorize_submit(request, path).await,
+            Handler::OAuthToken => self.oauth()?.token(request).await,
+            Handler::OAuthIntrospect => self.oauth()?.introspect(request).await,
+            Handler::OAuthRevoke => self.oauth()?.revoke(request).await,
+            Handler::McpLoginPage => self.oauth()?.login_page(request).await,
+            Handler::McpLoginSubmit => self.oauth()?.login_submit(request).await,
+            _ => return Err(Refusal::Api(ApiError::NoRoute)),
         })
     }
 
@@ -613,6 +692,7 @@ impl App {
     }
 
     /// The web console; without keys there are no accounts, and its pages answer 503.
+    #[cfg(feature = "console")]
     fn console(&self) -> Result<&ConsoleApi, ApiError> {
         self.signed
             .as_ref()

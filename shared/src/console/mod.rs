@@ -23,6 +23,7 @@ mod chart;
 mod connect;
 mod data;
 mod layout;
+mod page;
 mod servers;
 mod session;
 mod upload;
@@ -42,54 +43,8 @@ use crate::identity::{CallerResolver, Jwts, McpUrls};
 use crate::imports::api::UploadsApi;
 use crate::store::Store;
 
+pub(crate) use page::Page;
 pub(crate) use session::Session;
-
-/// What answers a console route: one arm each in [`ConsoleApi::serve`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Page {
-    /// `GET /`: the data page when signed in, else the sign-in page.
-    Home,
-    /// The stylesheet and the one script.
-    Asset,
-    SignUpForm,
-    SignUp,
-    SignInForm,
-    SignIn,
-    SignOut,
-    PasswordForm,
-    Password,
-    /// The catalogue: every indicator with its count, dates and unit.
-    Data,
-    /// One indicator: its chart and latest readings.
-    Indicator,
-    /// The genome summary and the rsid look-up.
-    Genome,
-    Upload,
-    /// JSON for the page's script: create an upload (CSRF header).
-    UploadCreate,
-    /// JSON for the page's script: one upload's status.
-    UploadStatus,
-    Connect,
-    /// Mint (or show) the personal MCP URL.
-    UrlCreate,
-    UrlRevoke,
-    Servers,
-    ServerAdd,
-    ServerEditForm,
-    ServerEdit,
-    ServerToggle,
-    ServerProbe,
-    ServerDelete,
-    Access,
-    GrantRevoke,
-    ShareRevoke,
-    TemporaryUrlRevoke,
-    SignOutAll,
-    Account,
-    Export,
-    DeleteData,
-    DeleteAccount,
-}
 
 /// The console, built once per process.
 pub(crate) struct ConsoleApi {

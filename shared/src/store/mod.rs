@@ -32,6 +32,7 @@ mod accounts;
 #[cfg(test)]
 mod contract;
 mod dynamo;
+#[cfg(feature = "sqlite")]
 mod embedded;
 mod genome;
 mod genome_codec;
@@ -40,6 +41,7 @@ mod mcp_servers;
 mod oauth;
 mod objects;
 mod objects_local;
+#[cfg(feature = "s3")]
 mod objects_s3;
 mod select;
 mod uploads;
@@ -50,6 +52,7 @@ pub(crate) use accounts::apply_token_change;
 pub(crate) use accounts::window;
 pub use accounts::{AccountRecords, AccountStore, Created, TokenChange};
 pub use dynamo::{DynamoStore, DynamoTables, IoCounters};
+#[cfg(feature = "sqlite")]
 pub use embedded::EmbeddedStore;
 pub use genome::{GenomeStore, GenomeSummary, Neighbourhood};
 pub(crate) use health::TIME_MAX;
@@ -61,6 +64,7 @@ pub(crate) use mcp_servers::{McpServerBody, McpServerParts};
 pub use oauth::OAuthStore;
 pub use objects::{BodyChunks, ObjectBody, PutTarget, Received, StoredObject, UploadObjects};
 pub use objects_local::{LOCAL_OBJECTS_PATH, LocalObjects};
+#[cfg(feature = "s3")]
 pub(crate) use objects_s3::open_s3_objects;
 pub use select::{EMBEDDED_FILE, OBJECTS_DIR, open_store, open_upload_objects};
 pub use uploads::{MAX_LISTED_UPLOADS, UploadOutcome, UploadStore};

@@ -3,18 +3,32 @@
 
 use std::sync::Arc;
 
+#[cfg(feature = "sqlite")]
+use super::EmbeddedStore;
+#[cfg(feature = "s3")]
+use super::open_s3_objects;
 use super::{
-    DynamoStore, DynamoTables, EmbeddedStore, LocalObjects, PutTarget, Store, StoreError,
-    StoreFuture, StoredObject, UploadObjects, open_s3_objects,
+    DynamoStore, DynamoTables, LocalObjects, PutTarget, Store, StoreError, StoreFuture,
+    StoredObject, UploadObjects,
 };
 use crate::config::{Config, Runtime, StoreKind};
 
 /// File name of the embedded database inside the data directory.
 pub const EMBEDDED_FILE: &str = "mirobody.sqlite3";
 
+/// A build without the `sqlite` feature (every Lambda function) has no embedded store:
+/// asking for it is refused at start-up, naming the setting.
 pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
     Ok(match config.store {
+        #[cfg(feature = "sqlite")]
         StoreKind::Embedded => Arc::new(EmbeddedStore::open(config.data_dir.join(EMBEDDED_FILE))?),
+        #[cfg(not(feature = "sqlite"))]
+        StoreKind::Embedded => {
+            return Err(StoreError::Unavailable(
+                "MIROBODY_STORE=embedded: this build has no embedded store (mirobody feature `sqlite`)"
+                    .into(),
+            ));
+        }
         StoreKind::DynamoDb => {
             let tables = DynamoTables {
                 keys: config.keys_table.clone(),
@@ -32,8 +46,10 @@ pub const OBJECTS_DIR: &str = "uploads";
 /// when one is set (deployed: presigned PUT URLs); otherwise, locally, a directory under
 /// the data directory, PUT to the local server itself at its public origin. In Lambda
 /// without a bucket (a read-only file system) none: creating an upload answers 503
-/// there, and nothing touches the disk at a cold start.
+/// there, and nothing touches the disk at a cold start. A build without the `s3` feature
+/// (a function whose group keeps no files) ignores the bucket.
 pub async fn open_upload_objects(config: &Config) -> Result<Arc<dyn UploadObjects>, StoreError> {
+    #[cfg(feature = "s3")]
     if config.upload_bucket.is_some() {
         return Ok(Arc::new(open_s3_objects(config).await?));
     }

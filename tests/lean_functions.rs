@@ -1,0 +1,135 @@
+//! Lean functions (issue 17): each Lambda function links what its route group needs and
+//! nothing else. Reads each function's dependency tree as `cargo build -p <function>`
+//! resolves it (its own features: `cargo build --workspace` unifies them, so the workspace
+//! build proves nothing about one function) and checks what it must link and what it must
+//! not. Cheap: `cargo tree` resolves, it builds nothing.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+/// The Lambda functions: one per route group, and the import function.
+const FUNCTIONS: [&str; 6] = ["mcp", "personal", "oauth", "data", "console", "import"];
+
+/// What `cargo tree -p <package>` resolves: the crates linked (normal dependencies, the
+/// host target) and the `mirobody` features enabled.
+struct Tree {
+    crates: BTreeSet<String>,
+    features: BTreeSet<String>,
+}
+
+fn tree(package: &str) -> Tree {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace root");
+    let output = Command::new(cargo)
+        .current_dir(root)
+        .args(["tree", "--locked", "-p", package, "-e", "normal,features"])
+        .args(["--prefix", "none"])
+        .output()
+        .expect("cargo tree runs");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && !text.is_empty(),
+        "cargo tree -p {package}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut tree = Tree {
+        crates: BTreeSet::new(),
+        features: BTreeSet::new(),
+    };
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        let (Some(name), Some(second)) = (words.next(), words.next()) else {
+            continue;
+        };
+        match (name, second) {
+            ("mirobody", "feature") => {
+                let feature = words.next().unwrap_or_default().trim_matches('"');
+                tree.features.insert(feature.to_string());
+            }
+            (_, "feature") => {}
+            _ => {
+                tree.crates.insert(name.to_string());
+            }
+        }
+    }
+    tree
+}
+
+/// Whether `function` links `krate`, with the tree in the message when the answer is wrong.
+fn check(function: &str, tree: &Tree, krate: &str, wanted: bool) {
+    assert_eq!(
+        tree.crates.contains(krate),
+        wanted,
+        "{function} {} {krate}; it links {:?}",
+        if wanted { "must link" } else { "must not link" },
+        tree.crates
+    );
+}
+
+#[test]
+fn each_function_links_its_groups_needs_only() {
+    for function in FUNCTIONS {
+        let tree = tree(function);
+        // Every function: the library, DynamoDB and the Lambda runtime.
+        for needed in ["mirobody", "aws-sdk-dynamodb", "lambda_runtime"] {
+            check(function, &tree, needed, true);
+        }
+        // SQLite is the local server's embedded store: never in a Lambda function.
+        check(function, &tree, "rusqlite", false);
+        check(function, &tree, "libsqlite3-sys", false);
+        // S3 only where files are uploaded, imported or exported.
+        let s3 = matches!(function, "oauth" | "data" | "console" | "import");
+        check(function, &tree, "aws-sdk-s3", s3);
+
+        // The library's features: the function's own group (the import function has no
+        // routes), never the full build or another group's.
+        let group = format!("group-{function}");
+        assert!(
+            tree.features.contains(&group),
+            "{function}: {:?}",
+            tree.features
+        );
+        for feature in &tree.features {
+            assert!(
+                !feature.starts_with("group-") || *feature == group,
+                "{function} enables {feature}"
+            );
+        }
+        for never in ["full", "sqlite", "fixtures", "testing", "fuzzing"] {
+            assert!(!tree.features.contains(never), "{function} enables {never}");
+        }
+        assert_eq!(
+            tree.features.contains("console"),
+            function == "console",
+            "{function}: the console's pages: {:?}",
+            tree.features
+        );
+    }
+}
+
+/// The local server serves every group over the embedded store: the full build.
+#[test]
+fn the_local_server_links_everything() {
+    let tree = tree("mirobody-local");
+    for needed in [
+        "rusqlite",
+        "aws-sdk-s3",
+        "aws-sdk-dynamodb",
+        "reqwest",
+        "maud",
+    ] {
+        check("mirobody-local", &tree, needed, true);
+    }
+    for feature in ["full", "sqlite", "s3", "console", "fixtures"] {
+        assert!(tree.features.contains(feature), "local: {feature}");
+    }
+    for function in FUNCTIONS {
+        assert!(
+            tree.features.contains(&format!("group-{function}")),
+            "local lacks group-{function}"
+        );
+    }
+}
