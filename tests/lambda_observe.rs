@@ -16,7 +16,7 @@ use std::time::Duration;
 use mirobody::domain::{UploadKind, UploadRecord};
 use mirobody::store::{DynamoStore, DynamoTables, UploadStore};
 use mirobody::testing::Moto;
-use runtime_api::{Function, Outcome, deployment, event, sdk_config};
+use runtime_api::{Function, Outcome, deployment, event, import_deployment, sdk_config};
 use serde_json::{Value, json};
 
 const NAMESPACE: &str = "Mirobody/observe-test";
@@ -340,30 +340,12 @@ async fn functions_print_their_metrics_and_send_sampled_requests_to_xray() {
 #[tokio::test]
 async fn the_import_function_prints_each_imports_metrics() {
     let moto = Moto::start();
-    let mut settings: Vec<(String, String)> = deployment(&moto)
-        .await
-        .into_iter()
-        .filter(|(name, _)| name != "MIROBODY_KEYS_SECRET")
-        .collect();
     let bucket = "mirobody-uploads-observe";
-    let s3 = aws_sdk_s3::Client::from_conf(
-        aws_sdk_s3::config::Builder::from(&sdk_config(&moto).await)
-            .force_path_style(true)
-            .build(),
-    );
-    s3.create_bucket()
-        .bucket(bucket)
-        .send()
-        .await
-        .expect("a bucket");
-    settings.extend([
-        ("MIROBODY_UPLOAD_BUCKET".to_string(), bucket.to_string()),
-        ("AWS_ENDPOINT_URL_S3".to_string(), moto.endpoint.clone()),
-        (
-            "MIROBODY_METRICS_NAMESPACE".to_string(),
-            NAMESPACE.to_string(),
-        ),
-    ]);
+    let (mut settings, s3) = import_deployment(&moto, bucket).await;
+    settings.extend([(
+        "MIROBODY_METRICS_NAMESPACE".to_string(),
+        NAMESPACE.to_string(),
+    )]);
     let store = DynamoStore::new(
         aws_sdk_dynamodb::Client::new(&sdk_config(&moto).await),
         DynamoTables {

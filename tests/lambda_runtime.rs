@@ -15,7 +15,9 @@ use e2e::{listed_tools, root, sample_events};
 use mirobody::domain::{UploadKind, UploadRecord, UploadStatus};
 use mirobody::store::{DynamoStore, DynamoTables, HealthStore, UploadStore};
 use mirobody::testing::Moto;
-use runtime_api::{Function, INVOKE_TIMEOUT, Outcome, PUBLIC_URL, deployment, event, sdk_config};
+use runtime_api::{
+    Function, INVOKE_TIMEOUT, Outcome, PUBLIC_URL, deployment, event, import_deployment, sdk_config,
+};
 use serde_json::{Value, json};
 
 const FUNCTIONS: [&str; 5] = ["mcp", "personal", "oauth", "data", "console"];
@@ -341,27 +343,9 @@ fn object_created(bucket: &str, key: &str, size: usize) -> String {
 #[tokio::test]
 async fn the_import_function_imports_an_uploaded_object_named_by_an_s3_event() {
     let moto = Moto::start();
-    let mut settings: Vec<(String, String)> = deployment(&moto)
-        .await
-        .into_iter()
-        // As in the template: the import function holds no keys.
-        .filter(|(name, _)| name != "MIROBODY_KEYS_SECRET")
-        .collect();
+    // As in the template: the import function holds no keys.
     let bucket = "mirobody-uploads-123456789012";
-    let s3 = aws_sdk_s3::Client::from_conf(
-        aws_sdk_s3::config::Builder::from(&sdk_config(&moto).await)
-            .force_path_style(true)
-            .build(),
-    );
-    s3.create_bucket()
-        .bucket(bucket)
-        .send()
-        .await
-        .expect("bucket created in moto");
-    settings.extend([
-        ("MIROBODY_UPLOAD_BUCKET".to_string(), bucket.to_string()),
-        ("AWS_ENDPOINT_URL_S3".to_string(), moto.endpoint.clone()),
-    ]);
+    let (settings, s3) = import_deployment(&moto, bucket).await;
 
     // The upload as `POST /api/data/uploads` records it (its object key is what the S3
     // event names), then the client's side: one PUT of the file to a presigned URL.

@@ -441,6 +441,35 @@ pub async fn deployment(moto: &Moto) -> Vec<(String, String)> {
     ]
 }
 
+/// The import function's deployment, as in the template: `deployment` without the keys
+/// secret, plus an upload bucket created in moto's S3 (and a client for the test's own
+/// calls to it).
+pub async fn import_deployment(
+    moto: &Moto,
+    bucket: &str,
+) -> (Vec<(String, String)>, aws_sdk_s3::Client) {
+    let mut settings: Vec<(String, String)> = deployment(moto)
+        .await
+        .into_iter()
+        .filter(|(name, _)| name != "MIROBODY_KEYS_SECRET")
+        .collect();
+    let s3 = aws_sdk_s3::Client::from_conf(
+        aws_sdk_s3::config::Builder::from(&sdk_config(moto).await)
+            .force_path_style(true)
+            .build(),
+    );
+    s3.create_bucket()
+        .bucket(bucket)
+        .send()
+        .await
+        .expect("bucket created in moto");
+    settings.extend([
+        ("MIROBODY_UPLOAD_BUCKET".to_string(), bucket.to_string()),
+        ("AWS_ENDPOINT_URL_S3".to_string(), moto.endpoint.clone()),
+    ]);
+    (settings, s3)
+}
+
 // ---------------------------------------------------------------- events
 
 pub fn event(name: &str) -> String {
