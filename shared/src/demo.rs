@@ -59,6 +59,8 @@ pub(crate) fn readings(first_day: chrono::NaiveDate) -> Vec<Reading> {
                 code_system: Some("LOINC".into()),
                 code: Some(loinc.to_string()),
                 source: "Demo Lab".into(),
+                offset: None,
+                original: None,
             });
         }
     }
@@ -72,6 +74,8 @@ pub(crate) fn readings(first_day: chrono::NaiveDate) -> Vec<Reading> {
             code_system: Some("LOINC".into()),
             code: Some("8867-4".into()),
             source: "Demo Watch".into(),
+            offset: None,
+            original: None,
         });
     }
     out

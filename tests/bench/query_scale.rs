@@ -59,6 +59,8 @@ fn readings() -> Vec<Reading> {
                 code_system: None,
                 code: None,
                 source: "Bench Lab".into(),
+                offset: None,
+                original: None,
             });
         }
     }

@@ -32,6 +32,8 @@ fn reading(indicator: &str, unit: &str, time: String, value: f64, source: &str) 
         code_system: None,
         code: None,
         source: source.into(),
+        offset: None,
+        original: None,
     }
 }
 

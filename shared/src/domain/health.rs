@@ -22,6 +22,25 @@ pub struct Reading {
     pub code: Option<String>,
     /// Where it came from (a lab, a device, a file name); part of the identity.
     pub source: String,
+    /// The UTC offset `time` was given with (`+08:00`; `Z` is `+00:00`), when it had one.
+    /// `time` stays the person's local time, so its date is their local day.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<String>,
+    /// What was sent, when the measures catalogue changed the name, the value or the
+    /// unit (a conversion to the canonical unit): nothing uploaded is lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original: Option<Original>,
+}
+
+/// A reading as it was uploaded, before the catalogue made it canonical.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Original {
+    #[serde(rename = "n")]
+    pub indicator: String,
+    #[serde(rename = "v")]
+    pub value: ReadingValue,
+    #[serde(rename = "u", default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -10,6 +10,7 @@ mod accounts;
 mod genome;
 mod health;
 mod mcp_servers;
+pub(crate) mod measures;
 mod oauth;
 mod uploads;
 
@@ -21,7 +22,7 @@ pub use genome::{Genome, Variant};
 pub(crate) use genome::{
     MAX_CALL, chromosome_code, chromosome_name, pack_call, rsid_key, rsid_text, unpack_call,
 };
-pub use health::{DataPresence, Genotype, Reading, ReadingValue};
+pub use health::{DataPresence, Genotype, Original, Reading, ReadingValue};
 pub(crate) use health::{FIRST_DAY, LAST_DAY, day_accepted};
 pub use mcp_servers::{MAX_MCP_SERVERS, McpAuth, McpServerRecord, McpServerWrite, McpToolSnapshot};
 pub use oauth::{AuthCode, OAuthClient, RefreshRecord, RefreshUse};

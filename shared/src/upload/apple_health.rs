@@ -501,6 +501,8 @@ fn convert(attributes: RecordAttributes) -> Outcome {
                 code_system: None,
                 code: None,
                 source,
+                offset: None,
+                original: None,
             },
             false,
         );
@@ -547,6 +549,8 @@ fn convert(attributes: RecordAttributes) -> Outcome {
             code_system: spec.loinc.map(|_| "LOINC".to_string()),
             code: spec.loinc.map(str::to_string),
             source,
+            offset: None,
+            original: None,
         },
         spec.deduplicate,
     )

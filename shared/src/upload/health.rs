@@ -131,6 +131,8 @@ fn reading(
         code_system: non_empty(fields.code_system),
         code: non_empty(fields.code),
         source: non_empty(fields.source).unwrap_or_else(|| default_source.to_string()),
+        offset: None,
+        original: None,
     })
 }
 

@@ -123,6 +123,8 @@ pub(super) async fn readings_round_trip_every_field(store: &dyn Store, user: &st
         code_system: None,
         code: None,
         source: "report.pdf#page=2".to_string(),
+        offset: None,
+        original: None,
     };
     let tiny = reading(
         "Troponin",

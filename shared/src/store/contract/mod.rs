@@ -36,6 +36,8 @@ fn reading(indicator: &str, time: &str, source: &str, value: f64) -> Reading {
         code_system: Some("LOINC".to_string()),
         code: Some("2345-7".to_string()),
         source: source.to_string(),
+        offset: None,
+        original: None,
     }
 }
 

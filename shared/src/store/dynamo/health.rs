@@ -34,6 +34,8 @@ pub(super) fn legacy_reading(op: &'static str, item: &Item) -> Result<Reading, S
         code_system: get_opt_s(op, item, "code_system")?,
         code: get_opt_s(op, item, "code")?,
         source: get_s(op, item, "source")?,
+        offset: None,
+        original: None,
     })
 }
 

@@ -27,7 +27,7 @@ use super::schema::{
 };
 use super::transact::{Committed, Condition, condition, tx_delete, tx_put};
 use super::{DynamoStore, corrupt, sdk_error};
-use crate::domain::{Reading, ReadingValue};
+use crate::domain::{Original, Reading, ReadingValue};
 use crate::store::{CatalogueEntry, Period, ReadingQuery, Rollup, StoreError, TIME_MAX};
 
 /// Bytes of readings (as JSON) one part of a day item holds (DynamoDB items stop at
@@ -86,6 +86,12 @@ struct Meta {
 struct Row {
     t: String,
     v: ReadingValue,
+    /// The UTC offset the time came with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    z: Option<String>,
+    /// What was sent, when the catalogue changed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    o: Option<Original>,
     /// Index into the part's metas.
     #[serde(default, skip_serializing_if = "is_zero")]
     m: usize,
@@ -138,6 +144,8 @@ fn encode_parts(op: &'static str, readings: &[&Reading]) -> Result<Vec<String>, 
         let row = Row {
             t: r.time.clone(),
             v: stored_value(&r.value),
+            z: r.offset.clone(),
+            o: r.original.clone(),
             m: index,
         };
         let row_size = serde_json::to_string(&row).map_err(|_| corrupt(op))?.len() + 1;
@@ -179,6 +187,8 @@ fn decode_part(op: &'static str, item: &Item) -> Result<Vec<Reading>, StoreError
                 code_system: meta.cs.clone(),
                 code: meta.c.clone(),
                 source: meta.s.clone(),
+                offset: row.z,
+                original: row.o,
             })
         })
         .collect()
@@ -821,6 +831,8 @@ mod tests {
             code_system: None,
             code: None,
             source: source.to_string(),
+            offset: None,
+            original: None,
         }
     }
 

@@ -151,8 +151,7 @@ pub(super) fn presence_of(conn: &Connection, user: &str) -> rusqlite::Result<Dat
     })
 }
 
-const READING_COLUMNS: &str =
-    "indicator, value_number, value_text, unit, time, code_system, code, source";
+const READING_COLUMNS: &str = "indicator, value_number, value_text, unit, time, code_system, code, source, utc_offset, original";
 
 /// The value as stored: a finite number, or text. Non-finite numbers (which neither
 /// backend can store as a number) are kept as their text form.
@@ -186,6 +185,8 @@ fn reading_from_row(row: &Row<'_>) -> rusqlite::Result<Reading> {
         code_system: row.get(5)?,
         code: row.get(6)?,
         source: row.get(7)?,
+        offset: None,
+        original: None,
     })
 }
 
@@ -208,12 +209,13 @@ impl HealthStore for EmbeddedStore {
             {
                 let mut stmt = tx.prepare_cached(
                     "INSERT INTO readings (user, indicator_key, time, source, indicator, value_number, \
-                                           value_text, unit, code_system, code) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+                                           value_text, unit, code_system, code, utc_offset, original) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
                      ON CONFLICT (user, indicator_key, time, source) DO UPDATE SET \
                        indicator = excluded.indicator, value_number = excluded.value_number, \
                        value_text = excluded.value_text, unit = excluded.unit, \
-                       code_system = excluded.code_system, code = excluded.code",
+                       code_system = excluded.code_system, code = excluded.code, \
+                       utc_offset = excluded.utc_offset, original = excluded.original",
                 )?;
                 for r in &readings {
                     let key = Reading::indicator_key(&r.indicator);
@@ -228,7 +230,9 @@ impl HealthStore for EmbeddedStore {
                         text,
                         r.unit,
                         r.code_system,
-                        r.code
+                        r.code,
+                        r.offset,
+                        r.original.as_ref().map(json_column).transpose()?
                     ])?;
                     identities.insert((key, r.time.as_str(), r.source.as_str()));
                 }

@@ -66,7 +66,8 @@ const STATEMENT_CACHE: usize = 64;
 /// 4: adds reading_rollups and reading_catalogue, built from the readings already there.
 /// 5: genomes in versions (`genomes`, `genome_items`), `genotypes` moved into them.
 /// 6: adds uploads (issue 14).
-const SCHEMA_VERSION: i64 = 6;
+/// 7: readings keep their UTC offset and what was sent (issue 25); rollups rebuilt.
+const SCHEMA_VERSION: i64 = 7;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS readings (
@@ -80,6 +81,8 @@ CREATE TABLE IF NOT EXISTS readings (
     unit          TEXT,
     code_system   TEXT,
     code          TEXT,
+    utc_offset    TEXT,
+    original      TEXT,
     PRIMARY KEY (user, indicator_key, time, source),
     CHECK ((value_number IS NULL) <> (value_text IS NULL))
 ) WITHOUT ROWID;
@@ -222,15 +225,22 @@ fn prepare(conn: &mut Connection) -> rusqlite::Result<()> {
     // Every statement is `IF NOT EXISTS`: on a fresh file it creates everything, on an
     // older one it adds the tables that version lacks.
     tx.execute_batch(SCHEMA)?;
-    if version < 4 {
-        // Step 4: the rollups and the catalogue of the readings an older build wrote.
-        health::rebuild_rollups(&tx)?;
-    }
+    // Step 4 (the rollups and the catalogue of the readings an older build wrote) is
+    // step 7's rebuild now: it runs for every file older than 7.
     if (1..5).contains(&version) {
         genome::migrate_genotypes_table(&tx)?;
     }
     if version < 6 {
         tx.execute_batch(uploads::SCHEMA_STEP_6)?;
+    }
+    if (1..7).contains(&version) {
+        // Step 7 (issue 25): the offset and the original of a reading; the rollups of
+        // what is stored rebuilt, as they now carry what each measure's kind needs.
+        tx.execute_batch(
+            "ALTER TABLE readings ADD COLUMN utc_offset TEXT; \
+             ALTER TABLE readings ADD COLUMN original TEXT;",
+        )?;
+        health::rebuild_rollups(&tx)?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()
@@ -323,6 +333,8 @@ mod tests {
             code_system: None,
             code: None,
             source: source.to_string(),
+            offset: None,
+            original: None,
         }
     }
 

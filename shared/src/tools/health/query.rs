@@ -619,6 +619,8 @@ mod tests {
                     code_system: Some("LOINC".into()),
                     code: Some("2339-0".into()),
                     source: "CGM".into(),
+                    offset: None,
+                    original: None,
                 });
             }
             if d % 90 == 0 {
@@ -630,6 +632,8 @@ mod tests {
                     code_system: None,
                     code: None,
                     source: "Lab".into(),
+                    offset: None,
+                    original: None,
                 });
             }
         }
