@@ -62,6 +62,8 @@ impl Kind {
 /// One accepted unit: canonical = value × factor + offset.
 #[derive(Debug, Clone, PartialEq)]
 struct UnitRule {
+    /// As the table writes it, for messages.
+    spelling: String,
     key: String,
     factor: f64,
     offset: f64,
@@ -95,7 +97,7 @@ impl Measure {
             self.units
                 .iter()
                 .filter(|u| u.key != "none")
-                .map(|u| u.key.clone()),
+                .map(|u| u.spelling.clone()),
         );
         out.join(", ")
     }
@@ -104,6 +106,7 @@ impl Measure {
         let key = unit.map_or_else(|| "none".to_string(), unit_key);
         if key == unit_key(&self.unit) {
             return Some(UnitRule {
+                spelling: self.unit.clone(),
                 key,
                 factor: 1.0,
                 offset: 0.0,
@@ -205,6 +208,7 @@ impl Catalogue {
                     return Err(format!("line {line}: unit {spelling:?} is listed twice"));
                 }
                 units.push(UnitRule {
+                    spelling: spelling.trim().to_string(),
                     key,
                     factor,
                     offset,

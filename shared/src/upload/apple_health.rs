@@ -25,6 +25,7 @@ use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
 use super::UploadError;
+use crate::domain::measures::{self, format_offset};
 use crate::domain::{Reading, ReadingValue, day_accepted};
 
 /// The most bytes one XML event (a tag with its attributes, a text run, the DTD) may
@@ -540,20 +541,22 @@ fn convert(attributes: RecordAttributes) -> Outcome {
         Ok(source) => source,
         Err(problem) => return Outcome::Invalid(problem),
     };
-    Outcome::Reading(
-        Reading {
-            indicator: spec.indicator.to_string(),
-            value: ReadingValue::Number(value),
-            unit,
-            time,
-            code_system: spec.loinc.map(|_| "LOINC".to_string()),
-            code: spec.loinc.map(str::to_string),
-            source,
-            offset: None,
-            original: None,
-        },
-        spec.deduplicate,
-    )
+    let sent = Reading {
+        indicator: spec.indicator.to_string(),
+        value: ReadingValue::Number(value),
+        unit,
+        time,
+        code_system: spec.loinc.map(|_| "LOINC".to_string()),
+        code: spec.loinc.map(str::to_string),
+        source,
+        offset: Some(format_offset(start.1)),
+        original: None,
+    };
+    // The catalogue's name and canonical unit (kg for lb, °C for degF, mg/dL for mmol/L).
+    match measures::catalogue().canonical(sent) {
+        Ok(reading) => Outcome::Reading(reading, spec.deduplicate),
+        Err(_) => Outcome::Invalid("the unit is not one this measure takes"),
+    }
 }
 
 fn fingerprint(reading: &Reading) -> u64 {

@@ -83,7 +83,7 @@ fn quantity_records_become_readings_with_units_and_codes() {
             };
             (
                 r.indicator.as_str(),
-                n,
+                (n * 1e6).round() / 1e6,
                 r.unit.as_deref().unwrap_or(""),
                 r.code.as_deref().unwrap_or(""),
             )
@@ -96,16 +96,20 @@ fn quantity_records_become_readings_with_units_and_codes() {
             ("Resting heart rate", 55.0, "/min", "40443-4"),
             ("Heart rate variability SDNN", 48.5, "ms", "80404-7"),
             ("Steps", 1234.0, "steps", "55423-8"),
-            ("Blood glucose", 104.0, "mg/dL", "2339-0"),
-            ("Blood glucose", 5.8, "mmol/L", "2339-0"),
-            ("Body weight", 165.2, "lb", "29463-7"),
+            // The catalogue's names and canonical units (issue 25):
+            ("Glucose", 104.0, "mg/dL", "2339-0"),
+            // 5.8 mmol/L × 18.016 = 104.4928 mg/dL
+            ("Glucose", 104.4928, "mg/dL", "2339-0"),
+            // 165.2 lb × 0.45359237 = 74.933459524 kg
+            ("Body weight", 74.93346, "kg", "29463-7"),
             ("Body fat percentage", 25.0, "%", "41982-0"),
             ("Oxygen saturation", 97.0, "%", "59408-5"),
             ("Respiratory rate", 14.5, "/min", "9279-1"),
         ]
     );
     let first = &readings[0];
-    assert_eq!(first.time, "2026-02-03T07:15:00", "the offset is dropped");
+    assert_eq!(first.time, "2026-02-03T07:15:00", "local time as exported");
+    assert!(first.offset.is_some(), "the export's offset is kept");
     assert_eq!(first.source, "Jo's Watch");
     assert_eq!(first.code_system.as_deref(), Some("LOINC"));
 }
@@ -614,8 +618,8 @@ fn the_generated_dataset_parses() {
         "Heart rate",
         "Steps",
         "Body weight",
-        "HbA1c",
-        "LDL",
+        "Hemoglobin A1c",
+        "LDL cholesterol",
     ] {
         assert!(indicators.contains(name), "{name}");
     }
@@ -651,7 +655,7 @@ fn the_generated_dataset_parses() {
     for name in [
         "Heart rate",
         "Steps",
-        "Blood glucose",
+        "Glucose",
         "Sleep core",
         "Systolic blood pressure",
     ] {

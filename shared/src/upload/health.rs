@@ -3,7 +3,9 @@
 
 use serde_json::Value;
 
+use super::collisions::{Collisions, Position};
 use super::{MAX_ROWS, UploadError};
+use crate::domain::measures::{self, format_offset};
 use crate::domain::{FIRST_DAY, LAST_DAY, Reading, ReadingValue, day_accepted};
 
 pub(super) fn error(location: String, problem: impl Into<String>) -> UploadError {
@@ -30,9 +32,10 @@ fn too_long(location: String, field: &str, max: usize) -> UploadError {
     )
 }
 
-/// Accepts `YYYY-MM-DD`, `YYYY-MM-DD HH:MM[:SS]` and `YYYY-MM-DDTHH:MM[:SS]` (an
-/// offset or `Z` is dropped: readings are kept as naive local times).
-fn normalise_time(raw: &str) -> Option<String> {
+/// Accepts `YYYY-MM-DD`, `YYYY-MM-DD HH:MM[:SS[.fff]]` and `YYYY-MM-DDTHH:MM[:SS[.fff]]`,
+/// optionally followed by `Z` or a UTC offset (`+08:00`, `-0500`, `+08`). Answers the local
+/// time as written (its date is the person's local day) and the offset as `±HH:MM`.
+fn normalise_time(raw: &str) -> Option<(String, Option<String>)> {
     let raw = raw.trim();
     let (date, time) = match raw.find(['T', ' ']) {
         Some(i) => (&raw[..i], raw[i + 1..].trim()),
@@ -41,22 +44,37 @@ fn normalise_time(raw: &str) -> Option<String> {
     let date = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d")
         .ok()
         .filter(|d| day_accepted(*d))?;
-    let time = time.trim_end_matches('Z');
-    let time = time.split(['+']).next().unwrap_or(time);
-    let time = if time.len() > 8 && time.as_bytes().get(8) == Some(&b'-') {
-        &time[..8]
-    } else {
-        time
-    };
-    let time = time.split('.').next().unwrap_or(time);
-    let parsed = chrono::NaiveTime::parse_from_str(time, "%H:%M:%S")
-        .or_else(|_| chrono::NaiveTime::parse_from_str(time, "%H:%M"))
+    let (clock, offset) = split_offset(time)?;
+    let clock = clock.split('.').next().unwrap_or(clock);
+    let parsed = chrono::NaiveTime::parse_from_str(clock, "%H:%M:%S")
+        .or_else(|_| chrono::NaiveTime::parse_from_str(clock, "%H:%M"))
         .ok()?;
-    Some(format!(
-        "{}T{}",
-        date.format("%Y-%m-%d"),
-        parsed.format("%H:%M:%S")
+    Some((
+        format!("{}T{}", date.format("%Y-%m-%d"), parsed.format("%H:%M:%S")),
+        offset,
     ))
+}
+
+/// A time of day and its offset: `Z`, `±HH:MM`, `±HHMM` or `±HH` after the clock.
+fn split_offset(time: &str) -> Option<(&str, Option<String>)> {
+    if let Some(clock) = time.strip_suffix('Z').or_else(|| time.strip_suffix('z')) {
+        return Some((clock.trim_end(), Some("+00:00".into())));
+    }
+    let Some(at) = time.rfind(['+', '-']) else {
+        return Some((time, None));
+    };
+    let (clock, zone) = (time[..at].trim_end(), &time[at..]);
+    let digits: String = zone[1..].chars().filter(|c| *c != ':').collect();
+    if !digits.chars().all(|c| c.is_ascii_digit()) || !matches!(digits.len(), 2 | 4) {
+        return None;
+    }
+    let hours: i64 = digits[..2].parse().ok()?;
+    let minutes: i64 = digits.get(2..).map_or(Some(0), |m| m.parse().ok())?;
+    if hours > 14 || minutes > 59 {
+        return None;
+    }
+    let seconds = (hours * 60 + minutes) * 60 * if zone.starts_with('-') { -1 } else { 1 };
+    Some((clock, Some(format_offset(seconds))))
 }
 
 fn value_of(raw: &str) -> Option<ReadingValue> {
@@ -115,15 +133,16 @@ fn reading(
     let time = fields
         .time
         .ok_or_else(|| error(location(), "time is missing"))?;
-    let time = normalise_time(time).ok_or_else(|| {
+    let (time, offset) = normalise_time(time).ok_or_else(|| {
         error(
             location(),
             format!(
-                "time must be YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS between {FIRST_DAY} and {LAST_DAY}"
+                "time must be YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS (optionally with Z or an offset \
+                 such as +08:00) between {FIRST_DAY} and {LAST_DAY}"
             ),
         )
     })?;
-    Ok(Reading {
+    let sent = Reading {
         indicator,
         value,
         unit: non_empty(fields.unit),
@@ -131,9 +150,12 @@ fn reading(
         code_system: non_empty(fields.code_system),
         code: non_empty(fields.code),
         source: non_empty(fields.source).unwrap_or_else(|| default_source.to_string()),
-        offset: None,
+        offset,
         original: None,
-    })
+    };
+    measures::catalogue()
+        .canonical(sent)
+        .map_err(|refusal| error(location(), refusal.0))
 }
 
 pub(crate) fn parse_health_json(
@@ -161,10 +183,15 @@ pub(crate) fn parse_health_json(
             format!("more than {MAX_ROWS} readings in one upload"),
         ));
     }
-    rows.iter()
-        .enumerate()
-        .map(|(i, row)| json_reading(i, row, default_source))
-        .collect()
+    let mut collisions = Collisions::new(Position::Index);
+    let mut out = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        let reading = json_reading(i, row, default_source)?;
+        if collisions.check(&reading, i as u64)? {
+            out.push(reading);
+        }
+    }
+    Ok(out)
 }
 
 /// One element of a JSON upload's `readings` (index `i`) as a reading.
@@ -245,6 +272,7 @@ pub(crate) fn for_each_csv_reading(
     );
     let mut count = 0usize;
     let mut record = csv::StringRecord::new();
+    let mut collisions = Collisions::new(Position::Line);
     let mut i = 0usize;
     loop {
         let line = i + 2;
@@ -279,6 +307,9 @@ pub(crate) fn for_each_csv_reading(
             location,
         )?;
         count += 1;
+        if !collisions.check(&reading, line as u64)? {
+            continue;
+        }
         if !row(reading) {
             break;
         }
@@ -307,16 +338,17 @@ mod tests {
 
     #[test]
     fn json_rows_parse_and_a_bad_row_is_named_by_index() {
-        let json = br#"{"readings":[{"indicator":"LDL","value":"<50","time":"2026-02-01T07:00:00Z"},{"indicator":"LDL","value":3,"time":"yesterday"}]}"#;
+        let json = br#"{"readings":[{"indicator":"LDL","value":"<50","unit":"mg/dL","time":"2026-02-01T07:00:00Z"},{"indicator":"LDL","value":3,"unit":"mmol/L","time":"yesterday"}]}"#;
         let err = parse_health_json(json, "upload").unwrap_err();
         assert_eq!(err.location, "readings[1]");
         let ok = parse_health_json(
-            br#"[{"indicator":"LDL","value":"<50","time":"2026-02-01T07:00:00Z"}]"#,
+            br#"[{"indicator":"LDL","value":"<50","unit":"mg/dL","time":"2026-02-01T07:00:00Z"}]"#,
             "x",
         )
         .unwrap();
         assert_eq!(ok[0].value, ReadingValue::Text("<50".into()));
         assert_eq!(ok[0].time, "2026-02-01T07:00:00");
+        assert_eq!(ok[0].offset.as_deref(), Some("+00:00"));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 mod apple_health;
 mod genotype;
 mod health;
+mod collisions;
 mod stream;
 
 pub(crate) use apple_health::{stream_apple_health_xml, stream_apple_health_zip};

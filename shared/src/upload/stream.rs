@@ -13,6 +13,7 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess,
 use serde_json::Value;
 
 use super::UploadError;
+use super::collisions::{Collisions, Position};
 use super::health::{error, json_reading};
 use crate::domain::Reading;
 
@@ -153,6 +154,7 @@ impl<'de, F: FnMut(Reading) -> bool> Visitor<'de> for Rows<'_, F> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let mut index = 0usize;
+        let mut collisions = Collisions::new(Position::Index);
         loop {
             self.since.set(0);
             let Some(element) = seq.next_element::<Value>()? else {
@@ -165,8 +167,14 @@ impl<'de, F: FnMut(Reading) -> bool> Visitor<'de> for Rows<'_, F> {
                 ));
                 return Err(serde::de::Error::custom("too many"));
             }
-            match json_reading(index, &element, self.source) {
-                Ok(reading) => {
+            let checked = json_reading(index, &element, self.source).and_then(|reading| {
+                collisions
+                    .check(&reading, index as u64)
+                    .map(|new| new.then_some(reading))
+            });
+            match checked {
+                Ok(None) => *self.count += 1,
+                Ok(Some(reading)) => {
                     *self.count += 1;
                     if !(self.row)(reading) {
                         // Stopped by the caller: the rest is not read.
@@ -199,10 +207,13 @@ mod tests {
 
     #[test]
     fn both_shapes_stream_and_a_bad_element_is_named_by_index() {
-        let row = r#"{"indicator":"LDL","value":3,"time":"2026-02-01"}"#;
-        assert_eq!(all(&format!("[{row},{row}]")).unwrap().len(), 2);
+        let row = r#"{"indicator":"LDL","value":3,"unit":"mmol/L","time":"2026-02-01"}"#;
+        let other = r#"{"indicator":"LDL","value":3,"unit":"mmol/L","time":"2026-02-02"}"#;
+        assert_eq!(all(&format!("[{row},{other}]")).unwrap().len(), 2);
+        // An identical repeat is kept once (issue 25).
+        assert_eq!(all(&format!("[{row},{row}]")).unwrap().len(), 1);
         let doc = format!(r#"{{"note":{{"x":[1,2]}},"readings":[{row}],"after":"x"}}"#);
-        assert_eq!(all(&doc).unwrap()[0].indicator, "LDL");
+        assert_eq!(all(&doc).unwrap()[0].indicator, "LDL cholesterol");
         let bad =
             format!(r#"{{"readings":[{row},{row},{{"indicator":"LDL","time":"2026-02-01"}}]}}"#);
         let err = all(&bad).unwrap_err();
@@ -212,7 +223,13 @@ mod tests {
         );
         assert_eq!(all(r#"{"other":[]}"#).unwrap_err().location, "body");
         assert_eq!(all("[{\"a\":").unwrap_err().problem, "not valid JSON");
-        let eleven = format!("[{}]", [row; 11].join(","));
+        let eleven = format!(
+            "[{}]",
+            (1..=11)
+                .map(|d| format!(r#"{{"indicator":"LDL","value":3,"unit":"mmol/L","time":"2026-02-{d:02}"}}"#))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
         assert!(
             all(&eleven)
                 .unwrap_err()
