@@ -279,6 +279,7 @@ impl Catalogue {
     }
 
     /// The measure an Apple HealthKit type is.
+    #[cfg(test)]
     pub(crate) fn by_apple(&self, apple_type: &str) -> Option<&Measure> {
         self.by_apple.get(apple_type).map(|&i| &self.measures[i])
     }

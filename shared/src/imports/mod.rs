@@ -290,7 +290,7 @@ mod tests {
         stored(
             &objects,
             "uploads/01",
-            "indicator,value,time\nLDL,3,2025-01-01\nLDL,4,2025-01-02\n",
+            "indicator,value,unit,time\nLDL,3,mmol/L,2025-01-01\nLDL,4,mmol/L,2025-01-02\n",
         )
         .await;
 

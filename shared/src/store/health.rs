@@ -6,7 +6,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use std::collections::BTreeMap;
+
 use super::StoreFuture;
+use crate::domain::measures::{self, Kind};
 use crate::domain::{DataPresence, Reading, ReadingValue};
 
 /// Which readings to return.
@@ -140,8 +143,44 @@ pub struct RollupPoint {
     pub value: ReadingValue,
 }
 
+/// A day's total of a summed measure (issue 25).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DayTotal {
+    #[serde(rename = "p")]
+    pub day: String,
+    #[serde(rename = "v")]
+    pub total: f64,
+}
+
+/// The glucose bands of the International Consensus on Time in Range (Battelino et al.,
+/// Diabetes Care 2019), in mg/dL: below 54, 54 to under 70, 70 to 180, over 180 to 250,
+/// over 250. Counts of readings.
+pub type GlucoseBands = [u64; 5];
+
+/// The band of a glucose value in mg/dL.
+fn glucose_band(mg_dl: f64) -> usize {
+    if mg_dl < 54.0 {
+        0
+    } else if mg_dl < 70.0 {
+        1
+    } else if mg_dl <= 180.0 {
+        2
+    } else if mg_dl <= 250.0 {
+        3
+    } else {
+        4
+    }
+}
+
 /// What the readings of one indicator in one period (a day, a month, or all of them
 /// for the catalogue) add up to. Exact: rebuilt from the level below on every write.
+///
+/// For a summed measure (cumulative, sleep: [`Kind::is_summed`]) a day's `total` counts
+/// what several sources saw once: a cumulative measure's readings are summed per source
+/// and per hour of the local day, each hour counts the source that counted most in it,
+/// and the day is the sum of its hours (so a walk the phone and the watch both counted
+/// counts once, and a morning only the phone saw still counts); a night of sleep counts
+/// the source that recorded the most. Months and the catalogue add their days' totals.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Rollup {
     /// `YYYY-MM-DD`, `YYYY-MM`, or empty for a catalogue entry.
@@ -176,6 +215,27 @@ pub struct Rollup {
     pub min: f64,
     #[serde(rename = "max")]
     pub max: f64,
+    /// The sum of the squares of the numbers (a standard deviation, a CV).
+    #[serde(rename = "sq", default)]
+    pub sum_squares: f64,
+    /// Days with readings (1 for a day).
+    #[serde(rename = "d", default)]
+    pub days: u64,
+    /// Summed measures: the total counted once across sources (see above); `None` for
+    /// other measures, and on rollups an older build wrote (`migrate` rebuilds them).
+    #[serde(rename = "tot", default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+    /// The one source every counted hour (or night) came from; `None` when several did.
+    #[serde(rename = "ts", default, skip_serializing_if = "Option::is_none")]
+    pub total_source: Option<String>,
+    /// Summed measures: the day with the largest total, and the latest day.
+    #[serde(rename = "dmax", default, skip_serializing_if = "Option::is_none")]
+    pub max_day: Option<DayTotal>,
+    #[serde(rename = "dlast", default, skip_serializing_if = "Option::is_none")]
+    pub last_day: Option<DayTotal>,
+    /// Glucose in mg/dL: readings per consensus band ([`GlucoseBands`]).
+    #[serde(rename = "gb", default, skip_serializing_if = "Option::is_none")]
+    pub glucose_bands: Option<GlucoseBands>,
     /// The first and the last reading by (time, source).
     #[serde(rename = "f")]
     pub first: RollupPoint,
@@ -212,19 +272,61 @@ fn point(r: &Reading) -> RollupPoint {
     }
 }
 
+/// Is this series glucose in mg/dL (the catalogue's canonical unit), so its bands count?
+fn is_glucose_mg_dl(key: &str, unit: Option<&str>) -> bool {
+    key == GLUCOSE_KEY && unit == Some("mg/dL")
+}
+
+/// The catalogue's glucose series key.
+const GLUCOSE_KEY: &str = "glucose";
+
+/// A summed measure's day total counted once across sources, and the one source it came
+/// from (`None`: several). `by_hour`: cumulative measures compare sources hour by hour;
+/// sleep compares whole nights.
+fn day_total(readings: &[&Reading], by_hour: bool) -> Option<(f64, Option<String>)> {
+    let mut cells: BTreeMap<(&str, &str), f64> = BTreeMap::new();
+    for r in readings {
+        let Some(n) = finite(&r.value) else { continue };
+        let hour = if by_hour {
+            r.time.get(11..13).unwrap_or("")
+        } else {
+            ""
+        };
+        let cell = cells.entry((hour, r.source.as_str())).or_insert(0.0);
+        *cell = saturate(*cell + n);
+    }
+    let mut best: BTreeMap<&str, (&str, f64)> = BTreeMap::new();
+    for ((hour, source), sum) in cells {
+        let slot = best.entry(hour).or_insert((source, sum));
+        if sum > slot.1 {
+            *slot = (source, sum);
+        }
+    }
+    if best.is_empty() {
+        return None;
+    }
+    let total = best.values().fold(0.0, |acc, (_, n)| saturate(acc + n));
+    let first = best.values().next().map(|(s, _)| *s);
+    let single = best.values().all(|(s, _)| Some(*s) == first);
+    Some((total, first.filter(|_| single).map(String::from)))
+}
+
 impl Rollup {
     /// The rollup of `readings` (one indicator, any order) under `period`; `None` when empty.
     pub(crate) fn of(period: &str, readings: &[Reading]) -> Option<Rollup> {
         let mut sorted: Vec<&Reading> = readings.iter().collect();
         sorted.sort_by(|a, b| (&a.time, &a.source).cmp(&(&b.time, &b.source)));
         let (first, last) = (*sorted.first()?, *sorted.last()?);
+        let key = Reading::indicator_key(&first.indicator);
+        let kind = measures::catalogue().kind_of_key(&key);
+        let unit_mixed = sorted.iter().any(|r| r.unit != first.unit);
         let mut rollup = Rollup {
             period: period.to_string(),
             name: first.indicator.clone(),
             code_system: sorted.iter().find_map(|r| r.code_system.clone()),
             code: sorted.iter().find_map(|r| r.code.clone()),
             unit: first.unit.clone(),
-            unit_mixed: sorted.iter().any(|r| r.unit != first.unit),
+            unit_mixed,
             source: first.source.clone(),
             source_mixed: sorted.iter().any(|r| r.source != first.source),
             count: sorted.len() as u64,
@@ -232,17 +334,42 @@ impl Rollup {
             sum: 0.0,
             min: f64::INFINITY,
             max: f64::NEG_INFINITY,
+            sum_squares: 0.0,
+            days: 1,
+            total: None,
+            total_source: None,
+            max_day: None,
+            last_day: None,
+            glucose_bands: (!unit_mixed && is_glucose_mg_dl(&key, first.unit.as_deref()))
+                .then_some([0; 5]),
             first: point(first),
             last: point(last),
         };
         for n in sorted.iter().filter_map(|r| finite(&r.value)) {
             rollup.numeric_count += 1;
             rollup.sum = saturate(rollup.sum + n);
+            rollup.sum_squares = saturate(rollup.sum_squares + n * n);
             rollup.min = rollup.min.min(n);
             rollup.max = rollup.max.max(n);
+            if let Some(bands) = &mut rollup.glucose_bands {
+                bands[glucose_band(n)] += 1;
+            }
         }
         if rollup.numeric_count == 0 {
             (rollup.min, rollup.max) = (0.0, 0.0);
+        }
+        if kind.is_summed()
+            && !unit_mixed
+            && let Some((total, source)) = day_total(&sorted, kind == Kind::Cumulative)
+        {
+            rollup.total = Some(total);
+            rollup.total_source = source;
+            let day = DayTotal {
+                day: Period::Day.of(period).to_string(),
+                total,
+            };
+            rollup.max_day = Some(day.clone());
+            rollup.last_day = Some(day);
         }
         Some(rollup)
     }
@@ -265,6 +392,7 @@ impl Rollup {
             out.unit_mixed |= part.unit_mixed || part.unit != out.unit;
             out.source_mixed |= part.source_mixed || part.source != out.source;
             out.count += part.count;
+            out.days += part.days;
             if part.numeric_count > 0 {
                 if out.numeric_count == 0 {
                     (out.min, out.max) = (part.min, part.max);
@@ -274,10 +402,32 @@ impl Rollup {
                 }
                 out.numeric_count += part.numeric_count;
                 out.sum = saturate(out.sum + part.sum);
+                out.sum_squares = saturate(out.sum_squares + part.sum_squares);
             }
+            out.total = match (out.total, part.total) {
+                (Some(a), Some(b)) => Some(saturate(a + b)),
+                (a, b) => a.or(b),
+            };
+            if out.total_source != part.total_source {
+                out.total_source = None;
+            }
+            if part.max_day.as_ref().map(|d| d.total) > out.max_day.as_ref().map(|d| d.total) {
+                out.max_day = part.max_day.clone();
+            }
+            if part.last_day.as_ref().map(|d| &d.day) > out.last_day.as_ref().map(|d| &d.day) {
+                out.last_day = part.last_day.clone();
+            }
+            out.glucose_bands = match (out.glucose_bands, part.glucose_bands) {
+                (Some(a), Some(b)) => Some(std::array::from_fn(|i| a[i] + b[i])),
+                // A part in another unit (or written by an older build): no bands.
+                _ => None,
+            };
             if (&part.last.time, &part.last.source) > (&out.last.time, &out.last.source) {
                 out.last = part.last.clone();
             }
+        }
+        if out.unit_mixed {
+            out.glucose_bands = None;
         }
         Some(out)
     }
@@ -290,5 +440,17 @@ impl Rollup {
     /// The source to show when it is the same on every reading.
     pub(crate) fn common_source(&self) -> Option<&str> {
         (!self.source_mixed).then_some(self.source.as_str())
+    }
+
+    /// The mean of the numbers, when there are any.
+    pub(crate) fn mean(&self) -> Option<f64> {
+        (self.numeric_count > 0).then(|| self.sum / self.numeric_count as f64)
+    }
+
+    /// The population standard deviation of the numbers, when there are two or more.
+    pub(crate) fn standard_deviation(&self) -> Option<f64> {
+        let n = self.numeric_count as f64;
+        let mean = self.mean()?;
+        (self.numeric_count > 1).then(|| (self.sum_squares / n - mean * mean).max(0.0).sqrt())
     }
 }

@@ -8,9 +8,9 @@
 //! never echo the value (it is health data).
 
 mod apple_health;
+mod collisions;
 mod genotype;
 mod health;
-mod collisions;
 mod stream;
 
 pub(crate) use apple_health::{stream_apple_health_xml, stream_apple_health_zip};

@@ -226,7 +226,9 @@ mod tests {
         let eleven = format!(
             "[{}]",
             (1..=11)
-                .map(|d| format!(r#"{{"indicator":"LDL","value":3,"unit":"mmol/L","time":"2026-02-{d:02}"}}"#))
+                .map(|d| format!(
+                    r#"{{"indicator":"LDL","value":3,"unit":"mmol/L","time":"2026-02-{d:02}"}}"#
+                ))
                 .collect::<Vec<_>>()
                 .join(",")
         );

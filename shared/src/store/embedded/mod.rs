@@ -236,10 +236,16 @@ fn prepare(conn: &mut Connection) -> rusqlite::Result<()> {
     if (1..7).contains(&version) {
         // Step 7 (issue 25): the offset and the original of a reading; the rollups of
         // what is stored rebuilt, as they now carry what each measure's kind needs.
-        tx.execute_batch(
-            "ALTER TABLE readings ADD COLUMN utc_offset TEXT; \
-             ALTER TABLE readings ADD COLUMN original TEXT;",
-        )?;
+        for column in ["utc_offset", "original"] {
+            let present: bool = tx.query_row(
+                "SELECT EXISTS (SELECT 1 FROM pragma_table_info('readings') WHERE name = ?1)",
+                [column],
+                |row| row.get(0),
+            )?;
+            if !present {
+                tx.execute_batch(&format!("ALTER TABLE readings ADD COLUMN {column} TEXT"))?;
+            }
+        }
         health::rebuild_rollups(&tx)?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;

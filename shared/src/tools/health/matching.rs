@@ -1,38 +1,40 @@
 //! Keyword matching of a user's indicator names (E1): exact and whole-word matches
-//! on indicator keys, plus the synonym table (any language, abbreviations, LOINC codes).
+//! on indicator keys, plus the measures catalogue's names (any language, abbreviations,
+//! LOINC codes: `shared/measures/measures.csv`).
 //! The table's keys are computed once per process, a keyword's once per request.
 
 use std::sync::LazyLock;
 
-use super::synonyms::LAB_INDICATORS;
 use crate::domain::Reading;
+use crate::domain::measures;
 
-/// A synonym group with its names as indicator keys.
+/// A measure of the catalogue with its names as indicator keys.
 struct KeyedIndicator {
-    loinc: &'static str,
+    loinc: Vec<String>,
     name: String,
     names: Vec<String>,
 }
 
-/// The synonym table as indicator keys, computed once per process.
+/// The measures catalogue's names as indicator keys, computed once per process.
 static KEYED: LazyLock<Vec<KeyedIndicator>> = LazyLock::new(|| {
-    LAB_INDICATORS
+    measures::catalogue()
+        .measures()
         .iter()
-        .map(|g| KeyedIndicator {
-            loinc: g.loinc,
-            name: Reading::indicator_key(g.name),
-            names: g.names.iter().map(|n| Reading::indicator_key(n)).collect(),
+        .map(|m| KeyedIndicator {
+            loinc: m.loinc.clone(),
+            name: m.key.clone(),
+            names: m.names.iter().map(|n| Reading::indicator_key(n)).collect(),
         })
         .collect()
 });
 
-/// The synonym groups a keyword (a name or a LOINC code) belongs to.
+/// The measures a keyword (a name or a LOINC code) belongs to.
 fn groups_of(keyword: &str) -> impl Iterator<Item = &'static KeyedIndicator> {
     let key = Reading::indicator_key(keyword);
     let trimmed = keyword.trim().to_string();
-    KEYED
-        .iter()
-        .filter(move |g| g.loinc == trimmed || g.names.contains(&key))
+    KEYED.iter().filter(move |g| {
+        g.loinc.iter().any(|c| *c == trimmed) || g.name == key || g.names.contains(&key)
+    })
 }
 
 fn contains_words(haystack: &str, needle: &str) -> bool {
@@ -70,16 +72,19 @@ impl<'k> Keyword<'k> {
             return true;
         }
         self.groups.iter().any(|group| {
-            code.is_some_and(|c| c == group.loinc)
+            code.is_some_and(|c| group.loinc.iter().any(|l| l == c))
                 || group.names.iter().any(|n| n == have)
                 || group.name == have
         })
     }
 }
 
-/// The LOINC code the synonym table knows for an indicator name.
+/// The LOINC code the measures catalogue knows for an indicator name.
 pub(super) fn known_code(name: &str) -> Option<&'static str> {
-    groups_of(name).next().map(|g| g.loinc)
+    groups_of(name)
+        .next()
+        .and_then(|g| g.loinc.first())
+        .map(String::as_str)
 }
 
 #[cfg(test)]

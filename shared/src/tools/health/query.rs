@@ -5,16 +5,17 @@
 //! output (constant columns hoisted, then a `|`-separated table). Reads through the
 //! `Store` trait; never logs a reading.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
-use chrono::{Datelike, Duration, NaiveDate};
+use chrono::NaiveDate;
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::matching::{self, Keyword};
-use crate::domain::{FIRST_DAY, LAST_DAY, Reading, ReadingValue, day_accepted};
+use super::answers::{self, Bucket};
+use super::matching::Keyword;
+use crate::domain::{FIRST_DAY, LAST_DAY, Reading, day_accepted};
 use crate::store::{
     CatalogueEntry, HealthStore, Period, ReadingQuery, Rollup, StoreError, TIME_MAX,
 };
@@ -22,7 +23,6 @@ use crate::tools::{DataKind, Tool, ToolCall, ToolOutput, ToolSpec};
 
 const DEFAULT_LIMIT: u32 = 50;
 const MAX_LIMIT: u32 = 500;
-const MAX_CATALOGUE: usize = 200;
 /// Argument bounds, declared in the schema and enforced by the registry before any work
 /// (issue 13, finding 3).
 const MAX_KEYWORDS: usize = 50;
@@ -61,11 +61,19 @@ impl Tool for QueryHealthIndicators {
     fn spec(&self) -> ToolSpec {
         ToolSpec::new(
             "query_health_indicators",
-            "Search the user's own health indicators (lab results, vital signs). Without keywords or \
-             indicators: the catalogue of what the user has. keywords: fuzzy names in any language or \
-             abbreviations (e.g. [\"HbA1c\", \"Hemoglobin A1c\"]). aggregate: none (latest readings per \
-             indicator), stats (count, min, max, mean, first, last, change), or day/week/month buckets. \
-             Dates are YYYY-MM-DD, inclusive, between 1900-01-01 and 2200-12-31.",
+            "Search the user's own health measures (lab results, vital signs, activity, sleep, CGM). \
+             Without keywords or indicators: the catalogue (each measure's kind, unit and latest \
+             value). keywords: fuzzy names in any language or abbreviations (e.g. [\"HbA1c\", \
+             \"Hemoglobin A1c\"]). Every value is in the measure's unit, named in the answer. \
+             aggregate by kind: cumulative measures (steps, distance, energy) answer totals: day \
+             totals (day), week or month totals with days and the mean daily total (week, month), \
+             the period's total, mean daily total and largest day (stats); several devices are \
+             counted once. Discrete measures (heart rate, glucose, weight, labs) answer avg/min/max \
+             per bucket, and stats gives count, mean, min, max, sd, first, last (the latest, with \
+             its date) and change; a CGM glucose series adds time in range 70-180, below 70/54, \
+             above 180/250, GMI and CV (cgm). Sleep answers one value per night, dated by the \
+             morning it ends. none: the latest readings with their UTC offset. Dates are \
+             YYYY-MM-DD local days, inclusive, between 1900-01-01 and 2200-12-31.",
             json!({
                 "type": "object",
                 "properties": {
@@ -73,7 +81,7 @@ impl Tool for QueryHealthIndicators {
                     "indicators": { "type": "array", "maxItems": MAX_INDICATORS, "items": { "type": "string", "maxLength": MAX_NAME }, "description": "Exact indicator names from the catalogue" },
                     "start_time": { "type": "string", "maxLength": MAX_DATE, "description": "First day, YYYY-MM-DD (inclusive, from 1900-01-01)" },
                     "end_time": { "type": "string", "maxLength": MAX_DATE, "description": "Last day, YYYY-MM-DD (inclusive, up to 2200-12-31)" },
-                    "aggregate": { "type": "string", "enum": ["none", "stats", "day", "week", "month"], "default": "none" },
+                    "aggregate": { "type": "string", "enum": ["none", "stats", "day", "week", "month"], "default": "none", "description": "none: latest readings; stats: the period's statistics (totals for cumulative measures, mean/min/max/latest for discrete ones, the CGM report for CGM glucose); day/week/month: buckets (totals, or avg/min/max)" },
                     "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "Readings per indicator (aggregate none)" }
                 },
                 "additionalProperties": false
@@ -123,11 +131,12 @@ impl QueryHealthIndicators {
         {
             return Err("start_time is after end_time".into());
         }
-        // The window is inclusive and padded one day each side (naive timestamps); the
-        // padded window is whole days, so day and month rollups cover it exactly.
+        // The window is inclusive, in whole local days: a reading's day is the date of
+        // its local time (kept with its UTC offset since issue 25), so day and month
+        // rollups cover the window exactly.
         let window = Window {
-            from: start.map(|d| pad(d, -1)),
-            to: end.map(|d| pad(d, 1)),
+            from: start,
+            to: end,
         };
         let keywords = params.keywords.unwrap_or_default();
         let exact = params.indicators.unwrap_or_default();
@@ -140,7 +149,7 @@ impl QueryHealthIndicators {
             .collect();
         if keywords.is_empty() && exact.is_empty() {
             let summaries = self.window_summaries(user, &window, catalogue).await?;
-            return Ok(catalogue_output(&summaries));
+            return Ok(answers::catalogue(&summaries));
         }
         let exact_keys: HashSet<String> = exact.iter().map(|n| Reading::indicator_key(n)).collect();
         let prepared: Vec<Keyword<'_>> = keywords.iter().map(|k| Keyword::new(k)).collect();
@@ -160,23 +169,32 @@ impl QueryHealthIndicators {
             let shown = match params.aggregate {
                 Aggregate::None => self.latest(user, entry, &window, limit as usize).await?,
                 // The whole history's summary is the catalogue entry itself.
-                Aggregate::Stats if window.is_all() => Some(stats(&entry.summary)),
-                Aggregate::Stats => self
-                    .window_summary(user, &entry.key, &window)
-                    .await?
-                    .map(|s| stats(&s)),
+                Aggregate::Stats if window.is_all() => {
+                    Some(answers::stats(&entry.summary, None, None))
+                }
+                Aggregate::Stats => {
+                    let (from, to) = (window.from.map(ymd), window.to.map(ymd));
+                    self.window_summary(user, &entry.key, &window)
+                        .await?
+                        .map(|s| answers::stats(&s, from.as_deref(), to.as_deref()))
+                }
                 Aggregate::Month => {
                     let parts = self.window_parts(user, &entry.key, &window).await?;
-                    buckets(&parts, Aggregate::Month)
+                    answers::buckets(&parts, Bucket::Month)
                 }
-                bucket => {
+                Aggregate::Day | Aggregate::Week => {
                     let (from, to) = window.day_bounds();
                     let days = self
                         .store
                         .rollups(user, &entry.key, Period::Day, &from, &to)
                         .await
                         .map_err(unreadable)?;
-                    buckets(&days, bucket)
+                    let bucket = if params.aggregate == Aggregate::Day {
+                        Bucket::Day
+                    } else {
+                        Bucket::Week
+                    };
+                    answers::buckets(&days, bucket)
                 }
             };
             indicators.extend(shown);
@@ -319,7 +337,7 @@ impl QueryHealthIndicators {
                 .await?
                 .map_or(rows.len() as u64, |s| s.count)
         };
-        Ok(Some(latest(&entry.summary, &rows, total)))
+        Ok(Some(answers::latest(&entry.summary, &rows, total)))
     }
 }
 
@@ -368,230 +386,6 @@ fn parse_day(field: &str, value: &str) -> Result<NaiveDate, String> {
         .ok_or_else(|| {
             format!("{field} must be a date as YYYY-MM-DD between {FIRST_DAY} and {LAST_DAY}")
         })
-}
-
-/// `day` padded by one day (`-1` or `1`); the bounds of `parse_day` keep it in range,
-/// and a day that would still overflow stays as it is.
-fn pad(day: NaiveDate, days: i64) -> NaiveDate {
-    Duration::try_days(days)
-        .and_then(|d| day.checked_add_signed(d))
-        .unwrap_or(day)
-}
-
-fn day(time: &str) -> &str {
-    Period::Day.of(time)
-}
-
-fn value_text(reading: &Reading) -> String {
-    match &reading.value {
-        ReadingValue::Number(n) => format_number(*n),
-        ReadingValue::Text(t) => t.replace('|', "/"),
-    }
-}
-
-fn format_number(n: f64) -> String {
-    let rounded = round(n);
-    if rounded.fract() == 0.0 && rounded.abs() < 1e15 {
-        format!("{}", rounded as i64)
-    } else {
-        format!("{rounded}")
-    }
-}
-
-fn round(n: f64) -> f64 {
-    (n * 10_000.0).round() / 10_000.0
-}
-
-/// The catalogue of the user's indicators: name, code, count, first and last day.
-fn catalogue_output(summaries: &[Rollup]) -> Value {
-    let total = summaries.len();
-    let rows: Vec<String> = summaries
-        .iter()
-        .take(MAX_CATALOGUE)
-        .map(|s| {
-            let code = s
-                .code
-                .clone()
-                .or_else(|| matching::known_code(&s.name).map(String::from));
-            let system = s
-                .code_system
-                .clone()
-                .or_else(|| code.as_ref().map(|_| "LOINC".to_string()));
-            let code = match (system, code) {
-                (Some(s), Some(c)) => format!("{s} {c}"),
-                (None, Some(c)) => c,
-                _ => String::new(),
-            };
-            format!(
-                "{}|{code}|{}|{}|{}",
-                s.name.replace('|', "/"),
-                s.count,
-                day(&s.first.time),
-                day(&s.last.time)
-            )
-        })
-        .collect();
-    let mut out =
-        json!({ "columns": "name|code|count|first|last", "rows": rows, "indicator_count": total });
-    if total > MAX_CATALOGUE {
-        out["truncated"] = (total - MAX_CATALOGUE).into();
-    }
-    if total == 0 {
-        out["message"] =
-            "No health data yet. Upload readings through the data API (POST /api/data/health)."
-                .into();
-    }
-    out
-}
-
-/// The name and code of an indicator.
-fn header(summary: &Rollup) -> Map<String, Value> {
-    let mut out = Map::new();
-    out.insert("name".into(), summary.name.clone().into());
-    if let Some(code) = &summary.code {
-        let system = summary.code_system.as_deref().unwrap_or("LOINC");
-        out.insert("code".into(), format!("{system} {code}").into());
-    }
-    out
-}
-
-/// The unit and the source, when the same on every reading, go into the header.
-fn hoist_summary(summary: &Rollup, out: &mut Map<String, Value>) {
-    if let Some(unit) = summary.common_unit() {
-        out.insert("unit".into(), unit.map_or(Value::Null, Value::from));
-    }
-    if let Some(source) = summary.common_source() {
-        out.insert("source".into(), source.into());
-    }
-}
-
-/// Columns whose value is the same on every shown row are hoisted into the header.
-fn hoist(rows: &[Reading], out: &mut Map<String, Value>) -> (bool, bool) {
-    let constant = |f: &dyn Fn(&Reading) -> Option<String>| {
-        let first = f(&rows[0]);
-        rows.iter().all(|r| f(r) == first).then_some(first)
-    };
-    let unit = constant(&|r| r.unit.clone());
-    let source = constant(&|r| Some(r.source.clone()));
-    if let Some(unit) = &unit {
-        out.insert(
-            "unit".into(),
-            unit.clone().map_or(Value::Null, Value::String),
-        );
-    }
-    if let Some(Some(source)) = &source {
-        out.insert("source".into(), source.clone().into());
-    }
-    (unit.is_none(), source.is_none())
-}
-
-/// The latest readings (newest first, at least one), of `total` in the window.
-fn latest(summary: &Rollup, shown: &[Reading], total: u64) -> Value {
-    let mut out = header(summary);
-    let (unit_varies, source_varies) = hoist(shown, &mut out);
-    let mut columns = vec!["time", "value"];
-    if unit_varies {
-        columns.push("unit");
-    }
-    if source_varies {
-        columns.push("source");
-    }
-    let table: Vec<String> = shown
-        .iter()
-        .map(|r| {
-            let mut cells = vec![r.time.clone(), value_text(r)];
-            if unit_varies {
-                cells.push(r.unit.clone().unwrap_or_default());
-            }
-            if source_varies {
-                cells.push(r.source.replace('|', "/"));
-            }
-            cells.join("|")
-        })
-        .collect();
-    out.insert("columns".into(), columns.join("|").into());
-    out.insert("rows".into(), table.into());
-    let shown = shown.len() as u64;
-    if total > shown {
-        out.insert("truncated".into(), (total - shown).into());
-    }
-    Value::Object(out)
-}
-
-fn stats(s: &Rollup) -> Value {
-    let mut out = header(s);
-    hoist_summary(s, &mut out);
-    out.insert("count".into(), s.count.into());
-    out.insert("numeric_count".into(), s.numeric_count.into());
-    out.insert("first".into(), json_value(&s.first.value));
-    out.insert("first_date".into(), day(&s.first.time).into());
-    out.insert("last".into(), json_value(&s.last.value));
-    out.insert("last_date".into(), day(&s.last.time).into());
-    if s.numeric_count > 0 {
-        out.insert("min".into(), json!(round(s.min)));
-        out.insert("max".into(), json!(round(s.max)));
-        out.insert("mean".into(), json!(round(s.sum / s.numeric_count as f64)));
-    }
-    if let (ReadingValue::Number(a), ReadingValue::Number(b)) = (&s.first.value, &s.last.value) {
-        out.insert("change".into(), json!(round(b - a)));
-    }
-    Value::Object(out)
-}
-
-fn json_value(value: &ReadingValue) -> Value {
-    match value {
-        ReadingValue::Number(n) => json!(round(*n)),
-        ReadingValue::Text(t) => Value::String(t.clone()),
-    }
-}
-
-/// The bucket a day or month rollup falls in.
-fn bucket_of(period: &str, aggregate: Aggregate) -> String {
-    let date = NaiveDate::parse_from_str(day(period), "%Y-%m-%d").ok();
-    match (aggregate, date) {
-        (Aggregate::Week, Some(d)) => {
-            let week = d.iso_week();
-            format!("{}-W{:02}", week.year(), week.week())
-        }
-        (Aggregate::Month, _) => Period::Month.of(period).to_string(),
-        _ => day(period).to_string(),
-    }
-}
-
-/// Day, week or month buckets from day (or, for months, month) rollups in period order.
-fn buckets(parts: &[Rollup], aggregate: Aggregate) -> Option<Value> {
-    let summary = Rollup::merge("", parts)?;
-    let mut out = header(&summary);
-    hoist_summary(&summary, &mut out);
-    out.remove("source");
-    let mut groups: BTreeMap<String, Vec<&Rollup>> = BTreeMap::new();
-    for part in parts.iter().filter(|p| p.numeric_count > 0) {
-        groups
-            .entry(bucket_of(&part.period, aggregate))
-            .or_default()
-            .push(part);
-    }
-    let table: Vec<String> = groups
-        .iter()
-        .filter_map(|(bucket, parts)| {
-            let s = Rollup::merge(bucket, parts.iter().copied())?;
-            Some(format!(
-                "{bucket}|{}|{}|{}|{}",
-                format_number(s.sum / s.numeric_count as f64),
-                format_number(s.min),
-                format_number(s.max),
-                s.numeric_count
-            ))
-        })
-        .collect();
-    let label = match aggregate {
-        Aggregate::Week => "week",
-        Aggregate::Month => "month",
-        _ => "day",
-    };
-    out.insert("columns".into(), format!("{label}|avg|min|max|n").into());
-    out.insert("rows".into(), table.into());
-    Some(Value::Object(out))
 }
 
 #[cfg(test)]

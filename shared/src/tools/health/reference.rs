@@ -6,8 +6,7 @@
 //! (a LOINC code on the readings wins over the name).
 
 use super::matching::known_code;
-use super::synonyms::LAB_INDICATORS;
-use crate::domain::Reading;
+use crate::domain::measures;
 
 /// One range: the LOINC code, the unit spellings it holds for (compared normalised,
 /// see [`unit_key`]), and the low and high end.
@@ -76,13 +75,7 @@ fn unit_key(unit: &str) -> String {
 
 /// The LOINC code of a name: one of the synonym table's names, or a group's display name.
 fn code_of(name: &str) -> Option<&'static str> {
-    known_code(name).or_else(|| {
-        let key = Reading::indicator_key(name);
-        LAB_INDICATORS
-            .iter()
-            .find(|i| Reading::indicator_key(i.name) == key)
-            .map(|i| i.loinc)
-    })
+    known_code(name).or_else(|| measures::catalogue().by_name(name)?.code())
 }
 
 /// The typical reference range (low, high) of the indicator named `name` (or with LOINC
@@ -143,7 +136,7 @@ mod tests {
         for r in RANGES {
             assert!(r.low < r.high, "{}", r.loinc);
             assert!(
-                LAB_INDICATORS.iter().any(|i| i.loinc == r.loinc),
+                measures::catalogue().by_code(r.loinc).is_some(),
                 "{}",
                 r.loinc
             );
