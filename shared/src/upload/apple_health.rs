@@ -3,6 +3,24 @@
 //! to several GB). `Record` elements of the common quantity types and sleep analysis
 //! become readings with units and LOINC codes; anything else is counted and skipped.
 //!
+//! Sleep (`HKCategoryTypeIdentifierSleepAnalysis`) becomes one set of readings per night
+//! and per source (`sourceName`), in minutes: `Sleep asleep` (Asleep, AsleepUnspecified,
+//! AsleepCore, AsleepDeep and AsleepREM together), `Sleep core`, `Sleep deep`, `Sleep REM`
+//! and `Sleep awake` when that stage occurs that night, `Sleep in bed` when the source
+//! recorded InBed. The night of an interval is the local date of its end (the export's own
+//! offset), except that an interval ending after 18:00:00 local belongs to the next day's
+//! night: a night is dated by the morning it ends, a nap ending at 15:00 is that day's, an
+//! evening segment ending at 23:50 is the next morning's. Per source, night and stage the
+//! intervals are merged (sorted by start, overlaps united) before they are added up, so a
+//! repeated or overlapping interval counts once (`Asleep`, written before iOS 16, and
+//! `AsleepUnspecified` are one HealthKit value and one stage). A night's readings are timed
+//! at its wake time, the latest end of its intervals, with that end's offset (at midnight
+//! of the night's date when that end is after 18:00, the evening before). The intervals are
+//! kept until the end of the stream, bounded: at most [`MAX_SLEEP_NIGHTS`] (source, night)
+//! pairs, [`MAX_SLEEP_INTERVALS_PER_NIGHT`] intervals in one and [`MAX_SLEEP_INTERVALS`] in
+//! all (an interval past a bound is counted as invalid); the sleep readings are handed on
+//! after the last record, in (night, source, name) order.
+//!
 //! Bounds: one tag (or the DTD) at most [`MAX_EVENT_BYTES`], elements at most
 //! [`MAX_DEPTH`] deep, at most [`MAX_RECORDS`] records; no entity is expanded (only the
 //! five predefined ones and character references, in the attributes read). A record of
@@ -17,7 +35,7 @@
 //! ends by itself, so `flate2` inflates the entry without knowing its size, and the
 //! CRC-32 is checked against the descriptor.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::{self, BufRead, Read};
 
@@ -48,8 +66,20 @@ const MAX_UNIT: usize = 64;
 const MAX_SOURCE: usize = 200;
 /// The source of a record without a `sourceName`.
 const DEFAULT_SOURCE: &str = "Apple Health";
-/// The longest sleep interval accepted, in minutes (a week).
-const MAX_SLEEP_MINUTES: f64 = 7.0 * 24.0 * 60.0;
+/// The longest sleep interval accepted, in seconds (a week).
+const MAX_SLEEP_SECONDS: i64 = 7 * 24 * 60 * 60;
+/// Distinct (source, night) pairs of sleep kept (a person has a few thousand nights).
+pub(crate) const MAX_SLEEP_NIGHTS: usize = 200_000;
+/// Sleep intervals kept for one source's night (a Watch writes a few dozen).
+pub(crate) const MAX_SLEEP_INTERVALS_PER_NIGHT: usize = 2_000;
+/// Sleep intervals kept in all (16 bytes each: 32 MB, under 64 MB with the vectors'
+/// spare capacity; a decade of nights from a few sources is a few hundred thousand).
+pub(crate) const MAX_SLEEP_INTERVALS: usize = 2_000_000;
+/// An interval ending after this local time belongs to the next day's night.
+const EVENING: chrono::NaiveTime = match chrono::NaiveTime::from_hms_opt(18, 0, 0) {
+    Some(time) => time,
+    None => panic!("18:00:00 is a time"),
+};
 
 /// What an import of one export saw.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -261,19 +291,215 @@ const QUANTITY_TYPES: &[QuantityType] = &[
 
 const SLEEP_TYPE: &str = "HKCategoryTypeIdentifierSleepAnalysis";
 
-/// Sleep stages (the category value) and their readings: minutes per interval.
-const SLEEP_STAGES: &[(&str, &str)] = &[
-    ("HKCategoryValueSleepAnalysisInBed", "Sleep in bed"),
-    ("HKCategoryValueSleepAnalysisAsleep", "Sleep asleep"),
+/// A sleep stage: the intervals merged together (the discriminant indexes a night's
+/// totals).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Stage {
+    InBed,
+    /// `Asleep` (before iOS 16) and `AsleepUnspecified`: one HealthKit value.
+    Unspecified,
+    Core,
+    Deep,
+    Rem,
+    Awake,
+}
+
+const STAGES: usize = 6;
+
+/// Sleep stages (the category value).
+const SLEEP_STAGES: &[(&str, Stage)] = &[
+    ("HKCategoryValueSleepAnalysisInBed", Stage::InBed),
+    ("HKCategoryValueSleepAnalysisAsleep", Stage::Unspecified),
     (
         "HKCategoryValueSleepAnalysisAsleepUnspecified",
-        "Sleep asleep",
+        Stage::Unspecified,
     ),
-    ("HKCategoryValueSleepAnalysisAsleepCore", "Sleep core"),
-    ("HKCategoryValueSleepAnalysisAsleepDeep", "Sleep deep"),
-    ("HKCategoryValueSleepAnalysisAsleepREM", "Sleep REM"),
-    ("HKCategoryValueSleepAnalysisAwake", "Sleep awake"),
+    ("HKCategoryValueSleepAnalysisAsleepCore", Stage::Core),
+    ("HKCategoryValueSleepAnalysisAsleepDeep", Stage::Deep),
+    ("HKCategoryValueSleepAnalysisAsleepREM", Stage::Rem),
+    ("HKCategoryValueSleepAnalysisAwake", Stage::Awake),
 ];
+
+/// One sleep record, checked: its night, source and stage, and its interval in UTC
+/// seconds since 1970 (the end's local time and offset too: it may be the wake time).
+struct SleepRecord {
+    night: chrono::NaiveDate,
+    source: String,
+    stage: Stage,
+    start: i64,
+    seconds: u32,
+    end_local: chrono::NaiveDateTime,
+    end_offset: i64,
+}
+
+/// One interval kept (16 bytes).
+#[derive(Clone, Copy)]
+struct Interval {
+    start: i64,
+    seconds: u32,
+    stage: Stage,
+}
+
+/// One source's night so far.
+struct Night {
+    intervals: Vec<Interval>,
+    /// The latest end (UTC seconds), its local time and offset.
+    wake: i64,
+    wake_local: chrono::NaiveDateTime,
+    wake_offset: i64,
+}
+
+/// The sleep intervals of an export, per (night, source), until the end of the stream.
+#[derive(Default)]
+struct SleepNights {
+    /// Sources by id (each source's name once).
+    sources: Vec<String>,
+    source_ids: HashMap<String, u32>,
+    nights: HashMap<(chrono::NaiveDate, u32), Night>,
+    intervals: usize,
+}
+
+impl SleepNights {
+    fn add(&mut self, record: SleepRecord) -> Result<(), &'static str> {
+        if self.intervals >= MAX_SLEEP_INTERVALS {
+            return Err("more than 2000000 sleep intervals in one export");
+        }
+        let source = self.source_ids.get(&record.source).copied();
+        let night = source.and_then(|id| self.nights.get_mut(&(record.night, id)));
+        let end = record.start.saturating_add(i64::from(record.seconds));
+        let interval = Interval {
+            start: record.start,
+            seconds: record.seconds,
+            stage: record.stage,
+        };
+        if let Some(night) = night {
+            if night.intervals.len() >= MAX_SLEEP_INTERVALS_PER_NIGHT {
+                return Err("more than 2000 sleep intervals in one night of one source");
+            }
+            night.intervals.push(interval);
+            if end > night.wake {
+                night.wake = end;
+                night.wake_local = record.end_local;
+                night.wake_offset = record.end_offset;
+            }
+        } else {
+            if self.nights.len() >= MAX_SLEEP_NIGHTS {
+                return Err("more than 200000 nights of sleep (per source) in one export");
+            }
+            let id = match source {
+                Some(id) => id,
+                None => {
+                    // At most one new source per night kept: fewer than u32::MAX.
+                    let id = u32::try_from(self.sources.len())
+                        .map_err(|_| "too many sleep sources in one export")?;
+                    self.sources.push(record.source.clone());
+                    self.source_ids.insert(record.source, id);
+                    id
+                }
+            };
+            self.nights.insert(
+                (record.night, id),
+                Night {
+                    intervals: vec![interval],
+                    wake: end,
+                    wake_local: record.end_local,
+                    wake_offset: record.end_offset,
+                },
+            );
+        }
+        self.intervals += 1;
+        Ok(())
+    }
+
+    /// Every night's readings, in (night, source, name) order.
+    fn into_readings(self) -> impl Iterator<Item = Reading> {
+        let SleepNights {
+            sources, nights, ..
+        } = self;
+        let mut nights: Vec<_> = nights.into_iter().collect();
+        nights.sort_unstable_by(|((a_night, a), _), ((b_night, b), _)| {
+            let name = |id: &u32| sources.get(*id as usize).map_or("", String::as_str);
+            (a_night, name(a)).cmp(&(b_night, name(b)))
+        });
+        nights.into_iter().flat_map(move |((date, id), night)| {
+            let source = sources.get(id as usize).cloned().unwrap_or_default();
+            night_readings(date, source, night)
+        })
+    }
+}
+
+/// Seconds per stage, each stage's intervals merged first (`None`: the stage did not occur).
+fn stage_seconds(mut intervals: Vec<Interval>) -> [Option<i64>; STAGES] {
+    intervals.sort_unstable_by_key(|i| (i.stage, i.start));
+    let mut totals = [None; STAGES];
+    let mut current: Option<(Stage, i64, i64)> = None;
+    fn close(totals: &mut [Option<i64>; STAGES], (stage, start, end): (Stage, i64, i64)) {
+        let total = &mut totals[stage as usize];
+        *total = Some(total.unwrap_or(0).saturating_add(end.saturating_sub(start)));
+    }
+    for interval in intervals {
+        let end = interval.start.saturating_add(i64::from(interval.seconds));
+        current = match current {
+            Some((stage, start, current_end))
+                if stage == interval.stage && interval.start <= current_end =>
+            {
+                Some((stage, start, current_end.max(end)))
+            }
+            Some(done) => {
+                close(&mut totals, done);
+                Some((interval.stage, interval.start, end))
+            }
+            None => Some((interval.stage, interval.start, end)),
+        };
+    }
+    if let Some(done) = current {
+        close(&mut totals, done);
+    }
+    totals
+}
+
+/// One source's night as readings, in name order.
+fn night_readings(date: chrono::NaiveDate, source: String, night: Night) -> Vec<Reading> {
+    let time = if night.wake_local.date() == date {
+        night.wake_local
+    } else {
+        date.and_time(chrono::NaiveTime::MIN)
+    }
+    .format("%Y-%m-%dT%H:%M:%S")
+    .to_string();
+    let offset = format_offset(night.wake_offset);
+    let totals = stage_seconds(night.intervals);
+    let asleep = [Stage::Unspecified, Stage::Core, Stage::Deep, Stage::Rem]
+        .iter()
+        .filter_map(|&stage| totals[stage as usize])
+        .reduce(i64::saturating_add);
+    let mut named: Vec<(&str, i64)> = [
+        ("Sleep asleep", asleep),
+        ("Sleep core", totals[Stage::Core as usize]),
+        ("Sleep deep", totals[Stage::Deep as usize]),
+        ("Sleep REM", totals[Stage::Rem as usize]),
+        ("Sleep awake", totals[Stage::Awake as usize]),
+        ("Sleep in bed", totals[Stage::InBed as usize]),
+    ]
+    .into_iter()
+    .filter_map(|(name, seconds)| Some((name, seconds?)))
+    .collect();
+    named.sort_unstable_by_key(|&(name, _)| name);
+    named
+        .into_iter()
+        .map(|(name, seconds)| Reading {
+            indicator: name.to_string(),
+            value: ReadingValue::Number((seconds as f64 / 60.0 * 100.0).round() / 100.0),
+            unit: Some("min".into()),
+            time: time.clone(),
+            code_system: None,
+            code: None,
+            source: source.clone(),
+            offset: Some(offset.clone()),
+            original: None,
+        })
+        .collect()
+}
 
 /// A `BufRead` that counts the lines consumed (for error locations) and refuses to hand
 /// out more than [`MAX_EVENT_BYTES`] between two calls of [`Self::next_event`], which
@@ -446,9 +672,12 @@ fn finite(raw: &str) -> Option<f64> {
     raw.trim().parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
-/// What one record becomes.
+/// What one record becomes (one at a time, on the stack: not boxed, no allocation per
+/// record).
+#[allow(clippy::large_enum_variant)]
 enum Outcome {
     Reading(Reading, bool),
+    Sleep(SleepRecord),
     Skip,
     Invalid(&'static str),
 }
@@ -475,39 +704,10 @@ fn convert(attributes: RecordAttributes) -> Outcome {
     if !day_accepted(start.0.date()) {
         return Outcome::Invalid("startDate is outside 1900-01-01..2200-12-31");
     }
-    let time = start.0.format("%Y-%m-%dT%H:%M:%S").to_string();
     if kind == SLEEP_TYPE {
-        let stage = attributes.value.as_deref().map(str::trim);
-        let Some(&(_, indicator)) = SLEEP_STAGES.iter().find(|(v, _)| Some(*v) == stage) else {
-            return Outcome::Skip;
-        };
-        let Some(end) = attributes.end.as_deref().and_then(apple_time) else {
-            return Outcome::Invalid("endDate is not YYYY-MM-DD HH:MM:SS");
-        };
-        let seconds = (end.0 - start.0).num_seconds() - (end.1 - start.1);
-        let minutes = seconds as f64 / 60.0;
-        if !(0.0..=MAX_SLEEP_MINUTES).contains(&minutes) {
-            return Outcome::Invalid("the sleep interval is negative or longer than a week");
-        }
-        let source = match bounded_source(attributes.source) {
-            Ok(source) => source,
-            Err(problem) => return Outcome::Invalid(problem),
-        };
-        return Outcome::Reading(
-            Reading {
-                indicator: indicator.to_string(),
-                value: ReadingValue::Number((minutes * 100.0).round() / 100.0),
-                unit: Some("min".into()),
-                time,
-                code_system: None,
-                code: None,
-                source,
-                offset: None,
-                original: None,
-            },
-            false,
-        );
+        return sleep_record(attributes, start);
     }
+    let time = start.0.format("%Y-%m-%dT%H:%M:%S").to_string();
     let Some(spec) = QUANTITY_TYPES.iter().find(|q| q.apple == kind) else {
         return Outcome::Skip;
     };
@@ -559,6 +759,48 @@ fn convert(attributes: RecordAttributes) -> Outcome {
     }
 }
 
+/// A sleep record checked: its stage, interval (at most a week) and night.
+fn sleep_record(attributes: RecordAttributes, start: (chrono::NaiveDateTime, i64)) -> Outcome {
+    let stage = attributes.value.as_deref().map(str::trim);
+    let Some(&(_, stage)) = SLEEP_STAGES.iter().find(|(v, _)| Some(*v) == stage) else {
+        return Outcome::Skip;
+    };
+    let Some(end) = attributes.end.as_deref().and_then(apple_time) else {
+        return Outcome::Invalid("endDate is not YYYY-MM-DD HH:MM:SS");
+    };
+    // Four-digit years and offsets under 100 hours: no overflow.
+    let start_utc = start.0.and_utc().timestamp() - start.1;
+    let end_utc = end.0.and_utc().timestamp() - end.1;
+    let seconds = end_utc - start_utc;
+    let Some(seconds) = u32::try_from(seconds)
+        .ok()
+        .filter(|&s| i64::from(s) <= MAX_SLEEP_SECONDS)
+    else {
+        return Outcome::Invalid("the sleep interval is negative or longer than a week");
+    };
+    let night = if end.0.time() > EVENING {
+        end.0.date().succ_opt()
+    } else {
+        Some(end.0.date())
+    };
+    let Some(night) = night.filter(|&night| day_accepted(night)) else {
+        return Outcome::Invalid("the night of endDate is outside 1900-01-01..2200-12-31");
+    };
+    let source = match bounded_source(attributes.source) {
+        Ok(source) => source,
+        Err(problem) => return Outcome::Invalid(problem),
+    };
+    Outcome::Sleep(SleepRecord {
+        night,
+        source,
+        stage,
+        start: start_utc,
+        seconds,
+        end_local: end.0,
+        end_offset: end.1,
+    })
+}
+
 fn fingerprint(reading: &Reading) -> u64 {
     let mut hasher = DefaultHasher::new();
     reading.indicator.hash(&mut hasher);
@@ -570,7 +812,8 @@ fn fingerprint(reading: &Reading) -> u64 {
     hasher.finish()
 }
 
-/// Streams `export.xml`, handing each reading to `each` (whose error ends the import).
+/// Streams `export.xml`, handing each reading to `each` (whose error ends the import);
+/// the sleep readings, one set per night and source, come after the last record.
 pub(crate) fn stream_apple_health_xml<R: BufRead>(
     reader: R,
     each: &mut dyn FnMut(Reading) -> Result<(), UploadError>,
@@ -582,6 +825,7 @@ pub(crate) fn stream_apple_health_xml<R: BufRead>(
     });
     let mut report = AppleHealthReport::default();
     let mut seen = HashSet::new();
+    let mut sleep = SleepNights::default();
     let mut buf = Vec::new();
     let mut depth = 0usize;
     let mut root_seen = false;
@@ -636,6 +880,11 @@ pub(crate) fn stream_apple_health_xml<R: BufRead>(
         match convert(attributes) {
             Outcome::Skip => report.skip(kind.as_deref().unwrap_or(OTHER_TYPES)),
             Outcome::Invalid(problem) => report.reject(line, problem),
+            Outcome::Sleep(record) => {
+                if let Err(problem) = sleep.add(record) {
+                    report.reject(line, problem);
+                }
+            }
             Outcome::Reading(reading, deduplicate) => {
                 if deduplicate {
                     let print = fingerprint(&reading);
@@ -663,6 +912,10 @@ pub(crate) fn stream_apple_health_xml<R: BufRead>(
             xml.get_ref().line(),
             "the file ends inside an element (truncated?)",
         ));
+    }
+    for reading in sleep.into_readings() {
+        each(reading)?;
+        report.imported += 1;
     }
     Ok(report)
 }

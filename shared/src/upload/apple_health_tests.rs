@@ -114,23 +114,100 @@ fn quantity_records_become_readings_with_units_and_codes() {
     assert_eq!(first.code_system.as_deref(), Some("LOINC"));
 }
 
+/// A sleep record of `source` (`stage` without Apple's prefix).
+fn sleep_of(source: &str, stage: &str, start: &str, end: &str) -> String {
+    format!(
+        " <Record type=\"{SLEEP_TYPE}\" sourceName=\"{source}\" sourceVersion=\"10.1\" creationDate=\"{end}\" startDate=\"{start}\" endDate=\"{end}\" value=\"HKCategoryValueSleepAnalysis{stage}\"/>\n"
+    )
+}
+
+/// A sleep record of Jo's Watch.
+fn sleep(stage: &str, start: &str, end: &str) -> String {
+    sleep_of("Jo&apos;s Watch", stage, start, end)
+}
+
+/// (night's time, offset, source, name, minutes) of each reading.
+fn nights(readings: &[Reading]) -> Vec<(&str, &str, &str, &str, f64)> {
+    readings
+        .iter()
+        .map(|r| {
+            let ReadingValue::Number(n) = r.value else {
+                panic!("not a number")
+            };
+            assert_eq!(r.unit.as_deref(), Some("min"));
+            assert_eq!(
+                (&r.code_system, &r.code, &r.original),
+                (&None, &None, &None)
+            );
+            (
+                r.time.as_str(),
+                r.offset.as_deref().unwrap_or(""),
+                r.source.as_str(),
+                r.indicator.as_str(),
+                n,
+            )
+        })
+        .collect()
+}
+
 #[test]
-fn sleep_becomes_minutes_per_stage() {
-    let sleep = |stage: &str, start: &str, end: &str| {
+fn a_night_of_sleep_is_one_set_of_readings_dated_by_its_morning() {
+    // One night from the Watch, 23:00 (-0800) to 07:00 the next day:
+    //   core  23:10-01:10 = 120, deep 01:10-02:00 = 50, core 02:00-04:50 = 170,
+    //   REM   04:50-05:40 =  50, awake 05:40-05:50 = 10, core 05:50-06:50 = 60,
+    //   InBed 23:00-07:00 = 480.
+    // asleep = 120 + 50 + 170 + 50 + 60 = 450; core = 120 + 170 + 60 = 350; deep 50;
+    // REM 50; awake 10; in bed 480. Dated the morning's date (2026-01-15), timed at the
+    // latest end (07:00) with its offset.
+    let at = |day: u32, hm: &str| format!("2026-01-{day} {hm}:00 -0800");
+    let body = [
+        sleep("InBed", &at(14, "23:00"), &at(15, "07:00")),
+        sleep("AsleepCore", &at(14, "23:10"), &at(15, "01:10")),
+        sleep("AsleepDeep", &at(15, "01:10"), &at(15, "02:00")),
+        sleep("AsleepCore", &at(15, "02:00"), &at(15, "04:50")),
+        sleep("AsleepREM", &at(15, "04:50"), &at(15, "05:40")),
+        sleep("Awake", &at(15, "05:40"), &at(15, "05:50")),
+        sleep("AsleepCore", &at(15, "05:50"), &at(15, "06:50")),
+        // A reading of another type after the night: it is handed on first, the sleep
+        // readings come after the last record.
         record(
-            SLEEP_TYPE,
-            "",
-            &format!("HKCategoryValueSleepAnalysis{stage}"),
-            start,
-            end,
-        )
-    };
+            "HKQuantityTypeIdentifierHeartRate",
+            "count/min",
+            "58",
+            &at(15, "07:05"),
+            &at(15, "07:05"),
+        ),
+    ]
+    .concat();
+    let (readings, report) = parse(&export(&body)).unwrap();
+    assert_eq!(readings[0].indicator, "Heart rate");
+    let w = "Jo's Watch";
+    let t = "2026-01-15T07:00:00";
+    assert_eq!(
+        nights(&readings[1..]),
+        [
+            (t, "-08:00", w, "Sleep REM", 50.0),
+            (t, "-08:00", w, "Sleep asleep", 450.0),
+            (t, "-08:00", w, "Sleep awake", 10.0),
+            (t, "-08:00", w, "Sleep core", 350.0),
+            (t, "-08:00", w, "Sleep deep", 50.0),
+            (t, "-08:00", w, "Sleep in bed", 480.0),
+        ]
+    );
+    // 8 records; imported counts what was handed on: 1 heart rate + 6 sleep readings.
+    assert_eq!((report.records, report.imported, report.invalid), (8, 7, 0));
+    assert_eq!(report.imported, readings.len() as u64);
+}
+
+#[test]
+fn sleep_stages_daylight_saving_and_unknown_stages() {
     let body = [
         sleep(
             "InBed",
             "2026-02-02 23:00:00 +0100",
             "2026-02-03 07:00:00 +0100",
         ),
+        // Ends 23:55:30, after 18:00: the night ending on the 3rd.
         sleep(
             "AsleepCore",
             "2026-02-02 23:10:00 +0100",
@@ -156,7 +233,8 @@ fn sleep_becomes_minutes_per_stage() {
             "2026-02-03 01:02:30 +0100",
             "2026-02-03 02:02:30 +0100",
         ),
-        // Across a daylight-saving change: 01:30 +0100 to 03:30 +0200 is one hour.
+        // Across a daylight-saving change: 01:30 +0100 to 03:30 +0200 is one hour; only
+        // Asleep (pre-iOS 16), no in bed: only `Sleep asleep`, at the end's offset.
         sleep(
             "Asleep",
             "2026-03-29 01:30:00 +0100",
@@ -166,28 +244,309 @@ fn sleep_becomes_minutes_per_stage() {
     ]
     .concat();
     let (readings, report) = parse(&export(&body)).unwrap();
-    let got: Vec<(&str, f64)> = readings
-        .iter()
-        .map(|r| match r.value {
-            ReadingValue::Number(n) => (r.indicator.as_str(), n),
-            ReadingValue::Text(_) => panic!("not a number"),
-        })
-        .collect();
+    // The 3rd: core 45.5, deep 45, REM 20, unspecified 60: asleep 170.5; awake 2;
+    // in bed 480; woken at 07:00 (the in-bed end).
+    let (w, feb, mar) = ("Jo's Watch", "2026-02-03T07:00:00", "2026-03-29T03:30:00");
     assert_eq!(
-        got,
+        nights(&readings),
         [
-            ("Sleep in bed", 480.0),
-            ("Sleep core", 45.5),
-            ("Sleep deep", 45.0),
-            ("Sleep REM", 20.0),
-            ("Sleep awake", 2.0),
-            ("Sleep asleep", 60.0),
-            ("Sleep asleep", 60.0),
+            (feb, "+01:00", w, "Sleep REM", 20.0),
+            (feb, "+01:00", w, "Sleep asleep", 170.5),
+            (feb, "+01:00", w, "Sleep awake", 2.0),
+            (feb, "+01:00", w, "Sleep core", 45.5),
+            (feb, "+01:00", w, "Sleep deep", 45.0),
+            (feb, "+01:00", w, "Sleep in bed", 480.0),
+            (mar, "+02:00", w, "Sleep asleep", 60.0),
         ]
     );
-    assert!(readings.iter().all(|r| r.unit.as_deref() == Some("min")));
-    assert_eq!(readings[0].time, "2026-02-02T23:00:00");
     assert_eq!(report.skipped.get(SLEEP_TYPE), Some(&1), "an unknown stage");
+    assert_eq!(report.imported, 7);
+}
+
+#[test]
+fn the_same_night_from_two_sources_is_two_sets() {
+    // The Watch: core 00:00-06:00 (360), in bed 23:30-06:30 (420), woken 06:30.
+    // AutoSleep (sorted first by name): asleep 23:45-06:15 (390, unspecified), no in bed,
+    // woken 06:15.
+    let body = [
+        sleep(
+            "InBed",
+            "2026-01-14 23:30:00 +0000",
+            "2026-01-15 06:30:00 +0000",
+        ),
+        sleep(
+            "AsleepCore",
+            "2026-01-15 00:00:00 +0000",
+            "2026-01-15 06:00:00 +0000",
+        ),
+        sleep_of(
+            "AutoSleep",
+            "AsleepUnspecified",
+            "2026-01-14 23:45:00 +0000",
+            "2026-01-15 06:15:00 +0000",
+        ),
+    ]
+    .concat();
+    let (readings, report) = parse(&export(&body)).unwrap();
+    let (a, w) = ("AutoSleep", "Jo's Watch");
+    let (ta, tw) = ("2026-01-15T06:15:00", "2026-01-15T06:30:00");
+    assert_eq!(
+        nights(&readings),
+        [
+            (ta, "+00:00", a, "Sleep asleep", 390.0),
+            (tw, "+00:00", w, "Sleep asleep", 360.0),
+            (tw, "+00:00", w, "Sleep core", 360.0),
+            (tw, "+00:00", w, "Sleep in bed", 420.0),
+        ]
+    );
+    assert_eq!(report.imported, 4);
+}
+
+#[test]
+fn overlapping_intervals_of_one_stage_count_once() {
+    let at = |hm: &str| format!("2026-01-15 {hm}:00 +0100");
+    let body = [
+        // Core: 00:00-02:00 and 01:00-03:00 unite to 00:00-03:00 (180); 01:30-02:30 lies
+        // inside; 00:00-02:00 again is a copy; 04:00-04:30 apart (30): core 210.
+        sleep("AsleepCore", &at("00:00"), &at("02:00")),
+        sleep("AsleepCore", &at("01:00"), &at("03:00")),
+        sleep("AsleepCore", &at("01:30"), &at("02:30")),
+        sleep("AsleepCore", &at("00:00"), &at("02:00")),
+        sleep("AsleepCore", &at("04:00"), &at("04:30")),
+        // Deep overlaps core but is another stage: 02:00-03:00 (60) counts.
+        sleep("AsleepDeep", &at("02:00"), &at("03:00")),
+        // Asleep and AsleepUnspecified are one HealthKit value: 05:00-06:00 once (60).
+        sleep("Asleep", &at("05:00"), &at("06:00")),
+        sleep("AsleepUnspecified", &at("05:00"), &at("06:00")),
+        // Two in-bed intervals, one inside the other: 00:00-07:00 (420).
+        sleep("InBed", &at("00:00"), &at("07:00")),
+        sleep("InBed", &at("00:30"), &at("06:00")),
+    ]
+    .concat();
+    let (readings, _) = parse(&export(&body)).unwrap();
+    // asleep = core 210 + deep 60 + unspecified 60 = 330.
+    let (t, w) = ("2026-01-15T07:00:00", "Jo's Watch");
+    assert_eq!(
+        nights(&readings),
+        [
+            (t, "+01:00", w, "Sleep asleep", 330.0),
+            (t, "+01:00", w, "Sleep core", 210.0),
+            (t, "+01:00", w, "Sleep deep", 60.0),
+            (t, "+01:00", w, "Sleep in bed", 420.0),
+        ]
+    );
+}
+
+#[test]
+fn a_nap_ending_at_15_is_that_days_night() {
+    let at = |hm: &str| format!("2026-01-15 {hm}:00 +0900");
+    let body = [
+        // The night: core 00:00-06:00 (360).
+        sleep("AsleepCore", &at("00:00"), &at("06:00")),
+        // The nap: 13:30-15:00 (90), ends before 18:00: the same day's night, whose wake
+        // time becomes the nap's end. asleep = 360 + 90 = 450.
+        sleep("AsleepUnspecified", &at("13:30"), &at("15:00")),
+    ]
+    .concat();
+    let (readings, _) = parse(&export(&body)).unwrap();
+    let (t, w) = ("2026-01-15T15:00:00", "Jo's Watch");
+    assert_eq!(
+        nights(&readings),
+        [
+            (t, "+09:00", w, "Sleep asleep", 450.0),
+            (t, "+09:00", w, "Sleep core", 360.0),
+        ]
+    );
+}
+
+#[test]
+fn an_interval_ending_after_18_belongs_to_the_next_days_night() {
+    let body = [
+        // Ends at 18:00:00 exactly: not after 18:00, the 15th's night (60).
+        sleep(
+            "AsleepUnspecified",
+            "2026-01-15 17:00:00 -0300",
+            "2026-01-15 18:00:00 -0300",
+        ),
+        // Ends at 23:50: the 16th's night (110); its latest end is the evening before,
+        // so it is timed at midnight of the 16th.
+        sleep(
+            "AsleepCore",
+            "2026-01-15 22:00:00 -0300",
+            "2026-01-15 23:50:00 -0300",
+        ),
+        // A source whose night runs on past the evening segment: woken 06:00 on the 16th.
+        sleep_of(
+            "Bed sensor",
+            "InBed",
+            "2026-01-15 22:30:00 -0300",
+            "2026-01-15 23:59:00 -0300",
+        ),
+        sleep_of(
+            "Bed sensor",
+            "InBed",
+            "2026-01-16 00:10:00 -0300",
+            "2026-01-16 06:00:00 -0300",
+        ),
+    ]
+    .concat();
+    let (readings, _) = parse(&export(&body)).unwrap();
+    // Bed sensor in bed: 22:30-23:59 (89) + 00:10-06:00 (350) = 439.
+    let (b, w) = ("Bed sensor", "Jo's Watch");
+    assert_eq!(
+        nights(&readings),
+        [
+            ("2026-01-15T18:00:00", "-03:00", w, "Sleep asleep", 60.0),
+            ("2026-01-16T06:00:00", "-03:00", b, "Sleep in bed", 439.0),
+            ("2026-01-16T00:00:00", "-03:00", w, "Sleep asleep", 110.0),
+            ("2026-01-16T00:00:00", "-03:00", w, "Sleep core", 110.0),
+        ]
+    );
+}
+
+#[test]
+fn unusable_sleep_intervals_are_invalid() {
+    let body = [
+        // Negative.
+        sleep(
+            "AsleepCore",
+            "2026-01-15 02:00:00 +0000",
+            "2026-01-15 01:00:00 +0000",
+        ),
+        // A week and a second.
+        sleep(
+            "InBed",
+            "2026-01-01 00:00:00 +0000",
+            "2026-01-08 00:00:01 +0000",
+        ),
+        // No end.
+        sleep("InBed", "2026-01-01 00:00:00 +0000", "soon"),
+        // Its night would be 2201-01-01.
+        sleep(
+            "InBed",
+            "2200-12-31 19:00:00 +0000",
+            "2200-12-31 20:00:00 +0000",
+        ),
+        // Exactly a week is accepted: 10080 min, the night of the 8th.
+        sleep(
+            "InBed",
+            "2026-01-01 00:00:00 +0000",
+            "2026-01-08 00:00:00 +0000",
+        ),
+    ]
+    .concat();
+    let (readings, report) = parse(&export(&body)).unwrap();
+    assert_eq!(report.invalid, 4);
+    assert_eq!(
+        report.first_invalid.unwrap().problem,
+        "the sleep interval is negative or longer than a week"
+    );
+    assert_eq!(
+        nights(&readings),
+        [(
+            "2026-01-08T00:00:00",
+            "+00:00",
+            "Jo's Watch",
+            "Sleep in bed",
+            10080.0
+        )]
+    );
+}
+
+#[test]
+fn a_night_keeps_at_most_2000_intervals() {
+    // 2001 core intervals of 10 s back to back from 00:00: the last is invalid; the
+    // first 2000 end at 05:33:20 (20000 s = 333.333 min, 333.33 rounded).
+    let hms = |s: u32| {
+        format!(
+            "2026-01-15 {:02}:{:02}:{:02} +0000",
+            s / 3600,
+            s / 60 % 60,
+            s % 60
+        )
+    };
+    let body: String = (0..=MAX_SLEEP_INTERVALS_PER_NIGHT as u32)
+        .map(|i| sleep("AsleepCore", &hms(i * 10), &hms(i * 10 + 10)))
+        .collect();
+    let (readings, report) = parse(&export(&body)).unwrap();
+    assert_eq!((report.invalid, report.imported), (1, 2));
+    let first = report.first_invalid.unwrap();
+    assert_eq!(
+        first.problem,
+        format!(
+            "more than {MAX_SLEEP_INTERVALS_PER_NIGHT} sleep intervals in one night of one source"
+        )
+    );
+    assert_eq!(
+        first.location,
+        format!(
+            "line {}",
+            HEAD.lines().count() + 1 + MAX_SLEEP_INTERVALS_PER_NIGHT
+        )
+    );
+    let (t, w) = ("2026-01-15T05:33:20", "Jo's Watch");
+    assert_eq!(
+        nights(&readings),
+        [
+            (t, "+00:00", w, "Sleep asleep", 333.33),
+            (t, "+00:00", w, "Sleep core", 333.33),
+        ]
+    );
+}
+
+#[test]
+fn sleep_nights_and_intervals_are_capped() {
+    let day = |n: u64| {
+        chrono::NaiveDate::from_ymd_opt(1900, 1, 1)
+            .unwrap()
+            .checked_add_days(chrono::Days::new(n))
+            .unwrap()
+    };
+    let interval = |night: chrono::NaiveDate, source: &str| SleepRecord {
+        night,
+        source: source.into(),
+        stage: Stage::Core,
+        start: 0,
+        seconds: 60,
+        end_local: night.and_time(chrono::NaiveTime::MIN),
+        end_offset: 0,
+    };
+    // (source, night) pairs: 200000 (two sources, 100000 nights each), then one more
+    // is refused while a pair already kept still takes intervals.
+    let mut sleep = SleepNights::default();
+    for n in 0..(MAX_SLEEP_NIGHTS / 2) as u64 {
+        sleep.add(interval(day(n), "a")).unwrap();
+        sleep.add(interval(day(n), "b")).unwrap();
+    }
+    assert_eq!(
+        sleep.add(interval(day(0), "c")),
+        Err("more than 200000 nights of sleep (per source) in one export")
+    );
+    assert_eq!(sleep.add(interval(day(0), "a")), Ok(()));
+    assert_eq!(sleep.sources.len(), 2);
+    assert_eq!(format!("{MAX_SLEEP_NIGHTS}"), "200000");
+    let readings: Vec<Reading> = sleep.into_readings().collect();
+    // Two readings (asleep, core) per pair.
+    assert_eq!(readings.len(), 2 * MAX_SLEEP_NIGHTS);
+    assert_eq!(
+        (readings[0].source.as_str(), readings[0].time.as_str()),
+        ("a", "1900-01-01T00:00:00")
+    );
+    assert_eq!(readings[2].source, "b");
+
+    // Intervals in all: 2000000 (1000 pairs of 2000), then one more is refused.
+    let mut sleep = SleepNights::default();
+    let per_night = MAX_SLEEP_INTERVALS_PER_NIGHT;
+    for n in 0..(MAX_SLEEP_INTERVALS / per_night) as u64 {
+        for _ in 0..per_night {
+            sleep.add(interval(day(n), "a")).unwrap();
+        }
+    }
+    assert_eq!(
+        sleep.add(interval(day(5000), "a")),
+        Err("more than 2000000 sleep intervals in one export")
+    );
+    assert_eq!(format!("{MAX_SLEEP_INTERVALS}"), "2000000");
 }
 
 #[test]
@@ -393,6 +752,38 @@ fn the_callers_error_ends_the_import() {
     })
     .unwrap_err();
     assert_eq!((calls, err.problem.as_str()), (2, "store full"));
+}
+
+#[test]
+fn the_callers_error_ends_the_sleep_readings_too() {
+    // One night: core and in bed, two readings after the last record; the callback
+    // refuses the second (`Sleep core` comes before `Sleep in bed`, after `Sleep asleep`).
+    let body = [
+        sleep(
+            "InBed",
+            "2026-01-14 23:00:00 +0000",
+            "2026-01-15 07:00:00 +0000",
+        ),
+        sleep(
+            "AsleepCore",
+            "2026-01-14 23:30:00 +0000",
+            "2026-01-15 06:30:00 +0000",
+        ),
+    ]
+    .concat();
+    let xml = export(&body);
+    let mut names = Vec::new();
+    let err = stream_apple_health_xml(xml.as_bytes(), &mut |r| {
+        names.push(r.indicator);
+        if names.len() == 2 {
+            Err(error(9, "store full"))
+        } else {
+            Ok(())
+        }
+    })
+    .unwrap_err();
+    assert_eq!(err.problem, "store full");
+    assert_eq!(names, ["Sleep asleep", "Sleep core"]);
 }
 
 /// One zip entry as a streaming zipper writes it: deflated (or stored), with the sizes
