@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use rusqlite::{Connection, Row, TransactionBehavior, params};
 
 use super::{EmbeddedStore, json_column, json_from_column};
+use crate::domain::measures;
 use crate::domain::{DataPresence, Reading, ReadingValue};
 use crate::store::health::TIME_MAX;
 use crate::store::{
@@ -119,8 +120,70 @@ fn rollups_between(
     .collect()
 }
 
-/// Schema step 4: the rollups and catalogue of every reading already stored.
+/// Schema step 7 (issue 25): every stored reading made canonical by the measures
+/// catalogue (its measure's name and key, the canonical unit, what was sent kept as its
+/// original). A reading the catalogue refuses (a text value of a numeric measure, a unit
+/// it does not take) stays as it was. When the canonical reading's identity is already
+/// taken (`Weight` and `Body weight` at the same time from the same source), the reading
+/// stored under the canonical name wins. Returns how many readings changed.
+pub(super) fn canonicalize_readings(tx: &Connection) -> rusqlite::Result<u64> {
+    let mut stored: Vec<(String, String, Reading)> = Vec::new();
+    {
+        let mut stmt = tx.prepare(&format!(
+            "SELECT user, indicator_key, {READING_COLUMNS} FROM readings"
+        ))?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let reading = reading_at(row, 2)?;
+            stored.push((row.get(0)?, row.get(1)?, reading));
+        }
+    }
+    let (mut changed, mut refused) = (0u64, 0u64);
+    for (user, key, reading) in stored {
+        let Ok(canonical) = measures::catalogue().canonical(reading.clone()) else {
+            refused += 1;
+            continue;
+        };
+        if canonical == reading {
+            continue;
+        }
+        tx.prepare_cached(
+            "DELETE FROM readings WHERE user = ?1 AND indicator_key = ?2 AND time = ?3 AND source = ?4",
+        )?
+        .execute(params![user, key, reading.time, reading.source])?;
+        let (number, text) = value_columns(&canonical.value);
+        tx.prepare_cached(
+            "INSERT INTO readings (user, indicator_key, time, source, indicator, value_number, \
+                                   value_text, unit, code_system, code, utc_offset, original) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
+             ON CONFLICT (user, indicator_key, time, source) DO NOTHING",
+        )?
+        .execute(params![
+            user,
+            Reading::indicator_key(&canonical.indicator),
+            canonical.time,
+            canonical.source,
+            canonical.indicator,
+            number,
+            text,
+            canonical.unit,
+            canonical.code_system,
+            canonical.code,
+            canonical.offset,
+            canonical.original.as_ref().map(json_column).transpose()?
+        ])?;
+        changed += 1;
+    }
+    if changed + refused > 0 {
+        // Counts only: never a value or a user.
+        tracing::info!(changed, refused, "embedded store: readings made canonical");
+    }
+    Ok(changed)
+}
+
+/// Every rollup and catalogue entry rebuilt from the readings stored (schema steps 4, 7).
 pub(super) fn rebuild_rollups(tx: &Connection) -> rusqlite::Result<()> {
+    tx.execute_batch("DELETE FROM reading_rollups; DELETE FROM reading_catalogue;")?;
     let mut days: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
     {
         let mut stmt = tx.prepare("SELECT DISTINCT user, indicator_key, time FROM readings")?;
@@ -164,29 +227,45 @@ fn value_columns(value: &ReadingValue) -> (Option<f64>, Option<String>) {
 }
 
 fn reading_from_row(row: &Row<'_>) -> rusqlite::Result<Reading> {
-    let number: Option<f64> = row.get(1)?;
-    let text: Option<String> = row.get(2)?;
+    reading_at(row, 0)
+}
+
+/// The reading whose [`READING_COLUMNS`] start at column `at`.
+fn reading_at(row: &Row<'_>, at: usize) -> rusqlite::Result<Reading> {
+    let number: Option<f64> = row.get(at + 1)?;
+    let text: Option<String> = row.get(at + 2)?;
     let value = match (number, text) {
         (Some(n), None) => ReadingValue::Number(n),
         (None, Some(t)) => ReadingValue::Text(t),
         _ => {
             return Err(rusqlite::Error::InvalidColumnType(
-                1,
+                at + 1,
                 "value".into(),
                 rusqlite::types::Type::Null,
             ));
         }
     };
+    let original = row
+        .get::<_, Option<String>>(at + 9)?
+        .map(|text| serde_json::from_str(&text))
+        .transpose()
+        .map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(
+                at + 9,
+                rusqlite::types::Type::Text,
+                Box::new(e),
+            )
+        })?;
     Ok(Reading {
-        indicator: row.get(0)?,
+        indicator: row.get(at)?,
         value,
-        unit: row.get(3)?,
-        time: row.get(4)?,
-        code_system: row.get(5)?,
-        code: row.get(6)?,
-        source: row.get(7)?,
-        offset: None,
-        original: None,
+        unit: row.get(at + 3)?,
+        time: row.get(at + 4)?,
+        code_system: row.get(at + 5)?,
+        code: row.get(at + 6)?,
+        source: row.get(at + 7)?,
+        offset: row.get(at + 8)?,
+        original,
     })
 }
 

@@ -246,6 +246,7 @@ fn prepare(conn: &mut Connection) -> rusqlite::Result<()> {
                 tx.execute_batch(&format!("ALTER TABLE readings ADD COLUMN {column} TEXT"))?;
             }
         }
+        health::canonicalize_readings(&tx)?;
         health::rebuild_rollups(&tx)?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
@@ -554,6 +555,71 @@ mod tests {
             1
         );
         drop(again);
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    /// Issue 25, schema step 7: a version 6 file's readings become canonical when it
+    /// opens: `Weight` in lb is `Body weight` in kg with what was sent kept, glucose in
+    /// mmol/L is mg/dL, and a value the catalogue refuses stays as it was.
+    #[tokio::test]
+    async fn version_6_readings_become_canonical_measures() {
+        let path = temp_path("migrate-v6");
+        drop(EmbeddedStore::open(&path).unwrap());
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(
+            "INSERT INTO readings (user, indicator_key, time, source, indicator, value_number, unit)
+                 VALUES ('u1', 'weight', '2024-01-01T08:00:00', 'scale', 'Weight', 150.0, 'lb'),
+                        ('u1', 'blood sugar', '2024-01-01T08:00:00', 'meter', 'Blood sugar', 5.5, 'mmol/L');
+             INSERT INTO readings (user, indicator_key, time, source, indicator, value_text, unit)
+                 VALUES ('u1', 'glucose', '2024-01-02T08:00:00', 'lab', 'Glucose', '1O4', 'mg/dL');
+             PRAGMA user_version = 6;",
+        )
+        .unwrap();
+        drop(old);
+        let store = EmbeddedStore::open(&path).unwrap();
+        assert_eq!(user_version(&store), SCHEMA_VERSION);
+        let all = store
+            .readings("u1", &ReadingQuery::default())
+            .await
+            .unwrap();
+        let keys: Vec<(&str, &str)> = all
+            .iter()
+            .map(|r| (r.indicator.as_str(), r.time.as_str()))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("Body weight", "2024-01-01T08:00:00"),
+                ("Glucose", "2024-01-01T08:00:00"),
+                ("Glucose", "2024-01-02T08:00:00"),
+            ]
+        );
+        // 150 lb × 0.45359237 = 68.0388555 kg; 5.5 mmol/L × 18.016 = 99.088 mg/dL.
+        let ReadingValue::Number(kg) = all[0].value else {
+            panic!("a number")
+        };
+        assert!((kg - 68.0388555).abs() < 1e-9);
+        assert_eq!(
+            all[0].original.as_ref().unwrap().unit.as_deref(),
+            Some("lb")
+        );
+        let ReadingValue::Number(mg) = all[1].value else {
+            panic!("a number")
+        };
+        assert!((mg - 99.088).abs() < 1e-9);
+        assert_eq!(
+            all[2].value,
+            ReadingValue::Text("1O4".into()),
+            "left as it was"
+        );
+        let catalogue = store.catalogue("u1").await.unwrap();
+        let names: Vec<&str> = catalogue.iter().map(|e| e.key.as_str()).collect();
+        assert_eq!(
+            names,
+            ["body weight", "glucose"],
+            "no entry left under an old key"
+        );
+        drop(store);
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 
