@@ -286,10 +286,11 @@ pub(super) fn stats(s: &Rollup, from: Option<&str>, to: Option<&str>) -> Value {
     out.insert("to".into(), to.into());
     out.insert("count".into(), s.count.into());
     let kind = kind_of(s);
-    if kind.is_summed()
-        && let Some(total) = s.total
-    {
-        summed_stats(s, kind, total, &mut out);
+    if kind.is_summed() && s.numeric_count > 0 {
+        summed_stats(s, kind, s.total.unwrap_or(s.sum), &mut out);
+        if s.total.is_none() {
+            out.insert("note".into(), OLD_ROLLUPS.into());
+        }
         return Value::Object(out);
     }
     out.insert("numeric_count".into(), s.numeric_count.into());
@@ -313,6 +314,10 @@ pub(super) fn stats(s: &Rollup, from: Option<&str>, to: Option<&str>) -> Value {
     }
     Value::Object(out)
 }
+
+/// Said when a summed measure's rollups were written before totals were kept.
+const OLD_ROLLUPS: &str = "these totals add every reading, several sources included: the \
+                           rollups predate issue 25 (the operator's `migrate` rebuilds them)";
 
 fn summed_stats(s: &Rollup, kind: Kind, total: f64, out: &mut Map<String, Value>) {
     let days = s.days.max(1);
@@ -379,7 +384,10 @@ pub(super) fn buckets(parts: &[Rollup], bucket: Bucket) -> Option<Value> {
     let summary = Rollup::merge("", parts)?;
     let mut out = header(&summary);
     let kind = kind_of(&summary);
-    let summed = kind.is_summed() && parts.iter().all(|p| p.total.is_some());
+    let summed = kind.is_summed();
+    if summed && parts.iter().any(|p| p.total.is_none()) {
+        out.insert("note".into(), OLD_ROLLUPS.into());
+    }
     let label = match (bucket, kind) {
         (Bucket::Week, _) => "week",
         (Bucket::Month, _) => "month",
@@ -406,7 +414,13 @@ pub(super) fn buckets(parts: &[Rollup], bucket: Bucket) -> Option<Value> {
         .filter_map(|(name, parts)| {
             let s = Rollup::merge(name, parts.iter().copied())?;
             if summed {
-                let total = s.total?;
+                let total = s.total.unwrap_or(s.sum);
+                // Day rollups an older build wrote carry no day count: one each.
+                let days = if s.days > 0 {
+                    s.days
+                } else {
+                    parts.len() as u64
+                };
                 return Some(match bucket {
                     Bucket::Day => format!(
                         "{name}|{}|{}",
@@ -416,16 +430,13 @@ pub(super) fn buckets(parts: &[Rollup], bucket: Bucket) -> Option<Value> {
                             .unwrap_or("several")
                             .replace('|', "/")
                     ),
-                    _ if kind == Kind::Sleep => format!(
-                        "{name}|{}|{}",
-                        s.days,
-                        format_number(total / s.days.max(1) as f64)
-                    ),
+                    _ if kind == Kind::Sleep => {
+                        format!("{name}|{days}|{}", format_number(total / days as f64))
+                    }
                     _ => format!(
-                        "{name}|{}|{}|{}",
+                        "{name}|{}|{days}|{}",
                         format_number(total),
-                        s.days,
-                        format_number(total / s.days.max(1) as f64)
+                        format_number(total / days as f64)
                     ),
                 });
             }
