@@ -76,15 +76,21 @@ impl DataApi {
         } else {
             upload::parse_health_json(request.body(), &source)
         };
-        let readings = parsed.map_err(bad_upload)?;
+        let (readings, rows) = parsed.map_err(bad_upload)?;
         let report = self
             .store
             .put_readings(&caller.user_id, &readings)
             .await
             .map_err(store_failed("saving readings"))?;
-        Ok(ok(
-            json!({ "received": readings.len(), "written": report.written }),
-        ))
+        // What happened to every row (issue 25): nothing is lost without a word.
+        Ok(ok(json!({
+            "received": rows,
+            "written": report.written,
+            "new": report.new,
+            "already_there": report.unchanged,
+            "replaced": report.replaced,
+            "merged_in_file": rows.saturating_sub(readings.len()),
+        })))
     }
 
     pub(crate) async fn genotype(

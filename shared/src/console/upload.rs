@@ -51,10 +51,28 @@ fn outcome(record: &UploadRecord) -> String {
             None => format!("Failed: {}", error.message),
         },
         (UploadStatus::Failed, None) => "Failed".to_string(),
-        (UploadStatus::Done, _) => format!("{} rows written", record.rows_written),
+        (UploadStatus::Done, _) => match record.counts {
+            Some(c) => done_in_words(record.rows_written, &c),
+            None => format!("{} rows written", record.rows_written),
+        },
         (UploadStatus::Importing, _) => format!("Importing: {} rows read", record.rows_read),
         (UploadStatus::Waiting, _) => "Waiting for the file".to_string(),
     }
+}
+
+/// A finished import in words: what was new, already there, replaced and merged.
+fn done_in_words(written: u64, c: &crate::domain::ReadingCounts) -> String {
+    let mut parts = vec![format!("{} new", c.new)];
+    if c.unchanged > 0 {
+        parts.push(format!("{} already there", c.unchanged));
+    }
+    if c.replaced > 0 {
+        parts.push(format!("{} replaced an earlier value", c.replaced));
+    }
+    if c.merged > 0 {
+        parts.push(format!("{} repeated rows kept once", c.merged));
+    }
+    format!("{written} readings: {}", parts.join(", "))
 }
 
 fn recent_table(records: &[UploadRecord]) -> Markup {
@@ -178,6 +196,17 @@ mod tests {
     #[test]
     fn console_upload_outcomes_read_as_words() {
         assert_eq!(outcome(&record(UploadStatus::Done, None)), "5 rows written");
+        let mut counted = record(UploadStatus::Done, None);
+        counted.counts = Some(crate::domain::ReadingCounts {
+            new: 3,
+            unchanged: 1,
+            replaced: 1,
+            merged: 2,
+        });
+        assert_eq!(
+            outcome(&counted),
+            "5 readings: 3 new, 1 already there, 1 replaced an earlier value, 2 repeated rows kept once"
+        );
         assert_eq!(
             outcome(&record(UploadStatus::Importing, None)),
             "Importing: 7 rows read"

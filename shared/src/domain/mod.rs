@@ -26,4 +26,4 @@ pub use health::{DataPresence, Genotype, Original, Reading, ReadingValue};
 pub(crate) use health::{FIRST_DAY, LAST_DAY, day_accepted};
 pub use mcp_servers::{MAX_MCP_SERVERS, McpAuth, McpServerRecord, McpServerWrite, McpToolSnapshot};
 pub use oauth::{AuthCode, OAuthClient, RefreshRecord, RefreshUse};
-pub use uploads::{UploadFailure, UploadKind, UploadRecord, UploadStatus};
+pub use uploads::{ReadingCounts, UploadFailure, UploadKind, UploadRecord, UploadStatus};

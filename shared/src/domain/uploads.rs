@@ -81,6 +81,18 @@ pub struct UploadFailure {
     pub message: String,
 }
 
+/// What a finished readings import did to the store (issue 25), so "done" never hides
+/// a loss: readings that were new, already there with the same value, replaced (the
+/// store held another value for the same measure, time and source), and identical
+/// repeats inside the file merged into one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadingCounts {
+    pub new: u64,
+    pub unchanged: u64,
+    pub replaced: u64,
+    pub merged: u64,
+}
+
 /// One upload of one file by its owner.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UploadRecord {
@@ -101,6 +113,8 @@ pub struct UploadRecord {
     /// 0.0 to 1.0.
     pub progress: f64,
     pub error: Option<UploadFailure>,
+    /// A finished readings import's counts (`None` before the end, and for genomes).
+    pub counts: Option<ReadingCounts>,
     pub created_at: u64,
     pub finished_at: Option<u64>,
     /// The record is gone (reads answer none) from this time on (epoch seconds).
@@ -128,6 +142,7 @@ impl UploadRecord {
             bytes: 0,
             rows_read: 0,
             rows_written: 0,
+            counts: None,
             progress: 0.0,
             error: None,
             created_at,

@@ -83,6 +83,14 @@ fn record_json(record: &UploadRecord) -> Value {
         "rows_written": record.rows_written,
         "progress": record.progress,
         "error": record.error.as_ref().map(|e| json!({ "line": e.line, "message": e.message })),
+        // What the import did to the store (issue 25): new readings, ones already there
+        // with the same value, ones that replaced another value, repeats merged in the file.
+        "readings": record.counts.map(|c| json!({
+            "new": c.new,
+            "already_there": c.unchanged,
+            "replaced": c.replaced,
+            "merged_in_file": c.merged,
+        })),
         "created_at": record.created_at,
         "finished_at": record.finished_at,
     })

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::domain::{UploadFailure, UploadKind, UploadRecord, UploadStatus};
+use crate::domain::{ReadingCounts, UploadFailure, UploadKind, UploadRecord, UploadStatus};
 use crate::services::Services;
 use crate::store::{Store, StoreError, StoredObject, UploadObjects, UploadOutcome};
 use crate::upload::{self, UploadError};
@@ -123,7 +123,7 @@ impl Importer {
         }
         let started = std::time::Instant::now();
         let (outcome, rows) = match self.run(&record, object).await {
-            Ok(rows) => (UploadOutcome::Done, rows),
+            Ok((rows, counts)) => (UploadOutcome::Done(counts), rows),
             Err(failure) => (UploadOutcome::Failed(failure), 0),
         };
         if let UploadOutcome::Failed(failure) = &outcome {
@@ -142,16 +142,22 @@ impl Importer {
     }
 
     /// Parses and writes by kind: the rows written, or the failure recorded on the upload.
-    async fn run(&self, record: &UploadRecord, object: StoredObject) -> Result<u64, UploadFailure> {
-        match record.kind {
-            UploadKind::Health => {
-                readings::import(self, record, object, readings::Format::Readings).await
+    /// Runs the import: the rows written, and for readings what they did to the store.
+    async fn run(
+        &self,
+        record: &UploadRecord,
+        object: StoredObject,
+    ) -> Result<(u64, Option<ReadingCounts>), UploadFailure> {
+        let format = match record.kind {
+            UploadKind::Health => readings::Format::Readings,
+            UploadKind::AppleHealth => readings::Format::AppleHealth,
+            UploadKind::Genotype => {
+                let rows = self.import_genotypes(record, object).await?;
+                return Ok((rows, None));
             }
-            UploadKind::Genotype => self.import_genotypes(record, object).await,
-            UploadKind::AppleHealth => {
-                readings::import(self, record, object, readings::Format::AppleHealth).await
-            }
-        }
+        };
+        let (rows, counts) = readings::import(self, record, object, format).await?;
+        Ok((rows, Some(counts)))
     }
 
     /// A raw genotype file, streamed into a compact genome (about 16 bytes a variant;

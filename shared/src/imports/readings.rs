@@ -10,7 +10,7 @@ use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 
 use super::{DEFAULT_SOURCE, Importer, failure_of, internal, read_failure, readers, store_failure};
-use crate::domain::{Reading, UploadFailure, UploadRecord};
+use crate::domain::{Reading, ReadingCounts, UploadFailure, UploadRecord};
 use crate::store::{ObjectBody, StoredObject};
 use crate::upload::{self, UploadError};
 
@@ -93,7 +93,7 @@ fn spawn_pass(
     format: Format,
     first: bool,
     messages: mpsc::Sender<Message>,
-) -> tokio::task::JoinHandle<Result<u64, UploadFailure>> {
+) -> tokio::task::JoinHandle<Result<(u64, u64), UploadFailure>> {
     let handle = Handle::current();
     tokio::task::spawn_blocking(move || {
         let mut chunk = Vec::with_capacity(if first { 0 } else { CHUNK });
@@ -119,7 +119,7 @@ fn spawn_pass(
         if !first && !chunk.is_empty() && open {
             let _ = messages.blocking_send(Message::Rows(chunk));
         }
-        Ok(rows)
+        Ok((rows, count))
     })
 }
 
@@ -128,7 +128,7 @@ pub(super) async fn import(
     record: &UploadRecord,
     object: StoredObject,
     format: Format,
-) -> Result<u64, UploadFailure> {
+) -> Result<(u64, ReadingCounts), UploadFailure> {
     // Pass 1: validate every row; nothing is written.
     let (messages, mut inbox) = mpsc::channel(IN_FLIGHT);
     let pass = spawn_pass(object.body, format, true, messages);
@@ -137,7 +137,7 @@ pub(super) async fn import(
             importer.progress(record, rows, 0, 0.0).await;
         }
     }
-    let total = pass.await.map_err(|_| internal())??;
+    let (_, total) = pass.await.map_err(|_| internal())??;
     importer.progress(record, total, 0, 0.1).await;
 
     // Pass 2: parse again and write in chunks.
@@ -153,6 +153,7 @@ pub(super) async fn import(
     let (messages, mut inbox) = mpsc::channel(IN_FLIGHT);
     let pass = spawn_pass(again.body, format, false, messages);
     let mut written = 0u64;
+    let mut counts = ReadingCounts::default();
     let mut failed = None;
     while let Some(message) = inbox.recv().await {
         let Message::Rows(rows) = message else {
@@ -161,6 +162,9 @@ pub(super) async fn import(
         match importer.store.put_readings(&record.user, &rows).await {
             Ok(report) => {
                 written += report.written as u64;
+                counts.new += report.new as u64;
+                counts.unchanged += report.unchanged as u64;
+                counts.replaced += report.replaced as u64;
                 let done = 0.1 + 0.9 * (written as f64 / total.max(1) as f64);
                 importer
                     .progress(record, total, written, done.min(1.0))
@@ -177,6 +181,8 @@ pub(super) async fn import(
     if let Some(failure) = failed {
         return Err(failure);
     }
-    parsed?;
-    Ok(written)
+    let (rows, handed) = parsed?;
+    // Rows the parser read that it did not hand over: identical repeats in the file.
+    counts.merged = rows.saturating_sub(handed);
+    Ok((written, counts))
 }

@@ -49,8 +49,52 @@ impl ReadingQuery {
 /// What a batch write did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriteReport {
-    /// Rows written (new or replaced; a re-upload replaces in place).
+    /// Distinct readings written (new or replaced; a re-upload replaces in place).
     pub written: usize,
+    /// Of them: readings the store did not hold.
+    pub new: usize,
+    /// Readings the store already held with the same value and unit.
+    pub unchanged: usize,
+    /// Readings the store held with another value, now replaced by the one written.
+    pub replaced: usize,
+}
+
+impl WriteReport {
+    /// Counts one reading against what the store held for its identity.
+    pub(crate) fn count(&mut self, before: Option<(&ReadingValue, Option<&str>)>, after: &Reading) {
+        self.written += 1;
+        match before {
+            None => self.new += 1,
+            Some((value, unit))
+                if same_value(value, &after.value) && unit == after.unit.as_deref() =>
+            {
+                self.unchanged += 1
+            }
+            Some(_) => self.replaced += 1,
+        }
+    }
+
+    pub(crate) fn add(&mut self, other: WriteReport) {
+        self.written += other.written;
+        self.new += other.new;
+        self.unchanged += other.unchanged;
+        self.replaced += other.replaced;
+    }
+}
+
+/// Equal as stored: numbers by value (a non-finite one is kept as its text).
+fn same_value(a: &ReadingValue, b: &ReadingValue) -> bool {
+    let text = |v: &ReadingValue| match v {
+        ReadingValue::Number(n) if !n.is_finite() => Some(n.to_string()),
+        ReadingValue::Text(t) => Some(t.clone()),
+        ReadingValue::Number(_) => None,
+    };
+    match (a, b) {
+        (ReadingValue::Number(x), ReadingValue::Number(y)) if x.is_finite() && y.is_finite() => {
+            x == y
+        }
+        _ => text(a) == text(b),
+    }
 }
 
 /// Health readings, kept per user, and whether a user holds readings or a genome

@@ -7,6 +7,7 @@
 //! Never logs a user id, a file name or an object key.
 
 use super::StoreFuture;
+use crate::domain::ReadingCounts;
 use crate::domain::{UploadFailure, UploadRecord};
 
 /// The most records [`UploadStore::recent_uploads`] returns.
@@ -15,7 +16,8 @@ pub const MAX_LISTED_UPLOADS: usize = 50;
 /// How an import ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UploadOutcome {
-    Done,
+    /// Finished; a readings import says what it did to the store.
+    Done(Option<ReadingCounts>),
     Failed(UploadFailure),
 }
 

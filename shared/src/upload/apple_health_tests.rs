@@ -1001,7 +1001,7 @@ fn the_generated_dataset_parses() {
     assert!(status.success());
     let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
 
-    let readings = super::super::parse_health_csv(&read("readings-3y.csv"), "upload").unwrap();
+    let (readings, _) = super::super::parse_health_csv(&read("readings-3y.csv"), "upload").unwrap();
     assert!(readings.len() > 4 * 288 * 2, "{}", readings.len());
     let indicators: HashSet<&str> = readings.iter().map(|r| r.indicator.as_str()).collect();
     for name in [
@@ -1017,6 +1017,7 @@ fn the_generated_dataset_parses() {
     assert!(
         !super::super::parse_health_csv(&read("readings-30d.csv"), "upload")
             .unwrap()
+            .0
             .is_empty()
     );
 

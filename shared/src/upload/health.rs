@@ -158,10 +158,12 @@ fn reading(
         .map_err(|refusal| error(location(), refusal.0))
 }
 
+/// The distinct readings of a JSON body, and how many rows it held (identical repeats
+/// are kept once).
 pub(crate) fn parse_health_json(
     body: &[u8],
     default_source: &str,
-) -> Result<Vec<Reading>, UploadError> {
+) -> Result<(Vec<Reading>, usize), UploadError> {
     let doc: Value = serde_json::from_slice(body)
         .map_err(|e| error(format!("line {}", e.line()), "not valid JSON"))?;
     let rows = match &doc {
@@ -191,7 +193,7 @@ pub(crate) fn parse_health_json(
             out.push(reading);
         }
     }
-    Ok(out)
+    Ok((out, rows.len()))
 }
 
 /// One element of a JSON upload's `readings` (index `i`) as a reading.
@@ -226,16 +228,18 @@ pub(super) fn json_reading(
     )
 }
 
+/// The distinct readings of a CSV body, and how many rows it held (identical repeats
+/// are kept once).
 pub(crate) fn parse_health_csv(
     body: &[u8],
     default_source: &str,
-) -> Result<Vec<Reading>, UploadError> {
+) -> Result<(Vec<Reading>, usize), UploadError> {
     let mut readings = Vec::new();
-    for_each_csv_reading(body, default_source, MAX_ROWS, |reading| {
+    let rows = for_each_csv_reading(body, default_source, MAX_ROWS, |reading| {
         readings.push(reading);
         true
     })?;
-    Ok(readings)
+    Ok((readings, rows))
 }
 
 /// Reads CSV readings from `input` one row at a time, handing each to `row` (which
@@ -324,7 +328,7 @@ mod tests {
     #[test]
     fn csv_rows_parse_and_a_bad_row_is_named_by_line() {
         let csv = "indicator,value,unit,time,source\nHbA1c,5.4,%,2026-01-03,Lab\n\"Glucose, fasting\",92,mg/dL,2026-01-03 08:30,Lab\n";
-        let rows = parse_health_csv(csv.as_bytes(), "upload").unwrap();
+        let (rows, _) = parse_health_csv(csv.as_bytes(), "upload").unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[1].time, "2026-01-03T08:30:00");
         assert_eq!(rows[0].value, ReadingValue::Number(5.4));
@@ -341,7 +345,7 @@ mod tests {
         let json = br#"{"readings":[{"indicator":"LDL","value":"<50","unit":"mg/dL","time":"2026-02-01T07:00:00Z"},{"indicator":"LDL","value":3,"unit":"mmol/L","time":"yesterday"}]}"#;
         let err = parse_health_json(json, "upload").unwrap_err();
         assert_eq!(err.location, "readings[1]");
-        let ok = parse_health_json(
+        let (ok, _) = parse_health_json(
             br#"[{"indicator":"LDL","value":"<50","unit":"mg/dL","time":"2026-02-01T07:00:00Z"}]"#,
             "x",
         )

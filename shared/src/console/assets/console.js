@@ -89,7 +89,15 @@
         if (!reply.ok) return fail(problem(reply.body, "the upload's status could not be read"));
         var record = reply.body.data;
         if (record.status === "done") {
-          show("done", 100, "Done: " + record.rows_written + " rows written");
+          var counts = record.readings;
+          var said = "Done: " + record.rows_written + " rows written";
+          if (counts) {
+            said = "Done: " + record.rows_written + " readings: " + counts.new + " new";
+            if (counts.already_there) said += ", " + counts.already_there + " already there";
+            if (counts.replaced) said += ", " + counts.replaced + " replaced an earlier value";
+            if (counts.merged_in_file) said += ", " + counts.merged_in_file + " repeated rows kept once";
+          }
+          show("done", 100, said);
           start.disabled = false;
           refreshRecent();
           return;

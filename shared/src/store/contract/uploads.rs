@@ -2,7 +2,7 @@
 //! found by owner and by object key, listed newest first, started exactly once,
 //! finished with their outcome, and gone once expired.
 
-use crate::domain::{UploadFailure, UploadKind, UploadRecord, UploadStatus};
+use crate::domain::{ReadingCounts, UploadFailure, UploadKind, UploadRecord, UploadStatus};
 use crate::store::{Store, UploadOutcome};
 
 fn record(user: &str, id: &str, created_at: u64, expires_at: u64) -> UploadRecord {
@@ -87,12 +87,19 @@ pub(super) async fn upload_records_follow_an_import(
     );
     assert!((importing.progress - 0.75).abs() < 1e-9);
 
+    let counts = ReadingCounts {
+        new: 200,
+        unchanged: 40,
+        replaced: 10,
+        merged: 3,
+    };
     store
-        .finish_upload(user, &first.id, &UploadOutcome::Done, now + 5)
+        .finish_upload(user, &first.id, &UploadOutcome::Done(Some(counts)), now + 5)
         .await
         .unwrap();
     let done = store.upload(user, &first.id, now).await.unwrap().unwrap();
     assert_eq!(done.status, UploadStatus::Done);
+    assert_eq!(done.counts, Some(counts), "what the import did is kept");
     assert_eq!(done.finished_at, Some(now + 5));
     assert_eq!(done.progress, 1.0);
     assert_eq!(done.error, None);

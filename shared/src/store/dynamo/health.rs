@@ -99,8 +99,7 @@ impl HealthStore for DynamoStore {
             // Presence first: if the data write then fails, gating shows tools that find
             // nothing, rather than hiding data that did arrive.
             self.mark_present(op, user, "health").await?;
-            let written = self.put_day_readings(user, readings, false).await?;
-            Ok(WriteReport { written })
+            self.put_day_readings(user, readings, false).await
         })
     }
 

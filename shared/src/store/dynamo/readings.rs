@@ -28,7 +28,9 @@ use super::schema::{
 use super::transact::{Committed, Condition, condition, tx_delete, tx_put};
 use super::{DynamoStore, corrupt, sdk_error};
 use crate::domain::{Original, Reading, ReadingValue};
-use crate::store::{CatalogueEntry, Period, ReadingQuery, Rollup, StoreError, TIME_MAX};
+use crate::store::{
+    CatalogueEntry, Period, ReadingQuery, Rollup, StoreError, TIME_MAX, WriteReport,
+};
 
 /// Bytes of readings (as JSON) one part of a day item holds (DynamoDB items stop at
 /// 400 KB; a day with more readings than one part holds takes several).
@@ -252,7 +254,7 @@ impl DynamoStore {
         user: &str,
         readings: &[Reading],
         keep_existing: bool,
-    ) -> Result<usize, StoreError> {
+    ) -> Result<WriteReport, StoreError> {
         let op = "put_readings";
         // The last of a repeated identity wins, as writing one at a time would.
         let mut groups: BTreeMap<(String, String), HashMap<(String, String), Reading>> =
@@ -265,7 +267,6 @@ impl DynamoStore {
                 .or_default()
                 .insert((r.time.clone(), r.source.clone()), r.clone());
         }
-        let written = groups.values().map(HashMap::len).sum();
         let months: BTreeSet<(String, String)> = groups
             .keys()
             .map(|(key, day)| (key.clone(), Period::Month.of(day).to_string()))
@@ -283,7 +284,10 @@ impl DynamoStore {
                 async move { store.merge_days(&user, chunk, keep_existing).await }
             })
             .collect::<Vec<_>>();
-        bounded(op, batches.into_iter()).await?;
+        let mut report = WriteReport::default();
+        for part in bounded(op, batches.into_iter()).await? {
+            report.add(part);
+        }
         // Months from their days, then catalogue entries from their months.
         let months: Vec<Refresh> = months
             .into_iter()
@@ -313,7 +317,7 @@ impl DynamoStore {
                 .collect::<Vec<_>>();
             bounded(op, batches.into_iter()).await?;
         }
-        Ok(written)
+        Ok(report)
     }
 
     /// The current parts of each day (part `00` by BatchGetItem; the rest, for the rare
@@ -391,23 +395,27 @@ impl DynamoStore {
         user: &str,
         mut pending: Vec<DayGroup>,
         keep_existing: bool,
-    ) -> Result<(), StoreError> {
+    ) -> Result<WriteReport, StoreError> {
         let op = "put_readings";
         let table = self.tables.data.as_str();
+        let mut report = WriteReport::default();
         for attempt in 0..MERGE_ATTEMPTS {
             if pending.is_empty() {
-                return Ok(());
+                return Ok(report);
             }
             let current = self.read_days(op, user, &pending).await?;
-            let mut transactions: Vec<(Vec<DayGroup>, Vec<TransactWriteItem>, usize)> =
-                vec![(Vec::new(), Vec::new(), 0)];
+            let mut transactions: Vec<(Vec<DayGroup>, Vec<TransactWriteItem>, usize, WriteReport)> =
+                vec![(Vec::new(), Vec::new(), 0, WriteReport::default())];
             for (group, old) in pending.iter().zip(&current) {
                 let version = version_of(old.first());
                 let mut merged: BTreeMap<(String, String), Reading> = decode_parts(op, old)?
                     .into_iter()
                     .map(|r| ((r.time.clone(), r.source.clone()), r))
                     .collect();
+                let mut counts = WriteReport::default();
                 for (identity, reading) in &group.rows {
+                    let held = merged.get(identity).map(|r| (&r.value, r.unit.as_deref()));
+                    counts.count(held, reading);
                     if keep_existing {
                         merged
                             .entry(identity.clone())
@@ -460,21 +468,22 @@ impl DynamoStore {
                 if last.1.len() + items.len() > TRANSACTION_ITEMS
                     || last.2 + bytes > TRANSACTION_BYTES
                 {
-                    transactions.push((Vec::new(), Vec::new(), 0));
+                    transactions.push((Vec::new(), Vec::new(), 0, WriteReport::default()));
                 }
                 let last = transactions.last_mut().ok_or_else(|| corrupt(op))?;
                 last.0.push(group.clone());
                 last.1.extend(items);
                 last.2 += bytes;
+                last.3.add(counts);
             }
             let mut again = Vec::new();
             let mut pause = false;
-            for (groups, items, _) in transactions {
+            for (groups, items, _, counts) in transactions {
                 if items.is_empty() {
                     continue;
                 }
                 match self.transact(op, items).await? {
-                    Committed::Yes => {}
+                    Committed::Yes => report.add(counts),
                     Committed::No(codes) => {
                         pause |= codes
                             .iter()
@@ -489,7 +498,7 @@ impl DynamoStore {
             pending = again;
         }
         if pending.is_empty() {
-            Ok(())
+            Ok(report)
         } else {
             Err(StoreError::Unavailable(format!("{op}: contended")))
         }

@@ -87,6 +87,10 @@ fn record_from_item(op: &'static str, item: &Item) -> Result<UploadRecord, Store
         created_at: get_u64(op, item, "created_at")?,
         finished_at: get_opt_u64(op, item, "finished_at")?,
         expires_at: get_u64(op, item, EXPIRES_AT)?,
+        counts: match item.get("counts") {
+            Some(AttributeValue::S(text)) => serde_json::from_str(text).ok(),
+            _ => None,
+        },
     })
 }
 
@@ -266,10 +270,20 @@ impl UploadStore for DynamoStore {
                 .expression_attribute_names("#st", "status")
                 .expression_attribute_values(":at", n(finished_at));
             let update = match outcome {
-                UploadOutcome::Done => update
-                    .update_expression("SET #st = :st, finished_at = :at, progress = :one")
-                    .expression_attribute_values(":st", s(UploadStatus::Done.as_str()))
-                    .expression_attribute_values(":one", f(1.0)),
+                UploadOutcome::Done(counts) => {
+                    let update = update
+                        .expression_attribute_values(":st", s(UploadStatus::Done.as_str()))
+                        .expression_attribute_values(":one", f(1.0));
+                    match counts.and_then(|c| serde_json::to_string(&c).ok()) {
+                        Some(counts) => update
+                            .update_expression(
+                                "SET #st = :st, finished_at = :at, progress = :one, counts = :c",
+                            )
+                            .expression_attribute_values(":c", s(counts)),
+                        None => update
+                            .update_expression("SET #st = :st, finished_at = :at, progress = :one"),
+                    }
+                }
                 UploadOutcome::Failed(failure) => {
                     let update = update
                         .expression_attribute_values(":st", s(UploadStatus::Failed.as_str()))

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use rusqlite::{Connection, Row, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use super::{EmbeddedStore, json_column, json_from_column};
 use crate::domain::measures;
@@ -285,7 +285,12 @@ impl HealthStore for EmbeddedStore {
         Box::pin(self.run("put_readings", move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let mut identities = HashSet::new();
+            let mut report = WriteReport::default();
             {
+                let mut before = tx.prepare_cached(
+                    "SELECT value_number, value_text, unit FROM readings \
+                     WHERE user = ?1 AND indicator_key = ?2 AND time = ?3 AND source = ?4",
+                )?;
                 let mut stmt = tx.prepare_cached(
                     "INSERT INTO readings (user, indicator_key, time, source, indicator, value_number, \
                                            value_text, unit, code_system, code, utc_offset, original) \
@@ -299,6 +304,18 @@ impl HealthStore for EmbeddedStore {
                 for r in &readings {
                     let key = Reading::indicator_key(&r.indicator);
                     let (number, text) = value_columns(&r.value);
+                    if !identities.contains(&(key.clone(), r.time.as_str(), r.source.as_str())) {
+                        let held: Option<(ReadingValue, Option<String>)> = before
+                            .query_row(params![user, key, r.time, r.source], |row| {
+                                let value = match row.get::<_, Option<f64>>(0)? {
+                                    Some(n) => ReadingValue::Number(n),
+                                    None => ReadingValue::Text(row.get(1)?),
+                                };
+                                Ok((value, row.get(2)?))
+                            })
+                            .optional()?;
+                        report.count(held.as_ref().map(|(v, u)| (v, u.as_deref())), r);
+                    }
                     stmt.execute(params![
                         user,
                         key,
@@ -326,9 +343,7 @@ impl HealthStore for EmbeddedStore {
                 refresh_rollups(&tx, &user, key, days)?;
             }
             tx.commit()?;
-            Ok(WriteReport {
-                written: identities.len(),
-            })
+            Ok(report)
         }))
     }
 

@@ -236,14 +236,19 @@ fn prepare(conn: &mut Connection) -> rusqlite::Result<()> {
     if (1..7).contains(&version) {
         // Step 7 (issue 25): the offset and the original of a reading; the rollups of
         // what is stored rebuilt, as they now carry what each measure's kind needs.
-        for column in ["utc_offset", "original"] {
+        // and an upload's counts of what its import did.
+        for (table, column) in [
+            ("readings", "utc_offset"),
+            ("readings", "original"),
+            ("uploads", "counts"),
+        ] {
             let present: bool = tx.query_row(
-                "SELECT EXISTS (SELECT 1 FROM pragma_table_info('readings') WHERE name = ?1)",
-                [column],
+                "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",
+                [table, column],
                 |row| row.get(0),
             )?;
             if !present {
-                tx.execute_batch(&format!("ALTER TABLE readings ADD COLUMN {column} TEXT"))?;
+                tx.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} TEXT"))?;
             }
         }
         health::canonicalize_readings(&tx)?;

@@ -25,6 +25,7 @@ CREATE TABLE IF NOT EXISTS uploads (
     progress      REAL NOT NULL,
     error_line    INTEGER,
     error_message TEXT,
+    counts        TEXT,
     created_at    INTEGER NOT NULL,
     finished_at   INTEGER,
     expires_at    INTEGER NOT NULL
@@ -33,7 +34,7 @@ CREATE INDEX IF NOT EXISTS uploads_by_user ON uploads (user, id);
 ";
 
 const COLUMNS: &str = "id, user, object_key, kind, filename, status, bytes, rows_read, \
-     rows_written, progress, error_line, error_message, created_at, finished_at, expires_at";
+     rows_written, progress, error_line, error_message, created_at, finished_at, expires_at, counts";
 
 fn unreadable(index: usize) -> rusqlite::Error {
     rusqlite::Error::InvalidColumnType(index, "upload".into(), rusqlite::types::Type::Text)
@@ -63,6 +64,9 @@ fn record_from_row(row: &Row<'_>) -> rusqlite::Result<UploadRecord> {
         created_at: seconds_from_column(row, 12)?,
         finished_at: finished_at.and_then(|at| u64::try_from(at).ok()),
         expires_at: seconds_from_column(row, 14)?,
+        counts: row
+            .get::<_, Option<String>>(15)?
+            .and_then(|text| serde_json::from_str(&text).ok()),
     })
 }
 
@@ -72,7 +76,7 @@ impl UploadStore for EmbeddedStore {
         Box::pin(self.run("create_upload", move |conn| {
             conn.prepare_cached(&format!(
                 "INSERT INTO uploads ({COLUMNS}) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
             ))?
             .execute(params![
                 record.id,
@@ -95,6 +99,7 @@ impl UploadStore for EmbeddedStore {
                 seconds_column(record.created_at)?,
                 record.finished_at.map(seconds_column).transpose()?,
                 seconds_column(record.expires_at)?,
+                record.counts.and_then(|c| serde_json::to_string(&c).ok()),
             ])?;
             Ok(())
         }))
@@ -196,19 +201,25 @@ impl UploadStore for EmbeddedStore {
         finished_at: u64,
     ) -> StoreFuture<'a, ()> {
         let (user, id) = (user.to_string(), id.to_string());
-        let (status, line, message) = match outcome {
-            UploadOutcome::Done => (UploadStatus::Done, None, None),
+        let (status, line, message, counts) = match outcome {
+            UploadOutcome::Done(counts) => (
+                UploadStatus::Done,
+                None,
+                None,
+                counts.and_then(|c| serde_json::to_string(&c).ok()),
+            ),
             UploadOutcome::Failed(failure) => (
                 UploadStatus::Failed,
                 failure.line,
                 Some(failure.message.clone()),
+                None,
             ),
         };
         Box::pin(self.run("finish_upload", move |conn| {
             conn.prepare_cached(
                 "UPDATE uploads SET status = ?3, error_line = ?4, error_message = ?5, \
-                 finished_at = ?6, progress = CASE WHEN ?3 = 'done' THEN 1.0 ELSE progress END \
-                 WHERE id = ?1 AND user = ?2",
+                 finished_at = ?6, progress = CASE WHEN ?3 = 'done' THEN 1.0 ELSE progress END, \
+                 counts = ?7 WHERE id = ?1 AND user = ?2",
             )?
             .execute(params![
                 id,
@@ -217,6 +228,7 @@ impl UploadStore for EmbeddedStore {
                 line.map(seconds_column).transpose()?,
                 message,
                 seconds_column(finished_at)?,
+                counts,
             ])?;
             Ok(())
         }))

@@ -32,9 +32,9 @@ static KEYED: LazyLock<Vec<KeyedIndicator>> = LazyLock::new(|| {
 fn groups_of(keyword: &str) -> impl Iterator<Item = &'static KeyedIndicator> {
     let key = Reading::indicator_key(keyword);
     let trimmed = keyword.trim().to_string();
-    KEYED.iter().filter(move |g| {
-        g.loinc.iter().any(|c| *c == trimmed) || g.name == key || g.names.contains(&key)
-    })
+    KEYED
+        .iter()
+        .filter(move |g| g.loinc.contains(&trimmed) || g.name == key || g.names.contains(&key))
 }
 
 fn contains_words(haystack: &str, needle: &str) -> bool {
