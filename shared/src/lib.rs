@@ -50,4 +50,4 @@ pub use app::App;
 pub use config::{AllowedOrigins, Config, ConfigError, Runtime, StoreKind};
 pub use http::{RouteGroup, SourceAddr};
 pub use imports::{ImportError, ImportSummary, Importer};
-pub use services::{Services, StartupError};
+pub use services::{Migrated, Services, StartupError};

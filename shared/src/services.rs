@@ -56,6 +56,17 @@ impl From<KeyError> for StartupError {
     }
 }
 
+/// What `migrate` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Migrated {
+    /// Readings moved from the per-reading layout (issue 14).
+    pub readings: u64,
+    /// Users whose genotypes became their genome (issue 14).
+    pub genomes: usize,
+    /// Readings the measures catalogue renamed, converted or moved (issue 25).
+    pub canonical: u64,
+}
+
 impl Services {
     /// Opens the configured store, then loads the keys, with the system clock.
     pub async fn open(config: &Config) -> Result<Services, StartupError> {
@@ -106,15 +117,20 @@ impl Services {
     }
 
     /// Moves data stored in an older layout into the current one (issue 14: DynamoDB's
-    /// per-reading items and per-rsid genotype items); returns the readings moved and the
-    /// users whose genotypes became their genome. Safe to run again.
-    pub async fn migrate_legacy_data(&self) -> Result<(u64, usize), StoreError> {
+    /// per-reading items and per-rsid genotype items; issue 25: readings made canonical by
+    /// the measures catalogue, rollups rebuilt). Safe to run again.
+    pub async fn migrate_legacy_data(&self) -> Result<Migrated, StoreError> {
         let readings = self.store.migrate_legacy_readings().await?;
         let genomes = self
             .store
             .migrate_legacy_genotypes(self.clock.now())
             .await?;
-        Ok((readings, genomes))
+        let canonical = self.store.migrate_measures().await?;
+        Ok(Migrated {
+            readings,
+            genomes,
+            canonical,
+        })
     }
 }
 

@@ -84,12 +84,16 @@ async fn main() {
         }
         Some("migrate") => {
             let services = Services::open(&config).await.unwrap_or_else(|e| fail(e));
-            let (readings, genomes) = services
+            let migrated = services
                 .migrate_legacy_data()
                 .await
                 .unwrap_or_else(|e| fail(e));
-            println!("{readings} readings moved to the current layout");
-            println!("{genomes} users' genotypes moved into a genome");
+            println!("{} readings moved to the current layout", migrated.readings);
+            println!("{} users' genotypes moved into a genome", migrated.genomes);
+            println!(
+                "{} readings made canonical by the measures catalogue",
+                migrated.canonical
+            );
             return;
         }
         Some("temp-url") => {

@@ -149,6 +149,11 @@ pub trait HealthStore: Send + Sync {
     /// per-reading `h#` items of every user); idempotent and resumable. Returns how
     /// many readings were moved (0 when there is nothing to move).
     fn migrate_legacy_readings(&self) -> StoreFuture<'_, u64>;
+
+    /// Makes every stored reading canonical by the measures catalogue and rebuilds every
+    /// rollup (issue 25; the embedded store does it when it opens a file, schema step 7);
+    /// idempotent and resumable. Returns how many readings changed.
+    fn migrate_measures(&self) -> StoreFuture<'_, u64>;
 }
 
 /// The length of a rollup's period.

@@ -163,6 +163,10 @@ impl HealthStore for DynamoStore {
         Box::pin(self.newest_readings(user, indicator_key, limit, window))
     }
 
+    fn migrate_measures(&self) -> StoreFuture<'_, u64> {
+        Box::pin(self.canonicalize_all())
+    }
+
     fn migrate_legacy_readings(&self) -> StoreFuture<'_, u64> {
         Box::pin(self.migrate_readings())
     }

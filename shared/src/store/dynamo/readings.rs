@@ -53,6 +53,18 @@ const TRANSACTION_BYTES: usize = 3_500_000;
 /// Attempts at a batch that racing writers keep defeating.
 const MERGE_ATTEMPTS: u32 = 8;
 
+/// How a write meets the readings a day item already holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Merge {
+    /// A written reading replaces the held one of its identity (uploads).
+    Replace,
+    /// A held reading stays (the issue 14 migration).
+    KeepExisting,
+    /// The day holds exactly the written readings afterwards (the issue 25 migration,
+    /// moving readings to their measure's key); an empty day is deleted.
+    WholeDay,
+}
+
 /// New readings of one indicator on one day, by (time, source).
 #[derive(Debug, Clone)]
 struct DayGroup {
@@ -247,15 +259,19 @@ fn unchanged(version: Option<u64>) -> Option<Condition> {
 
 impl DynamoStore {
     /// Writes readings into the day items, then rebuilds the touched months and
-    /// catalogue entries. Returns how many distinct readings were written. With
-    /// `keep_existing` (the migration), a reading already in a day item stays as it is.
+    /// catalogue entries. Returns what the write did. With `keep_existing` (the
+    /// migration), a reading already in a day item stays as it is.
     pub(super) async fn put_day_readings(
         &self,
         user: &str,
         readings: &[Reading],
         keep_existing: bool,
     ) -> Result<WriteReport, StoreError> {
-        let op = "put_readings";
+        let merge = if keep_existing {
+            Merge::KeepExisting
+        } else {
+            Merge::Replace
+        };
         // The last of a repeated identity wins, as writing one at a time would.
         let mut groups: BTreeMap<(String, String), HashMap<(String, String), Reading>> =
             BTreeMap::new();
@@ -267,21 +283,32 @@ impl DynamoStore {
                 .or_default()
                 .insert((r.time.clone(), r.source.clone()), r.clone());
         }
-        let months: BTreeSet<(String, String)> = groups
-            .keys()
-            .map(|(key, day)| (key.clone(), Period::Month.of(day).to_string()))
-            .collect();
-        let keys: BTreeSet<String> = months.iter().map(|(key, _)| key.clone()).collect();
         let groups: Vec<DayGroup> = groups
             .into_iter()
             .map(|((key, day), rows)| DayGroup { key, day, rows })
             .collect();
+        self.write_days(user, groups, merge).await
+    }
+
+    /// Writes day groups, then rebuilds their months and catalogue entries.
+    async fn write_days(
+        &self,
+        user: &str,
+        groups: Vec<DayGroup>,
+        merge: Merge,
+    ) -> Result<WriteReport, StoreError> {
+        let op = "put_readings";
+        let months: BTreeSet<(String, String)> = groups
+            .iter()
+            .map(|g| (g.key.clone(), Period::Month.of(&g.day).to_string()))
+            .collect();
+        let keys: BTreeSet<String> = months.iter().map(|(key, _)| key.clone()).collect();
         let user = user.to_string();
         let batches = groups
             .chunks(DAYS_PER_BATCH)
             .map(|chunk| {
                 let (store, user, chunk) = (self.clone(), user.clone(), chunk.to_vec());
-                async move { store.merge_days(&user, chunk, keep_existing).await }
+                async move { store.merge_days(&user, chunk, merge).await }
             })
             .collect::<Vec<_>>();
         let mut report = WriteReport::default();
@@ -394,7 +421,7 @@ impl DynamoStore {
         &self,
         user: &str,
         mut pending: Vec<DayGroup>,
-        keep_existing: bool,
+        merge: Merge,
     ) -> Result<WriteReport, StoreError> {
         let op = "put_readings";
         let table = self.tables.data.as_str();
@@ -408,15 +435,20 @@ impl DynamoStore {
                 vec![(Vec::new(), Vec::new(), 0, WriteReport::default())];
             for (group, old) in pending.iter().zip(&current) {
                 let version = version_of(old.first());
-                let mut merged: BTreeMap<(String, String), Reading> = decode_parts(op, old)?
+                let held: BTreeMap<(String, String), Reading> = decode_parts(op, old)?
                     .into_iter()
                     .map(|r| ((r.time.clone(), r.source.clone()), r))
                     .collect();
+                let mut merged = if merge == Merge::WholeDay {
+                    BTreeMap::new()
+                } else {
+                    held.clone()
+                };
                 let mut counts = WriteReport::default();
                 for (identity, reading) in &group.rows {
-                    let held = merged.get(identity).map(|r| (&r.value, r.unit.as_deref()));
-                    counts.count(held, reading);
-                    if keep_existing {
+                    let before = held.get(identity).map(|r| (&r.value, r.unit.as_deref()));
+                    counts.count(before, reading);
+                    if merge == Merge::KeepExisting {
                         merged
                             .entry(identity.clone())
                             .or_insert_with(|| reading.clone());
@@ -434,7 +466,7 @@ impl DynamoStore {
                     return Err(StoreError::Unavailable(format!("{op}: day too large")));
                 }
                 let owned: Vec<Reading> = merged.into_values().collect();
-                let rollup = Rollup::of(&group.day, &owned).ok_or_else(|| corrupt(op))?;
+                let rollup = Rollup::of(&group.day, &owned);
                 let mut items = Vec::with_capacity(parts.len() + 2);
                 let mut bytes = 0;
                 for (i, part) in parts.iter().enumerate() {
@@ -461,9 +493,15 @@ impl DynamoStore {
                     items.push(tx_delete(op, table, key, None)?);
                 }
                 let sk = rollup_sk(DAY_ROLLUP_PREFIX, &group.key, &group.day);
-                let rollup = rollup_item(op, user, sk, &rollup, None)?;
                 bytes += 1000;
-                items.push(tx_put(op, table, rollup, None)?);
+                match rollup {
+                    Some(rollup) => {
+                        let rollup = rollup_item(op, user, sk, &rollup, None)?;
+                        items.push(tx_put(op, table, rollup, None)?);
+                    }
+                    // An emptied day (moved to another key): its rollup goes too.
+                    None => items.push(tx_delete(op, table, data_key(user, sk), None)?),
+                }
                 let last = transactions.last_mut().ok_or_else(|| corrupt(op))?;
                 if last.1.len() + items.len() > TRANSACTION_ITEMS
                     || last.2 + bytes > TRANSACTION_BYTES
@@ -808,6 +846,86 @@ impl DynamoStore {
             match page.last_evaluated_key {
                 Some(key) if !key.is_empty() => start = Some(key),
                 _ => return Ok(moved),
+            }
+        }
+    }
+}
+
+impl DynamoStore {
+    /// Issue 25: every day item's readings made canonical by the measures catalogue and
+    /// every rollup rebuilt (they now carry totals, bands and days), page by page over the
+    /// table. A reading whose measure has another key (`Weight` is `Body weight`) is
+    /// written under it first, then its old day keeps only what stays (an emptied day and
+    /// its rollup are deleted), so a run that stops midway loses nothing and the next run
+    /// carries on. A reading the catalogue refuses stays as it is. Returns the readings
+    /// that moved or changed.
+    pub(super) async fn canonicalize_all(&self) -> Result<u64, StoreError> {
+        let op = "migrate_measures";
+        let scan = self
+            .client
+            .scan()
+            .table_name(&self.tables.data)
+            .consistent_read(true)
+            .filter_expression("begins_with(#sk, :prefix)")
+            .projection_expression("#pk, #sk")
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_values(":prefix", s(DAY_PREFIX));
+        let catalogue = crate::domain::measures::catalogue();
+        let mut changed = 0;
+        let mut start: Option<Item> = None;
+        loop {
+            let page = scan
+                .clone()
+                .set_exclusive_start_key(start.take())
+                .set_limit(self.page_limit)
+                .send()
+                .await
+                .map_err(|e| sdk_error(op, e))?;
+            let mut days: BTreeSet<(String, String, String)> = BTreeSet::new();
+            for item in page.items.unwrap_or_default() {
+                let user = get_s(op, &item, PK)?;
+                let sk = get_s(op, &item, SK)?;
+                let rest = sk.strip_prefix(DAY_PREFIX).ok_or_else(|| corrupt(op))?;
+                let mut fields = rest.rsplitn(3, '#');
+                let (_part, day, key) = (fields.next(), fields.next(), fields.next());
+                let (Some(day), Some(key)) = (day, key) else {
+                    return Err(corrupt(op));
+                };
+                days.insert((user, key.to_string(), day.to_string()));
+            }
+            for (user, key, day) in days {
+                let held = decode_parts(op, &self.day_parts(op, &user, &key, &day).await?)?;
+                if held.is_empty() {
+                    continue;
+                }
+                let (mut stays, mut moves) = (Vec::new(), Vec::new());
+                for reading in held {
+                    let canonical = catalogue
+                        .canonical(reading.clone())
+                        .unwrap_or_else(|_| reading.clone());
+                    if canonical != reading {
+                        changed += 1;
+                    }
+                    if Reading::indicator_key(&canonical.indicator) == key {
+                        stays.push(canonical);
+                    } else {
+                        moves.push(canonical);
+                    }
+                }
+                if !moves.is_empty() {
+                    self.put_day_readings(&user, &moves, false).await?;
+                }
+                let rows = stays
+                    .into_iter()
+                    .map(|r| ((r.time.clone(), r.source.clone()), r))
+                    .collect();
+                let group = DayGroup { key, day, rows };
+                self.write_days(&user, vec![group], Merge::WholeDay).await?;
+            }
+            match page.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => return Ok(changed),
             }
         }
     }
