@@ -4,6 +4,10 @@
 //! chart (its points, the reference band) and latest readings, the genome summary and
 //! the rsid look-up. Another person's session never sees any of it; unknown indicators
 //! are 404 pages; invalid rsids are answered in words; every page is under 50 KB.
+//!
+//! Issue 25: the pages show what `query_health_indicators` answers, by the measure's
+//! kind: steps as daily totals, sleep by the night in hours, glucose in mg/dL whatever
+//! unit it was sent in, and a CGM's glucose with its time in range.
 
 use e2e::{Reply, Server, form_of, get, post_json, send};
 use serde_json::json;
@@ -12,11 +16,12 @@ const PASSWORD: &str = "correct horse battery staple";
 const MAX_PAGE: usize = 50 * 1024;
 
 /// Two years of glucose (two month points before the last year's twelve months, then
-/// five days of two readings each) and one vitamin D reading.
+/// five days of two readings each; one sent in mmol/L: 5.5 × 18.016 = 99.088 mg/dL,
+/// one series with the 99 mg/dL of 2024-06-05) and one vitamin D reading.
 const READINGS: &str = "indicator,value,unit,time\n\
 Glucose,80,mg/dL,2024-03-10T08:00:00\n\
-Glucose,100,mg/dL,2024-03-20T08:00:00\n\
-Glucose,90,mg/dL,2024-06-05T08:00:00\n\
+Glucose,5.5,mmol/L,2024-03-20T08:00:00\n\
+Glucose,99,mg/dL,2024-06-05T08:00:00\n\
 Glucose,85,mg/dL,2026-01-01T07:00:00\n\
 Glucose,105,mg/dL,2026-01-01T19:00:00\n\
 Glucose,86,mg/dL,2026-01-02T07:00:00\n\
@@ -28,6 +33,41 @@ Glucose,108,mg/dL,2026-01-04T19:00:00\n\
 Glucose,89,mg/dL,2026-01-05T07:00:00\n\
 Glucose,109,mg/dL,2026-01-05T19:00:00\n\
 Vitamin D (25-OH),31.5,ng/mL,2025-11-20T09:00:00\n";
+
+/// Steps: 10 hourly readings of 500 on 2026-03-01 (a day total of 5,000) and 12 hourly
+/// readings of 800 on 2026-03-02, 08:00 to 19:00 (12 × 800 = 9,600, never "800 steps").
+/// Sleep: two nights dated by the morning they end, 420 min (7 h 00 min) and 7.5 h
+/// (7.5 × 60 = 450 min, 7 h 30 min).
+fn steps_and_sleep() -> String {
+    let mut csv = String::from("indicator,value,unit,time\n");
+    for hour in 8..18 {
+        csv.push_str(&format!("Steps,500,steps,2026-03-01T{hour:02}:00:00\n"));
+    }
+    for hour in 8..20 {
+        csv.push_str(&format!("Steps,800,steps,2026-03-02T{hour:02}:00:00\n"));
+    }
+    csv.push_str("Sleep asleep,420,min,2026-03-01T07:00:00\n");
+    csv.push_str("Sleep asleep,7.5,h,2026-03-02T07:00:00\n");
+    csv
+}
+
+/// A day of a CGM, a reading every 15 minutes: 96 readings, of each 8 one at 200 mg/dL,
+/// one at 60 and six at 120 (12 above 180, 12 below 70, 72 in range).
+fn cgm_day() -> String {
+    let mut csv = String::from("indicator,value,unit,time\n");
+    for i in 0..96 {
+        let value = match i % 8 {
+            0 => 200,
+            1 => 60,
+            _ => 120,
+        };
+        let (hour, minute) = (i / 4, (i % 4) * 15);
+        csv.push_str(&format!(
+            "Glucose,{value},mg/dL,2026-03-01T{hour:02}:{minute:02}:00\n"
+        ));
+    }
+    csv
+}
 
 const GENOME: &str = "# 23andMe-style raw data\n\
 # rsid\tchromosome\tposition\tgenotype\n\
@@ -176,6 +216,15 @@ async fn the_data_pages_show_a_persons_readings_and_genome_and_nobody_elses() {
     upload(
         &server,
         &token,
+        "/api/data/health",
+        "text/csv",
+        &steps_and_sleep(),
+        "iPhone",
+    )
+    .await;
+    upload(
+        &server,
+        &token,
         "/api/data/genotype",
         "text/plain",
         GENOME,
@@ -183,9 +232,15 @@ async fn the_data_pages_show_a_persons_readings_and_genome_and_nobody_elses() {
     )
     .await;
 
-    // The catalogue: one row per indicator with its count, dates, latest value and unit.
+    // The catalogue: one row per indicator with its latest figure as its kind reads
+    // (with its unit and date), its count and dates.
     let data = alice.get(&server, "/console/data").await;
     assert_eq!(data.status, 200);
+    assert!(data.body.contains("4 indicators"), "{}", data.body);
+    assert!(
+        !data.body.contains("mixed"),
+        "every catalogue measure has one unit"
+    );
     let glucose = slice_from(&data.body, "<tr data-indicator=\"Glucose\">", "</tr>");
     assert!(
         glucose.contains("href=\"/console/data/Glucose\""),
@@ -194,8 +249,28 @@ async fn the_data_pages_show_a_persons_readings_and_genome_and_nobody_elses() {
     assert_eq!(text_after(glucose, "<td class=\"count\">"), "13");
     assert_eq!(text_after(glucose, "<td class=\"first\">"), "2024-03-10");
     assert_eq!(text_after(glucose, "<td class=\"last\">"), "2026-01-05");
-    assert_eq!(text_after(glucose, "<td class=\"latest\">"), "109");
-    assert_eq!(text_after(glucose, "<td class=\"unit\">"), "mg/dL");
+    // Glucose is discrete: its latest reading.
+    assert_eq!(text_after(glucose, "<span class=\"value\">"), "109 mg/dL");
+    assert_eq!(
+        text_after(glucose, "<span class=\"basis muted\">"),
+        "(reading)"
+    );
+    assert_eq!(text_after(glucose, "<td class=\"date\">"), "2026-01-05");
+    // Steps: the latest day's total, 12 × 800 = 9,600 (not the last reading's 800).
+    let steps = slice_from(&data.body, "<tr data-indicator=\"Steps\">", "</tr>");
+    assert_eq!(text_after(steps, "<span class=\"value\">"), "9,600 steps");
+    assert_eq!(
+        text_after(steps, "<span class=\"basis muted\">"),
+        "(daily total)"
+    );
+    assert_eq!(text_after(steps, "<td class=\"date\">"), "2026-03-02");
+    // 10 + 12 readings.
+    assert_eq!(text_after(steps, "<td class=\"count\">"), "22");
+    // Sleep: the latest night, 7.5 h = 450 min = 7 h 30 min, dated by its morning.
+    let sleep = slice_from(&data.body, "<tr data-indicator=\"Sleep asleep\">", "</tr>");
+    assert_eq!(text_after(sleep, "<span class=\"value\">"), "7 h 30 min");
+    assert_eq!(text_after(sleep, "<span class=\"basis muted\">"), "(night)");
+    assert_eq!(text_after(sleep, "<td class=\"date\">"), "2026-03-02");
     let vitamin = slice_from(
         &data.body,
         "<tr data-indicator=\"Vitamin D (25-OH)\">",
@@ -206,6 +281,7 @@ async fn the_data_pages_show_a_persons_readings_and_genome_and_nobody_elses() {
         "{vitamin}"
     );
     assert_eq!(text_after(vitamin, "<td class=\"count\">"), "1");
+    assert_eq!(text_after(vitamin, "<span class=\"value\">"), "31.5 ng/mL");
     // The genome summary: how many variants, from which file, when.
     let genome = slice_from(&data.body, "<section id=\"genome-summary\"", "</section>");
     assert_eq!(text_after(genome, "<span class=\"variants\">"), "4");
@@ -214,7 +290,8 @@ async fn the_data_pages_show_a_persons_readings_and_genome_and_nobody_elses() {
     assert!(genome.contains("href=\"/console/genome\""));
 
     // The indicator page: a chart of two month points then five day points, the
-    // min–max range, the reference band of glucose in mg/dL, and the latest readings.
+    // min–max range, the reference band of glucose in mg/dL (a lab's few readings are
+    // no CGM: no time in range), and the latest readings.
     let page = alice.get(&server, "/console/data/Glucose").await;
     assert_eq!(page.status, 200, "{}", page.body);
     assert!(page.body.contains("<svg class=\"chart\" role=\"img\""));
@@ -233,6 +310,17 @@ async fn the_data_pages_show_a_persons_readings_and_genome_and_nobody_elses() {
             .contains("Points before 2025-01-01 are month means")
     );
     assert!(page.body.contains("reference range, 70 to 99 mg/dL"));
+    assert!(!page.body.contains("id=\"time-in-range\""));
+    // March 2024's month point is the mean of 80 and 99.088: 89.544; the last day point
+    // (2026-01-05) is the mean of 89 and 109: 99; values span 80 to 109.
+    assert!(
+        page.body.contains(
+            "7 points from 2024-03-15 to 2026-01-05, values from 80 mg/dL to 109 mg/dL; \
+             the last point's mean is 99 mg/dL."
+        ),
+        "{}",
+        page.body
+    );
     let latest = slice_from(&page.body, "<table id=\"latest\"", "</table>");
     assert_eq!(latest.matches("<td class=\"when\">").count(), 13);
     assert_eq!(
@@ -240,7 +328,77 @@ async fn the_data_pages_show_a_persons_readings_and_genome_and_nobody_elses() {
         "2026-01-05 19:00"
     );
     assert_eq!(text_after(latest, "<td class=\"value\">"), "109");
+    assert_eq!(text_after(latest, "<td class=\"unit\">"), "mg/dL");
     assert_eq!(text_after(latest, "<td class=\"source\">"), "City Lab");
+    // The reading sent in mmol/L is stored in mg/dL: 5.5 × 18.016 = 99.088.
+    let converted = slice_from(latest, "<td class=\"when\">2024-03-20 08:00</td>", "</tr>");
+    assert_eq!(text_after(converted, "<td class=\"value\">"), "99.088");
+    assert_eq!(text_after(converted, "<td class=\"unit\">"), "mg/dL");
+    // What was sent is shown when the store gives it back (the embedded store's reads do
+    // not yet).
+    if converted.contains("<td class=\"sent\">") {
+        assert_eq!(text_after(converted, "<td class=\"sent\">"), "5.5 mmol/L");
+    }
+    assert!(!latest.contains("<td class=\"unit\">mmol/L"), "one unit");
+
+    // Steps chart daily totals: one point per day, 5,000 then 9,600, no min–max range
+    // and no reference band.
+    let steps = alice.get(&server, "/console/data/Steps").await;
+    assert_eq!(steps.status, 200, "{}", steps.body);
+    assert!(
+        steps
+            .body
+            .contains("<title id=\"chart-title\">Steps, daily total (steps)</title>"),
+        "{}",
+        steps.body
+    );
+    assert_eq!(
+        attr(&steps.body, "<path class=\"line\"", "data-points"),
+        "2"
+    );
+    assert!(!steps.body.contains("<path class=\"range\""));
+    assert!(!steps.body.contains("<rect class=\"band\""));
+    assert!(
+        steps.body.contains(
+            "2 points from 2026-03-01 to 2026-03-02, values from 5000 steps to 9600 steps"
+        ),
+        "{}",
+        steps.body
+    );
+    assert!(
+        steps
+            .body
+            .contains("Each point is one day's total, every source counted once.")
+    );
+    let facts = slice_from(&steps.body, "<p class=\"facts\">", "</p>");
+    assert_eq!(text_after(facts, "<span class=\"latest\">"), "9,600 steps");
+    assert_eq!(text_after(facts, "<span class=\"date\">"), "2026-03-02");
+
+    // Sleep charts one value per night in hours: 7 h (420 min), then 7.5 h (450 min).
+    let sleep = alice.get(&server, "/console/data/Sleep%20asleep").await;
+    assert_eq!(sleep.status, 200, "{}", sleep.body);
+    assert!(
+        sleep
+            .body
+            .contains("<title id=\"chart-title\">Sleep asleep, per night (h)</title>"),
+        "{}",
+        sleep.body
+    );
+    assert_eq!(
+        attr(&sleep.body, "<path class=\"line\"", "data-points"),
+        "2"
+    );
+    assert!(
+        sleep
+            .body
+            .contains("values from 7 h 00 min to 7 h 30 min; the last night is 7 h 30 min."),
+        "{}",
+        sleep.body
+    );
+    // The latest readings are the stored minutes.
+    let nights = slice_from(&sleep.body, "<table id=\"latest\"", "</table>");
+    assert_eq!(text_after(nights, "<td class=\"value\">"), "450");
+    assert_eq!(text_after(nights, "<td class=\"unit\">"), "min");
     // Any spelling of the name finds it; the encoded name with brackets too.
     assert_eq!(
         alice.get(&server, "/console/data/glucose").await.status,
@@ -308,6 +466,48 @@ async fn the_data_pages_show_a_persons_readings_and_genome_and_nobody_elses() {
         .await;
     assert_eq!(too_many.status, 400);
     assert!(too_many.body.contains("look up at most 50"));
+
+    // A CGM's day of glucose: the time-in-range figures instead of the fasting band.
+    let carol = Person::sign_up(&server, "carol@example.com").await;
+    let carol_token = api_token(&server, "carol@example.com").await;
+    upload(
+        &server,
+        &carol_token,
+        "/api/data/health",
+        "text/csv",
+        &cgm_day(),
+        "Sensor",
+    )
+    .await;
+    let cgm = carol.get(&server, "/console/data/Glucose").await;
+    assert_eq!(cgm.status, 200, "{}", cgm.body);
+    assert!(
+        !cgm.body.contains("<rect class=\"band\""),
+        "no fasting band"
+    );
+    let tir = slice_from(&cgm.body, "<section id=\"time-in-range\"", "</section>");
+    // In range 72/96 = 75 %; below 70: 12/96 = 12.5 %; above 180: 12/96 = 12.5 %.
+    assert_eq!(text_after(tir, "<td class=\"tir-in-range\">"), "75 %");
+    assert_eq!(text_after(tir, "<td class=\"tir-below\">"), "12.5 %");
+    assert_eq!(text_after(tir, "<td class=\"tir-above\">"), "12.5 %");
+    // Mean (72 × 120 + 12 × 200 + 12 × 60) / 96 = 11,760 / 96 = 122.5 mg/dL;
+    // GMI = 3.31 + 0.02392 × 122.5 = 6.2402, 6.2 %.
+    assert_eq!(text_after(tir, "<td class=\"tir-mean\">"), "122.5 mg/dL");
+    assert_eq!(text_after(tir, "<td class=\"tir-gmi\">"), "6.2 %");
+    assert_eq!(text_after(tir, "<span class=\"from\">"), "2026-03-01");
+    // One day of 96 readings a day: 96 of 96 expected, but under the consensus' 14 days.
+    assert!(
+        tir.contains("96 sensor readings over 1 day (100 % of those expected)"),
+        "{tir}"
+    );
+    assert!(tir.contains("fewer than 14 days"), "{tir}");
+    // The day point is the day's mean, 122.5, spanning 60 to 200.
+    assert_eq!(attr(&cgm.body, "<path class=\"line\"", "data-points"), "1");
+    assert!(
+        cgm.body.contains("values from 60 mg/dL to 200 mg/dL"),
+        "{}",
+        cgm.body
+    );
 
     // Another person sees none of it: an empty catalogue, no genome, 404 on the
     // indicator, and no genotypes from the look-up.

@@ -1,6 +1,8 @@
 //! Charts as SVG, drawn on the server from the rollups: a line of day points for a
 //! year or month points beyond, a range band where there is one, the reference range
-//! shaded where the synonym table knows one. Pure: numbers in, markup out.
+//! shaded where the synonym table knows one. What a point stands for follows the
+//! measure's kind (issue 25): a day's mean with its extremes, a day's total, or a
+//! night's sleep in hours ([`Values`]). Pure: numbers in, markup out.
 //!
 //! Every number is checked before it is drawn: non-finite values are dropped, equal
 //! values get a made-up span (no division by zero), and the scale is computed on
@@ -9,6 +11,8 @@
 
 use chrono::{Datelike, NaiveDate};
 use maud::{Markup, html};
+
+use crate::tools::hours_and_minutes;
 
 /// The drawing's size in SVG units (it scales to the page's width).
 const WIDTH: f64 = 720.0;
@@ -30,14 +34,28 @@ pub(crate) struct ChartPoint {
     pub max: f64,
 }
 
+/// What a chart's points stand for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Values {
+    /// A discrete measure: each point is a period's mean, with its least and greatest.
+    Means,
+    /// A cumulative measure: each point is a day's total (a month point: its mean daily
+    /// total).
+    DailyTotals,
+    /// Sleep: each point is a night's total in hours (a month point: its mean per night).
+    Nights,
+}
+
 /// What to draw: the points in time order, and the reference range when known.
 pub(crate) struct Chart<'a> {
-    /// The indicator's name (the SVG's `<title>`).
+    /// What the chart shows (the SVG's `<title>`): the indicator's name, for totals and
+    /// nights with what a point is (`Steps, daily total`).
     pub title: &'a str,
     pub unit: Option<&'a str>,
     pub points: &'a [ChartPoint],
     /// The reference range (low, high), shaded as `rect.band`.
     pub band: Option<(f64, f64)>,
+    pub values: Values,
 }
 
 /// The day number of `YYYY-MM-DD`, or of the 15th for `YYYY-MM` (a month point sits in
@@ -223,6 +241,15 @@ fn valid_band(band: Option<(f64, f64)>) -> Option<(f64, f64)> {
     band.filter(|(lo, hi)| lo.is_finite() && hi.is_finite() && lo <= hi)
 }
 
+/// A night in hours as a person reads it (`7 h 30 min`), the tool's own wording.
+fn night_text(hours: f64) -> String {
+    if hours.is_finite() {
+        hours_and_minutes(hours * 60.0)
+    } else {
+        "–".to_string()
+    }
+}
+
 /// The text a screen reader gets for the chart.
 pub(crate) fn describe(chart: &Chart<'_>) -> String {
     let points = drawable(chart.points);
@@ -236,15 +263,24 @@ pub(crate) fn describe(chart: &Chart<'_>) -> String {
         .map(|p| p.max)
         .fold(f64::NEG_INFINITY, f64::max);
     let date = |d: i64| date_of(d).map(|d| d.to_string()).unwrap_or_default();
+    let value = |v: f64| match chart.values {
+        Values::Nights => night_text(v),
+        _ => format!("{}{unit}", format_value(v)),
+    };
+    let last_is = match chart.values {
+        Values::Means => "the last point's mean is",
+        Values::DailyTotals => "the last point's total is",
+        Values::Nights => "the last night is",
+    };
     let mut text = format!(
-        "{}: {} points from {} to {}, values from {}{unit} to {}{unit}; the last point's mean is {}{unit}.",
+        "{}: {} points from {} to {}, values from {} to {}; {last_is} {}.",
         chart.title,
         points.len(),
         date(first.day),
         date(last.day),
-        format_value(low),
-        format_value(high),
-        format_value(last.mean),
+        value(low),
+        value(high),
+        value(last.mean),
     );
     if let Some((lo, hi)) = valid_band(chart.band) {
         text.push_str(&format!(
@@ -376,6 +412,7 @@ mod tests {
             unit: Some("mg/dL"),
             points,
             band,
+            values: Values::Means,
         })
         .into_string()
     }
@@ -596,8 +633,54 @@ mod tests {
             unit: None,
             points: &[],
             band: None,
+            values: Values::Means,
         })
         .into_string();
         assert!(!out.contains("<script>"));
+    }
+
+    #[test]
+    fn totals_and_nights_are_described_as_such() {
+        // Two days of steps: 5,000 then 9,600 (12 hourly readings of 800).
+        let days = [
+            point(day_number("2026-03-01").unwrap(), 5000.0, 5000.0, 5000.0),
+            point(day_number("2026-03-02").unwrap(), 9600.0, 9600.0, 9600.0),
+        ];
+        let chart = Chart {
+            title: "Steps, daily total",
+            unit: Some("steps"),
+            points: &days,
+            band: None,
+            values: Values::DailyTotals,
+        };
+        let text = describe(&chart);
+        assert_eq!(
+            text,
+            "Steps, daily total: 2 points from 2026-03-01 to 2026-03-02, values from 5000 steps \
+             to 9600 steps; the last point's total is 9600 steps."
+        );
+        let out = draw(&chart).into_string();
+        assert!(out.contains("<title id=\"chart-title\">Steps, daily total (steps)</title>"));
+        assert!(
+            !out.contains("class=\"range\""),
+            "a total has no min–max range"
+        );
+        // Two nights: 420 min = 7 h 00 min, 450 min = 7.5 h = 7 h 30 min.
+        let nights = [
+            point(day_number("2026-03-01").unwrap(), 7.0, 7.0, 7.0),
+            point(day_number("2026-03-02").unwrap(), 7.5, 7.5, 7.5),
+        ];
+        let text = describe(&Chart {
+            title: "Sleep asleep, per night",
+            unit: Some("h"),
+            points: &nights,
+            band: None,
+            values: Values::Nights,
+        });
+        assert!(
+            text.ends_with("values from 7 h 00 min to 7 h 30 min; the last night is 7 h 30 min."),
+            "{text}"
+        );
+        assert_eq!(night_text(f64::NAN), "–");
     }
 }

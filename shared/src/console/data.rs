@@ -1,6 +1,14 @@
-//! Your data: the catalogue (every indicator with its count, first and last date and
-//! unit), one indicator's chart and latest readings, and the genome summary with the
-//! rsid look-up. Reads the store's catalogue, rollups and genome; renders with `chart.rs`.
+//! Your data: the catalogue (every indicator with its latest figure as its kind reads,
+//! its unit and date, its count and first and last date), one indicator's chart and
+//! latest readings, and the genome summary with the rsid look-up. Reads the store's
+//! catalogue, rollups and genome; renders with `chart.rs`.
+//!
+//! Shows what `query_health_indicators` answers (issue 25), with the tool's own rules
+//! and arithmetic: a cumulative measure (steps) by its day totals, counted once across
+//! sources ([`Rollup::total`]); sleep by the night, dated by the morning it ends; a
+//! discrete measure by its readings (a day's mean, least and greatest); a CGM's glucose
+//! with the consensus time-in-range figures (`tools::cgm_report`) instead of the fasting
+//! reference band.
 //!
 //! Bounds what comes from the request before the store sees it: an indicator name of at
 //! most [`MAX_INDICATOR`] bytes, at most [`MAX_RSIDS`] rsids each of the form
@@ -10,13 +18,16 @@ use bytes::Bytes;
 use http::{Request, StatusCode};
 use maud::{Markup, html};
 
-use super::chart::{self, Chart, ChartPoint};
+use serde_json::Value;
+
+use super::chart::{self, Chart, ChartPoint, Values};
 use super::layout::{self, Notice};
 use super::{Answer, ConsoleApi, Session, html as page, query_param};
+use crate::domain::measures::{self, Kind};
 use crate::domain::{Genotype, Reading, ReadingValue};
 use crate::http::ApiError;
 use crate::store::{GenomeSummary, Period, ReadingQuery, Rollup};
-use crate::tools::reference_range;
+use crate::tools::{as_sent, cgm_report, format_number, hours_and_minutes, reference_range};
 
 /// The longest indicator name a page is asked for (longer: no such indicator).
 const MAX_INDICATOR: usize = 300;
@@ -54,18 +65,77 @@ fn when(time: &str) -> String {
     }
 }
 
+/// A number as the tool answers it (at most four decimals), with thousands separators
+/// (`9,600`, `-1,234.5`).
+fn number_text(n: f64) -> String {
+    let text = format_number(n);
+    let (sign, digits) = match text.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", text.as_str()),
+    };
+    let (whole, fraction) = match digits.split_once('.') {
+        Some((whole, fraction)) => (whole, Some(fraction)),
+        None => (digits, None),
+    };
+    match whole.parse::<u64>() {
+        Ok(whole) => match fraction {
+            Some(fraction) => format!("{sign}{}.{fraction}", grouped(whole)),
+            None => format!("{sign}{}", grouped(whole)),
+        },
+        Err(_) => text,
+    }
+}
+
 fn value_text(value: &ReadingValue) -> String {
     match value {
-        ReadingValue::Number(n) => n.to_string(),
+        ReadingValue::Number(n) => number_text(*n),
         ReadingValue::Text(t) => t.clone(),
     }
 }
 
-/// The unit column: the unit, `mixed` when the readings disagree, or nothing.
-fn unit_text(summary: &Rollup) -> String {
-    match summary.common_unit() {
-        Some(unit) => unit.unwrap_or_default().to_string(),
-        None => "mixed".to_string(),
+/// The kind of a stored series, from its key (a measure nobody listed is discrete).
+fn kind_of(key: &str) -> Kind {
+    measures::catalogue().kind_of_key(key)
+}
+
+/// A measure's latest figure: what it is (`9,600 steps`, `7 h 30 min`), what it stands
+/// for, and its day.
+#[derive(Debug, Clone, PartialEq)]
+struct Latest {
+    text: String,
+    basis: &'static str,
+    day: String,
+}
+
+/// The latest figure as the tool's catalogue answers it: a cumulative measure's latest
+/// daily total, sleep's latest night, otherwise the latest reading. Every catalogue
+/// measure has one unit; a series nobody listed may hold several (then none is named).
+fn latest_of(kind: Kind, summary: &Rollup) -> Latest {
+    let unit = summary.common_unit().flatten();
+    let with_unit = |value: String| match unit {
+        Some(unit) => format!("{value} {unit}"),
+        None => value,
+    };
+    match (kind, &summary.last_day) {
+        (Kind::Sleep, Some(night)) => Latest {
+            text: hours_and_minutes(night.total),
+            basis: "night",
+            day: night.day.clone(),
+        },
+        (Kind::Cumulative, Some(day)) => Latest {
+            text: with_unit(number_text(day.total)),
+            basis: "daily total",
+            day: day.day.clone(),
+        },
+        _ => Latest {
+            text: with_unit(value_text(&summary.last.value)),
+            basis: if summary.common_unit().is_none() {
+                "reading; units vary"
+            } else {
+                "reading"
+            },
+            day: day_of(&summary.last.time).to_string(),
+        },
     }
 }
 
@@ -78,17 +148,98 @@ fn utc(epoch: u64) -> String {
         .unwrap_or_default()
 }
 
-/// A rollup as a chart point (its mean, min and max); `None` without numbers.
-fn chart_point(rollup: &Rollup) -> Option<ChartPoint> {
-    if rollup.numeric_count == 0 {
-        return None;
-    }
+/// A rollup as a chart point: a discrete measure's mean, min and max; a summed one's
+/// day total (a month's mean daily total), sleep in hours. `None` without numbers.
+fn chart_point(rollup: &Rollup, values: Values) -> Option<ChartPoint> {
+    let day = chart::day_number(&rollup.period)?;
+    let value = match values {
+        Values::Means => {
+            return Some(ChartPoint {
+                day,
+                mean: rollup.mean()?,
+                min: rollup.min,
+                max: rollup.max,
+            });
+        }
+        // A day is one day; a month is the mean of its days, as the tool's month
+        // buckets answer it.
+        Values::DailyTotals => rollup.total? / rollup.days.max(1) as f64,
+        Values::Nights => rollup.total? / rollup.days.max(1) as f64 / 60.0,
+    };
     Some(ChartPoint {
-        day: chart::day_number(&rollup.period)?,
-        mean: rollup.sum / rollup.numeric_count as f64,
-        min: rollup.min,
-        max: rollup.max,
+        day,
+        mean: value,
+        min: value,
+        max: value,
     })
+}
+
+/// The calendar days from the first to the last reading, both counted (the period the
+/// tool's statistics over the whole history cover).
+fn period_days(summary: &Rollup) -> u64 {
+    let day = |time: &str| chart::day_number(day_of(time));
+    match (day(&summary.first.time), day(&summary.last.time)) {
+        (Some(first), Some(last)) => u64::try_from(last - first + 1).unwrap_or(1),
+        _ => summary.days.max(1),
+    }
+}
+
+/// A percentage or a number of the CGM report as shown.
+fn report_number(report: &Value, field: &str) -> String {
+    report[field]
+        .as_f64()
+        .map_or_else(|| "–".to_string(), format_number)
+}
+
+/// The consensus time-in-range figures of a CGM's glucose over the chart's period.
+fn time_in_range_markup(report: &Value, from: &str, to: &str) -> Markup {
+    let figures = [
+        (
+            "tir-in-range",
+            "Time in range, 70 to 180 mg/dL",
+            "time_in_range_70_180_pct",
+            "%",
+        ),
+        ("tir-below", "Below 70 mg/dL", "time_below_70_pct", "%"),
+        ("tir-above", "Above 180 mg/dL", "time_above_180_pct", "%"),
+        ("tir-mean", "Mean glucose", "mean_mg_dl", "mg/dL"),
+        (
+            "tir-gmi",
+            "GMI (glucose management indicator)",
+            "gmi_pct",
+            "%",
+        ),
+    ];
+    html! {
+        section id="time-in-range" aria-labelledby="tir-heading" {
+            h2 id="tir-heading" { "Time in range" }
+            p {
+                "From " span.from { (from) } " to " span.to { (to) } ": "
+                (report_number(report, "readings")) " sensor readings over "
+                (report_number(report, "period_days"))
+                @if report["period_days"] == 1 { " day (" } @else { " days (" }
+                (report_number(report, "readings_present_pct")) " % of those expected)."
+            }
+            div.table-wrap {
+                table id="tir" aria-labelledby="tir-heading" {
+                    tbody {
+                        @for (class, label, field, unit) in figures {
+                            tr {
+                                th scope="row" { (label) }
+                                td class=(class) { (report_number(report, field)) " " (unit) }
+                            }
+                        }
+                    }
+                }
+            }
+            @if let Some(note) = report["note"].as_str() {
+                p.muted.tir-note { "Note: " (note) "." }
+            }
+            @if let Some(targets) = report["targets"].as_str() {
+                p.muted { "Targets: " (targets) "." }
+            }
+        }
+    }
 }
 
 /// The rsids of a look-up: split on commas and white space, lower-cased; the invalid
@@ -199,24 +350,32 @@ impl ConsoleApi {
                 } @else {
                     div.table-wrap {
                         table id="catalogue" {
-                            caption.muted { (catalogue.len()) " indicators" }
+                            caption.muted {
+                                (catalogue.len()) " indicators. Latest: a cumulative measure's latest "
+                                "daily total (every source counted once), sleep's latest night, "
+                                "otherwise the latest reading."
+                            }
                             thead { tr {
-                                th scope="col" { "Indicator" } th scope="col" { "Readings" }
+                                th scope="col" { "Indicator" } th scope="col" { "Latest" }
+                                th scope="col" { "On" } th scope="col" { "Readings" }
                                 th scope="col" { "First" } th scope="col" { "Last" }
-                                th scope="col" { "Latest value" } th scope="col" { "Unit" }
                             } }
                             tbody {
                                 @for entry in &catalogue {
                                     @let s = &entry.summary;
+                                    @let latest = latest_of(kind_of(&entry.key), s);
                                     tr data-indicator=(s.name) {
                                         th scope="row" {
                                             a href={ "/console/data/" (path_segment(&s.name)) } { (s.name) }
                                         }
+                                        td.latest {
+                                            span.value { (latest.text) } " "
+                                            span.basis.muted { "(" (latest.basis) ")" }
+                                        }
+                                        td.date { (latest.day) }
                                         td.count { (grouped(s.count)) }
                                         td.first { (day_of(&s.first.time)) }
                                         td.last { (day_of(&s.last.time)) }
-                                        td.latest { (value_text(&s.last.value)) }
-                                        td.unit { (unit_text(s)) }
                                     }
                                 }
                             }
@@ -240,12 +399,23 @@ impl ConsoleApi {
             return Err(not_found());
         }
         let user = session.user_id.as_str();
-        let key = Reading::indicator_key(indicator);
         let catalogue = self.store.catalogue(user).await?;
-        let Some(entry) = catalogue.into_iter().find(|e| e.key == key) else {
+        // The name as asked, else the measure it is another name of (`HbA1c`).
+        let asked = Reading::indicator_key(indicator);
+        let measure = measures::catalogue()
+            .by_name(indicator)
+            .map(|m| m.key.clone());
+        let Some(entry) = catalogue
+            .iter()
+            .find(|e| e.key == asked)
+            .or_else(|| catalogue.iter().find(|e| Some(&e.key) == measure.as_ref()))
+            .cloned()
+        else {
             return Err(not_found());
         };
+        let key = entry.key;
         let summary = entry.summary;
+        let kind = kind_of(&key);
         // Day points for the last twelve months or so, month points before them.
         let cutoff = chart::day_points_from(&summary.last.time).unwrap_or_default();
         let cutoff_month = cutoff.get(..7).unwrap_or_default().to_string();
@@ -258,42 +428,101 @@ impl ConsoleApi {
             self.store.latest_readings(user, &key, LATEST, &all),
         );
         let (months, days, latest) = (months?, days?, latest?);
-        let month_points = months
+        let months: Vec<&Rollup> = months.iter().filter(|m| m.period < cutoff_month).collect();
+        // Totals when every rollup has one (as the tool's buckets answer), else means.
+        let summed = kind.is_summed()
+            && months
+                .iter()
+                .copied()
+                .chain(&days)
+                .all(|r| r.total.is_some() || r.numeric_count == 0);
+        let values = match (summed, kind) {
+            (true, Kind::Sleep) => Values::Nights,
+            (true, _) => Values::DailyTotals,
+            _ => Values::Means,
+        };
+        let points: Vec<ChartPoint> = months
             .iter()
-            .filter(|m| m.period < cutoff_month)
-            .filter_map(chart_point);
-        let day_points = days.iter().filter_map(chart_point);
-        let points: Vec<ChartPoint> = month_points.chain(day_points).collect();
-        let month_count = months.iter().filter(|m| m.period < cutoff_month).count();
+            .copied()
+            .chain(&days)
+            .filter_map(|r| chart_point(r, values))
+            .collect();
+        let month_count = months.len();
         let unit = summary.common_unit().flatten();
-        let band = reference_range(&summary.name, summary.code.as_deref(), unit);
+        // A CGM's glucose (the tool's rule: enough readings a day, bands counted) shows
+        // the consensus figures over the chart's period, which is the whole history.
+        let cgm = match values {
+            Values::Means => cgm_report(&summary, period_days(&summary)),
+            _ => None,
+        };
+        let band = match (values, &cgm) {
+            (Values::Means, None) => reference_range(&summary.name, summary.code.as_deref(), unit),
+            _ => None,
+        };
+        let title = match values {
+            Values::Means => summary.name.clone(),
+            Values::DailyTotals => format!("{}, daily total", summary.name),
+            Values::Nights => format!("{}, per night", summary.name),
+        };
         let chart = Chart {
-            title: &summary.name,
-            unit,
+            title: &title,
+            unit: if values == Values::Nights {
+                Some("h")
+            } else {
+                unit
+            },
             points: &points,
             band,
+            values,
         };
+        let headline = latest_of(kind, &summary);
+        let sent = latest.iter().any(|r| as_sent(r).is_some());
         let content = html! {
             p.facts {
                 span.count { (grouped(summary.count)) } " readings from "
                 span.first { (day_of(&summary.first.time)) } " to "
                 span.last { (day_of(&summary.last.time)) }
                 @if let Some(unit) = unit { ", in " span.unit { (unit) } }
-                "."
+                ". Latest " (headline.basis) ": "
+                span.latest { (headline.text) } " on " span.date { (headline.day) } "."
             }
             figure.chart {
                 (chart::draw(&chart))
                 figcaption.chart-summary {
                     (chart::describe(&chart))
-                    @if month_count > 0 {
-                        " Points before " (cutoff) " are month means; from then on, day means."
-                    } @else {
-                        " Each point is one day's mean; the lighter area spans each day's lowest to highest reading."
+                    @match (values, month_count > 0) {
+                        (Values::Means, true) => {
+                            " Points before " (cutoff) " are month means; from then on, day means."
+                        },
+                        (Values::Means, false) => {
+                            " Each point is one day's mean; the lighter area spans each day's lowest to highest reading."
+                        },
+                        (Values::DailyTotals, true) => {
+                            " Points before " (cutoff) " are a month's mean daily total; from then on, "
+                            "each point is one day's total, every source counted once."
+                        },
+                        (Values::DailyTotals, false) => {
+                            " Each point is one day's total, every source counted once."
+                        },
+                        (Values::Nights, true) => {
+                            " Points before " (cutoff) " are a month's mean per night; from then on, "
+                            "each point is one night, dated by the morning it ends."
+                        },
+                        (Values::Nights, false) => {
+                            " Each point is one night, dated by the morning it ends."
+                        },
                     }
                     @if band.is_some() {
                         " The reference range is a typical adult range, a guide and not a diagnosis."
                     }
                 }
+            }
+            @if let Some(report) = &cgm {
+                (time_in_range_markup(
+                    report,
+                    day_of(&summary.first.time),
+                    day_of(&summary.last.time),
+                ))
             }
             h2 id="latest-heading" { "Latest readings" }
             div.table-wrap {
@@ -301,6 +530,7 @@ impl ConsoleApi {
                     thead { tr {
                         th scope="col" { "When" } th scope="col" { "Value" }
                         th scope="col" { "Unit" } th scope="col" { "Source" }
+                        @if sent { th scope="col" { "As sent" } }
                     } }
                     tbody {
                         @for r in &latest {
@@ -309,6 +539,7 @@ impl ConsoleApi {
                                 td.value { (value_text(&r.value)) }
                                 td.unit { (r.unit.as_deref().unwrap_or_default()) }
                                 td.source { (r.source) }
+                                @if sent { td.sent { (as_sent(r).unwrap_or_default()) } }
                             }
                         }
                     }
@@ -438,6 +669,12 @@ mod tests {
         assert_eq!(when("2026-01-02"), "2026-01-02");
         assert_eq!(value_text(&ReadingValue::Number(118.0)), "118");
         assert_eq!(value_text(&ReadingValue::Number(5.6)), "5.6");
+        // 5.5 mmol/L × 18.016 = 99.088 mg/dL, without float noise; totals grouped.
+        assert_eq!(value_text(&ReadingValue::Number(5.5 * 18.016)), "99.088");
+        assert_eq!(number_text(9600.0), "9,600");
+        assert_eq!(number_text(-1234.5), "-1,234.5");
+        assert_eq!(number_text(0.1 + 0.2), "0.3");
+        assert_eq!(number_text(1e300), format_number(1e300));
         assert_eq!(utc(0), "1970-01-01 00:00 UTC");
         assert_eq!(grouped(0), "0");
         assert_eq!(grouped(999), "999");
@@ -445,5 +682,194 @@ mod tests {
         assert_eq!(grouped(1_234_567), "1,234,567");
         assert_eq!(grouped(u64::MAX), "18,446,744,073,709,551,615");
         assert_eq!(utc(u64::MAX), "");
+    }
+
+    fn reading(indicator: &str, value: f64, unit: &str, time: &str, source: &str) -> Reading {
+        measures::catalogue()
+            .canonical(Reading {
+                indicator: indicator.into(),
+                value: ReadingValue::Number(value),
+                unit: Some(unit.into()),
+                time: time.into(),
+                code_system: None,
+                code: None,
+                source: source.into(),
+                offset: None,
+                original: None,
+            })
+            .unwrap()
+    }
+
+    /// Day rollups of `readings` (one series), in day order, and their merge (what the
+    /// catalogue entry holds).
+    fn rollups(readings: &[Reading]) -> (Vec<Rollup>, Rollup) {
+        let mut days: Vec<&str> = readings.iter().map(|r| day_of(&r.time)).collect();
+        days.sort();
+        days.dedup();
+        let parts: Vec<Rollup> = days
+            .iter()
+            .map(|d| {
+                let of_day: Vec<Reading> = readings
+                    .iter()
+                    .filter(|r| day_of(&r.time) == *d)
+                    .cloned()
+                    .collect();
+                Rollup::of(d, &of_day).unwrap()
+            })
+            .collect();
+        let all = Rollup::merge("", &parts).unwrap();
+        (parts, all)
+    }
+
+    #[test]
+    fn steps_are_shown_as_daily_totals() {
+        // 2026-03-01: 10 hourly readings of 500 = 5,000; 2026-03-02: 12 hourly readings
+        // of 800 (08:00 to 19:00) = 9,600, and a watch that saw the 09:00 hour too
+        // (700, less than the phone's 800) adds nothing: that hour counts once.
+        let mut steps: Vec<Reading> = (8..18)
+            .map(|h| {
+                reading(
+                    "Steps",
+                    500.0,
+                    "steps",
+                    &format!("2026-03-01T{h:02}:00:00"),
+                    "iPhone",
+                )
+            })
+            .collect();
+        steps.extend((8..20).map(|h| {
+            reading(
+                "Steps",
+                800.0,
+                "steps",
+                &format!("2026-03-02T{h:02}:00:00"),
+                "iPhone",
+            )
+        }));
+        steps.push(reading(
+            "Steps",
+            700.0,
+            "steps",
+            "2026-03-02T09:30:00",
+            "Watch",
+        ));
+        let (days, all) = rollups(&steps);
+        let latest = latest_of(Kind::Cumulative, &all);
+        assert_eq!(
+            latest,
+            Latest {
+                text: "9,600 steps".into(),
+                basis: "daily total",
+                day: "2026-03-02".into(),
+            }
+        );
+        let points: Vec<f64> = days
+            .iter()
+            .filter_map(|d| chart_point(d, Values::DailyTotals))
+            .map(|p| p.mean)
+            .collect();
+        assert_eq!(points, vec![5000.0, 9600.0], "one point per day, its total");
+        // A month point is the month's mean daily total: (5,000 + 9,600) / 2 = 7,300.
+        let mut month = Rollup::merge("2026-03", &days).unwrap();
+        assert_eq!(
+            chart_point(&month, Values::DailyTotals).unwrap().mean,
+            7300.0
+        );
+        month.total = None;
+        assert_eq!(chart_point(&month, Values::DailyTotals), None);
+        // Read as a discrete measure it would be the per-reading mean: never shown.
+        assert_ne!(chart_point(&days[1], Values::Means).unwrap().mean, 9600.0);
+    }
+
+    #[test]
+    fn sleep_is_shown_by_the_night_in_hours() {
+        // Two nights dated by the morning: 420 min, then 7.5 h = 450 min.
+        let nights = [
+            reading("Sleep asleep", 420.0, "min", "2026-03-01T07:00:00", "Watch"),
+            reading("Sleep asleep", 7.5, "h", "2026-03-02T07:00:00", "Watch"),
+        ];
+        let (days, all) = rollups(&nights);
+        assert_eq!(
+            latest_of(Kind::Sleep, &all),
+            Latest {
+                text: "7 h 30 min".into(),
+                basis: "night",
+                day: "2026-03-02".into(),
+            }
+        );
+        let hours: Vec<f64> = days
+            .iter()
+            .filter_map(|d| chart_point(d, Values::Nights))
+            .map(|p| p.mean)
+            .collect();
+        // 420 / 60 = 7 h, 450 / 60 = 7.5 h.
+        assert_eq!(hours, vec![7.0, 7.5]);
+    }
+
+    #[test]
+    fn glucose_is_one_series_in_mg_dl_and_a_cgm_day_has_time_in_range() {
+        // 5.5 mmol/L × 18.016 = 99.088 mg/dL and 99 mg/dL: one unit, no "mixed".
+        let lab = [
+            reading("Glucose", 5.5, "mmol/L", "2026-01-02T08:00:00", "Lab"),
+            reading("Glucose", 99.0, "mg/dL", "2026-01-03T08:00:00", "Lab"),
+        ];
+        let (_, all) = rollups(&lab);
+        assert_eq!(all.common_unit(), Some(Some("mg/dL")));
+        assert_eq!(
+            latest_of(Kind::Discrete, &all),
+            Latest {
+                text: "99 mg/dL".into(),
+                basis: "reading",
+                day: "2026-01-03".into(),
+            }
+        );
+        assert_eq!(period_days(&all), 2);
+        assert!(
+            cgm_report(&all, period_days(&all)).is_none(),
+            "a lab's few readings"
+        );
+        // A sensor every 15 minutes for a day: 96 readings, 72 at 120, 12 at 200, 12 at 60.
+        let cgm: Vec<Reading> = (0..96)
+            .map(|i| {
+                let value = match i % 8 {
+                    0 => 200.0,
+                    1 => 60.0,
+                    _ => 120.0,
+                };
+                let time = format!("2026-03-01T{:02}:{:02}:00", i / 4, (i % 4) * 15);
+                reading("Glucose", value, "mg/dL", &time, "Sensor")
+            })
+            .collect();
+        let (_, all) = rollups(&cgm);
+        let report = cgm_report(&all, period_days(&all)).expect("a CGM day");
+        let page = time_in_range_markup(&report, "2026-03-01", "2026-03-01").into_string();
+        // In range 72/96 = 75 %; below 70 12/96 = 12.5 %; above 180 12/96 = 12.5 %.
+        assert!(
+            page.contains("<td class=\"tir-in-range\">75 %</td>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<td class=\"tir-below\">12.5 %</td>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<td class=\"tir-above\">12.5 %</td>"),
+            "{page}"
+        );
+        // Mean (72×120 + 12×200 + 12×60)/96 = 11,760/96 = 122.5 mg/dL;
+        // GMI 3.31 + 0.02392 × 122.5 = 6.2402 → 6.2 %.
+        assert!(
+            page.contains("<td class=\"tir-mean\">122.5 mg/dL</td>"),
+            "{page}"
+        );
+        assert!(page.contains("<td class=\"tir-gmi\">6.2 %</td>"), "{page}");
+        assert!(
+            page.contains("96 sensor readings over 1 day (100 % of those expected)"),
+            "{page}"
+        );
+        assert!(
+            page.contains("fewer than 14 days"),
+            "one day is not a reliable report"
+        );
     }
 }

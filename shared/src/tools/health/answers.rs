@@ -41,7 +41,7 @@ fn day(time: &str) -> &str {
     Period::Day.of(time)
 }
 
-pub(super) fn format_number(n: f64) -> String {
+pub(crate) fn format_number(n: f64) -> String {
     let rounded = round(n);
     if rounded.fract() == 0.0 && rounded.abs() < 1e15 {
         format!("{}", rounded as i64)
@@ -55,7 +55,7 @@ fn round(n: f64) -> f64 {
 }
 
 /// Minutes as a person reads a night: `7 h 30 min`.
-fn hours_and_minutes(minutes: f64) -> String {
+pub(crate) fn hours_and_minutes(minutes: f64) -> String {
     let total = minutes.round().max(0.0) as u64;
     format!("{} h {:02} min", total / 60, total % 60)
 }
@@ -83,7 +83,7 @@ fn time_text(reading: &Reading) -> String {
 }
 
 /// What was sent, when it was another unit or value (`5.5 mmol/L`).
-fn as_sent(reading: &Reading) -> Option<String> {
+pub(crate) fn as_sent(reading: &Reading) -> Option<String> {
     let original = reading.original.as_ref()?;
     if original.value == reading.value && original.unit == reading.unit {
         return None;

@@ -30,7 +30,7 @@ fn one_decimal(n: f64) -> f64 {
 
 /// The consensus report of `summary` (glucose in mg/dL, bands counted) over a period of
 /// `period_days` calendar days; `None` when the series is not a CGM's.
-pub(super) fn report(summary: &Rollup, period_days: u64) -> Option<Value> {
+pub(crate) fn report(summary: &Rollup, period_days: u64) -> Option<Value> {
     let bands = summary.glucose_bands?;
     let readings: u64 = bands.iter().sum();
     let days = summary.days.max(1);

@@ -7,5 +7,9 @@ mod matching;
 mod query;
 mod reference;
 
+/// The console shows the numbers the tool answers (issue 25): its number and night
+/// wording, what a converted reading was sent as, and the CGM report.
+pub(crate) use answers::{as_sent, format_number, hours_and_minutes};
+pub(crate) use cgm::report as cgm_report;
 pub(super) use query::QueryHealthIndicators;
 pub(crate) use reference::reference_range;
