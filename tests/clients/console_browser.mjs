@@ -383,8 +383,8 @@ async function chart(flow) {
   await flow.visit('/console/data');
   await flow.shoot('data');
   const rows = await flow.page.locator('table#catalogue tr[data-indicator]').count();
-  const row = flow.page.locator('table#catalogue tr[data-indicator="HbA1c"]');
-  check(await row.count() === 1, `the catalogue has no HbA1c row (${rows} rows)`);
+  const row = flow.page.locator('table#catalogue tr[data-indicator="Hemoglobin A1c"]');
+  check(await row.count() === 1, `the catalogue has no Hemoglobin A1c row (uploaded as HbA1c) (${rows} rows)`);
   const rowText = (await row.innerText()).replace(/\s+/g, ' ').trim();
   check(rowText.includes('12'), `the HbA1c row does not count 12 readings: ${rowText}`);
   let genome = null;
@@ -393,8 +393,8 @@ async function chart(flow) {
     check(/(^|\D)4 variants/.test(genome) && genome.includes('genome.txt'), `the genome summary: ${genome}`);
     check(await flow.page.locator('section#genome-summary a[href="/console/genome"]').count() >= 1, 'no link to /console/genome');
   }
-  await flow.submit('table#catalogue tr[data-indicator="HbA1c"] a');
-  check(flow.path() === '/console/data/HbA1c', `the indicator link went to ${flow.page.url()}`);
+  await flow.submit('table#catalogue tr[data-indicator="Hemoglobin A1c"] a');
+  check(flow.path() === '/console/data/Hemoglobin%20A1c', `the indicator link went to ${flow.page.url()}`);
   const svg = flow.page.locator('svg.chart');
   check(await svg.isVisible(), 'no visible svg.chart');
   check(await svg.getAttribute('role') === 'img', 'svg.chart has no role=img');
@@ -449,7 +449,7 @@ async function personalUrl(flow) {
   const report = JSON.parse(line);
   check(report.tools.includes('query_health_indicators'), `the SDK lists ${JSON.stringify(report.tools)}`);
   check(report.is_error === false, `the SDK's tool call failed: ${report.text}`);
-  if (flow.uploadedReadings) check(report.text.includes('HbA1c'), `the SDK's HbA1c readings: ${report.text}`);
+  if (flow.uploadedReadings) check(report.text.includes('Hemoglobin A1c'), `the SDK's HbA1c readings: ${report.text}`);
   return { url_shape: `${flow.base}/mcp/…`, copied: true, sdk: { tools: report.tools.length, via: report.via, protocol: report.protocol } };
 }
 
