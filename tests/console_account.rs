@@ -260,7 +260,15 @@ async fn console_export_holds_what_was_uploaded_and_no_secret() {
         glucose["readings"],
         json!([["2026-03-01T08:00:00", 91.0], ["2026-03-02T08:00:00", 97.0]])
     );
-    assert!(readings.iter().any(|r| r["indicator"] == "Heart Rate"));
+    // Issue 25: the measure's name; what was sent is kept beside it.
+    let heart = readings
+        .iter()
+        .find(|r| r["indicator"] == "Heart rate")
+        .expect("heart rate exported under its measure's name");
+    assert!(
+        heart.to_string().contains("Heart Rate"),
+        "the original name: {heart}"
+    );
     assert_eq!(export["genome"]["variants"], 2);
     let genotypes = export["genome"]["genotypes"].as_array().unwrap();
     assert!(genotypes.contains(&json!(["rs429358", "19", 44908684, "TC"])));

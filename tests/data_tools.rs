@@ -131,7 +131,8 @@ async fn a5_e1_e2_e4_upload_gate_query_delete() {
     assert_eq!(catalogue["indicator_count"], 3, "{catalogue}");
     let by_synonym = query_health(json!({ "keywords": ["glycated haemoglobin"] })).await;
     let hba1c = &by_synonym["indicators"][0];
-    assert_eq!(hba1c["name"], "HbA1c", "{by_synonym}");
+    // Issue 25: uploaded as HbA1c, kept as the catalogue's measure.
+    assert_eq!(hba1c["name"], "Hemoglobin A1c", "{by_synonym}");
     assert_eq!(
         hba1c["rows"].as_array().unwrap().len(),
         3,
@@ -159,8 +160,10 @@ async fn a5_e1_e2_e4_upload_gate_query_delete() {
         s["change"].as_f64().unwrap() + 0.4 < 1e-9,
         "change is a number: {stats}"
     );
+    // Uploaded as "Glucose, fasting": the measure Glucose (issue 25), found by either name.
     let monthly =
         query_health(json!({ "indicators": ["Glucose, fasting"], "aggregate": "month" })).await;
+    assert_eq!(monthly["indicators"][0]["name"], "Glucose", "{monthly}");
     assert_eq!(
         monthly["indicators"][0]["rows"],
         json!(["2026-01|101|101|101|1", "2026-03|96|96|96|1"]),
@@ -171,11 +174,18 @@ async fn a5_e1_e2_e4_upload_gate_query_delete() {
         weekly["indicators"][0]["rows"][0], "2026-W02|128|128|128|1",
         "{weekly}"
     );
-    let daily = query_health(json!({ "keywords": ["HbA1c"], "aggregate": "day", "start_time": "2026-02-12", "end_time": "2026-03-11" })).await;
+    // Issue 25: days are the person's local days, so the window is exact (no padding).
+    let daily = query_health(json!({ "keywords": ["HbA1c"], "aggregate": "day", "start_time": "2026-02-11", "end_time": "2026-03-12" })).await;
     assert_eq!(
         daily["indicators"][0]["rows"],
         json!(["2026-02-11|5.9|5.9|5.9|1", "2026-03-12|5.7|5.7|5.7|1"]),
-        "window padded a day each side: {daily}"
+        "the window's first and last days: {daily}"
+    );
+    let inside = query_health(json!({ "keywords": ["HbA1c"], "aggregate": "day", "start_time": "2026-02-12", "end_time": "2026-03-11" })).await;
+    assert_eq!(
+        inside["indicators"],
+        json!([]),
+        "nothing between them: {inside}"
     );
     let refused = mcp(
         &server,
@@ -526,7 +536,8 @@ async fn migrate_moves_readings_of_the_old_layout() {
     let server = Server::start(&settings);
     assert_eq!(
         server.command(&["migrate"]).trim(),
-        "12 readings moved to the current layout\n0 users' genotypes moved into a genome"
+        "12 readings moved to the current layout\n0 users' genotypes moved into a genome\n\
+         12 readings made canonical by the measures catalogue"
     );
     let token = server.token("olga");
     let stats = call(
@@ -542,8 +553,18 @@ async fn migrate_moves_readings_of_the_old_layout() {
         (json!(12), json!(5.1), json!(5.12)),
         "{stats}"
     );
+    // Issue 25: the readings moved to their measure's key; nothing is left under the old one.
+    let catalogue = call(&server, &token, "query_health_indicators", json!({})).await;
+    assert_eq!(catalogue["indicator_count"], json!(1), "{catalogue}");
+    assert!(
+        catalogue["rows"][0]
+            .as_str()
+            .is_some_and(|row| row.starts_with("Hemoglobin A1c|LOINC 4548-4|discrete|%|")),
+        "{catalogue}"
+    );
     assert_eq!(
         server.command(&["migrate"]).trim(),
-        "0 readings moved to the current layout\n0 users' genotypes moved into a genome"
+        "0 readings moved to the current layout\n0 users' genotypes moved into a genome\n\
+         0 readings made canonical by the measures catalogue"
     );
 }

@@ -66,7 +66,7 @@ async fn the_generated_readings_and_genome_upload_and_answer() {
         json!({ "keywords": ["glycated hemoglobin"] }),
     )
     .await;
-    assert_eq!(lab["indicators"][0]["name"], "HbA1c", "{lab}");
+    assert_eq!(lab["indicators"][0]["name"], "Hemoglobin A1c", "{lab}");
 
     let reply = upload("/api/data/genotype", "text/plain", read("genome.txt")).await;
     assert_eq!(reply.status, 200, "{}", reply.body);

@@ -488,20 +488,25 @@ async fn colliding_rows_are_refused(server: Arc<Server>) {
     );
     holds_nothing(&server, &token).await;
 
-    // 99 twice at the same time (one reading) and 140 at noon: 2 readings, mean
-    // (99 + 140) / 2 = 119.5, on each path alike (each replaces the last in place).
+    // 99 twice at the same time (one reading) and 140 at noon: 3 rows received, the
+    // identical repeat merged (1), 2 readings written, both new; mean (99 + 140) / 2 = 119.5,
+    // on each path alike (each replaces the last in place).
     let (csv, json) = glucose_files(&[("99", day), ("99", day), ("140", "2026-03-02T12:00:00")]);
     let ok = post(&server, &token, "text/csv", csv.clone()).await;
     assert_eq!(
         ok.json()["data"],
-        json!({ "received": 2, "written": 2 }),
+        json!({ "received": 3, "written": 2, "new": 2, "already_there": 0, "replaced": 0,
+                "merged_in_file": 1 }),
         "{}",
         ok.body
     );
+    // The same three rows again as JSON: 3 received, 1 merged, 2 written, both already
+    // there with the same value.
     let ok = post(&server, &token, "application/json", json).await;
     assert_eq!(
         ok.json()["data"],
-        json!({ "received": 2, "written": 2 }),
+        json!({ "received": 3, "written": 2, "new": 0, "already_there": 2, "replaced": 0,
+                "merged_in_file": 1 }),
         "{}",
         ok.body
     );

@@ -90,7 +90,9 @@ async fn finding_1_extreme_dates_are_refused_and_the_server_keeps_serving() {
         "1899-12-31T23:59:59",
         "2201-01-01",
     ] {
-        let csv = format!("indicator,value,time\nLDL,3.1,2026-01-01\nLDL,3.2,{time}\n");
+        let csv = format!(
+            "indicator,value,unit,time\nLDL,3.1,mmol/L,2026-01-01\nLDL,3.2,mmol/L,{time}\n"
+        );
         let reply = upload(&server, &token, "/api/data/health", "text/csv", &csv).await;
         assert_eq!(reply.status, 400, "{time}: {}", reply.body);
         assert!(

@@ -241,7 +241,7 @@ fn converse(bridge: &mut Bridge) {
     let result = &called["result"];
     assert_eq!(result["isError"], false, "{called}");
     let hba1c = &result["structuredContent"]["indicators"][0];
-    assert_eq!(hba1c["name"], "HbA1c", "{called}");
+    assert_eq!(hba1c["name"], "Hemoglobin A1c", "{called}");
     assert_eq!(
         hba1c["rows"],
         json!(["2026-03-12T00:00:00|5.7", "2026-01-10T00:00:00|6.1"]),
@@ -249,7 +249,7 @@ fn converse(bridge: &mut Bridge) {
     );
     let text = result["content"][0]["text"].as_str().unwrap_or_default();
     assert!(
-        text.contains("HbA1c"),
+        text.contains("Hemoglobin A1c"),
         "the model reads the rows too: {called}"
     );
 }

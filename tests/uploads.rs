@@ -211,7 +211,7 @@ async fn readings_csv_gzip_and_json_import_whole_and_never_duplicate() {
         "POST",
         &server.url("/api/data/health"),
         &headers,
-        Some("indicator,value,time\nLDL,101,2025-02-01\n".into()),
+        Some("indicator,value,unit,time\nLDL,101,mg/dL,2025-02-01\n".into()),
     )
     .await;
     assert_eq!(small.status, 200, "{}", small.body);
@@ -301,7 +301,7 @@ async fn only_the_owner_sees_an_upload_and_urls_are_capabilities() {
     assert_eq!(bad_kind.status, 400, "{}", bad_kind.body);
 
     // A forged signature, an altered expiry, no signature: refused, nothing stored.
-    let body = b"indicator,value,time\nLDL,3,2025-01-01\n".to_vec();
+    let body = b"indicator,value,unit,time\nLDL,3,mmol/L,2025-01-01\n".to_vec();
     let (base, query) = url.split_once('?').unwrap();
     let forged = query
         .split('&')
@@ -376,7 +376,7 @@ async fn an_expired_upload_url_is_refused() {
         .unwrap()
         .to_string();
     let path = url.strip_prefix(&origin).unwrap().to_string();
-    let csv = "indicator,value,time\nLDL,3,2025-01-01\n".to_string();
+    let csv = "indicator,value,unit,time\nLDL,3,mmol/L,2025-01-01\n".to_string();
 
     app.clock.advance(3601);
     let late = app.send("PUT", &path, &[], csv.clone()).await;

@@ -189,6 +189,11 @@ impl WholeAccount<'_> {
                         r.code.as_deref(),
                     ))
             });
+            // Issue 25: the UTC offset and what was sent (before the catalogue made the
+            // reading canonical) travel with each reading when any has them.
+            let sent = readings
+                .iter()
+                .any(|r| r.offset.is_some() || r.original.is_some());
             let head = match (uniform, shared) {
                 (true, Some((unit, source, code_system, code))) => json!({
                     "indicator": entry.summary.name,
@@ -198,13 +203,21 @@ impl WholeAccount<'_> {
                     "source": source,
                     "code_system": code_system,
                     "code": code,
-                    "columns": ["time", "value"],
+                    "columns": if sent {
+                        json!(["time", "value", "offset", "as_sent"])
+                    } else {
+                        json!(["time", "value"])
+                    },
                 }),
                 _ => json!({
                     "indicator": entry.summary.name,
                     "key": entry.key,
                     "count": readings.len(),
-                    "columns": ["time", "value", "unit", "source", "code_system", "code"],
+                    "columns": if sent {
+                        json!(["time", "value", "unit", "source", "code_system", "code", "offset", "as_sent"])
+                    } else {
+                        json!(["time", "value", "unit", "source", "code_system", "code"])
+                    },
                 }),
             };
             let head = serde_json::to_string(&head).map_err(|_| write_failed(io_error()))?;
@@ -218,8 +231,22 @@ impl WholeAccount<'_> {
                 if j > 0 {
                     out.write_all(b",").map_err(write_failed)?;
                 }
-                let written = if uniform {
+                let written = if uniform && sent {
+                    serde_json::to_writer(&mut out, &(&r.time, &r.value, &r.offset, &r.original))
+                } else if uniform {
                     serde_json::to_writer(&mut out, &(&r.time, &r.value))
+                } else if sent {
+                    let row = (
+                        &r.time,
+                        &r.value,
+                        r.unit.as_deref(),
+                        &r.source,
+                        r.code_system.as_deref(),
+                        r.code.as_deref(),
+                        &r.offset,
+                        &r.original,
+                    );
+                    serde_json::to_writer(&mut out, &row)
                 } else {
                     let row = Row(
                         &r.time,

@@ -72,7 +72,7 @@ fn done_in_words(written: u64, c: &crate::domain::ReadingCounts) -> String {
     if c.merged > 0 {
         parts.push(format!("{} repeated rows kept once", c.merged));
     }
-    format!("{written} readings: {}", parts.join(", "))
+    format!("{written} rows written: {}", parts.join(", "))
 }
 
 fn recent_table(records: &[UploadRecord]) -> Markup {
@@ -205,7 +205,7 @@ mod tests {
         });
         assert_eq!(
             outcome(&counted),
-            "5 readings: 3 new, 1 already there, 1 replaced an earlier value, 2 repeated rows kept once"
+            "5 rows written: 3 new, 1 already there, 1 replaced an earlier value, 2 repeated rows kept once"
         );
         assert_eq!(
             outcome(&record(UploadStatus::Importing, None)),

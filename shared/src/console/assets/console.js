@@ -92,7 +92,7 @@
           var counts = record.readings;
           var said = "Done: " + record.rows_written + " rows written";
           if (counts) {
-            said = "Done: " + record.rows_written + " readings: " + counts.new + " new";
+            said = "Done: " + record.rows_written + " rows written: " + counts.new + " new";
             if (counts.already_there) said += ", " + counts.already_there + " already there";
             if (counts.replaced) said += ", " + counts.replaced + " replaced an earlier value";
             if (counts.merged_in_file) said += ", " + counts.merged_in_file + " repeated rows kept once";

@@ -401,7 +401,8 @@ pub(super) fn buckets(parts: &[Rollup], bucket: Bucket) -> Option<Value> {
             .or_default()
             .push(part);
     }
-    let bands = summary.glucose_bands.is_some();
+    // Time in range per bucket for a CGM's series only (a lab's glucose is not "in range").
+    let bands = cgm::is_cgm(&summary);
     let columns = match (summed, bucket, bands) {
         (true, Bucket::Day, _) => format!("{label}|total|source"),
         (true, _, _) if kind == Kind::Sleep => format!("{label}|nights|mean_per_night"),

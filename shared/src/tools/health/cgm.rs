@@ -28,15 +28,21 @@ fn one_decimal(n: f64) -> f64 {
     (n * 10.0).round() / 10.0
 }
 
+/// Is this a CGM's series: glucose bands counted and, on average, a sensor's readings a day?
+pub(crate) fn is_cgm(summary: &Rollup) -> bool {
+    let Some(bands) = summary.glucose_bands else {
+        return false;
+    };
+    let readings: u64 = bands.iter().sum();
+    readings > 0 && readings as f64 / summary.days.max(1) as f64 >= CGM_READINGS_PER_DAY
+}
+
 /// The consensus report of `summary` (glucose in mg/dL, bands counted) over a period of
 /// `period_days` calendar days; `None` when the series is not a CGM's.
 pub(crate) fn report(summary: &Rollup, period_days: u64) -> Option<Value> {
-    let bands = summary.glucose_bands?;
+    let bands = summary.glucose_bands.filter(|_| is_cgm(summary))?;
     let readings: u64 = bands.iter().sum();
     let days = summary.days.max(1);
-    if readings == 0 || (readings as f64 / days as f64) < CGM_READINGS_PER_DAY {
-        return None;
-    }
     let mean = summary.mean()?;
     let sd = summary.standard_deviation().unwrap_or(0.0);
     // A 5-minute sensor gives 288 readings a day, a 15-minute one 96.

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use super::answers::{self, Bucket};
 use super::matching::Keyword;
+use crate::domain::measures;
 use crate::domain::{FIRST_DAY, LAST_DAY, Reading, day_accepted};
 use crate::store::{
     CatalogueEntry, HealthStore, Period, ReadingQuery, Rollup, StoreError, TIME_MAX,
@@ -78,7 +79,7 @@ impl Tool for QueryHealthIndicators {
                 "type": "object",
                 "properties": {
                     "keywords": { "type": "array", "maxItems": MAX_KEYWORDS, "items": { "type": "string", "maxLength": MAX_NAME }, "description": "Indicator names to search for, fuzzy (any language, abbreviations)" },
-                    "indicators": { "type": "array", "maxItems": MAX_INDICATORS, "items": { "type": "string", "maxLength": MAX_NAME }, "description": "Exact indicator names from the catalogue" },
+                    "indicators": { "type": "array", "maxItems": MAX_INDICATORS, "items": { "type": "string", "maxLength": MAX_NAME }, "description": "Exact measure names from the catalogue (or a name the measure is known by)" },
                     "start_time": { "type": "string", "maxLength": MAX_DATE, "description": "First day, YYYY-MM-DD (inclusive, from 1900-01-01)" },
                     "end_time": { "type": "string", "maxLength": MAX_DATE, "description": "Last day, YYYY-MM-DD (inclusive, up to 2200-12-31)" },
                     "aggregate": { "type": "string", "enum": ["none", "stats", "day", "week", "month"], "default": "none", "description": "none: latest readings; stats: the period's statistics (totals for cumulative measures, mean/min/max/latest for discrete ones, the CGM report for CGM glucose); day/week/month: buckets (totals, or avg/min/max)" },
@@ -151,7 +152,14 @@ impl QueryHealthIndicators {
             let summaries = self.window_summaries(user, &window, catalogue).await?;
             return Ok(answers::catalogue(&summaries));
         }
-        let exact_keys: HashSet<String> = exact.iter().map(|n| Reading::indicator_key(n)).collect();
+        // An exact name is the series' own, or a name the catalogue gives its measure.
+        let exact_keys: HashSet<String> = exact
+            .iter()
+            .flat_map(|n| {
+                let measure = measures::catalogue().by_name(n).map(|m| m.key.clone());
+                std::iter::once(Reading::indicator_key(n)).chain(measure)
+            })
+            .collect();
         let prepared: Vec<Keyword<'_>> = keywords.iter().map(|k| Keyword::new(k)).collect();
         // Keywords are matched once per indicator the user has (the catalogue), never
         // per reading (issue 13, finding 3; issue 14).
