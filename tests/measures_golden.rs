@@ -371,7 +371,7 @@ async fn a_cgm_fortnight(server: Arc<Server>) {
                   time_above_180_pct=20.8; time_above_250_pct=6.9; mean_mg_dl=134.7
                   gmi_pct=6.5; cv_pct=36.5";
     let fortnight = json!({ "start_time": "2026-01-25", "end_time": "2026-02-07" });
-    let stats = series(&server, &token, "Glucose", "stats", fortnight).await;
+    let stats = series(&server, &token, "Glucose", "stats", fortnight.clone()).await;
     expect(
         &stats,
         "count=4032; mean=134.7222; sd=49.1871; min=50; max=260",
@@ -384,6 +384,28 @@ async fn a_cgm_fortnight(server: Arc<Server>) {
     assert!(
         stats["cgm"].get("note").is_none(),
         "a full fortnight is reliable: {stats}"
+    );
+
+    // The ambulatory profile of the fortnight, by hour (nearest-rank percentiles over
+    // 12 readings × 14 days = 168 an hour). Hour 00: all 120. Hour 16 holds i = 192..203:
+    // 8 at 120 and 4 at 200 a day, so 112 × 120 then 56 × 200: p5 (rank 9), p25 (42) and
+    // the median (84) are 120, p75 (rank 126 > 112) and p95 (160) are 200. Hour 23 holds
+    // i = 276..287: 4 at 60 and 8 at 50 a day, so 112 × 50 then 56 × 60: 50, 50, 50, 60, 60.
+    let profile = series(&server, &token, "Glucose", "profile", fortnight).await;
+    assert_eq!(
+        profile["columns"], "hour|p5|p25|median|p75|p95|n",
+        "{profile}"
+    );
+    let rows = profile["rows"].as_array().expect("profile rows");
+    assert_eq!(rows.len(), 24, "{profile}");
+    assert_eq!(rows[0], "00|120|120|120|120|120|168", "{profile}");
+    assert_eq!(rows[16], "16|120|120|120|200|200|168", "{profile}");
+    assert_eq!(rows[23], "23|50|50|50|60|60|168", "{profile}");
+    // Without a window: the last 14 days with data, the same fortnight.
+    let default = series(&server, &token, "Glucose", "profile", json!({})).await;
+    assert_eq!(
+        (&default["from"], &default["to"]),
+        (&json!("2026-01-25"), &json!("2026-02-07"))
     );
 
     // A week (2026-02-01..07): 7 × 288 = 2,016 readings, all present, but 7 < 14 days.

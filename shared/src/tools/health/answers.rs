@@ -366,6 +366,56 @@ fn summed_stats(s: &Rollup, kind: Kind, total: f64, out: &mut Map<String, Value>
     }
 }
 
+/// The `p`-th percentile (0..=100) of sorted values, by nearest rank.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// The ambulatory profile: the window's days overlaid by local hour of day, each hour's
+/// 5th, 25th, 50th, 75th and 95th percentile of the readings in it (nearest rank).
+pub(super) fn profile(
+    summary: &Rollup,
+    readings: &[Reading],
+    from: &str,
+    to: &str,
+) -> Option<Value> {
+    let mut hours: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for r in readings {
+        if let (ReadingValue::Number(n), Some(hour)) = (&r.value, r.time.get(11..13))
+            && n.is_finite()
+        {
+            hours.entry(hour).or_default().push(*n);
+        }
+    }
+    if hours.is_empty() {
+        return None;
+    }
+    let mut out = header(summary);
+    let rows: Vec<String> = hours
+        .iter_mut()
+        .map(|(hour, values)| {
+            values.sort_by(f64::total_cmp);
+            let cells: Vec<String> = [5.0, 25.0, 50.0, 75.0, 95.0]
+                .iter()
+                .map(|p| format_number(percentile(values, *p)))
+                .collect();
+            format!("{hour}|{}|{}", cells.join("|"), values.len())
+        })
+        .collect();
+    out.insert("from".into(), from.into());
+    out.insert("to".into(), to.into());
+    out.insert("columns".into(), "hour|p5|p25|median|p75|p95|n".into());
+    out.insert(
+        "about".into(),
+        "the days of the window overlaid by local hour of day (the ambulatory glucose profile \
+         for CGM glucose); percentiles by nearest rank; n: readings in that hour"
+            .into(),
+    );
+    out.insert("rows".into(), rows.into());
+    Some(Value::Object(out))
+}
+
 /// The bucket a day or month rollup falls in.
 fn bucket_of(period: &str, bucket: Bucket) -> String {
     let date = NaiveDate::parse_from_str(day(period), "%Y-%m-%d").ok();
@@ -500,6 +550,35 @@ mod tests {
             offset: None,
             original: None,
         }
+    }
+
+    #[test]
+    fn a_profile_overlays_the_days_by_hour_with_nearest_rank_percentiles() {
+        let glucose = |time: &str, v: f64| Reading {
+            indicator: "Glucose".into(),
+            unit: Some("mg/dL".into()),
+            ..steps(time, "cgm", v)
+        };
+        // Hour 08: 100, 110, ..., 190 (ten readings over ten days). Nearest rank: p5 is
+        // rank ceil(0.5) = 1 → 100; p25 rank 3 → 120; median rank 5 → 140; p75 rank
+        // ceil(7.5) = 8 → 170; p95 rank 10 → 190. Hour 09: one reading of 95.
+        let mut readings: Vec<Reading> = (0..10)
+            .map(|d| {
+                glucose(
+                    &format!("2026-01-{:02}T08:30:00", d + 1),
+                    100.0 + 10.0 * d as f64,
+                )
+            })
+            .collect();
+        readings.push(glucose("2026-01-03T09:00:00", 95.0));
+        let summary = Rollup::of("2026-01", &readings).unwrap();
+        let out = profile(&summary, &readings, "2026-01-01", "2026-01-10").unwrap();
+        assert_eq!(out["columns"], "hour|p5|p25|median|p75|p95|n");
+        assert_eq!(
+            out["rows"],
+            json!(["08|100|120|140|170|190|10", "09|95|95|95|95|95|1"])
+        );
+        assert_eq!(out["unit"], "mg/dL");
     }
 
     #[test]

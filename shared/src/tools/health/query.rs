@@ -56,7 +56,14 @@ enum Aggregate {
     Day,
     Week,
     Month,
+    /// The ambulatory profile: the days of a window overlaid by hour of day.
+    Profile,
 }
+
+/// The longest window a profile overlays (the consensus's AGP spans 14 to 90 days).
+const MAX_PROFILE_DAYS: i64 = 90;
+/// A profile's window when none is given: the last 14 days with data.
+const DEFAULT_PROFILE_DAYS: i64 = 14;
 
 impl Tool for QueryHealthIndicators {
     fn spec(&self) -> ToolSpec {
@@ -82,7 +89,7 @@ impl Tool for QueryHealthIndicators {
                     "indicators": { "type": "array", "maxItems": MAX_INDICATORS, "items": { "type": "string", "maxLength": MAX_NAME }, "description": "Exact measure names from the catalogue (or a name the measure is known by)" },
                     "start_time": { "type": "string", "maxLength": MAX_DATE, "description": "First day, YYYY-MM-DD (inclusive, from 1900-01-01)" },
                     "end_time": { "type": "string", "maxLength": MAX_DATE, "description": "Last day, YYYY-MM-DD (inclusive, up to 2200-12-31)" },
-                    "aggregate": { "type": "string", "enum": ["none", "stats", "day", "week", "month"], "default": "none", "description": "none: latest readings; stats: the period's statistics (totals for cumulative measures, mean/min/max/latest for discrete ones, the CGM report for CGM glucose); day/week/month: buckets (totals, or avg/min/max)" },
+                    "aggregate": { "type": "string", "enum": ["none", "stats", "day", "week", "month", "profile"], "default": "none", "description": "none: latest readings; stats: the period's statistics (totals for cumulative measures, mean/min/max/latest for discrete ones, the CGM report for CGM glucose); day/week/month: buckets (totals, or avg/min/max); profile: the days overlaid by hour of day (median and 25-75, 5-95 percentiles: the ambulatory glucose profile), at most 90 days, by default the last 14" },
                     "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "Readings per indicator (aggregate none)" }
                 },
                 "additionalProperties": false
@@ -186,6 +193,7 @@ impl QueryHealthIndicators {
                         .await?
                         .map(|s| answers::stats(&s, from.as_deref(), to.as_deref()))
                 }
+                Aggregate::Profile => self.profile(user, entry, &window).await?,
                 Aggregate::Month => {
                     let parts = self.window_parts(user, &entry.key, &window).await?;
                     answers::buckets(&parts, Bucket::Month)
@@ -312,6 +320,45 @@ impl QueryHealthIndicators {
             );
         }
         Ok(out)
+    }
+
+    /// The ambulatory profile of one series over at most [`MAX_PROFILE_DAYS`] days (by
+    /// default the last [`DEFAULT_PROFILE_DAYS`] days with data): its readings read once.
+    async fn profile(
+        &self,
+        user: &str,
+        entry: &CatalogueEntry,
+        window: &Window,
+    ) -> Result<Option<Value>, String> {
+        let last = NaiveDate::parse_from_str(Period::Day.of(&entry.summary.last.time), "%Y-%m-%d")
+            .map_err(|_| "this series has no dated readings".to_string())?;
+        let to = window.to.unwrap_or(last);
+        let span = |days: i64| chrono::Duration::try_days(days - 1).unwrap_or_default();
+        let from = window.from.unwrap_or_else(|| {
+            to.checked_sub_signed(span(DEFAULT_PROFILE_DAYS))
+                .unwrap_or(to)
+        });
+        if (to - from).num_days() >= MAX_PROFILE_DAYS {
+            return Err(format!(
+                "aggregate profile covers at most {MAX_PROFILE_DAYS} days: narrow start_time and end_time"
+            ));
+        }
+        let query = ReadingQuery {
+            indicator_keys: Some(vec![entry.key.clone()]),
+            from: Some(ymd(from)),
+            to: Some(ymd(to)),
+        };
+        let readings = self
+            .store
+            .readings(user, &query)
+            .await
+            .map_err(unreadable)?;
+        Ok(answers::profile(
+            &entry.summary,
+            &readings,
+            &ymd(from),
+            &ymd(to),
+        ))
     }
 
     /// The latest `limit` readings of one indicator, newest first.
