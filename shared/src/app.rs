@@ -94,6 +94,8 @@ impl App {
     /// Refuses a group this build was compiled without (`features.rs`).
     pub fn new(config: Config, group: RouteGroup, services: Services) -> Result<Self, ConfigError> {
         crate::features::check_group(group)?;
+        // The measures catalogue is read once per cold start, here, not by the first request.
+        let _ = crate::domain::measures::catalogue();
         let importer = Arc::new(Importer::new(&config, &services));
         let Services {
             store,
