@@ -190,11 +190,11 @@ async fn glucose_in_two_units(server: Arc<Server>) {
     // Asked by the name it was sent under (a keyword), it is Glucose, in mg/dL.
     // Mean (99.088 + 99) / 2 = 198.088 / 2 = 99.044; min 99, max 99.088; population SD
     // |99.088 − 99| / 2 = 0.044; first 99.088 (03-02), last 99 (03-04), change
-    // 99 − 99.088 = −0.088.
+    // 99 − 99.088 = −0.088; median of two: their mean, 99.044.
     let by_name = json!({ "keywords": ["blood sugar"], "aggregate": "stats" });
     let stats = ask(&server, &token, by_name).await;
     let expected = "name=Glucose; unit=mg/dL; kind=discrete; code=LOINC 2345-7; count=2
-                    mean=99.044; min=99; max=99.088; sd=0.044; change=-0.088
+                    mean=99.044; median=99.044; min=99; max=99.088; sd=0.044; change=-0.088
                     first=99.088; first_date=2026-03-02; last=99; last_date=2026-03-04";
     expect(&stats, expected);
     assert!(
@@ -366,7 +366,9 @@ async fn a_cgm_fortnight(server: Arc<Server>) {
     // + 5,200 + 1,200 + 400)/288 = 38,800/288 = 134.7222 → 134.7; GMI 3.31 + 0.02392 ×
     // 134.7222 = 3.31 + 3.2226 = 6.5326 → 6.5. E[x²] = (200×14,400 + 40×40,000 + 20×67,600
     // + 20×3,600 + 8×2,500)/288 = 5,924,000/288 = 20,569.4444; mean² = 18,150.0772; SD =
-    // √2,419.3673 = 49.1871; CV 49.1871/134.7222 = 36.51 % → 36.5.
+    // √2,419.3673 = 49.1871; CV 49.1871/134.7222 = 36.51 % → 36.5. Median: sorted, 50 holds
+    // ranks 1-112 (8 × 14), 60 ranks 113-392 (20 × 14), 120 ranks 393-3,192 (200 × 14); the
+    // middle two of 4,032 (ranks 2,016 and 2,017) are both 120.
     let shares = "time_in_range_70_180_pct=69.4; time_below_70_pct=9.7; time_below_54_pct=2.8
                   time_above_180_pct=20.8; time_above_250_pct=6.9; mean_mg_dl=134.7
                   gmi_pct=6.5; cv_pct=36.5";
@@ -374,7 +376,7 @@ async fn a_cgm_fortnight(server: Arc<Server>) {
     let stats = series(&server, &token, "Glucose", "stats", fortnight.clone()).await;
     expect(
         &stats,
-        "count=4032; mean=134.7222; sd=49.1871; min=50; max=260",
+        "count=4032; mean=134.7222; median=120; sd=49.1871; min=50; max=260",
     );
     expect(&stats["cgm"], shares);
     // 14 days of 288 expected: 4,032 of 4,032 = 100 %.

@@ -46,6 +46,24 @@ impl ReadingQuery {
     }
 }
 
+/// A numeric value and the local hour of day it was taken in.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HourValue {
+    pub hour: u8,
+    pub value: f64,
+}
+
+impl HourValue {
+    /// The reading's, when it is a finite number at a time with an hour.
+    pub fn of(reading: &Reading) -> Option<HourValue> {
+        let ReadingValue::Number(value) = reading.value else {
+            return None;
+        };
+        let hour = reading.time.get(11..13)?.parse::<u8>().ok()?;
+        (value.is_finite() && hour < 24).then_some(HourValue { hour, value })
+    }
+}
+
 /// What a batch write did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriteReport {
@@ -116,6 +134,25 @@ pub trait HealthStore: Send + Sync {
         user: &'a str,
         query: &'a ReadingQuery,
     ) -> StoreFuture<'a, Vec<Reading>>;
+
+    /// One indicator's numeric values in the window (bounds as in [`ReadingQuery`]), each
+    /// with its local hour of day (0-23): what a median or an ambulatory profile needs,
+    /// without the rest of each reading. By default from [`HealthStore::readings`].
+    fn hourly_values<'a>(
+        &'a self,
+        user: &'a str,
+        indicator_key: &'a str,
+        window: &'a ReadingQuery,
+    ) -> StoreFuture<'a, Vec<HourValue>> {
+        Box::pin(async move {
+            let query = ReadingQuery {
+                indicator_keys: Some(vec![indicator_key.to_string()]),
+                ..window.clone()
+            };
+            let readings = self.readings(user, &query).await?;
+            Ok(readings.iter().filter_map(HourValue::of).collect())
+        })
+    }
 
     /// Deletes every health reading and genotype of the user (the account stays).
     fn delete_user_data<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()>;

@@ -57,8 +57,8 @@ pub use embedded::EmbeddedStore;
 pub use genome::{GenomeStore, GenomeSummary, Neighbourhood};
 pub(crate) use health::TIME_MAX;
 pub use health::{
-    CatalogueEntry, DayTotal, GlucoseBands, HealthStore, Period, ReadingQuery, Rollup, RollupPoint,
-    WriteReport,
+    CatalogueEntry, DayTotal, GlucoseBands, HealthStore, HourValue, Period, ReadingQuery, Rollup,
+    RollupPoint, WriteReport,
 };
 pub use mcp_servers::McpServerStore;
 pub(crate) use mcp_servers::{McpServerBody, McpServerParts};

@@ -602,6 +602,45 @@ pub(super) async fn latest_readings_newest_first(store: &dyn Store, user: &str) 
     );
 }
 
+/// A series' numeric values in a window, with their hour of day: text values, other
+/// series and readings outside the window left out; `to` covers its whole day.
+pub(super) async fn hourly_values_of_one_series_in_a_window(store: &dyn Store, user: &str) {
+    let mut readings = vec![
+        reading("Heart rate", "2024-03-01T23:59:00", "watch", 50.0),
+        reading("Heart rate", "2024-03-02T00:05:00", "watch", 61.0),
+        reading("Heart rate", "2024-03-02T07:30:00", "watch", 72.5),
+        reading("Heart rate", "2024-03-03T23:55:00", "watch", 83.0),
+        reading("Heart rate", "2024-03-04T00:00:00", "watch", 94.0),
+        reading("Steps", "2024-03-02T08:00:00", "watch", 800.0),
+    ];
+    let mut text = reading("Heart rate", "2024-03-02T09:00:00", "watch", 0.0);
+    text.value = ReadingValue::Text("high".into());
+    readings.push(text);
+    store.put_readings(user, &readings).await.unwrap();
+    let days = window(Some("2024-03-02"), Some("2024-03-03"));
+    let mut values: Vec<(u8, f64)> = store
+        .hourly_values(user, "heart rate", &days)
+        .await
+        .unwrap()
+        .iter()
+        .map(|v| (v.hour, v.value))
+        .collect();
+    values.sort_by(|a, b| a.1.total_cmp(&b.1));
+    assert_eq!(values, [(0, 61.0), (7, 72.5), (23, 83.0)]);
+    let every = store
+        .hourly_values(user, "Heart rate", &all())
+        .await
+        .unwrap();
+    assert_eq!(every.len(), 5, "{every:?}");
+    assert!(
+        store
+            .hourly_values(user, "nothing", &all())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
 /// Writers racing on the same day of the same indicator lose nothing: every reading
 /// is kept, and the rollups and the catalogue count them all.
 pub(super) async fn racing_writers_of_one_day_lose_nothing(store: &dyn Store, user: &str) {

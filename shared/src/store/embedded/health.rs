@@ -12,7 +12,7 @@ use crate::domain::measures;
 use crate::domain::{DataPresence, Reading, ReadingValue};
 use crate::store::health::TIME_MAX;
 use crate::store::{
-    CatalogueEntry, HealthStore, Period, ReadingQuery, Rollup, StoreFuture, WriteReport,
+    CatalogueEntry, HealthStore, HourValue, Period, ReadingQuery, Rollup, StoreFuture, WriteReport,
 };
 
 const DAY: &str = "d";
@@ -381,6 +381,35 @@ impl HealthStore for EmbeddedStore {
                             out.push(row?);
                         }
                     }
+                }
+            }
+            Ok(out)
+        }))
+    }
+
+    fn hourly_values<'a>(
+        &'a self,
+        user: &'a str,
+        indicator_key: &'a str,
+        window: &'a ReadingQuery,
+    ) -> StoreFuture<'a, Vec<HourValue>> {
+        let user = user.to_string();
+        let key = Reading::indicator_key(indicator_key);
+        let from = window.from.clone().unwrap_or_default();
+        let to = window.time_upper_bound();
+        Box::pin(self.run("hourly_values", move |conn| {
+            // Two columns, no strings: the primary key's range, as `readings` reads it.
+            let mut stmt = conn.prepare_cached(
+                "SELECT CAST(substr(time, 12, 2) AS INTEGER), value_number FROM readings \
+                 WHERE user = ?1 AND indicator_key = ?2 AND time >= ?3 AND time <= ?4 \
+                 AND value_number IS NOT NULL",
+            )?;
+            let mut out = Vec::new();
+            let mut rows = stmt.query(params![user, key, from, to])?;
+            while let Some(row) = rows.next()? {
+                let (hour, value): (i64, f64) = (row.get(0)?, row.get(1)?);
+                if let Ok(hour @ 0..24) = u8::try_from(hour) {
+                    out.push(HourValue { hour, value });
                 }
             }
             Ok(out)

@@ -3,7 +3,7 @@
 //! names its unit and its period. Cumulative measures (steps, distance, energy) answer
 //! totals: a day's, a week's or a month's, and the mean daily total; several sources are
 //! counted once (the rule is [`Rollup`]'s). Discrete measures (heart rate, glucose,
-//! weight, labs) answer mean, min, max, SD, first and latest. Sleep answers one value per
+//! weight, labs) answer mean, min, max, SD, median ([`Median`]), first and latest. Sleep answers one value per
 //! night, dated by the morning it ends. A CGM glucose series adds the consensus report
 //! (`cgm`).
 //!
@@ -19,7 +19,7 @@ use super::cgm;
 use super::matching;
 use crate::domain::measures::{self, Kind};
 use crate::domain::{Reading, ReadingValue};
-use crate::store::{Period, Rollup};
+use crate::store::{HourValue, Period, Rollup};
 
 /// Catalogue rows shown at most.
 pub(super) const MAX_CATALOGUE: usize = 200;
@@ -272,9 +272,75 @@ fn days_between(from: &str, to: &str) -> Option<u64> {
     u64::try_from((to - from).num_days() + 1).ok()
 }
 
+/// A discrete series' median over a period, from its readings (rollups cannot merge one).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Median {
+    /// The median of this many numeric readings.
+    Of { median: f64, readings: u64 },
+    /// Not computed: the period holds more numeric readings than a median is read from.
+    TooMany { limit: u64 },
+}
+
+impl Median {
+    /// The median of the values (the mean of the middle two when their number is even);
+    /// `None` without one.
+    pub(super) fn of(values: &[HourValue]) -> Option<Median> {
+        let mut values: Vec<f64> = values.iter().map(|v| v.value).collect();
+        let n = values.len();
+        if n == 0 {
+            return None;
+        }
+        values.sort_by(f64::total_cmp);
+        let median = if n % 2 == 1 {
+            values[n / 2]
+        } else {
+            (values[n / 2 - 1] + values[n / 2]) / 2.0
+        };
+        Some(Median::Of {
+            median,
+            readings: n as u64,
+        })
+    }
+
+    /// `count`: the period's readings, numeric or not.
+    fn insert_into(&self, out: &mut Map<String, Value>, count: u64) {
+        match self {
+            Median::Of { median, readings } => {
+                out.insert("median".into(), json!(round(*median)));
+                if *readings < count {
+                    let left_out = count - readings;
+                    out.insert(
+                        "median_note".into(),
+                        format!(
+                            "median of the {readings} numeric readings; {left_out} not a \
+                             number (such as a censored `<50`) left out"
+                        )
+                        .into(),
+                    );
+                }
+            }
+            Median::TooMany { limit } => {
+                out.insert(
+                    "median_note".into(),
+                    format!(
+                        "no median: it is computed from the readings themselves, at most {limit}                          (90 days of 5-minute readings); narrow start_time and end_time, or ask                          aggregate profile for percentiles by hour"
+                    )
+                    .into(),
+                );
+            }
+        }
+    }
+}
+
 /// A period's statistics. `from` and `to` are the period asked (`None`: open, then the
-/// data's own first and last day).
-pub(super) fn stats(s: &Rollup, from: Option<&str>, to: Option<&str>) -> Value {
+/// data's own first and last day); `median`, when the caller read one, for discrete
+/// series.
+pub(super) fn stats(
+    s: &Rollup,
+    from: Option<&str>,
+    to: Option<&str>,
+    median: Option<&Median>,
+) -> Value {
     let mut out = header(s);
     if let Some(source) = s.common_source() {
         out.insert("source".into(), source.into());
@@ -302,6 +368,9 @@ pub(super) fn stats(s: &Rollup, from: Option<&str>, to: Option<&str>) -> Value {
         out.insert("min".into(), json!(round(s.min)));
         out.insert("max".into(), json!(round(s.max)));
         out.insert("mean".into(), json!(round(mean)));
+        if let Some(median) = median {
+            median.insert_into(&mut out, s.count);
+        }
     }
     if let Some(sd) = s.standard_deviation().filter(|_| s.sum_squares > 0.0) {
         out.insert("sd".into(), json!(round(sd)));
@@ -376,17 +445,13 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 /// 5th, 25th, 50th, 75th and 95th percentile of the readings in it (nearest rank).
 pub(super) fn profile(
     summary: &Rollup,
-    readings: &[Reading],
+    values: &[HourValue],
     from: &str,
     to: &str,
 ) -> Option<Value> {
-    let mut hours: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    for r in readings {
-        if let (ReadingValue::Number(n), Some(hour)) = (&r.value, r.time.get(11..13))
-            && n.is_finite()
-        {
-            hours.entry(hour).or_default().push(*n);
-        }
+    let mut hours: BTreeMap<u8, Vec<f64>> = BTreeMap::new();
+    for v in values {
+        hours.entry(v.hour).or_default().push(v.value);
     }
     if hours.is_empty() {
         return None;
@@ -400,7 +465,7 @@ pub(super) fn profile(
                 .iter()
                 .map(|p| format_number(percentile(values, *p)))
                 .collect();
-            format!("{hour}|{}|{}", cells.join("|"), values.len())
+            format!("{hour:02}|{}|{}", cells.join("|"), values.len())
         })
         .collect();
     out.insert("from".into(), from.into());
@@ -572,13 +637,83 @@ mod tests {
             .collect();
         readings.push(glucose("2026-01-03T09:00:00", 95.0));
         let summary = Rollup::of("2026-01", &readings).unwrap();
-        let out = profile(&summary, &readings, "2026-01-01", "2026-01-10").unwrap();
+        let values: Vec<HourValue> = readings.iter().filter_map(HourValue::of).collect();
+        let out = profile(&summary, &values, "2026-01-01", "2026-01-10").unwrap();
         assert_eq!(out["columns"], "hour|p5|p25|median|p75|p95|n");
         assert_eq!(
             out["rows"],
             json!(["08|100|120|140|170|190|10", "09|95|95|95|95|95|1"])
         );
         assert_eq!(out["unit"], "mg/dL");
+    }
+
+    #[test]
+    fn a_median_is_the_middle_reading_or_the_mean_of_the_middle_two() {
+        let weight = |time: &str, value: ReadingValue| Reading {
+            indicator: "Body weight".into(),
+            unit: Some("kg".into()),
+            value,
+            ..steps(time, "Scale", 0.0)
+        };
+        let n = |v: f64| ReadingValue::Number(v);
+        // 70, 71, 90 sorted: the middle of three is 71 (the mean is 77).
+        let three = [
+            weight("2026-01-01T08:00:00", n(90.0)),
+            weight("2026-01-02T08:00:00", n(70.0)),
+            weight("2026-01-03T08:00:00", n(71.0)),
+        ];
+        let numbers = |readings: &[Reading]| -> Vec<HourValue> {
+            readings.iter().filter_map(HourValue::of).collect()
+        };
+        let of_three = Median::of(&numbers(&three)).unwrap();
+        assert_eq!(
+            of_three,
+            Median::Of {
+                median: 71.0,
+                readings: 3
+            }
+        );
+        // Add 80 and a censored `<50`: four numbers, (71 + 80) / 2 = 75.5; the text
+        // reading is left out and the answer says so.
+        let mut five = three.to_vec();
+        five.push(weight("2026-01-04T08:00:00", n(80.0)));
+        five.push(weight(
+            "2026-01-05T08:00:00",
+            ReadingValue::Text("<50".into()),
+        ));
+        let median = Median::of(&numbers(&five)).unwrap();
+        assert_eq!(
+            median,
+            Median::Of {
+                median: 75.5,
+                readings: 4
+            }
+        );
+        let summary = Rollup::of("2026-01", &five).unwrap();
+        let out = stats(&summary, None, None, Some(&median));
+        assert_eq!(out["median"], json!(75.5));
+        assert_eq!(
+            out["median_note"],
+            "median of the 4 numeric readings; 1 not a number (such as a censored `<50`) left out"
+        );
+        let text = [weight(
+            "2026-01-01T08:00:00",
+            ReadingValue::Text("x".into()),
+        )];
+        assert_eq!(Median::of(&numbers(&text)), None);
+        // Too many readings: no median, and the answer says why and what to ask instead.
+        let out = stats(
+            &summary,
+            None,
+            None,
+            Some(&Median::TooMany { limit: 25_920 }),
+        );
+        assert!(out.get("median").is_none(), "{out}");
+        let note = out["median_note"].as_str().unwrap();
+        assert!(
+            note.contains("at most 25920") && note.contains("profile"),
+            "{note}"
+        );
     }
 
     #[test]
@@ -605,7 +740,7 @@ mod tests {
         );
         assert_eq!(out["unit"], "steps");
         let both = Rollup::merge("", [&rollup, &second]).unwrap();
-        let s = stats(&both, None, None);
+        let s = stats(&both, None, None, None);
         // (9,650 + 9,600) / 2 days = 9,625.
         assert_eq!(s["total"], json!(19250.0));
         assert_eq!(s["mean_daily_total"], json!(9625.0));
