@@ -539,7 +539,12 @@ impl App {
             Handler::DataHealth => self.data.health(user()?, request).await?,
             Handler::DataGenotype => self.data.genotype(user()?, request).await?,
             Handler::DataSummary => self.data.summary(user()?).await?,
-            Handler::DataDelete => self.data.delete(user()?).await?,
+            Handler::DataDelete => {
+                let (store, objects) = (self.uploads.store.as_ref(), self.uploads.objects.as_ref());
+                let now = self.clock.now();
+                crate::whole_account::erase_data(store, objects, now, &user()?.user_id).await?;
+                crate::account_api::ok(StatusCode::OK, serde_json::json!({ "deleted": true }))
+            }
             Handler::UploadCreate => self.uploads.create(user()?, body).await?,
             Handler::UploadList => self.uploads.list(user()?).await?,
             Handler::UploadGet => {

@@ -123,12 +123,4 @@ impl DataApi {
             .map_err(store_failed("reading the summary"))?;
         Ok(ok(json!({ "health": p.health, "genotype": p.genotype })))
     }
-
-    pub(crate) async fn delete(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
-        self.store
-            .delete_user_data(&caller.user_id)
-            .await
-            .map_err(store_failed("deleting data"))?;
-        Ok(ok(json!({ "deleted": true })))
-    }
 }

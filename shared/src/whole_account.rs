@@ -393,13 +393,9 @@ impl WholeAccount<'_> {
         })
     }
 
-    /// Deletes the user's readings, genome and uploads (records, and files still
-    /// waiting for their import); the account and everything else stays.
+    /// Deletes the user's readings, genome and uploads: see [`erase_data`].
     pub(crate) async fn delete_data(&self, user_id: &str) -> Result<(), ApiError> {
-        self.delete_waiting_files(user_id).await?;
-        self.store.delete_uploads(user_id).await?;
-        self.store.delete_user_data(user_id).await?;
-        Ok(())
+        erase_data(self.store, self.objects, self.clock.now(), user_id).await
     }
 
     /// Deletes the account and everything of it, once `password` is confirmed (403
@@ -413,27 +409,11 @@ impl WholeAccount<'_> {
         self.accounts
             .check_password(user_id, password, source)
             .await?;
-        self.delete_waiting_files(user_id).await?;
+        delete_waiting_files(self.store, self.objects, self.clock.now(), user_id).await?;
         self.store
             .delete_account_everything(user_id, self.clock.now())
             .await
             .map_err(store_failed)
-    }
-
-    /// Removes the files of the user's uploads that have not been imported yet (an
-    /// imported file is deleted by its import already).
-    async fn delete_waiting_files(&self, user_id: &str) -> Result<(), ApiError> {
-        let now = self.clock.now();
-        for upload in self
-            .store
-            .recent_uploads(user_id, UPLOADS_LOOKED_AT, now)
-            .await?
-        {
-            if upload.status == UploadStatus::Waiting {
-                self.objects.remove(&upload.object_key).await?;
-            }
-        }
-        Ok(())
     }
 
     /// `GET /api/user/export`.
@@ -458,6 +438,43 @@ impl WholeAccount<'_> {
         self.delete_account(user_id, &body.password, source).await?;
         Ok(ok(StatusCode::OK, json!({ "deleted": true })))
     }
+}
+
+/// Deletes the user's readings, genome and uploads; the account and everything else
+/// stays (`DELETE /api/data` and the console). The uploads go first (the files still
+/// waiting, then every record): a running import's writes are conditioned on its upload
+/// (`put_import_readings`, `replace_import_genome`), so from then on none lands, and the
+/// data deleted after it is all there is. The import, stopped, removes its own file.
+pub(crate) async fn erase_data(
+    store: &dyn Store,
+    objects: &dyn UploadObjects,
+    now: u64,
+    user_id: &str,
+) -> Result<(), ApiError> {
+    delete_waiting_files(store, objects, now, user_id).await?;
+    store.delete_uploads(user_id).await?;
+    store.delete_user_data(user_id).await?;
+    Ok(())
+}
+
+/// Removes the files of the user's uploads that have not been imported yet (an
+/// imported file is deleted by its import already, a running import's by the import
+/// when it stops).
+async fn delete_waiting_files(
+    store: &dyn Store,
+    objects: &dyn UploadObjects,
+    now: u64,
+    user_id: &str,
+) -> Result<(), ApiError> {
+    for upload in store
+        .recent_uploads(user_id, UPLOADS_LOOKED_AT, now)
+        .await?
+    {
+        if upload.status == UploadStatus::Waiting {
+            objects.remove(&upload.object_key).await?;
+        }
+    }
+    Ok(())
 }
 
 /// A JSON object's text without its closing brace, so more fields can follow.

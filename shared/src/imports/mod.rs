@@ -185,8 +185,9 @@ impl Importer {
         .map_err(|_| internal())??;
         let rows = genome.len() as u64;
         self.progress(record, rows, 0, 0.5).await;
+        let now = self.clock.now();
         self.store
-            .replace_genome(&record.user, &genome, &record.filename, self.clock.now())
+            .replace_import_genome(&record.user, &record.id, &genome, &record.filename, now)
             .await
             .map_err(store_failure)?;
         self.progress(record, rows, rows, 1.0).await;
@@ -229,6 +230,14 @@ fn read_failure(error: std::io::Error) -> UploadFailure {
 }
 
 fn store_failure(error: StoreError) -> UploadFailure {
+    if matches!(error, StoreError::ImportStopped) {
+        return UploadFailure {
+            line: None,
+            message: "stopped: the data was deleted during this import, and nothing of the \
+                      file was kept"
+                .into(),
+        };
+    }
     tracing::warn!(%error, "import: store failure");
     UploadFailure {
         line: None,

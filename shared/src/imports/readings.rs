@@ -159,7 +159,10 @@ pub(super) async fn import(
         let Message::Rows(rows) = message else {
             continue;
         };
-        match importer.store.put_readings(&record.user, &rows).await {
+        let put = importer
+            .store
+            .put_import_readings(&record.user, &record.id, &rows);
+        match put.await {
             Ok(report) => {
                 written += report.written as u64;
                 counts.new += report.new as u64;

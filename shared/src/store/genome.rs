@@ -46,6 +46,19 @@ pub trait GenomeStore: Send + Sync {
         imported_at: u64,
     ) -> StoreFuture<'a, ()>;
 
+    /// As [`GenomeStore::replace_genome`], for the import of upload `upload_id`: the
+    /// switch happens only while that upload of the user is still importing (checked in
+    /// the switch's own transaction); otherwise the written version is removed and the
+    /// answer is [`StoreError::ImportStopped`](super::StoreError::ImportStopped).
+    fn replace_import_genome<'a>(
+        &'a self,
+        user: &'a str,
+        upload_id: &'a str,
+        genome: &'a Genome,
+        source: &'a str,
+        imported_at: u64,
+    ) -> StoreFuture<'a, ()>;
+
     /// The active genome's summary; `None` without one.
     fn genome_summary<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Option<GenomeSummary>>;
 

@@ -128,6 +128,18 @@ pub trait HealthStore: Send + Sync {
         readings: &'a [Reading],
     ) -> StoreFuture<'a, WriteReport>;
 
+    /// As [`HealthStore::put_readings`], for the import of upload `upload_id`: every
+    /// write is conditioned, atomically, on that upload of the user still importing, so
+    /// a deletion (which removes or ends the user's uploads first) leaves nothing of the
+    /// import behind. [`StoreError::ImportStopped`] once it is not; what that call had
+    /// not written yet stays unwritten.
+    fn put_import_readings<'a>(
+        &'a self,
+        user: &'a str,
+        upload_id: &'a str,
+        readings: &'a [Reading],
+    ) -> StoreFuture<'a, WriteReport>;
+
     /// Readings matching the query, ordered by indicator key then time.
     fn readings<'a>(
         &'a self,

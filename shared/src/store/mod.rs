@@ -93,6 +93,9 @@ pub enum StoreError {
     Unavailable(String),
     /// Stored data could not be read back (a bug or a manual edit).
     Corrupt(String),
+    /// An import's guarded write found its upload gone or ended (the user deleted their
+    /// data or account meanwhile): nothing of that write was stored.
+    ImportStopped,
 }
 
 impl std::fmt::Display for StoreError {
@@ -100,6 +103,7 @@ impl std::fmt::Display for StoreError {
         match self {
             StoreError::Unavailable(why) => write!(f, "store unavailable: {why}"),
             StoreError::Corrupt(why) => write!(f, "stored data unreadable: {why}"),
+            StoreError::ImportStopped => f.write_str("the import's upload was deleted or ended"),
         }
     }
 }

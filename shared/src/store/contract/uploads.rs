@@ -130,3 +130,55 @@ pub(super) async fn upload_records_follow_an_import(
     // A finished upload is never started again.
     assert!(!store.start_upload(user, &second.id, 99).await.unwrap());
 }
+
+/// An import's guarded writes (issue 26): they land while its upload is importing, and
+/// once the user's uploads are deleted (what a deletion does first) they are refused
+/// with `ImportStopped` and write nothing: no reading, no presence, no genome.
+pub(super) async fn import_writes_stop_once_the_upload_is_gone(store: &dyn Store, user: &str) {
+    use crate::domain::{Genome, Genotype};
+    use crate::store::{ReadingQuery, StoreError};
+    let reading = |time: &str, value: f64| super::reading("Heart rate", time, "watch", value);
+    store
+        .create_upload(&record(user, "01", 100, 10_000))
+        .await
+        .unwrap();
+    // Waiting is not importing: nothing lands before the import started.
+    let early = store
+        .put_import_readings(user, "01", &[reading("2024-03-01T08:00:00", 60.0)])
+        .await;
+    assert!(matches!(early, Err(StoreError::ImportStopped)), "{early:?}");
+    assert!(store.start_upload(user, "01", 10).await.unwrap());
+    let written = store
+        .put_import_readings(user, "01", &[reading("2024-03-01T08:00:00", 60.0)])
+        .await
+        .unwrap();
+    assert_eq!(written.new, 1);
+    store.delete_uploads(user).await.unwrap();
+    store.delete_user_data(user).await.unwrap();
+    let late = store
+        .put_import_readings(user, "01", &[reading("2024-03-02T08:00:00", 61.0)])
+        .await;
+    assert!(matches!(late, Err(StoreError::ImportStopped)), "{late:?}");
+    let genome = Genome::from_genotypes(&[Genotype {
+        rsid: "rs1".into(),
+        chromosome: "1".into(),
+        position: 1,
+        genotype: "AG".into(),
+    }])
+    .unwrap();
+    let late = store
+        .replace_import_genome(user, "01", &genome, "late.txt", 200)
+        .await;
+    assert!(matches!(late, Err(StoreError::ImportStopped)), "{late:?}");
+    assert!(
+        store
+            .readings(user, &ReadingQuery::default())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(store.catalogue(user).await.unwrap().is_empty());
+    let presence = store.data_presence(user).await.unwrap();
+    assert!(!presence.health && !presence.genotype, "{presence:?}");
+    assert!(store.genome_summary(user).await.unwrap().is_none());
+}

@@ -26,6 +26,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 
 use super::batch::{GET_CHUNK, bounded, get_batch, put_request, query_all};
 use super::codec::{Item, get_s, get_u64, n, s};
+use super::readings::ImportGuard;
 use super::schema::{
     GENOME_SK, GENOME_VERSION_PREFIX, GENOTYPE_PREFIX, GPOS, PK, PRESENCE_SK, SK, data_key,
     genome_item_sk,
@@ -294,6 +295,109 @@ fn genotypes(op: &'static str, variants: &[Variant]) -> Result<Vec<Genotype>, St
         .collect()
 }
 
+impl DynamoStore {
+    /// [`GenomeStore::replace_genome`], guarded by an importing upload when `import`
+    /// names one (its check is the switch transaction's third item).
+    async fn replace(
+        &self,
+        user: &str,
+        import: Option<&ImportGuard>,
+        genome: &Genome,
+        source: &str,
+        imported_at: u64,
+    ) -> Result<(), StoreError> {
+        let op = "replace_genome";
+        if genome.is_empty() {
+            return self.delete_genome(user).await;
+        }
+        let version = format!("{:016x}", new_version()?);
+        let (layout, items) = encode_genome(genome).ok_or_else(|| corrupt(op))?;
+        let requests = items
+            .into_iter()
+            .map(|(key, bytes)| {
+                put_request(
+                    op,
+                    HashMap::from([
+                        (PK.to_string(), s(user)),
+                        (SK.to_string(), s(genome_item_sk(&version, &key))),
+                        ("d".to_string(), AttributeValue::B(bytes.into())),
+                    ]),
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        METER
+            .items_written
+            .fetch_add(requests.len() as u64, Ordering::Relaxed);
+        let version_prefix = format!("{GENOME_VERSION_PREFIX}{version}#");
+        if let Err(error) = self.write_all(op, requests).await {
+            // Nothing points at the partial version: remove it if possible.
+            let _ = self.delete_prefixed(op, user, &version_prefix).await;
+            return Err(error);
+        }
+        let pointer = Pointer {
+            version: version.clone(),
+            variants: genome.len() as u64,
+            source: source.to_string(),
+            imported_at,
+            layout,
+        };
+        let switched = contended(op, || async {
+            let previous = self.genome_pointer(op, user).await?.map(|p| p.version);
+            let guard = match &previous {
+                None => condition("attribute_not_exists(#pk)", &[("#pk", PK)], vec![]),
+                Some(v) => condition(
+                    "#version = :previous",
+                    &[("#version", "version")],
+                    vec![(":previous", s(v.as_str()))],
+                ),
+            };
+            let mut items = vec![
+                tx_put(op, &self.tables.data, pointer.item(user), guard)?,
+                tx_update(
+                    op,
+                    &self.tables.data,
+                    data_key(user, PRESENCE_SK.to_string()),
+                    "SET #genotype = :yes",
+                    condition(
+                        "attribute_exists(#pk) OR attribute_not_exists(#pk)",
+                        &[("#pk", PK), ("#genotype", "genotype")],
+                        vec![(":yes", AttributeValue::Bool(true))],
+                    ),
+                )?,
+            ];
+            if let Some(import) = import {
+                items.push(import.check(op, &self.tables.data)?);
+            }
+            match self.transact(op, items).await? {
+                Committed::Yes => Ok(Attempt::Done(previous)),
+                // Deleted meanwhile (the import's upload is gone): nothing switches.
+                stopped if import.is_some() && stopped.condition_failed(2) => {
+                    Err(StoreError::ImportStopped)
+                }
+                cancelled => cancelled.retry(op),
+            }
+        })
+        .await;
+        let previous = match switched {
+            Ok(previous) => previous,
+            Err(error) => {
+                let _ = self.delete_prefixed(op, user, &version_prefix).await;
+                return Err(error);
+            }
+        };
+        if let Some(previous) = previous.filter(|p| *p != version) {
+            let prefix = format!("{GENOME_VERSION_PREFIX}{previous}#");
+            if self.delete_prefixed(op, user, &prefix).await.is_err() {
+                tracing::warn!(
+                    operation = op,
+                    "dynamodb store: previous genome version left"
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
 impl GenomeStore for DynamoStore {
     fn replace_genome<'a>(
         &'a self,
@@ -302,89 +406,24 @@ impl GenomeStore for DynamoStore {
         source: &'a str,
         imported_at: u64,
     ) -> StoreFuture<'a, ()> {
+        Box::pin(self.replace(user, None, genome, source, imported_at))
+    }
+
+    fn replace_import_genome<'a>(
+        &'a self,
+        user: &'a str,
+        upload_id: &'a str,
+        genome: &'a Genome,
+        source: &'a str,
+        imported_at: u64,
+    ) -> StoreFuture<'a, ()> {
+        let guard = ImportGuard {
+            user: user.to_string(),
+            upload_id: upload_id.to_string(),
+        };
         Box::pin(async move {
-            let op = "replace_genome";
-            if genome.is_empty() {
-                return self.delete_genome(user).await;
-            }
-            let version = format!("{:016x}", new_version()?);
-            let (layout, items) = encode_genome(genome).ok_or_else(|| corrupt(op))?;
-            let requests = items
-                .into_iter()
-                .map(|(key, bytes)| {
-                    put_request(
-                        op,
-                        HashMap::from([
-                            (PK.to_string(), s(user)),
-                            (SK.to_string(), s(genome_item_sk(&version, &key))),
-                            ("d".to_string(), AttributeValue::B(bytes.into())),
-                        ]),
-                    )
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            METER
-                .items_written
-                .fetch_add(requests.len() as u64, Ordering::Relaxed);
-            let version_prefix = format!("{GENOME_VERSION_PREFIX}{version}#");
-            if let Err(error) = self.write_all(op, requests).await {
-                // Nothing points at the partial version: remove it if possible.
-                let _ = self.delete_prefixed(op, user, &version_prefix).await;
-                return Err(error);
-            }
-            let pointer = Pointer {
-                version: version.clone(),
-                variants: genome.len() as u64,
-                source: source.to_string(),
-                imported_at,
-                layout,
-            };
-            let switched = contended(op, || async {
-                let previous = self.genome_pointer(op, user).await?.map(|p| p.version);
-                let guard = match &previous {
-                    None => condition("attribute_not_exists(#pk)", &[("#pk", PK)], vec![]),
-                    Some(v) => condition(
-                        "#version = :previous",
-                        &[("#version", "version")],
-                        vec![(":previous", s(v.as_str()))],
-                    ),
-                };
-                let items = vec![
-                    tx_put(op, &self.tables.data, pointer.item(user), guard)?,
-                    tx_update(
-                        op,
-                        &self.tables.data,
-                        data_key(user, PRESENCE_SK.to_string()),
-                        "SET #genotype = :yes",
-                        condition(
-                            "attribute_exists(#pk) OR attribute_not_exists(#pk)",
-                            &[("#pk", PK), ("#genotype", "genotype")],
-                            vec![(":yes", AttributeValue::Bool(true))],
-                        ),
-                    )?,
-                ];
-                match self.transact(op, items).await? {
-                    Committed::Yes => Ok(Attempt::Done(previous)),
-                    cancelled => cancelled.retry(op),
-                }
-            })
-            .await;
-            let previous = match switched {
-                Ok(previous) => previous,
-                Err(error) => {
-                    let _ = self.delete_prefixed(op, user, &version_prefix).await;
-                    return Err(error);
-                }
-            };
-            if let Some(previous) = previous.filter(|p| *p != version) {
-                let prefix = format!("{GENOME_VERSION_PREFIX}{previous}#");
-                if self.delete_prefixed(op, user, &prefix).await.is_err() {
-                    tracing::warn!(
-                        operation = op,
-                        "dynamodb store: previous genome version left"
-                    );
-                }
-            }
-            Ok(())
+            self.replace(user, Some(&guard), genome, source, imported_at)
+                .await
         })
     }
 

@@ -8,10 +8,12 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::codec::{Item, get_opt_s, get_s, s};
+use super::readings::ImportGuard;
 use super::schema::{
     CATALOGUE_PREFIX, DAY_PREFIX, DAY_ROLLUP_PREFIX, GENOTYPE_PREFIX, MONTH_ROLLUP_PREFIX, PK,
-    PRESENCE_SK, READING_PREFIX, SK,
+    PRESENCE_SK, READING_PREFIX, SK, data_key,
 };
+use super::transact::{Attempt, Committed, contended, expression_values, tx_update};
 use super::{DynamoStore, corrupt, sdk_error};
 use crate::domain::{DataPresence, Reading, ReadingValue};
 use crate::store::{
@@ -76,6 +78,38 @@ impl DynamoStore {
     }
 }
 
+impl DynamoStore {
+    /// [`DynamoStore::mark_present`] for health data, in one transaction with the
+    /// import's guard: a deletion that ran first leaves no presence behind.
+    async fn mark_present_guarded(
+        &self,
+        user: &str,
+        guard: &ImportGuard,
+    ) -> Result<(), StoreError> {
+        let op = "put_import_readings";
+        let table = self.tables.data.as_str();
+        contended(op, || async {
+            let presence = tx_update(
+                op,
+                table,
+                data_key(user, PRESENCE_SK.to_string()),
+                "SET #kind = :yes",
+                expression_values(
+                    &[("#kind", "health")],
+                    vec![(":yes", AttributeValue::Bool(true))],
+                ),
+            )?;
+            let items = vec![guard.check(op, table)?, presence];
+            match self.transact(op, items).await? {
+                Committed::Yes => Ok(Attempt::Done(())),
+                stopped if stopped.condition_failed(0) => Err(StoreError::ImportStopped),
+                other => other.retry(op),
+            }
+        })
+        .await
+    }
+}
+
 impl HealthStore for DynamoStore {
     fn data_presence<'a>(&'a self, user: &'a str) -> StoreFuture<'a, DataPresence> {
         Box::pin(async move {
@@ -99,7 +133,27 @@ impl HealthStore for DynamoStore {
             // Presence first: if the data write then fails, gating shows tools that find
             // nothing, rather than hiding data that did arrive.
             self.mark_present(op, user, "health").await?;
-            self.put_day_readings(user, readings, false).await
+            self.put_day_readings(user, readings, false, None).await
+        })
+    }
+
+    fn put_import_readings<'a>(
+        &'a self,
+        user: &'a str,
+        upload_id: &'a str,
+        readings: &'a [Reading],
+    ) -> StoreFuture<'a, WriteReport> {
+        Box::pin(async move {
+            if readings.is_empty() {
+                return Ok(WriteReport::default());
+            }
+            let guard = ImportGuard {
+                user: user.to_string(),
+                upload_id: upload_id.to_string(),
+            };
+            self.mark_present_guarded(user, &guard).await?;
+            self.put_day_readings(user, readings, false, Some(&guard))
+                .await
         })
     }
 

@@ -25,9 +25,9 @@ use super::schema::{
     CATALOGUE_PREFIX, DAY_PREFIX, DAY_ROLLUP_PREFIX, MONTH_ROLLUP_PREFIX, PART_COUNT, PARTS, PK,
     READING_PREFIX, ROLLUP, SK, VERSION, data_key, day_part_sk, rollup_sk,
 };
-use super::transact::{Committed, Condition, condition, tx_delete, tx_put};
+use super::transact::{Committed, Condition, condition, tx_check, tx_delete, tx_put};
 use super::{DynamoStore, corrupt, sdk_error};
-use crate::domain::{Original, Reading, ReadingValue};
+use crate::domain::{Original, Reading, ReadingValue, UploadStatus};
 use crate::store::{
     CatalogueEntry, Period, ReadingQuery, Rollup, StoreError, TIME_MAX, WriteReport,
 };
@@ -80,6 +80,78 @@ struct Refresh {
     period: String,
     low: String,
     high: String,
+}
+
+/// An import's guard: the user's upload that must still be importing for a write to
+/// land. Every guarded transaction checks it as its first item, so a deletion (which
+/// removes the user's uploads first) and a guarded write exclude each other. Guarded
+/// transactions run one at a time: DynamoDB refuses concurrent transactions on one item
+/// (`TransactionConflict`), the upload's included.
+#[derive(Debug, Clone)]
+pub(super) struct ImportGuard {
+    pub(super) user: String,
+    pub(super) upload_id: String,
+}
+
+impl ImportGuard {
+    /// The ConditionCheck that the upload is still importing.
+    pub(super) fn check(
+        &self,
+        op: &'static str,
+        table: &str,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let key = data_key(&self.user, super::uploads::upload_sk(&self.upload_id));
+        let importing = condition(
+            "#st = :importing",
+            &[("#st", "status")],
+            vec![(":importing", s(UploadStatus::Importing.as_str()))],
+        );
+        tx_check(op, table, key, importing)
+    }
+}
+
+/// The transaction's items with the guard's check first (when there is a guard).
+fn guarded(
+    op: &'static str,
+    table: &str,
+    guard: Option<&ImportGuard>,
+    items: Vec<TransactWriteItem>,
+) -> Result<Vec<TransactWriteItem>, StoreError> {
+    match guard {
+        None => Ok(items),
+        Some(guard) => {
+            let mut all = Vec::with_capacity(items.len() + 1);
+            all.push(guard.check(op, table)?);
+            all.extend(items);
+            Ok(all)
+        }
+    }
+}
+
+/// Whether a cancelled guarded transaction failed on its guard (item 0).
+fn guard_failed(guard: Option<&ImportGuard>, committed: &Committed) -> bool {
+    guard.is_some() && committed.condition_failed(0)
+}
+
+/// Runs the batches: many at once ([`bounded`]) unguarded, one after another guarded
+/// (see [`ImportGuard`]). Results in completion order; the first failure stops the rest.
+async fn in_turn<T, F>(
+    op: &'static str,
+    guard: Option<&ImportGuard>,
+    batches: Vec<F>,
+) -> Result<Vec<T>, StoreError>
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = Result<T, StoreError>> + Send + 'static,
+{
+    if guard.is_none() {
+        return bounded(op, batches.into_iter()).await;
+    }
+    let mut out = Vec::with_capacity(batches.len());
+    for batch in batches {
+        out.push(batch.await?);
+    }
+    Ok(out)
 }
 
 /// What a reading has besides its time and value, shared by the readings of a part
@@ -266,6 +338,7 @@ impl DynamoStore {
         user: &str,
         readings: &[Reading],
         keep_existing: bool,
+        guard: Option<&ImportGuard>,
     ) -> Result<WriteReport, StoreError> {
         let merge = if keep_existing {
             Merge::KeepExisting
@@ -287,7 +360,7 @@ impl DynamoStore {
             .into_iter()
             .map(|((key, day), rows)| DayGroup { key, day, rows })
             .collect();
-        self.write_days(user, groups, merge).await
+        self.write_days(user, groups, merge, guard).await
     }
 
     /// Writes day groups, then rebuilds their months and catalogue entries.
@@ -296,6 +369,7 @@ impl DynamoStore {
         user: &str,
         groups: Vec<DayGroup>,
         merge: Merge,
+        guard: Option<&ImportGuard>,
     ) -> Result<WriteReport, StoreError> {
         let op = "put_readings";
         let months: BTreeSet<(String, String)> = groups
@@ -308,11 +382,12 @@ impl DynamoStore {
             .chunks(DAYS_PER_BATCH)
             .map(|chunk| {
                 let (store, user, chunk) = (self.clone(), user.clone(), chunk.to_vec());
-                async move { store.merge_days(&user, chunk, merge).await }
+                let guard = guard.cloned();
+                async move { store.merge_days(&user, chunk, merge, guard.as_ref()).await }
             })
             .collect::<Vec<_>>();
         let mut report = WriteReport::default();
-        for part in bounded(op, batches.into_iter()).await? {
+        for part in in_turn(op, guard, batches).await? {
             report.add(part);
         }
         // Months from their days, then catalogue entries from their months.
@@ -339,10 +414,11 @@ impl DynamoStore {
                 .chunks(REFRESH_PER_BATCH)
                 .map(|chunk| {
                     let (store, user, chunk) = (self.clone(), user.clone(), chunk.to_vec());
-                    async move { store.refresh(&user, chunk).await }
+                    let guard = guard.cloned();
+                    async move { store.refresh(&user, chunk, guard.as_ref()).await }
                 })
                 .collect::<Vec<_>>();
-            bounded(op, batches.into_iter()).await?;
+            in_turn(op, guard, batches).await?;
         }
         Ok(report)
     }
@@ -422,9 +498,11 @@ impl DynamoStore {
         user: &str,
         mut pending: Vec<DayGroup>,
         merge: Merge,
+        guard: Option<&ImportGuard>,
     ) -> Result<WriteReport, StoreError> {
         let op = "put_readings";
         let table = self.tables.data.as_str();
+        let room = TRANSACTION_ITEMS - usize::from(guard.is_some());
         let mut report = WriteReport::default();
         for attempt in 0..MERGE_ATTEMPTS {
             if pending.is_empty() {
@@ -503,9 +581,7 @@ impl DynamoStore {
                     None => items.push(tx_delete(op, table, data_key(user, sk), None)?),
                 }
                 let last = transactions.last_mut().ok_or_else(|| corrupt(op))?;
-                if last.1.len() + items.len() > TRANSACTION_ITEMS
-                    || last.2 + bytes > TRANSACTION_BYTES
-                {
+                if last.1.len() + items.len() > room || last.2 + bytes > TRANSACTION_BYTES {
                     transactions.push((Vec::new(), Vec::new(), 0, WriteReport::default()));
                 }
                 let last = transactions.last_mut().ok_or_else(|| corrupt(op))?;
@@ -520,8 +596,11 @@ impl DynamoStore {
                 if items.is_empty() {
                     continue;
                 }
-                match self.transact(op, items).await? {
+                match self.transact(op, guarded(op, table, guard, items)?).await? {
                     Committed::Yes => report.add(counts),
+                    stopped if guard_failed(guard, &stopped) => {
+                        return Err(StoreError::ImportStopped);
+                    }
                     Committed::No(codes) => {
                         pause |= codes
                             .iter()
@@ -545,7 +624,12 @@ impl DynamoStore {
     /// Rebuilds rollups (months from their days, catalogue entries from their months):
     /// each target's version read, its sources merged, and written many a transaction
     /// on the condition that the version still holds; defeated ones are retried.
-    async fn refresh(&self, user: &str, pending: Vec<Refresh>) -> Result<(), StoreError> {
+    async fn refresh(
+        &self,
+        user: &str,
+        pending: Vec<Refresh>,
+        guard: Option<&ImportGuard>,
+    ) -> Result<(), StoreError> {
         let op = "put_readings";
         let table = self.tables.data.as_str();
         for attempt in 0..MERGE_ATTEMPTS {
@@ -595,8 +679,9 @@ impl DynamoStore {
                     }
                 });
             }
-            match self.transact(op, items).await? {
+            match self.transact(op, guarded(op, table, guard, items)?).await? {
                 Committed::Yes => return Ok(()),
+                stopped if guard_failed(guard, &stopped) => return Err(StoreError::ImportStopped),
                 Committed::No(codes) => {
                     if codes
                         .iter()
@@ -839,7 +924,7 @@ impl DynamoStore {
                 deletes.push(WriteRequest::builder().delete_request(delete).build());
             }
             for (user, readings) in &by_user {
-                self.put_day_readings(user, readings, true).await?;
+                self.put_day_readings(user, readings, true, None).await?;
                 moved += readings.len() as u64;
             }
             self.write_all(op, deletes).await?;
@@ -914,14 +999,15 @@ impl DynamoStore {
                     }
                 }
                 if !moves.is_empty() {
-                    self.put_day_readings(&user, &moves, false).await?;
+                    self.put_day_readings(&user, &moves, false, None).await?;
                 }
                 let rows = stays
                     .into_iter()
                     .map(|r| ((r.time.clone(), r.source.clone()), r))
                     .collect();
                 let group = DayGroup { key, day, rows };
-                self.write_days(&user, vec![group], Merge::WholeDay).await?;
+                self.write_days(&user, vec![group], Merge::WholeDay, None)
+                    .await?;
             }
             match page.last_evaluated_key {
                 Some(key) if !key.is_empty() => start = Some(key),

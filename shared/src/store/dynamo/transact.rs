@@ -178,6 +178,16 @@ pub(super) fn condition(
     })
 }
 
+/// An update expression's names and values, without a condition.
+pub(super) fn expression_values(
+    names: &[(&str, &str)],
+    values: Vec<(&str, AttributeValue)>,
+) -> Option<Condition> {
+    let mut out = condition("", names, values)?;
+    out.expression = None;
+    Some(out)
+}
+
 /// A transaction Put, with an optional condition.
 pub(super) fn tx_put(
     op: &'static str,

@@ -24,7 +24,7 @@ use crate::store::{MAX_LISTED_UPLOADS, StoreError, StoreFuture, UploadOutcome, U
 const UPLOAD_PREFIX: &str = "upload#";
 const UPLOAD_OBJECT_PREFIX: &str = "upload-object#";
 
-fn upload_sk(id: &str) -> String {
+pub(super) fn upload_sk(id: &str) -> String {
     format!("{UPLOAD_PREFIX}{id}")
 }
 

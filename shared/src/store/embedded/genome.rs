@@ -216,6 +216,89 @@ fn genotypes(variants: &[Variant]) -> rusqlite::Result<Vec<Genotype>> {
         .collect()
 }
 
+impl EmbeddedStore {
+    /// [`GenomeStore::replace_genome`], guarded by an importing upload when `guard`
+    /// names one.
+    async fn replace(
+        &self,
+        user: &str,
+        guard: Option<&str>,
+        genome: &Genome,
+        source: &str,
+        imported_at: u64,
+    ) -> Result<(), StoreError> {
+        let op = "replace_genome";
+        if genome.is_empty() {
+            return self.delete_genome(user).await;
+        }
+        let version = i64::try_from(new_version()?)
+            .map_err(|_| StoreError::Unavailable(format!("{op}: version")))?;
+        let (layout, mut items) =
+            encode_genome(genome).ok_or_else(|| StoreError::Corrupt(op.into()))?;
+        while !items.is_empty() {
+            let chunk: Vec<VersionItem> = items.drain(..items.len().min(CHUNK)).collect();
+            let user = user.to_string();
+            self.run(op, move |conn| {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                write_items(&tx, &user, version, &chunk)?;
+                tx.commit()
+            })
+            .await?;
+        }
+        let (user_owned, source, variants) = (user.to_string(), source.to_string(), genome.len());
+        // The switch: one small transaction.
+        let guard = guard.map(str::to_string);
+        let switched = self
+            .run(op, move |conn| {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                if let Some(upload) = guard
+                    && !super::uploads::still_importing(&tx, &user_owned, &upload)?
+                {
+                    // Deleted meanwhile: the new version goes, nothing switches.
+                    tx.prepare_cached("DELETE FROM genome_items WHERE user = ?1 AND version = ?2")?
+                        .execute(params![user_owned, version])?;
+                    tx.commit()?;
+                    return Ok(None);
+                }
+                let previous = switch(
+                    &tx,
+                    &user_owned,
+                    version,
+                    variants,
+                    &source,
+                    imported_at,
+                    &layout,
+                )?;
+                tx.commit()?;
+                Ok(Some(previous))
+            })
+            .await?;
+        let Some(previous) = switched else {
+            return Err(StoreError::ImportStopped);
+        };
+        // Best effort: a failure leaves unreachable rows, never a wrong answer.
+        if let Some(previous) = previous.filter(|p| *p != version) {
+            let user = user.to_string();
+            let removed = self
+                .run(op, move |conn| {
+                    conn.prepare_cached(
+                        "DELETE FROM genome_items WHERE user = ?1 AND version = ?2 \
+                         AND version <> coalesce((SELECT version FROM genomes WHERE user = ?1), -1)",
+                    )?
+                    .execute(params![user, previous])
+                })
+                .await;
+            if removed.is_err() {
+                tracing::warn!(
+                    operation = op,
+                    "embedded store: previous genome version left"
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
 impl GenomeStore for EmbeddedStore {
     fn replace_genome<'a>(
         &'a self,
@@ -224,65 +307,18 @@ impl GenomeStore for EmbeddedStore {
         source: &'a str,
         imported_at: u64,
     ) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
-            let op = "replace_genome";
-            if genome.is_empty() {
-                return self.delete_genome(user).await;
-            }
-            let version = i64::try_from(new_version()?)
-                .map_err(|_| StoreError::Unavailable(format!("{op}: version")))?;
-            let (layout, mut items) =
-                encode_genome(genome).ok_or_else(|| StoreError::Corrupt(op.into()))?;
-            while !items.is_empty() {
-                let chunk: Vec<VersionItem> = items.drain(..items.len().min(CHUNK)).collect();
-                let user = user.to_string();
-                self.run(op, move |conn| {
-                    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                    write_items(&tx, &user, version, &chunk)?;
-                    tx.commit()
-                })
-                .await?;
-            }
-            let (user_owned, source, variants) =
-                (user.to_string(), source.to_string(), genome.len());
-            // The switch: one small transaction.
-            let previous = self
-                .run(op, move |conn| {
-                    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                    let previous = switch(
-                        &tx,
-                        &user_owned,
-                        version,
-                        variants,
-                        &source,
-                        imported_at,
-                        &layout,
-                    )?;
-                    tx.commit()?;
-                    Ok(previous)
-                })
-                .await?;
-            // Best effort: a failure leaves unreachable rows, never a wrong answer.
-            if let Some(previous) = previous.filter(|p| *p != version) {
-                let user = user.to_string();
-                let removed = self
-                    .run(op, move |conn| {
-                        conn.prepare_cached(
-                            "DELETE FROM genome_items WHERE user = ?1 AND version = ?2 \
-                             AND version <> coalesce((SELECT version FROM genomes WHERE user = ?1), -1)",
-                        )?
-                        .execute(params![user, previous])
-                    })
-                    .await;
-                if removed.is_err() {
-                    tracing::warn!(
-                        operation = op,
-                        "embedded store: previous genome version left"
-                    );
-                }
-            }
-            Ok(())
-        })
+        Box::pin(self.replace(user, None, genome, source, imported_at))
+    }
+
+    fn replace_import_genome<'a>(
+        &'a self,
+        user: &'a str,
+        upload_id: &'a str,
+        genome: &'a Genome,
+        source: &'a str,
+        imported_at: u64,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(self.replace(user, Some(upload_id), genome, source, imported_at))
     }
 
     fn genome_summary<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Option<GenomeSummary>> {

@@ -12,7 +12,8 @@ use crate::domain::measures;
 use crate::domain::{DataPresence, Reading, ReadingValue};
 use crate::store::health::TIME_MAX;
 use crate::store::{
-    CatalogueEntry, HealthStore, HourValue, Period, ReadingQuery, Rollup, StoreFuture, WriteReport,
+    CatalogueEntry, HealthStore, HourValue, Period, ReadingQuery, Rollup, StoreError, StoreFuture,
+    WriteReport,
 };
 
 const DAY: &str = "d";
@@ -214,6 +215,84 @@ pub(super) fn presence_of(conn: &Connection, user: &str) -> rusqlite::Result<Dat
     })
 }
 
+/// Writes readings in one transaction: replaces same-identity rows and refreshes the
+/// rollups of every day touched. With `guard`, only while that upload of the user is
+/// still importing, checked inside the transaction (a deletion removes or ends the upload
+/// first, so nothing of an import lands after it): `None` when it is not.
+fn write_readings(
+    conn: &mut Connection,
+    user: &str,
+    readings: &[Reading],
+    guard: Option<&str>,
+) -> rusqlite::Result<Option<WriteReport>> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    if let Some(upload) = guard
+        && !super::uploads::still_importing(&tx, user, upload)?
+    {
+        return Ok(None);
+    }
+    let mut identities = HashSet::new();
+    let mut report = WriteReport::default();
+    {
+        let mut before = tx.prepare_cached(
+            "SELECT value_number, value_text, unit FROM readings \
+             WHERE user = ?1 AND indicator_key = ?2 AND time = ?3 AND source = ?4",
+        )?;
+        let mut stmt = tx.prepare_cached(
+            "INSERT INTO readings (user, indicator_key, time, source, indicator, value_number, \
+                                   value_text, unit, code_system, code, utc_offset, original) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
+             ON CONFLICT (user, indicator_key, time, source) DO UPDATE SET \
+               indicator = excluded.indicator, value_number = excluded.value_number, \
+               value_text = excluded.value_text, unit = excluded.unit, \
+               code_system = excluded.code_system, code = excluded.code, \
+               utc_offset = excluded.utc_offset, original = excluded.original",
+        )?;
+        for r in readings {
+            let key = Reading::indicator_key(&r.indicator);
+            let (number, text) = value_columns(&r.value);
+            if !identities.contains(&(key.clone(), r.time.as_str(), r.source.as_str())) {
+                let held: Option<(ReadingValue, Option<String>)> = before
+                    .query_row(params![user, key, r.time, r.source], |row| {
+                        let value = match row.get::<_, Option<f64>>(0)? {
+                            Some(n) => ReadingValue::Number(n),
+                            None => ReadingValue::Text(row.get(1)?),
+                        };
+                        Ok((value, row.get(2)?))
+                    })
+                    .optional()?;
+                report.count(held.as_ref().map(|(v, u)| (v, u.as_deref())), r);
+            }
+            stmt.execute(params![
+                user,
+                key,
+                r.time,
+                r.source,
+                r.indicator,
+                number,
+                text,
+                r.unit,
+                r.code_system,
+                r.code,
+                r.offset,
+                r.original.as_ref().map(json_column).transpose()?
+            ])?;
+            identities.insert((key, r.time.as_str(), r.source.as_str()));
+        }
+    }
+    let mut days: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    for (key, time, _) in &identities {
+        days.entry(key.as_str())
+            .or_default()
+            .insert(Period::Day.of(time).to_string());
+    }
+    for (key, days) in &days {
+        refresh_rollups(&tx, user, key, days)?;
+    }
+    tx.commit()?;
+    Ok(Some(report))
+}
+
 const READING_COLUMNS: &str = "indicator, value_number, value_text, unit, time, code_system, code, source, utc_offset, original";
 
 /// The value as stored: a finite number, or text. Non-finite numbers (which neither
@@ -282,69 +361,30 @@ impl HealthStore for EmbeddedStore {
     ) -> StoreFuture<'a, WriteReport> {
         let user = user.to_string();
         let readings = readings.to_vec();
-        Box::pin(self.run("put_readings", move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let mut identities = HashSet::new();
-            let mut report = WriteReport::default();
-            {
-                let mut before = tx.prepare_cached(
-                    "SELECT value_number, value_text, unit FROM readings \
-                     WHERE user = ?1 AND indicator_key = ?2 AND time = ?3 AND source = ?4",
-                )?;
-                let mut stmt = tx.prepare_cached(
-                    "INSERT INTO readings (user, indicator_key, time, source, indicator, value_number, \
-                                           value_text, unit, code_system, code, utc_offset, original) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
-                     ON CONFLICT (user, indicator_key, time, source) DO UPDATE SET \
-                       indicator = excluded.indicator, value_number = excluded.value_number, \
-                       value_text = excluded.value_text, unit = excluded.unit, \
-                       code_system = excluded.code_system, code = excluded.code, \
-                       utc_offset = excluded.utc_offset, original = excluded.original",
-                )?;
-                for r in &readings {
-                    let key = Reading::indicator_key(&r.indicator);
-                    let (number, text) = value_columns(&r.value);
-                    if !identities.contains(&(key.clone(), r.time.as_str(), r.source.as_str())) {
-                        let held: Option<(ReadingValue, Option<String>)> = before
-                            .query_row(params![user, key, r.time, r.source], |row| {
-                                let value = match row.get::<_, Option<f64>>(0)? {
-                                    Some(n) => ReadingValue::Number(n),
-                                    None => ReadingValue::Text(row.get(1)?),
-                                };
-                                Ok((value, row.get(2)?))
-                            })
-                            .optional()?;
-                        report.count(held.as_ref().map(|(v, u)| (v, u.as_deref())), r);
-                    }
-                    stmt.execute(params![
-                        user,
-                        key,
-                        r.time,
-                        r.source,
-                        r.indicator,
-                        number,
-                        text,
-                        r.unit,
-                        r.code_system,
-                        r.code,
-                        r.offset,
-                        r.original.as_ref().map(json_column).transpose()?
-                    ])?;
-                    identities.insert((key, r.time.as_str(), r.source.as_str()));
-                }
-            }
-            let mut days: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
-            for (key, time, _) in &identities {
-                days.entry(key.as_str())
-                    .or_default()
-                    .insert(Period::Day.of(time).to_string());
-            }
-            for (key, days) in &days {
-                refresh_rollups(&tx, &user, key, days)?;
-            }
-            tx.commit()?;
-            Ok(report)
-        }))
+        Box::pin(async move {
+            self.run("put_readings", move |conn| {
+                write_readings(conn, &user, &readings, None)
+            })
+            .await?
+            .ok_or_else(|| StoreError::Corrupt("put_readings: unguarded write stopped".into()))
+        })
+    }
+
+    fn put_import_readings<'a>(
+        &'a self,
+        user: &'a str,
+        upload_id: &'a str,
+        readings: &'a [Reading],
+    ) -> StoreFuture<'a, WriteReport> {
+        let (user, upload_id) = (user.to_string(), upload_id.to_string());
+        let readings = readings.to_vec();
+        Box::pin(async move {
+            self.run("put_import_readings", move |conn| {
+                write_readings(conn, &user, &readings, Some(&upload_id))
+            })
+            .await?
+            .ok_or(StoreError::ImportStopped)
+        })
     }
 
     fn readings<'a>(

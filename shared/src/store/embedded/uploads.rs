@@ -244,6 +244,22 @@ impl UploadStore for EmbeddedStore {
     }
 }
 
+/// Whether upload `upload` of `user` is still importing (read inside the caller's
+/// transaction).
+pub(super) fn still_importing(
+    tx: &rusqlite::Connection,
+    user: &str,
+    upload: &str,
+) -> rusqlite::Result<bool> {
+    Ok(tx
+        .prepare_cached(
+            "SELECT 1 FROM uploads WHERE id = ?1 AND user = ?2 AND status = 'importing'",
+        )?
+        .query_row(params![upload, user], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
 #[cfg(test)]
 mod tests {
     use rusqlite::Connection;

@@ -1,0 +1,203 @@
+//! Issue 26, finding 1: deleting deletes, even during an import. A large CSV is uploaded
+//! through the two-step flow; once its second pass is writing, the person deletes their
+//! data (`DELETE /api/data`) or their account (`DELETE /api/user`). Afterwards nothing of
+//! the user is in the store: no reading, no rollup or catalogue entry, no presence, no
+//! upload file, read back from the store itself (the embedded file, or DynamoDB on
+//! moto), not only through the API. Without the import's guarded writes the import goes
+//! on writing chunk after chunk under the deleted user id.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use e2e::{Server, bearer, bearer_json, post_json, rpc, send};
+use mirobody::store::{
+    DynamoStore, DynamoTables, EMBEDDED_FILE, EmbeddedStore, OBJECTS_DIR, ReadingQuery, Store,
+};
+use mirobody::testing::Moto;
+use serde_json::{Value, json};
+
+const PASSWORD: &str = "correct horse battery staple";
+
+/// Heart rate every minute from 2025-01-01: `rows` rows, enough for many chunks.
+fn big_csv(rows: usize) -> String {
+    let mut csv = String::from("indicator,value,unit,time,source\n");
+    let start = chrono::NaiveDate::from_ymd_opt(2025, 1, 1)
+        .unwrap()
+        .and_hms_opt(0, 0, 0)
+        .unwrap();
+    for i in 0..rows {
+        let time = start + chrono::Duration::minutes(i as i64);
+        let value = 60 + i % 40;
+        csv += &format!(
+            "Heart rate,{value},bpm,{},Watch\n",
+            time.format("%Y-%m-%dT%H:%M:%S")
+        );
+    }
+    csv
+}
+
+/// A new account: its user id and a session token.
+async fn sign_up(server: &Server, email: &str) -> (String, String) {
+    let body = json!({ "email": email, "password": PASSWORD });
+    let reply = post_json(&server.url("/auth/signup"), &[], &body).await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    let data = reply.json()["data"].clone();
+    (
+        data["user_id"].as_str().unwrap().to_string(),
+        data["token"].as_str().unwrap().to_string(),
+    )
+}
+
+/// Creates the upload, PUTs the file and waits until its import is writing (the second
+/// pass has written at least one chunk). Answers the upload's status path.
+async fn importing(server: &Server, token: &str, csv: String) -> String {
+    let created = json!({ "kind": "health", "filename": "year.csv" });
+    let created = bearer_json(server, "POST", "/api/data/uploads", token, Some(created)).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let data = created.json()["data"].clone();
+    let stored = send("PUT", data["upload_url"].as_str().unwrap(), &[], Some(csv)).await;
+    assert_eq!(stored.status, 200, "{}", stored.body);
+    let path = format!("/api/data/uploads/{}", data["id"].as_str().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let reply = send("GET", &server.url(&path), &bearer(token), None).await;
+        let record = reply.json()["data"].clone();
+        assert_ne!(
+            record["status"], "done",
+            "the import ended before the deletion: {record}"
+        );
+        assert_ne!(record["status"], "failed", "{record}");
+        if record["rows_written"].as_u64().unwrap_or(0) > 0 {
+            return path;
+        }
+        assert!(Instant::now() < deadline, "never writing: {record}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Waits until no upload file is left in the local objects directory (the stopped import
+/// removes its own), at most a minute.
+async fn no_upload_files(data: &Path) {
+    let dir = data.join(OBJECTS_DIR);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.path().is_file() && e.file_name() != "signing.key")
+                    .collect()
+            })
+            .unwrap_or_default();
+        if left.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "upload files left: {left:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Nothing of `user` in the store: readings, catalogue (rollups' summary), presence.
+async fn nothing_of(store: &dyn Store, user: &str) {
+    let readings = store
+        .readings(user, &ReadingQuery::default())
+        .await
+        .unwrap();
+    assert!(readings.is_empty(), "{} readings left", readings.len());
+    let catalogue = store.catalogue(user).await.unwrap();
+    assert!(
+        catalogue.is_empty(),
+        "{} catalogue entries left",
+        catalogue.len()
+    );
+    let presence = store.data_presence(user).await.unwrap();
+    assert!(!presence.health && !presence.genotype, "{presence:?}");
+    let days = store
+        .rollups(user, "heart rate", mirobody::store::Period::Day, "", "~")
+        .await
+        .unwrap();
+    assert!(days.is_empty(), "{} day rollups left", days.len());
+}
+
+/// The catalogue `query_health_indicators` answers the user.
+async fn catalogue(server: &Server, token: &str) -> Value {
+    let params = json!({ "name": "query_health_indicators", "arguments": {} });
+    let reply = rpc(&server.url("/mcp"), Some(token), "tools/call", params).await;
+    let text = reply.json()["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    serde_json::from_str(&text).unwrap_or(Value::String(text))
+}
+
+/// Both deletions, each during a running import, on one server; `store` reads the
+/// server's own store.
+async fn deletions_during_imports(server: &Server, store: &dyn Store, rows: usize) {
+    // 1. The data: the import stops, its upload record is gone, nothing is left.
+    let (alice, token) = sign_up(server, "alice@example.com").await;
+    let upload = importing(server, &token, big_csv(rows)).await;
+    let deleted = send("DELETE", &server.url("/api/data"), &bearer(&token), None).await;
+    assert_eq!(deleted.status, 200, "{}", deleted.body);
+    no_upload_files(server.data_dir()).await;
+    let gone = send("GET", &server.url(&upload), &bearer(&token), None).await;
+    assert_eq!(gone.status, 404, "{}", gone.body);
+    // What the import might still write lands within a chunk: look twice.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    nothing_of(store, &alice).await;
+    let summary = send("GET", &server.url("/api/data"), &bearer(&token), None).await;
+    assert_eq!(
+        summary.json()["data"],
+        json!({ "health": false, "genotype": false })
+    );
+    let answer = catalogue(server, &token).await;
+    assert!(!answer.to_string().contains("Heart rate"), "{answer}");
+
+    // 2. The account: deleted during an import of its own, nothing is left either.
+    let (bob, token) = sign_up(server, "bob@example.com").await;
+    importing(server, &token, big_csv(rows)).await;
+    let confirm = json!({ "password": PASSWORD });
+    let deleted = bearer_json(server, "DELETE", "/api/user", &token, Some(confirm)).await;
+    assert_eq!(deleted.status, 200, "{}", deleted.body);
+    no_upload_files(server.data_dir()).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    nothing_of(store, &bob).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_during_an_import_leaves_nothing_on_the_embedded_store() {
+    let server = Server::start(&[]);
+    let store = EmbeddedStore::open(server.data_dir().join(EMBEDDED_FILE)).unwrap();
+    // 150,000 rows: 30 chunks, seconds of writing on the embedded store.
+    deletions_during_imports(&server, &store, 150_000).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_during_an_import_leaves_nothing_on_dynamodb() {
+    let moto = Moto::start();
+    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+            "test", "test", None, None, "tests",
+        ))
+        .endpoint_url(&moto.endpoint)
+        .load()
+        .await;
+    let tables = DynamoTables {
+        keys: "deletion-keys".into(),
+        data: "deletion-data".into(),
+    };
+    let client = aws_sdk_dynamodb::Client::new(&config);
+    DynamoStore::create_tables(&client, &tables)
+        .await
+        .expect("tables created in moto");
+    let settings = [
+        ("MIROBODY_STORE", "dynamodb"),
+        ("MIROBODY_KEYS_TABLE", tables.keys.as_str()),
+        ("MIROBODY_DATA_TABLE", tables.data.as_str()),
+        ("AWS_ENDPOINT_URL_DYNAMODB", moto.endpoint.as_str()),
+    ];
+    let server = Server::start(&settings);
+    let store = DynamoStore::new(client, tables);
+    // 30,000 rows: 6 chunks (moto writes slowly; enough for the deletion to land mid-way).
+    deletions_during_imports(&server, &store, 30_000).await;
+    drop(moto);
+}
