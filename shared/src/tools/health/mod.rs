@@ -1,9 +1,11 @@
 //! Health-indicator tools: `query_health_indicators` and its keyword matching; the
-//! reference ranges the console shades behind a chart.
+//! reference ranges the console shades behind a chart; the ambulatory profile both
+//! answer and draw.
 
 mod answers;
 mod cgm;
 mod matching;
+mod profile;
 mod query;
 mod reference;
 
