@@ -1,7 +1,10 @@
 //! The web console end to end in headless Chromium (issue 15): Debian's `chromium`
 //! through playwright-core drives `tests/clients/console_browser.mjs` against
 //! `mirobody-local`: sign up, sign out and in, change the password, upload a genome and a
-//! readings file (the progress bar to 100 %), the chart, the rsid look-up, the personal URL
+//! readings file (the progress bar to 100 %), the chart, issue 25's numbers read off the
+//! pages (an Apple Health export's day totals of steps, time in range, the glucose profile
+//! at 08:00 and each night's sleep stages, against answers worked out by hand, and the
+//! same through `/mcp`), the rsid look-up, the personal URL
 //! (minted, copied, used by the Python SDK client), a registered MCP server
 //! (`tests/clients/remote_server.py` on loopback) and its tools, an OAuth client authorised
 //! and revoked (its refresh token refused), export, and deleting the account (every
@@ -21,12 +24,15 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 const REMOTE_TOKEN: &str = "console-remote-bearer-9d3a61";
 
 /// The pages shot at both widths.
-const PAGES: [&str; 11] = [
+const PAGES: [&str; 14] = [
     "signin",
     "signup",
     "password",
     "data",
     "indicator",
+    "steps",
+    "glucose",
+    "sleep",
     "genome",
     "upload",
     "connect",
@@ -61,6 +67,106 @@ fn screenshot_dir() -> PathBuf {
         .and_then(Path::parent)
         .expect("target/<profile>/mirobody-local")
         .join("screenshots")
+}
+
+/// The numbers of issue 25 read off the rendered pages and through `/mcp`, against the
+/// answers worked out by hand beside the export in `console_browser.mjs` (steps counted once
+/// across the phone and the watch, time in range, the glucose profile at 08:00, each night's
+/// stages).
+fn truthful_numbers_are_the_hand_worked_ones(step: &Value) {
+    let page = &step["page"];
+    // 614 readings: 576 glucose, 27 steps, 6 + 5 sleep.
+    assert!(
+        step["upload"]
+            .as_str()
+            .unwrap()
+            .contains("614 rows written: 614 new"),
+        "{step}"
+    );
+    // Steps: 8 × 500 + 4 × 700 = 6,800 on 2026-03-26; 10 × 300 = 3,000 on 2026-03-27.
+    assert_eq!(page["steps"]["most_day"], "6800", "{step}");
+    assert_eq!(page["steps"]["least_day"], "3000", "{step}");
+    assert_eq!(page["steps"]["last_day"], "3000", "{step}");
+    assert_eq!(page["steps"]["latest"], "3,000 steps", "{step}");
+    // Time in range: (576 − 12 − 48 + 2 fasting values) / 578 = 518 / 578 = 89.6 %.
+    let glucose = &page["glucose"];
+    assert_eq!(glucose["in_range"], "89.6 %", "{step}");
+    assert!(
+        glucose["tir_text"]
+            .as_str()
+            .unwrap()
+            .contains("578 sensor readings"),
+        "{step}"
+    );
+    // The profile at 08:00 over 24 readings: p5 102, p25 110, median 122, p75 140, p95 150.
+    assert_eq!(
+        glucose["agp_08"],
+        serde_json::json!({"p5": "102", "p25": "110", "median": "122", "p75": "140", "p95": "150", "n": "24"}),
+        "{step}"
+    );
+    assert_eq!(glucose["agp_hours"], 24, "{step}");
+    assert_eq!(
+        glucose["agp_legend"],
+        serde_json::json!([
+            "Median",
+            "25th to 75th percentile",
+            "5th to 95th percentile",
+            "Target range 70 to 180 mg/dL"
+        ]),
+        "{step}"
+    );
+    // The lowest median is hour 03's (day 0's 12th of 24: 62), the highest 12:00's (222).
+    let described = glucose["agp_caption"].as_str().unwrap();
+    assert!(
+        described.contains("from 2026-03-14 to 2026-03-27 (2 days with readings)")
+            && described.contains("lowest at 03:00 (62 mg/dL) and highest at 12:00 (222 mg/dL)"),
+        "{described}"
+    );
+    // Sleep: core, deep, REM, awake of each night, in hours and minutes.
+    let hm = |core: &str, deep: &str, rem: &str, awake: &str| serde_json::json!({"core": core, "deep": deep, "rem": rem, "awake": awake});
+    let sleep = &page["sleep"];
+    assert_eq!(
+        sleep["nights"],
+        serde_json::json!({
+            "2026-03-27": hm("5 h 50 min", "0 h 50 min", "0 h 50 min", "0 h 10 min"),
+            "2026-03-28": hm("4 h 30 min", "1 h 00 min", "1 h 15 min", "0 h 15 min"),
+        }),
+        "{step}"
+    );
+    assert_eq!(
+        sleep["bars"], 8,
+        "four stages on each of two nights: {step}"
+    );
+    assert_eq!(
+        sleep["legend"],
+        serde_json::json!(["Core", "Deep", "REM", "Awake"])
+    );
+    assert_eq!(sleep["asleep_latest"], "6 h 45 min", "{step}");
+    // The tool answers the same.
+    let tool = &step["tool"];
+    assert_eq!(
+        tool["steps_days"],
+        serde_json::json!(["2026-03-26|6800|several", "2026-03-27|3000|Jo’s iPhone"]),
+        "{step}"
+    );
+    assert_eq!(tool["in_range"], 89.6, "{step}");
+    assert_eq!(tool["readings"], 578, "{step}");
+    assert_eq!(
+        tool["profile_window"],
+        serde_json::json!(["2026-03-14", "2026-03-27"])
+    );
+    assert_eq!(tool["profile_08"], "08|102|110|122|140|150|24", "{step}");
+    let watch = "Jo’s Watch";
+    assert_eq!(
+        tool["stage_days"],
+        serde_json::json!({
+            "Sleep core": [format!("2026-03-27|350|{watch}"), format!("2026-03-28|270|{watch}")],
+            "Sleep deep": [format!("2026-03-27|50|{watch}"), format!("2026-03-28|60|{watch}")],
+            "Sleep REM": [format!("2026-03-27|50|{watch}"), format!("2026-03-28|75|{watch}")],
+            "Sleep awake": [format!("2026-03-27|10|{watch}"), format!("2026-03-28|15|{watch}")],
+        }),
+        "{step}"
+    );
 }
 
 #[test]
@@ -119,6 +225,7 @@ fn chromium_walks_the_console_from_sign_up_to_account_deletion() {
         "upload_genome",
         "upload_readings",
         "chart",
+        "truthful_numbers",
         "genome_lookup",
         "personal_url",
         "mcp_server",
@@ -148,6 +255,12 @@ fn chromium_walks_the_console_from_sign_up_to_account_deletion() {
             .unwrap();
         assert_eq!(upload["progress"], 100, "{upload}");
     }
+    truthful_numbers_are_the_hand_worked_ones(
+        steps
+            .iter()
+            .find(|s| s["name"] == "truthful_numbers")
+            .unwrap(),
+    );
     if status("delete_account") == "passed" {
         let deleted = steps
             .iter()

@@ -6,8 +6,9 @@
 //            --remote MCP_URL --remote-token TOKEN
 //
 // Named steps, in order: signup, signout_signin, password, upload_genome, upload_readings,
-// chart, genome_lookup, personal_url (minted, copied, used from the Python SDK client),
-// mcp_server (a local Python SDK server registered, its tools shown), oauth_revoke (a client
+// chart, truthful_numbers (issue 25: an Apple Health export's step totals, time in range,
+// glucose profile and sleep stages read off the pages and through /mcp), genome_lookup,
+// personal_url (minted, copied, used from the Python SDK client), mcp_server (a local Python SDK server registered, its tools shown), oauth_revoke (a client
 // authorised through the consent page in this browser, revoked on the access page, its
 // refresh token refused), screenshots (every page at 1280x800 and 390x844), export,
 // delete_account (then every credential of the account refused).
@@ -58,6 +59,82 @@ const READINGS_CSV = [
   '"Glucose, fasting",96,mg/dL,2026-03-12,City Lab',
 ].join('\n') + '\n';
 const READING_ROWS = 14;
+// Issue 25's numbers, from an Apple Health export (export.xml) a person could have written,
+// every answer worked out by hand here; the Rust test asserts the same values.
+//
+// Steps (local days, +01:00): on 2026-03-26 the iPhone counted 500 in each hour 08:00 to
+// 19:00 and the Watch 700 in each hour 10:00 to 13:00; each hour counts the source that
+// counted most: 8 phone hours × 500 + 4 watch hours × 700 = 4,000 + 2,800 = 6,800 (never
+// 12 × 500 + 4 × 700 = 8,800). On 2026-03-27 the iPhone counted 300 in each hour 08:00 to
+// 17:00 and the Watch 200 at 09:00 (less than the phone's 300): 10 × 300 = 3,000.
+//
+// CGM glucose, a reading every 5 minutes on 2026-03-26 (day 0) and 2026-03-27 (day 1):
+// 288 a day, 576 in all. The m-th reading of an hour (m = 0..11) is base + 2m + 30 × day,
+// base 40 at 03:00, 200 at 12:00 and 13:00, else 100.
+//   Hour 08: day 0 reads 100, 102, ..., 122; day 1 130, 132, ..., 152 (24 values, sorted
+//   the same way). Nearest rank of n = 24: p5 rank ⌈1.2⌉ = 2 → 102; p25 rank 6 → 110;
+//   median rank 12 → 122; p75 rank 18 → day 1's 6th, 140; p95 rank ⌈22.8⌉ = 23 → 150.
+//   Hour 03: day 0 40..62 (12 readings below 70), day 1 70..92 (in range: 70 is in).
+//   Hours 12 and 13: 200..222 and 230..252, all 48 above 180.
+//   In range: 576 − 12 − 48 = 516 sensor readings. The readings file of `upload_readings`
+//   holds two fasting glucose values (101 and 96 mg/dL, in range), the same measure: the
+//   series holds 578 readings, 518 in range: 518 / 578 = 89.62 % → 89.6 %.
+//   The profile's window is the last 14 days with data, 2026-03-14 to 2026-03-27: the
+//   fasting value of 2026-03-12 (timed 00:00) falls outside it, so hour 08 is as above.
+//
+// Sleep (the Watch), a night dated by the morning it ends:
+//   Night to 2026-03-27: in bed 23:00-07:00; core 23:10-01:10 (120 min), deep 01:10-02:00
+//   (50), core 02:00-04:50 (170), REM 04:50-05:40 (50), awake 05:40-05:50 (10), core
+//   05:50-06:50 (60): core 350 min = 5 h 50 min, deep 0 h 50 min, REM 0 h 50 min, awake
+//   0 h 10 min; asleep 450 min = 7 h 30 min.
+//   Night to 2026-03-28: core 23:30-03:30 (240), deep 03:30-04:30 (60), REM 04:30-05:45
+//   (75), awake 05:45-06:00 (15), core 06:00-06:30 (30): core 270 = 4 h 30 min, deep
+//   1 h 00 min, REM 1 h 15 min, awake 0 h 15 min; asleep 405 min = 6 h 45 min.
+//
+// Readings written: 576 glucose + 27 steps (12 + 4 + 10 + 1) + sleep: the first night 6
+// (asleep, core, deep, REM, awake, in bed), the second 5 (no in bed) = 614.
+const APPLE_ROWS = 614;
+function appleRecord(type, source, unit, value, start, end) {
+  const unitAttr = unit ? ` unit="${unit}"` : '';
+  return ` <Record type="${type}" sourceName="${source}" sourceVersion="17.4"${unitAttr} creationDate="${end}" startDate="${start}" endDate="${end}" value="${value}"/>`;
+}
+function appleExport() {
+  const at = (day, hh, mm) => `2026-03-${day} ${String(hh).padStart(2, '0')}:${String(mm).padStart(2, '0')}:00 +0100`;
+  const steps = (source, day, hours, value) => hours.map((h) => appleRecord('HKQuantityTypeIdentifierStepCount', source, 'count', value, at(day, h, 0), at(day, h, 59)));
+  const range = (from, to) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+  const records = [
+    ...steps('Jo’s iPhone', 26, range(8, 19), 500),
+    ...steps('Jo’s Watch', 26, range(10, 13), 700),
+    ...steps('Jo’s iPhone', 27, range(8, 17), 300),
+    ...steps('Jo’s Watch', 27, [9], 200),
+  ];
+  for (const [d, day] of [[0, 26], [1, 27]]) {
+    for (let h = 0; h < 24; h++) {
+      const base = h === 3 ? 40 : (h === 12 || h === 13 ? 200 : 100);
+      for (let m = 0; m < 12; m++) {
+        const t = at(day, h, 5 * m);
+        records.push(appleRecord('HKQuantityTypeIdentifierBloodGlucose', 'Dexcom G7', 'mg/dL', base + 2 * m + 30 * d, t, t));
+      }
+    }
+  }
+  const sleep = (stage, start, end) => appleRecord('HKCategoryTypeIdentifierSleepAnalysis', 'Jo’s Watch', null, `HKCategoryValueSleepAnalysis${stage}`, start, end);
+  records.push(
+    sleep('InBed', at(26, 23, 0), at(27, 7, 0)),
+    sleep('AsleepCore', at(26, 23, 10), at(27, 1, 10)),
+    sleep('AsleepDeep', at(27, 1, 10), at(27, 2, 0)),
+    sleep('AsleepCore', at(27, 2, 0), at(27, 4, 50)),
+    sleep('AsleepREM', at(27, 4, 50), at(27, 5, 40)),
+    sleep('Awake', at(27, 5, 40), at(27, 5, 50)),
+    sleep('AsleepCore', at(27, 5, 50), at(27, 6, 50)),
+    sleep('AsleepCore', at(27, 23, 30), at(28, 3, 30)),
+    sleep('AsleepDeep', at(28, 3, 30), at(28, 4, 30)),
+    sleep('AsleepREM', at(28, 4, 30), at(28, 5, 45)),
+    sleep('Awake', at(28, 5, 45), at(28, 6, 0)),
+    sleep('AsleepCore', at(28, 6, 0), at(28, 6, 30)),
+  );
+  return ['<?xml version="1.0" encoding="UTF-8"?>', '<HealthData locale="en_US">',
+    ' <ExportDate value="2026-03-28 09:00:00 +0100"/>', ...records, '</HealthData>', ''].join('\n');
+}
 const GENOME = [
   '# 23andMe-style raw data',
   '# rsid\tchromosome\tposition\tgenotype',
@@ -412,6 +489,90 @@ async function chart(flow) {
   return { catalogue_rows: rows, hba1c_row: rowText, genome_summary: genome, chart_title: title, line_points: (d.match(/[ML]/g) || []).length, band: band > 0, latest_rows: latest };
 }
 
+/** The structured answer of `query_health_indicators` through `/mcp`. */
+async function queryTool(flow, args) {
+  const out = await mcp(`${flow.base}/mcp`, flow.credentials.api_session, 'tools/call', { name: 'query_health_indicators', arguments: args });
+  const result = out.body?.result;
+  check(out.status === 200 && result?.isError === false && result.structuredContent, `query_health_indicators ${JSON.stringify(args)}: ${out.status} ${out.text.slice(0, 500)}`);
+  return result.structuredContent;
+}
+
+/** A figure's caption text, spaces collapsed. */
+async function caption(flow, figure) {
+  return (await flow.text(`${figure} figcaption`)).replace(/\s+/g, ' ');
+}
+
+/**
+ * Issue 25 on the page: uploads the export above, then reads the daily step totals, the
+ * time in range, the glucose profile at 08:00 and each night's stages off the rendered
+ * pages, and the same numbers through `/mcp`. The Rust test asserts the hand-worked values.
+ */
+async function truthfulNumbers(flow) {
+  const uploaded = await upload(flow, 'apple_health', 'export.xml', appleExport(), null);
+  check(new RegExp(`\\b${APPLE_ROWS} rows written`).test(uploaded.status_text), `the export upload says ${JSON.stringify(uploaded.status_text)}`);
+  const page = {};
+  // Steps: the chart's caption names the day totals.
+  await flow.visit('/console/data/Steps');
+  const steps = await caption(flow, 'figure.chart');
+  const totals = steps.match(/values from ([\d,]+) steps to ([\d,]+) steps; the last point's total is ([\d,]+) steps/);
+  check(totals, `the steps caption: ${steps}`);
+  page.steps = { least_day: totals[1], most_day: totals[2], last_day: totals[3], latest: await flow.text('span.latest') };
+  await flow.shoot('steps');
+  // Glucose: the time in range, the profile (a picture, a legend, a description and a table).
+  await flow.visit('/console/data/Glucose');
+  const agp = flow.page.locator('svg.chart.agp');
+  check(await agp.isVisible(), 'no visible svg.chart.agp');
+  check(await agp.getAttribute('role') === 'img', 'svg.chart.agp has no role=img');
+  check(await agp.locator('path.median').count() === 1 && await agp.locator('path.inner').count() === 1 && await agp.locator('path.outer').count() === 1 && await agp.locator('rect.target').count() === 1,
+    'the profile lacks its median, bands or target range');
+  const cells = {};
+  for (const name of ['p5', 'p25', 'median', 'p75', 'p95', 'n']) {
+    cells[name] = ((await flow.page.locator(`table#agp-table tr[data-hour="08"] td.${name}`).textContent()) || '').trim();
+  }
+  page.glucose = {
+    in_range: await flow.text('#tir td.tir-in-range'),
+    tir_text: (await flow.text('section#time-in-range p')).replace(/\s+/g, ' '),
+    agp_08: cells,
+    agp_hours: await flow.page.locator('table#agp-table tbody tr').count(),
+    agp_legend: await flow.page.locator('section#agp ul.legend li').allInnerTexts(),
+    agp_caption: await caption(flow, 'section#agp figure.chart'),
+  };
+  await flow.shoot('glucose');
+  // Sleep: the stages stacked per night, read from the table under the picture.
+  await flow.visit('/console/data/Sleep%20asleep');
+  const stacked = flow.page.locator('svg.chart.stages');
+  check(await stacked.isVisible(), 'no visible svg.chart.stages');
+  const nights = {};
+  for (const row of await flow.page.locator('table#stages-table tbody tr').all()) {
+    const night = await row.getAttribute('data-night');
+    nights[night] = {};
+    for (const stage of ['core', 'deep', 'rem', 'awake']) {
+      nights[night][stage] = ((await row.locator(`td.${stage}`).textContent()) || '').trim();
+    }
+  }
+  page.sleep = {
+    nights,
+    bars: await stacked.locator('rect[data-night]').count(),
+    legend: await flow.page.locator('section#stages ul.legend li').allInnerTexts(),
+    asleep_latest: await flow.text('span.latest'),
+  };
+  await flow.shoot('sleep');
+  // The same numbers from the tool.
+  const stepDays = await queryTool(flow, { indicators: ['Steps'], aggregate: 'day' });
+  const stats = await queryTool(flow, { indicators: ['Glucose'], aggregate: 'stats' });
+  const profile = await queryTool(flow, { indicators: ['Glucose'], aggregate: 'profile' });
+  const stageDays = await queryTool(flow, { indicators: ['Sleep core', 'Sleep deep', 'Sleep REM', 'Sleep awake'], aggregate: 'day' });
+  const tool = {
+    steps_days: stepDays.indicators[0].rows,
+    in_range: stats.indicators[0].cgm?.time_in_range_70_180_pct,
+    readings: stats.indicators[0].cgm?.readings,
+    profile_window: [profile.indicators[0].from, profile.indicators[0].to],
+    profile_08: profile.indicators[0].rows.find((r) => r.startsWith('08|')),
+    stage_days: Object.fromEntries(stageDays.indicators.map((i) => [i.name, i.rows])),
+  };
+  return { upload: uploaded.status_text, page, tool };
+}
+
 async function genomeLookup(flow) {
   await flow.visit('/console/genome');
   await flow.page.fill('#rsid', 'rs4680, rs429358');
@@ -617,6 +778,7 @@ const STEPS = [
   ['upload_genome', uploadGenome],
   ['upload_readings', uploadReadings],
   ['chart', chart],
+  ['truthful_numbers', truthfulNumbers],
   ['genome_lookup', genomeLookup],
   ['personal_url', personalUrl],
   ['mcp_server', mcpServer],

@@ -1,14 +1,16 @@
 //! Your data: the catalogue (every indicator with its latest figure as its kind reads,
 //! its unit and date, its count and first and last date), one indicator's chart and
 //! latest readings, and the genome summary with the rsid look-up. Reads the store's
-//! catalogue, rollups and genome; renders with `chart.rs`.
+//! catalogue, rollups and genome; renders with `chart.rs`, `agp.rs` and `stages.rs`.
 //!
 //! Shows what `query_health_indicators` answers (issue 25), with the tool's own rules
 //! and arithmetic: a cumulative measure (steps) by its day totals, counted once across
 //! sources ([`Rollup::total`]); sleep by the night, dated by the morning it ends; a
 //! discrete measure by its readings (a day's mean, least and greatest); a CGM's glucose
 //! with the consensus time-in-range figures (`tools::cgm_report`) instead of the fasting
-//! reference band.
+//! reference band, and its daily profile over the last 14 days with data (the tool's
+//! `aggregate: profile`, `tools::profile_hours`: that window's readings read once); a
+//! sleep measure with the stages stacked per night (one read of day rollups per stage).
 //!
 //! Bounds what comes from the request before the store sees it: an indicator name of at
 //! most [`MAX_INDICATOR`] bytes, at most [`MAX_RSIDS`] rsids each of the form
@@ -20,14 +22,19 @@ use maud::{Markup, html};
 
 use serde_json::Value;
 
+use super::agp::{self, Profile};
 use super::chart::{self, Chart, ChartPoint, Values};
 use super::layout::{self, Notice};
+use super::stages::{self, Night};
 use super::{Answer, ConsoleApi, Session, html as page, query_param};
 use crate::domain::measures::{self, Kind};
 use crate::domain::{Genotype, Reading, ReadingValue};
 use crate::http::ApiError;
-use crate::store::{GenomeSummary, Period, ReadingQuery, Rollup};
-use crate::tools::{as_sent, cgm_report, format_number, hours_and_minutes, reference_range};
+use crate::store::{GenomeSummary, HourValue, Period, ReadingQuery, Rollup};
+use crate::tools::{
+    as_sent, cgm_report, format_number, hours_and_minutes, profile_hours, profile_window,
+    reference_range,
+};
 
 /// The longest indicator name a page is asked for (longer: no such indicator).
 const MAX_INDICATOR: usize = 300;
@@ -182,6 +189,18 @@ fn period_days(summary: &Rollup) -> u64 {
         (Some(first), Some(last)) => u64::try_from(last - first + 1).unwrap_or(1),
         _ => summary.days.max(1),
     }
+}
+
+/// The days that have a numeric reading.
+fn days_with_numbers(readings: &[Reading]) -> usize {
+    let mut days: Vec<&str> = readings
+        .iter()
+        .filter(|r| matches!(r.value, ReadingValue::Number(n) if n.is_finite()))
+        .map(|r| day_of(&r.time))
+        .collect();
+    days.sort_unstable();
+    days.dedup();
+    days.len()
 }
 
 /// A percentage or a number of the CGM report as shown.
@@ -475,6 +494,14 @@ impl ConsoleApi {
             band,
             values,
         };
+        let profile = match &cgm {
+            Some(_) => self.glucose_profile(user, &key, &summary).await?,
+            None => None,
+        };
+        let nights = match kind {
+            Kind::Sleep => self.sleep_stages(user, &cutoff).await?,
+            _ => Vec::new(),
+        };
         let headline = latest_of(kind, &summary);
         let sent = latest.iter().any(|r| as_sent(r).is_some());
         let content = html! {
@@ -524,6 +551,10 @@ impl ConsoleApi {
                     day_of(&summary.last.time),
                 ))
             }
+            @if let Some(profile) = &profile {
+                (agp::section(profile))
+            }
+            (stages::section(&nights))
             h2 id="latest-heading" { "Latest readings" }
             div.table-wrap {
                 table id="latest" aria-labelledby="latest-heading" {
@@ -548,6 +579,56 @@ impl ConsoleApi {
             p { a href="/console/data" { "Back to all your data" } }
         };
         self.signed_in_page(session, &summary.name, None, content)
+    }
+
+    /// A CGM's glucose profile over the last [`crate::tools::profile_window`] days with
+    /// data (14), as `aggregate: profile` answers it: the window's readings read once.
+    async fn glucose_profile(
+        &self,
+        user: &str,
+        key: &str,
+        summary: &Rollup,
+    ) -> Result<Option<Profile>, ApiError> {
+        let Ok((from, to)) = profile_window(&summary.last.time, None, None) else {
+            return Ok(None);
+        };
+        let (from, to) = (from.to_string(), to.to_string());
+        let query = ReadingQuery {
+            indicator_keys: Some(vec![key.to_string()]),
+            from: Some(from.clone()),
+            to: Some(to.clone()),
+        };
+        let readings = self.store.readings(user, &query).await?;
+        let values: Vec<HourValue> = readings.iter().filter_map(HourValue::of).collect();
+        let hours = profile_hours(&values);
+        if hours.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Profile {
+            hours,
+            days: days_with_numbers(&readings),
+            from,
+            to,
+        }))
+    }
+
+    /// The sleep stages of the nights from `from` on (the chart's day points): one read of
+    /// day rollups per stage, however many nights.
+    async fn sleep_stages(&self, user: &str, from: &str) -> Result<Vec<Night>, ApiError> {
+        let keys = stages::STAGES.map(|(name, _, _)| {
+            measures::catalogue()
+                .by_name(name)
+                .map_or_else(|| Reading::indicator_key(name), |m| m.key.clone())
+        });
+        let reads = keys.iter().map(|key| {
+            self.store
+                .rollups(user, key, Period::Day, from, crate::store::TIME_MAX)
+        });
+        let [core, deep, rem, awake]: [Vec<Rollup>; 4] = futures_util::future::try_join_all(reads)
+            .await?
+            .try_into()
+            .unwrap_or_default();
+        Ok(stages::nights(&[core, deep, rem, awake]))
     }
 
     pub(super) async fn genome_page(&self, session: &Session, request: &Request<Bytes>) -> Answer {
@@ -804,6 +885,22 @@ mod tests {
             .collect();
         // 420 / 60 = 7 h, 450 / 60 = 7.5 h.
         assert_eq!(hours, vec![7.0, 7.5]);
+    }
+
+    #[test]
+    fn a_profile_counts_the_days_that_have_numbers() {
+        // Two readings on 2026-03-26, one on 2026-03-27 and a text value on 2026-03-28.
+        let mut readings = vec![
+            reading("Glucose", 100.0, "mg/dL", "2026-03-27T08:00:00", "Sensor"),
+            reading("Glucose", 110.0, "mg/dL", "2026-03-26T08:05:00", "Sensor"),
+            reading("Glucose", 120.0, "mg/dL", "2026-03-26T09:00:00", "Sensor"),
+        ];
+        readings.push(Reading {
+            value: ReadingValue::Text("HI".into()),
+            ..reading("Glucose", 0.0, "mg/dL", "2026-03-28T08:00:00", "Sensor")
+        });
+        assert_eq!(days_with_numbers(&readings), 2);
+        assert_eq!(days_with_numbers(&[]), 0);
     }
 
     #[test]

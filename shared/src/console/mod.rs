@@ -17,6 +17,7 @@
 
 mod access;
 mod account;
+mod agp;
 mod assets;
 mod auth;
 mod chart;
@@ -26,6 +27,7 @@ mod layout;
 mod page;
 mod servers;
 mod session;
+mod stages;
 mod upload;
 
 use std::sync::Arc;

@@ -21,7 +21,10 @@ pub(crate) use agents::AgentPolicy;
 /// The console's charts shade the reference range the synonym table knows.
 pub(crate) use health::reference_range;
 /// The console's data pages answer as `query_health_indicators` does (issue 25).
-pub(crate) use health::{as_sent, cgm_report, format_number, hours_and_minutes};
+pub(crate) use health::{
+    HourProfile, as_sent, cgm_report, format_number, hours_and_minutes, profile_hours,
+    profile_window,
+};
 pub(crate) use notifier::Notification;
 pub(crate) use notifier::Notifier;
 pub(crate) use output::ToolError;

@@ -17,6 +17,7 @@ use serde_json::{Map, Value, json};
 
 use super::cgm;
 use super::matching;
+use super::profile;
 use crate::domain::measures::{self, Kind};
 use crate::domain::{Reading, ReadingValue};
 use crate::store::{HourValue, Period, Rollup};
@@ -435,37 +436,28 @@ fn summed_stats(s: &Rollup, kind: Kind, total: f64, out: &mut Map<String, Value>
     }
 }
 
-/// The `p`-th percentile (0..=100) of sorted values, by nearest rank.
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
 /// The ambulatory profile: the window's days overlaid by local hour of day, each hour's
-/// 5th, 25th, 50th, 75th and 95th percentile of the readings in it (nearest rank).
+/// 5th, 25th, 50th, 75th and 95th percentile of the readings in it (nearest rank: the
+/// arithmetic is [`profile::hours`], which the console draws too).
 pub(super) fn profile(
     summary: &Rollup,
     values: &[HourValue],
     from: &str,
     to: &str,
 ) -> Option<Value> {
-    let mut hours: BTreeMap<u8, Vec<f64>> = BTreeMap::new();
-    for v in values {
-        hours.entry(v.hour).or_default().push(v.value);
-    }
+    let hours = profile::hours(values);
     if hours.is_empty() {
         return None;
     }
     let mut out = header(summary);
     let rows: Vec<String> = hours
-        .iter_mut()
-        .map(|(hour, values)| {
-            values.sort_by(f64::total_cmp);
-            let cells: Vec<String> = [5.0, 25.0, 50.0, 75.0, 95.0]
-                .iter()
-                .map(|p| format_number(percentile(values, *p)))
+        .iter()
+        .map(|h| {
+            let cells: Vec<String> = [h.p5, h.p25, h.median, h.p75, h.p95]
+                .into_iter()
+                .map(format_number)
                 .collect();
-            format!("{hour:02}|{}|{}", cells.join("|"), values.len())
+            format!("{:02}|{}|{}", h.hour, cells.join("|"), h.readings)
         })
         .collect();
     out.insert("from".into(), from.into());

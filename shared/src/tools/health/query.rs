@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use super::answers::{self, Bucket, Median};
 use super::matching::Keyword;
+use super::profile;
 use crate::domain::measures;
 use crate::domain::{FIRST_DAY, LAST_DAY, Reading, day_accepted};
 use crate::store::{
@@ -60,13 +61,9 @@ enum Aggregate {
     Profile,
 }
 
-/// The longest window a profile overlays (the consensus's AGP spans 14 to 90 days).
-const MAX_PROFILE_DAYS: i64 = 90;
-/// A profile's window when none is given: the last 14 days with data.
-const DEFAULT_PROFILE_DAYS: i64 = 14;
 /// The most numeric readings a median is read from: 90 days of 5-minute readings, the
 /// profile's own bound, so a median costs no more than the longest profile.
-const MAX_MEDIAN_READINGS: u64 = 90 * 288;
+const MAX_MEDIAN_READINGS: u64 = profile::MAX_DAYS as u64 * 288;
 
 impl Tool for QueryHealthIndicators {
     fn spec(&self) -> ToolSpec {
@@ -367,27 +364,15 @@ impl QueryHealthIndicators {
         Ok(Median::of(&values))
     }
 
-    /// The ambulatory profile of one series over at most [`MAX_PROFILE_DAYS`] days (by
-    /// default the last [`DEFAULT_PROFILE_DAYS`] days with data): its readings read once.
+    /// The ambulatory profile of one series over at most [`profile::MAX_DAYS`] days (by
+    /// default the last [`profile::DEFAULT_DAYS`] days with data): its readings read once.
     async fn profile(
         &self,
         user: &str,
         entry: &CatalogueEntry,
         window: &Window,
     ) -> Result<Option<Value>, String> {
-        let last = NaiveDate::parse_from_str(Period::Day.of(&entry.summary.last.time), "%Y-%m-%d")
-            .map_err(|_| "this series has no dated readings".to_string())?;
-        let to = window.to.unwrap_or(last);
-        let span = |days: i64| chrono::Duration::try_days(days - 1).unwrap_or_default();
-        let from = window.from.unwrap_or_else(|| {
-            to.checked_sub_signed(span(DEFAULT_PROFILE_DAYS))
-                .unwrap_or(to)
-        });
-        if (to - from).num_days() >= MAX_PROFILE_DAYS {
-            return Err(format!(
-                "aggregate profile covers at most {MAX_PROFILE_DAYS} days: narrow start_time and end_time"
-            ));
-        }
+        let (from, to) = profile::window(&entry.summary.last.time, window.from, window.to)?;
         let query = ReadingQuery {
             indicator_keys: None,
             from: Some(ymd(from)),
