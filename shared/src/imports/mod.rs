@@ -345,4 +345,68 @@ mod tests {
         ));
         let _ = std::fs::remove_dir_all(dir);
     }
+
+    /// Issue 26, finding 5: the counts an upload reports are what was stored, when a
+    /// file repeats readings across its 5,000-row write chunks. 12,000 rows: 10,000
+    /// distinct readings (one a minute), then the first 2,000 again, identical, in the
+    /// third chunk. Stored: 10,000; reported: 10,000 written, 10,000 new, 2,000 merged.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn counts_are_what_was_stored_across_chunks() {
+        let dir = std::env::temp_dir().join(format!(
+            "mirobody-import-counts-{}-{}",
+            std::process::id(),
+            NOW
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = Arc::new(EmbeddedStore::open(dir.join("db.sqlite3")).unwrap());
+        let objects =
+            Arc::new(LocalObjects::open(dir.join("uploads"), "http://127.0.0.1:1").unwrap());
+        let importer = Importer {
+            store: store.clone(),
+            objects: objects.clone(),
+            clock: Arc::new(FakeClock::at(NOW)),
+        };
+        let record = UploadRecord::waiting(
+            "02".into(),
+            "u2".into(),
+            UploadKind::Health,
+            "minutes.csv".into(),
+            "uploads/02".into(),
+            NOW,
+            NOW + 3600,
+        );
+        store.create_upload(&record).await.unwrap();
+        let row = |i: usize| {
+            format!(
+                "Heart rate,{},bpm,2025-01-{:02}T{:02}:{:02}:00,Watch\n",
+                60 + i % 30,
+                1 + i / 1440,
+                i / 60 % 24,
+                i % 60
+            )
+        };
+        let mut csv = String::from("indicator,value,unit,time,source\n");
+        (0..10_000).chain(0..2_000).for_each(|i| csv += &row(i));
+        stored(&objects, "uploads/02", &csv).await;
+        let summary = importer.import_object("uploads/02").await.unwrap().unwrap();
+        let done = store.upload("u2", "02", NOW).await.unwrap().unwrap();
+        assert_eq!(done.status, UploadStatus::Done, "{done:?}");
+        let stored_rows = store
+            .readings("u2", &ReadingQuery::default())
+            .await
+            .unwrap()
+            .len() as u64;
+        assert_eq!(stored_rows, 10_000);
+        assert_eq!(
+            (summary.rows, done.rows_written),
+            (stored_rows, stored_rows)
+        );
+        let counts = done.counts.unwrap();
+        assert_eq!(
+            (counts.new, counts.unchanged, counts.replaced),
+            (10_000, 0, 0)
+        );
+        assert_eq!(counts.merged, 2_000);
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
