@@ -218,7 +218,12 @@ fn failure_of(error: UploadError) -> UploadFailure {
     UploadFailure { line, message }
 }
 
+/// A read that failed: the bound it passed (issue 26: a decompression bomb, a zip inside
+/// gzip), else a damaged file.
 fn read_failure(error: std::io::Error) -> UploadFailure {
+    if let Some(refused) = upload::refusal(&error, || "file".into()) {
+        return failure_of(refused);
+    }
     UploadFailure {
         line: None,
         message: match error.kind() {

@@ -43,6 +43,7 @@ use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
 use super::UploadError;
+use super::bounds::{self, INFLATION, Spent, refusal};
 use crate::domain::measures::{self, format_offset};
 use crate::domain::{Reading, ReadingValue, day_accepted};
 
@@ -568,6 +569,11 @@ impl<R: BufRead> BufRead for Counted<R> {
 
 /// A quick-xml error as an upload error: the line and the kind, never the text.
 fn xml_error(err: &quick_xml::Error, line: u64) -> UploadError {
+    if let quick_xml::Error::Io(io) = err
+        && let Some(refused) = refusal(io, || format!("line {line}"))
+    {
+        return refused;
+    }
     let problem = match err {
         quick_xml::Error::Io(io) => {
             if io
@@ -1056,6 +1062,8 @@ pub(crate) fn stream_apple_health_zip<R: Read>(
     each: &mut dyn FnMut(Reading) -> Result<(), UploadError>,
 ) -> Result<AppleHealthReport, UploadError> {
     let mut input = io::BufReader::with_capacity(64 * 1024, reader);
+    // One inflation budget for the whole archive.
+    let mut spent = Spent::default();
     for _ in 0..MAX_ZIP_ENTRIES {
         match le32(&read_array::<4>(&mut input, "a file header")?) {
             0x0403_4b50 => {}
@@ -1067,7 +1075,7 @@ pub(crate) fn stream_apple_health_zip<R: Read>(
         let entry = local_entry(&mut input)?;
         match (entry.is_export(), entry.method, entry.descriptor()) {
             (true, 8, _) => {
-                let inflated = flate2::bufread::DeflateDecoder::new(&mut input);
+                let inflated = bounds::inflate(&mut input, INFLATION, spent);
                 let mut checked = Checksummed {
                     inner: inflated,
                     crc: crc32fast::Hasher::new(),
@@ -1110,11 +1118,12 @@ pub(crate) fn stream_apple_health_zip<R: Read>(
             }
             (false, _, false) => skip(&mut input, entry.compressed)?,
             (false, 8, true) => {
-                io::copy(
-                    &mut flate2::bufread::DeflateDecoder::new(&mut input),
-                    &mut io::sink(),
-                )
-                .map_err(|_| zip_error("a file in the archive is damaged"))?;
+                let mut inflated = bounds::inflate(&mut input, INFLATION, spent);
+                io::copy(&mut inflated, &mut io::sink()).map_err(|e| {
+                    refusal(&e, || "zip".into())
+                        .unwrap_or_else(|| zip_error("a file in the archive is damaged"))
+                })?;
+                spent = inflated.spent();
                 data_descriptor(&mut input, entry.zip64)?;
             }
             (false, _, true) => {

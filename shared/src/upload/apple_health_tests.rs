@@ -737,6 +737,44 @@ fn depth_and_tag_length_are_bounded() {
     assert_eq!(err.problem, EventTooLong.to_string());
 }
 
+/// Issue 26: an `export.xml` that inflates past the ratio, or an entry before it that
+/// does, fails fast with what was too large.
+#[test]
+fn a_zip_bomb_is_refused_by_its_ratio() {
+    let mut bomb = HEAD.as_bytes().to_vec();
+    bomb.extend(b"<Other/>".repeat(8 << 20));
+    let zip = [
+        zip_entry("apple_health_export/export.xml", &bomb, true, true),
+        central_directory(),
+    ]
+    .concat();
+    assert!(zip.len() < 1 << 20, "{} bytes", zip.len());
+    let err = parse_zip(&zip).unwrap_err();
+    assert_eq!(err.location, "zip");
+    assert!(err.problem.contains("100 times"), "{}", err.problem);
+
+    let junk = vec![0u8; 64 << 20];
+    let zip = [
+        zip_entry(
+            "apple_health_export/electrocardiograms/a.csv",
+            &junk,
+            true,
+            true,
+        ),
+        zip_entry(
+            "apple_health_export/export.xml",
+            export("").as_bytes(),
+            true,
+            true,
+        ),
+        central_directory(),
+    ]
+    .concat();
+    let err = parse_zip(&zip).unwrap_err();
+    assert_eq!(err.location, "zip");
+    assert!(err.problem.contains("100 times"), "{}", err.problem);
+}
+
 #[test]
 fn the_callers_error_ends_the_import() {
     let hr = record("HKQuantityTypeIdentifierHeartRate", "count/min", "72", T, T);

@@ -8,12 +8,14 @@
 //! never echo the value (it is health data).
 
 mod apple_health;
+mod bounds;
 mod collisions;
 mod genotype;
 mod health;
 mod stream;
 
 pub(crate) use apple_health::{stream_apple_health_xml, stream_apple_health_zip};
+pub(crate) use bounds::{Exceeded, INFLATION, gunzip, refusal};
 pub(crate) use genotype::{is_rsid, parse_genotype_file, read_genome};
 pub(crate) use health::{for_each_csv_reading, parse_health_csv, parse_health_json};
 pub(crate) use stream::for_each_json_reading;
