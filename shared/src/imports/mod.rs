@@ -83,8 +83,8 @@ impl std::fmt::Debug for Importer {
 /// The default source of rows that name none (as `POST /api/data/health`).
 const DEFAULT_SOURCE: &str = "upload";
 
-/// The largest genotype file read (decompressed): a whole consumer genome is ~25 MB.
-const MAX_GENOTYPE_FILE: u64 = 128 * 1024 * 1024;
+/// The largest genotype file read (decompressed), the parser's own bound.
+const MAX_GENOTYPE_FILE: u64 = upload::MAX_GENOTYPE_FILE;
 
 impl Importer {
     pub fn new(_config: &Config, services: &Services) -> Importer {

@@ -59,6 +59,11 @@ impl Exceeded {
         Exceeded::error(Some(location), problem.into())
     }
 
+    /// A bound the parser locates (at the line it was reading).
+    pub(crate) fn here(problem: impl Into<String>) -> io::Error {
+        Exceeded::error(None, problem.into())
+    }
+
     fn error(location: Option<&'static str>, problem: String) -> io::Error {
         io::Error::new(io::ErrorKind::FileTooLarge, Exceeded { location, problem })
     }
@@ -330,6 +335,10 @@ mod tests {
         assert_eq!(problem(&error.expect("refused")).location, "zip");
         let (_, error) = drain(gunzip(&b"\x1f\x8b\x08\0garbage"[..], INFLATION));
         assert!(refusal(&error.expect("damaged"), || "x".into()).is_none());
+        assert_eq!(
+            problem(&Exceeded::here("the row is too long")).location,
+            "line ?"
+        );
         assert_eq!(size(64 << 10), "64 KiB");
         assert_eq!(size(1000), "1000 bytes");
     }
