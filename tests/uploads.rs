@@ -3,7 +3,8 @@
 //! a JSON file and a genotype file; a bad line deep in a large file fails the upload
 //! with its line and saves nothing; only the owner sees an upload; a forged, altered or
 //! expired URL is refused; a re-upload never duplicates; the small-body endpoints
-//! still work.
+//! still work. Issue 26: a file cannot blow up the server (a 256 MB line, a gzip bomb of
+//! blank rows: failed fast, in flat memory).
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -494,4 +495,115 @@ async fn an_apple_health_export_imports_from_xml_and_from_zip() {
     assert_eq!(failed["status"], "failed", "{failed}");
     assert_eq!(failed["rows_written"], 0, "{failed}");
     assert!(failed["error"]["message"].as_str().is_some(), "{failed}");
+}
+
+/// A gzip file streamed from `head` then `pattern` repeated to `total` bytes, compressed
+/// as it is written (the test never holds the plain file).
+fn gzip_of_repeats(head: &[u8], pattern: &[u8], total: usize) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    encoder.write_all(head).unwrap();
+    let chunk = pattern.repeat((1 << 20) / pattern.len());
+    let mut written = head.len();
+    while written < total {
+        let n = chunk.len().min(total - written);
+        encoder.write_all(&chunk[..n]).unwrap();
+        written += n;
+    }
+    encoder.finish().unwrap()
+}
+
+/// Create, PUT, poll, measuring the server: the finished record, how much its peak
+/// resident memory grew (KiB) and the CPU time it spent.
+async fn upload_measured(
+    server: &Server,
+    token: &str,
+    name: &str,
+    body: Vec<u8>,
+) -> (Value, u64, Duration) {
+    let peak = server.peak_rss_kib();
+    let cpu = server.cpu_time();
+    let done = upload_file(server, token, "health", name, body).await;
+    let grown = server.peak_rss_kib().saturating_sub(peak);
+    (done, grown, server.cpu_time().saturating_sub(cpu))
+}
+
+/// Issue 26, findings 2 and 3, over the two-step flow on the debug server: a 261 KB gzip
+/// file holding one 256 MB line (before: +790 MB of peak memory) and a 64 KB gzip bomb
+/// of 22 million blank rows (before: seconds of CPU) each end `failed` saying what was
+/// too large, with the server's peak memory up by less than 16 MiB and its CPU under a
+/// second (a margin for the 2-core CI machine: each takes a few tens of ms).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_line_and_a_gzip_bomb_fail_fast_in_flat_memory() {
+    let server = Server::start(&[]);
+    let token = server.token("bombs");
+    // A small import first: the one-time costs (the store, the import's threads) are paid.
+    let warm = upload_file(
+        &server,
+        &token,
+        "health",
+        "warm.csv",
+        cgm_csv(100, None).into(),
+    )
+    .await;
+    assert_eq!(warm["status"], "done", "{warm}");
+
+    let header = b"indicator,value,time\n";
+    let line = gzip_of_repeats(header, b"x", 256 << 20);
+    let blank = gzip_of_repeats(header, b",,\n", 66 << 20);
+    assert!(line.len() < 300 << 10, "{} bytes", line.len());
+    assert!(blank.len() < 72 << 10, "{} bytes", blank.len());
+    let expected = [
+        (
+            "line.csv.gz",
+            line,
+            json!({ "line": 2, "message": "the row is longer than 64 KiB" }),
+        ),
+        (
+            "blank.csv.gz",
+            blank,
+            json!({ "line": null, "message": "gzip: the file decompresses to more than 100 times \
+                   its compressed size (a decompression bomb?)" }),
+        ),
+    ];
+    for (name, body, error) in expected {
+        let (failed, grown_kib, cpu) = upload_measured(&server, &token, name, body).await;
+        println!("{name}: peak +{grown_kib} KiB, {cpu:?} of server CPU");
+        assert_eq!(failed["status"], "failed", "{failed}");
+        assert_eq!(failed["error"], error, "{failed}");
+        assert_eq!(failed["rows_written"], 0, "{failed}");
+        assert!(
+            grown_kib < 16 * 1024,
+            "{name}: peak memory grew {grown_kib} KiB"
+        );
+        assert!(
+            cpu < Duration::from_secs(1),
+            "{name}: {cpu:?} of server CPU"
+        );
+    }
+    assert_eq!(
+        glucose_count(&server, &token).await,
+        100,
+        "nothing else saved"
+    );
+
+    // The small-body endpoint's CSV has the same row bound: 400 naming the line.
+    let mut headers = bearer(&token);
+    headers.push(("content-type".into(), "text/csv".into()));
+    let long = format!(
+        "indicator,value,unit,time,note\nLDL,101,mg/dL,2025-02-01,\nLDL,102,mg/dL,2025-02-02,{}\n",
+        "n".repeat(100_000)
+    );
+    let small = send(
+        "POST",
+        &server.url("/api/data/health"),
+        &headers,
+        Some(long),
+    )
+    .await;
+    assert_eq!(small.status, 400, "{}", small.body);
+    assert!(
+        small.body.contains("line 3") && small.body.contains("the row is longer than 64 KiB"),
+        "{}",
+        small.body
+    );
 }

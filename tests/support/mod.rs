@@ -246,6 +246,28 @@ impl Server {
             .expect("VmHWM in /proc/<pid>/status")
     }
 
+    /// The server's CPU time so far, user and system (`/proc/<pid>/stat`, in the
+    /// kernel's `USER_HZ` ticks, 100 a second on Linux).
+    pub fn cpu_time(&self) -> std::time::Duration {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid()))
+            .expect("the server is running");
+        // Fields after the command name (which may hold spaces): utime is the 12th, stime the 13th.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        let ticks: u64 = [11, 12]
+            .iter()
+            .map(|&i| {
+                fields
+                    .get(i)
+                    .and_then(|f| f.parse::<u64>().ok())
+                    .expect("utime and stime")
+            })
+            .sum();
+        std::time::Duration::from_millis(ticks * 10)
+    }
+
     /// Sends SIGTERM and waits up to `within` for the process to exit; its exit status,
     /// or `None` if it is still running.
     pub fn terminate(&mut self, within: std::time::Duration) -> Option<std::process::ExitStatus> {

@@ -83,8 +83,8 @@ impl std::fmt::Debug for Importer {
 /// The default source of rows that name none (as `POST /api/data/health`).
 const DEFAULT_SOURCE: &str = "upload";
 
-/// The largest genotype file read (decompressed): a whole consumer genome is ~25 MB.
-const MAX_GENOTYPE_FILE: u64 = 128 * 1024 * 1024;
+/// The largest genotype file read (decompressed), the parser's own bound.
+const MAX_GENOTYPE_FILE: u64 = upload::MAX_GENOTYPE_FILE;
 
 impl Importer {
     pub fn new(_config: &Config, services: &Services) -> Importer {
@@ -219,7 +219,12 @@ fn failure_of(error: UploadError) -> UploadFailure {
     UploadFailure { line, message }
 }
 
+/// A read that failed: the bound it passed (issue 26: a decompression bomb, a zip inside
+/// gzip), else a damaged file.
 fn read_failure(error: std::io::Error) -> UploadFailure {
+    if let Some(refused) = upload::refusal(&error, || "file".into()) {
+        return failure_of(refused);
+    }
     UploadFailure {
         line: None,
         message: match error.kind() {

@@ -1,16 +1,19 @@
 //! Reading a stored object from blocking code: the async body bridged to
 //! `std::io::Read` (on the blocking pool, so the runtime keeps serving), counted, and
-//! decompressed when it starts with the gzip magic bytes.
+//! decompressed when it starts with the gzip magic bytes, within
+//! [`upload::INFLATION`] (issue 26: a ratio and a size, so a decompression bomb fails
+//! after a few hundred KiB). A zip inside gzip is refused: its own inflation would multiply
+//! the bound.
 
 use std::io::{BufRead, BufReader, Read};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use flate2::bufread::MultiGzDecoder;
 use tokio::io::AsyncReadExt;
 use tokio::runtime::Handle;
 
 use crate::store::ObjectBody;
+use crate::upload::{self, Exceeded};
 
 /// The buffer between the object and the parser.
 const BUFFER: usize = 256 * 1024;
@@ -47,13 +50,22 @@ pub(super) fn open(
         },
     );
     let head = raw.fill_buf()?;
-    let reader: Box<dyn BufRead + Send> = if head.starts_with(&[0x1f, 0x8b]) {
-        Box::new(BufReader::with_capacity(BUFFER, MultiGzDecoder::new(raw)))
-    } else {
-        Box::new(raw)
-    };
-    Ok((reader, consumed))
+    if !head.starts_with(GZIP_MAGIC) {
+        return Ok((Box::new(raw), consumed));
+    }
+    let mut inflated = BufReader::with_capacity(BUFFER, upload::gunzip(raw, upload::INFLATION));
+    if inflated.fill_buf()?.starts_with(ZIP_MAGIC) {
+        return Err(Exceeded::at(
+            "gzip",
+            "a zip inside gzip is not read (its size could not be bounded): upload the zip as it is",
+        ));
+    }
+    Ok((Box::new(inflated), consumed))
 }
+
+const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
+/// A zip's local file header signature (`PK\x03\x04`).
+const ZIP_MAGIC: &[u8] = b"PK\x03\x04";
 
 /// Whether the content (after any decompression) starts like JSON.
 pub(super) fn looks_like_json(reader: &mut dyn BufRead) -> std::io::Result<bool> {
@@ -116,5 +128,48 @@ mod tests {
         assert!(plain.0 && zipped.0);
         assert!(zipped.2 > 0);
         assert!(read_bounded(&b"0123456789"[..], 9).is_err());
+    }
+
+    fn gzip_best(bytes: &[u8]) -> Vec<u8> {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gz.write_all(bytes).unwrap();
+        gz.finish().unwrap()
+    }
+
+    /// Issue 26: a gzip bomb fails once it passes the ratio, before the parser sees more
+    /// than about a MiB; a zip inside gzip is refused as it opens.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_gzip_bomb_and_a_zip_inside_gzip_are_refused() {
+        let bomb = gzip_best(&b",,\n".repeat(8 << 20));
+        let zipped_zip = gzip_best(b"PK\x03\x04 and the rest of an archive");
+        let handle = Handle::current();
+        let (bomb, zip) = tokio::task::spawn_blocking(move || {
+            let (reader, _) = open(body(bomb), handle.clone()).unwrap();
+            let mut handed = 0u64;
+            let mut reader = reader;
+            let error = loop {
+                let n = reader.fill_buf().map(<[u8]>::len);
+                match n {
+                    Ok(0) => panic!("the bomb was read to its end"),
+                    Ok(n) => {
+                        handed += n as u64;
+                        reader.consume(n);
+                    }
+                    Err(error) => break error,
+                }
+            };
+            let zip = open(body(zipped_zip), handle).err().expect("refused");
+            ((handed, error), zip)
+        })
+        .await
+        .unwrap();
+        let refused = upload::refusal(&bomb.1, || "?".into()).expect("a bound");
+        assert_eq!(refused.location, "gzip");
+        assert!(bomb.0 <= 1 << 20, "{} bytes handed out", bomb.0);
+        let refused = upload::refusal(&zip, || "?".into()).expect("a bound");
+        assert!(
+            refused.problem.starts_with("a zip inside gzip"),
+            "{refused}"
+        );
     }
 }

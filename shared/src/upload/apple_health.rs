@@ -22,7 +22,10 @@
 //! after the last record, in (night, source, name) order.
 //!
 //! Bounds: one tag (or the DTD) at most [`MAX_EVENT_BYTES`], elements at most
-//! [`MAX_DEPTH`] deep, at most [`MAX_RECORDS`] records; no entity is expanded (only the
+//! [`MAX_DEPTH`] deep, at most [`MAX_RECORDS`] records, at most [`MAX_XML_NODES`] nodes of
+//! any kind (every element, `Record` or not, every text run and comment: none is free)
+//! and [`MAX_XML_BYTES`] bytes (issue 26); the zip's entries inflate within
+//! `bounds::INFLATION`, one budget for the archive; no entity is expanded (only the
 //! five predefined ones and character references, in the attributes read). A record of
 //! a known type whose value, time, unit or source is unusable is counted as invalid and
 //! skipped (a phone's export must not fail on one odd entry); malformed XML is an error
@@ -43,6 +46,7 @@ use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
 use super::UploadError;
+use super::bounds::{self, Exceeded, INFLATION, Spent, refusal, size};
 use crate::domain::measures::{self, format_offset};
 use crate::domain::{Reading, ReadingValue, day_accepted};
 
@@ -53,6 +57,25 @@ pub(crate) const MAX_EVENT_BYTES: u64 = 1 << 20;
 pub(crate) const MAX_DEPTH: usize = 32;
 /// The most `Record` elements one export may hold (a 2 GB export holds about 8 million).
 pub(crate) const MAX_RECORDS: u64 = 100_000_000;
+/// The most XML nodes (elements of any name, text runs, comments) one export may hold:
+/// a real export has about 4 to 8 per record (the `Record`, its `MetadataEntry`
+/// children, the whitespace between them), so this is [`MAX_RECORDS`] records at 10.
+pub(crate) const MAX_XML_NODES: u64 = 1_000_000_000;
+/// The most bytes one `export.xml` may hold (decompressed): a ten-year export is several
+/// GB, and [`MAX_RECORDS`] records of about 250 bytes are 25 GB.
+pub(crate) const MAX_XML_BYTES: u64 = 32 << 30;
+
+/// The bounds of one `export.xml` (tests use smaller ones).
+#[derive(Debug, Clone, Copy)]
+struct XmlLimits {
+    bytes: u64,
+    nodes: u64,
+}
+
+const EXPORT: XmlLimits = XmlLimits {
+    bytes: MAX_XML_BYTES,
+    nodes: MAX_XML_NODES,
+};
 /// Distinct skipped types reported by name; the rest are added up under [`OTHER_TYPES`].
 const MAX_SKIPPED_TYPES: usize = 100;
 const MAX_TYPE_NAME: usize = 100;
@@ -508,6 +531,9 @@ struct Counted<R> {
     inner: R,
     newlines: u64,
     event_bytes: u64,
+    /// Bytes consumed in all, at most `max_bytes`.
+    total: u64,
+    max_bytes: u64,
 }
 
 /// The marker inside the I/O error an overlong event raises.
@@ -548,10 +574,17 @@ impl<R: BufRead> BufRead for Counted<R> {
         if allowance == 0 {
             return Err(io::Error::other(EventTooLong));
         }
+        let left = self.max_bytes.saturating_sub(self.total);
         let available = self.inner.fill_buf()?;
+        if left == 0 && !available.is_empty() {
+            return Err(Exceeded::here(format!(
+                "the export is larger than {} (decompressed)",
+                size(self.max_bytes)
+            )));
+        }
         let n = available
             .len()
-            .min(usize::try_from(allowance).unwrap_or(usize::MAX));
+            .min(usize::try_from(allowance.min(left)).unwrap_or(usize::MAX));
         Ok(&available[..n])
     }
 
@@ -562,12 +595,18 @@ impl<R: BufRead> BufRead for Counted<R> {
             self.newlines += available[..end].iter().filter(|&&b| b == b'\n').count() as u64;
         }
         self.event_bytes = self.event_bytes.saturating_add(amount as u64);
+        self.total = self.total.saturating_add(amount as u64);
         self.inner.consume(amount);
     }
 }
 
 /// A quick-xml error as an upload error: the line and the kind, never the text.
 fn xml_error(err: &quick_xml::Error, line: u64) -> UploadError {
+    if let quick_xml::Error::Io(io) = err
+        && let Some(refused) = refusal(io, || format!("line {line}"))
+    {
+        return refused;
+    }
     let problem = match err {
         quick_xml::Error::Io(io) => {
             if io
@@ -818,11 +857,23 @@ pub(crate) fn stream_apple_health_xml<R: BufRead>(
     reader: R,
     each: &mut dyn FnMut(Reading) -> Result<(), UploadError>,
 ) -> Result<AppleHealthReport, UploadError> {
+    stream_xml(reader, each, EXPORT)
+}
+
+/// [`stream_apple_health_xml`] within `limits`.
+fn stream_xml<R: BufRead>(
+    reader: R,
+    each: &mut dyn FnMut(Reading) -> Result<(), UploadError>,
+    limits: XmlLimits,
+) -> Result<AppleHealthReport, UploadError> {
     let mut xml = Reader::from_reader(Counted {
         inner: reader,
         newlines: 0,
         event_bytes: 0,
+        total: 0,
+        max_bytes: limits.bytes,
     });
+    let mut nodes = 0u64;
     let mut report = AppleHealthReport::default();
     let mut seen = HashSet::new();
     let mut sleep = SleepNights::default();
@@ -837,6 +888,14 @@ pub(crate) fn stream_apple_health_xml<R: BufRead>(
             Err(e) => return Err(xml_error(&e, xml.get_ref().line())),
         };
         let line = xml.get_ref().line();
+        // Every node counts, whatever its name or kind: none is free.
+        nodes += 1;
+        if nodes > limits.nodes && !matches!(event, Event::Eof) {
+            return Err(error(
+                line,
+                format!("more than {} XML nodes in one export", limits.nodes),
+            ));
+        }
         let (tag, empty) = match event {
             Event::Start(tag) => (tag, false),
             Event::Empty(tag) => (tag, true),
@@ -1056,6 +1115,8 @@ pub(crate) fn stream_apple_health_zip<R: Read>(
     each: &mut dyn FnMut(Reading) -> Result<(), UploadError>,
 ) -> Result<AppleHealthReport, UploadError> {
     let mut input = io::BufReader::with_capacity(64 * 1024, reader);
+    // One inflation budget for the whole archive.
+    let mut spent = Spent::default();
     for _ in 0..MAX_ZIP_ENTRIES {
         match le32(&read_array::<4>(&mut input, "a file header")?) {
             0x0403_4b50 => {}
@@ -1067,7 +1128,7 @@ pub(crate) fn stream_apple_health_zip<R: Read>(
         let entry = local_entry(&mut input)?;
         match (entry.is_export(), entry.method, entry.descriptor()) {
             (true, 8, _) => {
-                let inflated = flate2::bufread::DeflateDecoder::new(&mut input);
+                let inflated = bounds::inflate(&mut input, INFLATION, spent);
                 let mut checked = Checksummed {
                     inner: inflated,
                     crc: crc32fast::Hasher::new(),
@@ -1110,11 +1171,12 @@ pub(crate) fn stream_apple_health_zip<R: Read>(
             }
             (false, _, false) => skip(&mut input, entry.compressed)?,
             (false, 8, true) => {
-                io::copy(
-                    &mut flate2::bufread::DeflateDecoder::new(&mut input),
-                    &mut io::sink(),
-                )
-                .map_err(|_| zip_error("a file in the archive is damaged"))?;
+                let mut inflated = bounds::inflate(&mut input, INFLATION, spent);
+                io::copy(&mut inflated, &mut io::sink()).map_err(|e| {
+                    refusal(&e, || "zip".into())
+                        .unwrap_or_else(|| zip_error("a file in the archive is damaged"))
+                })?;
+                spent = inflated.spent();
                 data_descriptor(&mut input, entry.zip64)?;
             }
             (false, _, true) => {

@@ -737,6 +737,83 @@ fn depth_and_tag_length_are_bounded() {
     assert_eq!(err.problem, EventTooLong.to_string());
 }
 
+/// Issue 26: elements of any name count, and so do the bytes, against the export's
+/// bounds; a real export's records pass at the same bounds.
+#[test]
+fn many_non_record_elements_and_too_many_bytes_are_refused() {
+    let many = export(&"<Other/>\n".repeat(2_000));
+    let limits = XmlLimits {
+        bytes: MAX_XML_BYTES,
+        nodes: 1_000,
+    };
+    let err = stream_xml(many.as_bytes(), &mut |_| Ok(()), limits).unwrap_err();
+    assert_eq!(err.problem, "more than 1000 XML nodes in one export");
+    let line: u64 = err.location.strip_prefix("line ").unwrap().parse().unwrap();
+    assert!(line < 600, "{err}");
+
+    let hr = record("HKQuantityTypeIdentifierHeartRate", "count/min", "72", T, T);
+    let records = export(&hr.repeat(100));
+    assert!(stream_xml(records.as_bytes(), &mut |_| Ok(()), limits).is_ok());
+
+    let bytes = XmlLimits {
+        bytes: 16 << 10,
+        nodes: MAX_XML_NODES,
+    };
+    let err = stream_xml(records.as_bytes(), &mut |_| Ok(()), bytes).unwrap_err();
+    assert_eq!(
+        err.problem,
+        "the export is larger than 16 KiB (decompressed)"
+    );
+    assert!(err.location.starts_with("line "), "{err}");
+    let exact = stream_xml(
+        records.as_bytes(),
+        &mut |_| Ok(()),
+        XmlLimits {
+            bytes: records.len() as u64,
+            nodes: MAX_XML_NODES,
+        },
+    );
+    assert!(exact.is_ok(), "a file of exactly the bound passes");
+}
+
+/// Issue 26: an `export.xml` that inflates past the ratio, or an entry before it that
+/// does, fails fast with what was too large.
+#[test]
+fn a_zip_bomb_is_refused_by_its_ratio() {
+    let mut bomb = HEAD.as_bytes().to_vec();
+    bomb.extend(b"<Other/>".repeat(8 << 20));
+    let zip = [
+        zip_entry("apple_health_export/export.xml", &bomb, true, true),
+        central_directory(),
+    ]
+    .concat();
+    assert!(zip.len() < 1 << 20, "{} bytes", zip.len());
+    let err = parse_zip(&zip).unwrap_err();
+    assert_eq!(err.location, "zip");
+    assert!(err.problem.contains("100 times"), "{}", err.problem);
+
+    let junk = vec![0u8; 64 << 20];
+    let zip = [
+        zip_entry(
+            "apple_health_export/electrocardiograms/a.csv",
+            &junk,
+            true,
+            true,
+        ),
+        zip_entry(
+            "apple_health_export/export.xml",
+            export("").as_bytes(),
+            true,
+            true,
+        ),
+        central_directory(),
+    ]
+    .concat();
+    let err = parse_zip(&zip).unwrap_err();
+    assert_eq!(err.location, "zip");
+    assert!(err.problem.contains("100 times"), "{}", err.problem);
+}
+
 #[test]
 fn the_callers_error_ends_the_import() {
     let hr = record("HKQuantityTypeIdentifierHeartRate", "count/min", "72", T, T);

@@ -1,9 +1,14 @@
 //! Consumer raw genotype files: 23andMe (`rsid chromosome position genotype`) and
 //! AncestryDNA (`rsid chromosome position allele1 allele2`, chromosomes 23-26 for
 //! X, Y, XY, MT), tab- or comma-separated, `#` comments and a header row allowed.
+//!
+//! Bounded as it is read (issue 26): a line at most [`MAX_LINE`] bytes, at most
+//! [`MAX_LINES`] lines of any kind (blank and comment ones count) and
+//! [`MAX_GENOTYPE_FILE`] bytes once decompressed.
 
 use std::io::{BufRead, Read};
 
+use super::bounds::{refusal, size};
 use super::{MAX_ROWS, UploadError};
 use crate::domain::{Genome, Variant};
 
@@ -51,6 +56,11 @@ fn allele_ok(a: &str) -> bool {
 /// The longest line read (a data row is ~30 bytes; vendor comment lines a few hundred):
 /// a longer one is refused before it is parsed, so one line never holds much memory.
 const MAX_LINE: usize = 16 * 1024;
+/// The most lines read, blank and comment ones included: a genome file is about 640,000
+/// (23andMe) to 700,000 (AncestryDNA) lines, a few dozen of them comments.
+const MAX_LINES: usize = 2 * MAX_ROWS;
+/// The largest genotype file read (decompressed): a whole consumer genome is ~25 MB.
+pub(crate) const MAX_GENOTYPE_FILE: u64 = 128 * 1024 * 1024;
 
 /// The small-body endpoint's parser (`POST /api/data/genotype`): the body already in
 /// memory, read by [`read_genome`].
@@ -60,24 +70,45 @@ pub(crate) fn parse_genotype_file(body: &[u8]) -> Result<Genome, UploadError> {
 
 /// Reads a raw file row by row into a compact [`Genome`] (each rsid once, the last row
 /// of a repeated one wins). Every row is checked, and the first bad one refuses the
-/// whole file, naming its 1-based line; lines longer than [`MAX_LINE`] and files of more
-/// than [`MAX_ROWS`] rows are refused.
+/// whole file, naming its 1-based line; lines longer than [`MAX_LINE`], files of more
+/// than [`MAX_ROWS`] rows or [`MAX_LINES`] lines, and files larger than
+/// [`MAX_GENOTYPE_FILE`] are refused.
 pub(crate) fn read_genome(mut reader: impl BufRead) -> Result<Genome, UploadError> {
     let mut variants = Vec::new();
     let mut buffer = Vec::with_capacity(256);
     let mut line = 0;
+    let mut total = 0u64;
     loop {
         buffer.clear();
         let read = (&mut reader)
             .take(MAX_LINE as u64 + 1)
             .read_until(b'\n', &mut buffer)
-            .map_err(|_| error(line + 1, "the file could not be read"))?;
+            .map_err(|e| {
+                refusal(&e, || format!("line {}", line + 1))
+                    .unwrap_or_else(|| error(line + 1, "the file could not be read"))
+            })?;
         if read == 0 {
             break;
         }
         line += 1;
+        total = total.saturating_add(read as u64);
         if buffer.len() > MAX_LINE {
             return Err(error(line, "line is too long"));
+        }
+        if line > MAX_LINES {
+            return Err(error(
+                line,
+                &format!("more than {MAX_LINES} lines in one file"),
+            ));
+        }
+        if total > MAX_GENOTYPE_FILE {
+            return Err(error(
+                line,
+                &format!(
+                    "the file is larger than {} (decompressed)",
+                    size(MAX_GENOTYPE_FILE)
+                ),
+            ));
         }
         let text =
             std::str::from_utf8(&buffer).map_err(|_| error(line, "the file is not UTF-8 text"))?;
@@ -235,6 +266,21 @@ mod tests {
                 position: 9,
                 genotype: "CT".into()
             }]
+        );
+    }
+
+    /// Issue 26: blank and comment lines count against the file's lines; none is free.
+    #[test]
+    fn every_line_counts_against_the_line_cap() {
+        let mut blank = b"rs1\t1\t5\tAA\n".to_vec();
+        blank.extend(b"\n#\n".repeat(MAX_LINES / 2));
+        let err = read_genome(&blank[..]).unwrap_err();
+        assert_eq!(
+            (err.location, err.problem),
+            (
+                format!("line {}", MAX_LINES + 1),
+                format!("more than {MAX_LINES} lines in one file")
+            )
         );
     }
 

@@ -1,10 +1,17 @@
 //! Health readings from JSON (`{"readings": [...]}` or a bare array) or CSV with a
 //! header row (`indicator,value,unit,time[,code_system,code,source]`).
+//!
+//! CSV is bounded before the parser buffers it (issue 26): one row at most [`MAX_ROW`]
+//! bytes, the file at most [`MAX_READINGS_FILE`], and every row, blank ones included,
+//! counted against the row cap, so no line and no run of empty rows is free.
+
+use std::io::{self, Read};
 
 use serde_json::Value;
 
+use super::bounds::{Exceeded, refusal, size};
 use super::collisions::{Collisions, Position};
-use super::{MAX_ROWS, UploadError};
+use super::{MAX_READINGS_FILE, MAX_ROWS, UploadError};
 use crate::domain::measures::{self, format_offset};
 use crate::domain::{FIRST_DAY, LAST_DAY, Reading, ReadingValue, day_accepted};
 
@@ -242,9 +249,74 @@ pub(crate) fn parse_health_csv(
     Ok((readings, rows))
 }
 
+/// The longest CSV row read, in bytes. A row of the columns read is at most about
+/// 1.7 KB (the field bounds above) and a real export's rows are a few dozen to a few
+/// hundred bytes; 64 KiB leaves room for columns this parser ignores. A longer row is
+/// refused with its line once the parser holds [`MAX_ROW`] + [`CSV_BUFFER`] bytes of it.
+pub(super) const MAX_ROW: u64 = 64 * 1024;
+/// The CSV parser's own read buffer (the `csv` crate's default).
+const CSV_BUFFER: usize = 8 * 1024;
+
+/// The reader under the CSV parser: hands it at most [`MAX_ROW`] bytes (and its buffer)
+/// past the end of the last row it parsed, and at most [`MAX_READINGS_FILE`] in all, so
+/// a row never holds more memory than that whatever the file (the parser buffers a whole
+/// row, a quoted field's line breaks included).
+struct RowBound<R> {
+    inner: R,
+    handed: u64,
+    row_end: u64,
+}
+
+impl<R> RowBound<R> {
+    /// The parser finished a row at byte `at` of the file.
+    fn row_ended(&mut self, at: u64) {
+        self.row_end = at;
+    }
+}
+
+impl<R: Read> Read for RowBound<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let row_limit = self.row_end.saturating_add(MAX_ROW + CSV_BUFFER as u64);
+        let limit = row_limit.min(MAX_READINGS_FILE);
+        let room = limit.saturating_sub(self.handed);
+        if room == 0 {
+            // At the bound: still fine if the file ends here.
+            if self.inner.read(&mut [0u8; 1])? == 0 {
+                return Ok(0);
+            }
+            return Err(if row_limit >= MAX_READINGS_FILE {
+                Exceeded::at(
+                    "file",
+                    format!(
+                        "the readings are larger than {} (decompressed)",
+                        size(MAX_READINGS_FILE)
+                    ),
+                )
+            } else {
+                Exceeded::here(format!("the row is longer than {}", size(MAX_ROW)))
+            });
+        }
+        let n = out.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+        let read = self.inner.read(&mut out[..n])?;
+        self.handed = self.handed.saturating_add(read as u64);
+        Ok(read)
+    }
+}
+
+/// A CSV error as the upload's: a bound passed (the row's length, the file's size, a
+/// decompression bomb), an unreadable file, else `invalid` at `location`.
+fn csv_failure(failed: &csv::Error, location: String, invalid: &str) -> UploadError {
+    match failed.kind() {
+        csv::ErrorKind::Io(io) => refusal(io, || location.clone())
+            .unwrap_or_else(|| error(location, "the file could not be read")),
+        _ => error(location, invalid),
+    }
+}
+
 /// Reads CSV readings from `input` one row at a time, handing each to `row` (which
-/// answers `false` to stop early); at most `max_rows`. Returns how many rows it read.
-/// The first bad row ends the reading with its line.
+/// answers `false` to stop early); at most `max_rows` rows, blank ones included. Returns
+/// how many readings it read. The first bad row ends the reading with its line; so does
+/// a row longer than [`MAX_ROW`], refused before it is buffered.
 pub(crate) fn for_each_csv_reading(
     input: impl std::io::Read,
     default_source: &str,
@@ -253,13 +325,27 @@ pub(crate) fn for_each_csv_reading(
 ) -> Result<usize, UploadError> {
     let mut reader = csv::ReaderBuilder::new()
         .flexible(true)
-        .trim(csv::Trim::All)
-        .from_reader(input);
-    let headers = reader
-        .headers()
-        .map_err(|_| error("line 1".into(), "the header row is unreadable"))?
-        .clone();
-    let column = |name: &str| headers.iter().position(|h| h.eq_ignore_ascii_case(name));
+        .buffer_capacity(CSV_BUFFER)
+        .from_reader(RowBound {
+            inner: input,
+            handed: 0,
+            row_end: 0,
+        });
+    let headers = match reader.headers() {
+        Ok(headers) => headers.clone(),
+        Err(e) => {
+            return Err(csv_failure(
+                &e,
+                "line 1".into(),
+                "the header row is unreadable",
+            ));
+        }
+    };
+    let column = |name: &str| {
+        headers
+            .iter()
+            .position(|h| h.trim().eq_ignore_ascii_case(name))
+    };
     let (Some(indicator), Some(value), Some(time)) =
         (column("indicator"), column("value"), column("time"))
     else {
@@ -275,28 +361,32 @@ pub(crate) fn for_each_csv_reading(
         column("source"),
     );
     let mut count = 0usize;
+    let mut rows = 0usize;
     let mut record = csv::StringRecord::new();
     let mut collisions = Collisions::new(Position::Line);
-    let mut i = 0usize;
     loop {
-        let line = i + 2;
-        i += 1;
+        let end = reader.position().byte();
+        reader.get_mut().row_ended(end);
+        let line = rows + 2;
         let location = || format!("line {line}");
         match reader.read_record(&mut record) {
             Ok(true) => {}
             Ok(false) => break,
-            Err(_) => return Err(error(location(), "the row is not valid CSV")),
+            Err(e) => return Err(csv_failure(&e, location(), "the row is not valid CSV")),
         }
-        if record.iter().all(str::is_empty) {
-            continue;
-        }
-        if count == max_rows {
+        // Every row counts against the cap, a blank one too: none is free.
+        if rows == max_rows {
             return Err(error(
                 location(),
-                format!("more than {max_rows} readings in one upload"),
+                format!("more than {max_rows} rows in one upload"),
             ));
         }
-        let get = |c: Option<usize>| c.and_then(|c| record.get(c));
+        rows += 1;
+        // Fields are trimmed here, not by the parser (which would copy every row).
+        if record.iter().all(|field| field.trim().is_empty()) {
+            continue;
+        }
+        let get = |c: Option<usize>| c.and_then(|c| record.get(c)).map(str::trim);
         let reading = reading(
             Fields {
                 indicator: get(Some(indicator)),
@@ -382,5 +472,80 @@ mod tests {
             "u".repeat(MAX_UNIT)
         );
         assert!(parse_health_csv(at_limit.as_bytes(), "upload").is_ok());
+    }
+
+    /// A reader that counts the bytes taken from it.
+    struct Counting<R> {
+        inner: R,
+        taken: std::rc::Rc<std::cell::Cell<u64>>,
+    }
+
+    impl<R: Read> Read for Counting<R> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = self.inner.read(out)?;
+            self.taken.set(self.taken.get() + n as u64);
+            Ok(n)
+        }
+    }
+
+    fn csv_rows(input: impl Read, max_rows: usize) -> Result<usize, UploadError> {
+        for_each_csv_reading(input, "upload", max_rows, |_| true)
+    }
+
+    /// Issue 26: an endless row (one line, or a quoted field of endless short lines) is
+    /// refused with its line once the parser holds the bound, never the whole of it.
+    #[test]
+    fn a_row_over_the_limit_is_refused_by_line_before_it_is_buffered() {
+        let head = "indicator,value,unit,time\nLDL,3,mg/dL,2026-01-01\nLDL,4,mg/dL,2026-01-02\n";
+        for (open, endless) in [(&b""[..], &b"x"[..]), (&b"\""[..], &b"x\n"[..])] {
+            let taken = std::rc::Rc::new(std::cell::Cell::new(0));
+            let input = Counting {
+                inner: head.as_bytes().chain(open).chain(Endless(endless, 0)),
+                taken: taken.clone(),
+            };
+            let err = csv_rows(input, 10).unwrap_err();
+            assert_eq!(
+                (err.location.as_str(), err.problem.as_str()),
+                ("line 4", "the row is longer than 64 KiB"),
+                "{endless:?}"
+            );
+            let most = head.len() as u64 + MAX_ROW + CSV_BUFFER as u64 + 1;
+            assert!(taken.get() <= most, "{} bytes read", taken.get());
+        }
+        // A row just under the bound, last in the file, is fine.
+        let long = format!(
+            "indicator,value,unit,time,note\nLDL,3,mg/dL,2026-01-01,{}",
+            "n".repeat(60_000)
+        );
+        assert_eq!(csv_rows(long.as_bytes(), 10), Ok(1));
+    }
+
+    /// `pattern` repeated without end (the next byte's index in it).
+    struct Endless(&'static [u8], usize);
+
+    impl Read for Endless {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            for byte in out.iter_mut() {
+                *byte = self.0[self.1 % self.0.len()];
+                self.1 += 1;
+            }
+            Ok(out.len())
+        }
+    }
+
+    #[test]
+    fn blank_rows_count_against_the_row_cap() {
+        let blank = format!("indicator,value,time\n{}", ",,\n".repeat(10));
+        let err = csv_rows(blank.as_bytes(), 5).unwrap_err();
+        assert_eq!(
+            (err.location.as_str(), err.problem.as_str()),
+            ("line 7", "more than 5 rows in one upload")
+        );
+        let mixed = "indicator,value,unit,time\n,,,\nLDL,3,mg/dL,2026-01-01\n,,,\n";
+        assert_eq!(
+            csv_rows(mixed.as_bytes(), 3),
+            Ok(1),
+            "readings are counted apart"
+        );
     }
 }

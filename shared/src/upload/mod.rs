@@ -8,13 +8,15 @@
 //! never echo the value (it is health data).
 
 mod apple_health;
+mod bounds;
 mod collisions;
 mod genotype;
 mod health;
 mod stream;
 
 pub(crate) use apple_health::{stream_apple_health_xml, stream_apple_health_zip};
-pub(crate) use genotype::{is_rsid, parse_genotype_file, read_genome};
+pub(crate) use bounds::{Exceeded, INFLATION, gunzip, refusal};
+pub(crate) use genotype::{MAX_GENOTYPE_FILE, is_rsid, parse_genotype_file, read_genome};
 pub(crate) use health::{for_each_csv_reading, parse_health_csv, parse_health_json};
 pub(crate) use stream::for_each_json_reading;
 
@@ -34,3 +36,9 @@ impl std::fmt::Display for UploadError {
 
 /// The most rows one upload may carry (API Gateway's payload limits come first).
 pub(crate) const MAX_ROWS: usize = 1_000_000;
+
+/// The most bytes a readings file (CSV or JSON) may hold once decompressed (issue 26):
+/// 4 GiB, the largest file the local server stores by default
+/// (`MIROBODY_UPLOAD_MAX_BYTES`), so gzip buys no more parsing than the plain file would.
+/// A real three-year CSV is 27 MB; twenty million rows of 100 bytes are 2 GB.
+pub(crate) const MAX_READINGS_FILE: u64 = 4 << 30;

@@ -2,7 +2,8 @@
 //! `{"readings": [...]}` (or a bare array) visited one element at a time through a
 //! serde seed, never as one tree of the whole file. Each element is bounded
 //! ([`MAX_ELEMENT`] bytes) before it is parsed, so no single reading can take the
-//! memory a whole file would.
+//! memory a whole file would, and the file is bounded ([`MAX_READINGS_FILE`]) once
+//! decompressed (issue 26).
 
 use std::cell::Cell;
 use std::fmt;
@@ -12,9 +13,10 @@ use std::rc::Rc;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::UploadError;
+use super::bounds::{Exceeded, refusal, size};
 use super::collisions::{Collisions, Position};
 use super::health::{error, json_reading};
+use super::{MAX_READINGS_FILE, UploadError};
 use crate::domain::Reading;
 
 /// The most bytes one element of `readings` may take (a reading is a few hundred).
@@ -33,6 +35,7 @@ pub(crate) fn for_each_json_reading(
     let guarded = Guarded {
         inner: input,
         since: since.clone(),
+        total: 0,
     };
     let mut failure = None;
     let mut count = 0usize;
@@ -49,30 +52,44 @@ pub(crate) fn for_each_json_reading(
     match (parsed, failure) {
         (_, Some(failure)) => Err(failure),
         (Ok(()), None) => Ok(count),
-        (Err(e), None) if e.is_io() => Err(error(
-            "body".into(),
-            format!(
-                "the file could not be read, or one reading is longer than {MAX_ELEMENT} bytes"
-            ),
-        )),
+        (Err(e), None) if e.is_io() => {
+            let io = std::io::Error::from(e);
+            Err(refusal(&io, || "body".into())
+                .unwrap_or_else(|| error("body".into(), "the file could not be read")))
+        }
         (Err(e), None) => Err(error(format!("line {}", e.line()), "not valid JSON")),
     }
 }
 
 /// The reader under the parser: counts the bytes since the current element began and
-/// fails past [`MAX_ELEMENT`] (the visitors reset the count as each element begins).
+/// fails past [`MAX_ELEMENT`] (the visitors reset the count as each element begins), and
+/// past [`MAX_READINGS_FILE`] in all.
 struct Guarded<R> {
     inner: R,
     since: Rc<Cell<u64>>,
+    total: u64,
 }
 
 impl<R: Read> Read for Guarded<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let read = self.inner.read(buf)?;
-        let total = self.since.get().saturating_add(read as u64);
-        self.since.set(total);
-        if total > MAX_ELEMENT {
-            return Err(std::io::Error::other("element too large"));
+        let since = self.since.get().saturating_add(read as u64);
+        self.since.set(since);
+        self.total = self.total.saturating_add(read as u64);
+        if since > MAX_ELEMENT {
+            return Err(Exceeded::at(
+                "body",
+                format!("one reading is longer than {}", size(MAX_ELEMENT)),
+            ));
+        }
+        if self.total > MAX_READINGS_FILE {
+            return Err(Exceeded::at(
+                "file",
+                format!(
+                    "the readings are larger than {} (decompressed)",
+                    size(MAX_READINGS_FILE)
+                ),
+            ));
         }
         Ok(read)
     }
@@ -246,6 +263,9 @@ mod tests {
             r#"[{{"indicator":"LDL","value":"{}","time":"2026-02-01"}}]"#,
             "x".repeat(MAX_ELEMENT as usize + 10)
         );
-        assert!(all(&huge).unwrap_err().problem.contains("longer than"));
+        assert_eq!(
+            all(&huge).unwrap_err().problem,
+            "one reading is longer than 64 KiB"
+        );
     }
 }
