@@ -499,7 +499,7 @@ impl ConsoleApi {
             None => None,
         };
         let nights = match kind {
-            Kind::Sleep => self.sleep_stages(user, &cutoff).await?,
+            Kind::Sleep => self.sleep_stages(user, &cutoff, (&key, &days)).await?,
             _ => Vec::new(),
         };
         let headline = latest_of(kind, &summary);
@@ -613,16 +613,26 @@ impl ConsoleApi {
     }
 
     /// The sleep stages of the nights from `from` on (the chart's day points): one read of
-    /// day rollups per stage, however many nights.
-    async fn sleep_stages(&self, user: &str, from: &str) -> Result<Vec<Night>, ApiError> {
+    /// day rollups per stage, however many nights, except the page's own measure, whose
+    /// day rollups (`shown`: its key and days from `from` on) were read for its chart.
+    async fn sleep_stages(
+        &self,
+        user: &str,
+        from: &str,
+        shown: (&str, &[Rollup]),
+    ) -> Result<Vec<Night>, ApiError> {
         let keys = stages::STAGES.map(|(name, _, _)| {
             measures::catalogue()
                 .by_name(name)
                 .map_or_else(|| Reading::indicator_key(name), |m| m.key.clone())
         });
-        let reads = keys.iter().map(|key| {
+        let reads = keys.iter().map(|key| async move {
+            if key == shown.0 {
+                return Ok(shown.1.to_vec());
+            }
             self.store
                 .rollups(user, key, Period::Day, from, crate::store::TIME_MAX)
+                .await
         });
         let [core, deep, rem, awake]: [Vec<Rollup>; 4] = futures_util::future::try_join_all(reads)
             .await?
