@@ -26,7 +26,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 
 use super::batch::{GET_CHUNK, bounded, get_batch, put_request, query_all};
 use super::codec::{Item, get_s, get_u64, n, s};
-use super::readings::ImportGuard;
+use super::readings::WriteGuard;
 use super::schema::{
     GENOME_SK, GENOME_VERSION_PREFIX, GENOTYPE_PREFIX, GPOS, PK, PRESENCE_SK, SK, data_key,
     genome_item_sk,
@@ -301,7 +301,7 @@ impl DynamoStore {
     async fn replace(
         &self,
         user: &str,
-        import: Option<&ImportGuard>,
+        import: Option<&WriteGuard>,
         genome: &Genome,
         source: &str,
         imported_at: u64,
@@ -417,7 +417,7 @@ impl GenomeStore for DynamoStore {
         source: &'a str,
         imported_at: u64,
     ) -> StoreFuture<'a, ()> {
-        let guard = ImportGuard {
+        let guard = WriteGuard::Import {
             user: user.to_string(),
             upload_id: upload_id.to_string(),
         };

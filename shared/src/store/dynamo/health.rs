@@ -8,7 +8,7 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::codec::{Item, get_opt_s, get_s, s};
-use super::readings::ImportGuard;
+use super::readings::WriteGuard;
 use super::schema::{
     CATALOGUE_PREFIX, DAY_PREFIX, DAY_ROLLUP_PREFIX, GENOTYPE_PREFIX, MONTH_ROLLUP_PREFIX, PK,
     PRESENCE_SK, READING_PREFIX, SK, data_key,
@@ -81,11 +81,7 @@ impl DynamoStore {
 impl DynamoStore {
     /// [`DynamoStore::mark_present`] for health data, in one transaction with the
     /// import's guard: a deletion that ran first leaves no presence behind.
-    async fn mark_present_guarded(
-        &self,
-        user: &str,
-        guard: &ImportGuard,
-    ) -> Result<(), StoreError> {
+    async fn mark_present_guarded(&self, user: &str, guard: &WriteGuard) -> Result<(), StoreError> {
         let op = "put_import_readings";
         let table = self.tables.data.as_str();
         contended(op, || async {
@@ -147,7 +143,7 @@ impl HealthStore for DynamoStore {
             if readings.is_empty() {
                 return Ok(WriteReport::default());
             }
-            let guard = ImportGuard {
+            let guard = WriteGuard::Import {
                 user: user.to_string(),
                 upload_id: upload_id.to_string(),
             };

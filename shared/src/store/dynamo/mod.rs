@@ -24,6 +24,7 @@ mod genome;
 mod health;
 mod mcp_servers;
 mod oauth;
+mod pending;
 mod readings;
 mod schema;
 mod spans;

@@ -7,7 +7,9 @@
 //! the same transaction, conditioned on the day item's version (a racing writer's
 //! readings are never lost: the loser reads again and retries). Months are then rebuilt
 //! from their days and catalogue entries from their months, each a conditional write on
-//! its own version, so they stay exact too.
+//! its own version, so they stay exact too. The day transaction records the rebuilds it
+//! owes ([`pending`](super::pending)), so a writer stopped in between leaves them to
+//! the next catalogue read instead of leaving the months behind the days.
 //!
 //! Never logs a reading.
 
@@ -22,11 +24,11 @@ use super::batch::{GET_CHUNK, backoff, bounded, get_batch, query_all};
 use super::codec::{Item, get_s, s};
 use super::health::legacy_reading;
 use super::schema::{
-    CATALOGUE_PREFIX, DAY_PREFIX, DAY_ROLLUP_PREFIX, MONTH_ROLLUP_PREFIX, PART_COUNT, PARTS, PK,
-    READING_PREFIX, ROLLUP, SK, VERSION, data_key, day_part_sk, rollup_sk,
+    CATALOGUE_PREFIX, DAY_PREFIX, DAY_ROLLUP_PREFIX, MONTH_ROLLUP_PREFIX, OWED_PREFIX, PART_COUNT,
+    PARTS, PK, READING_PREFIX, ROLLUP, SK, VERSION, data_key, day_part_sk, owed_sk, rollup_sk,
 };
 use super::transact::{Committed, Condition, condition, tx_check, tx_delete, tx_put};
-use super::{DynamoStore, corrupt, sdk_error};
+use super::{DynamoStore, corrupt, pending, sdk_error};
 use crate::domain::{Original, Reading, ReadingValue, UploadStatus};
 use crate::store::{
     CatalogueEntry, Period, ReadingQuery, Rollup, StoreError, TIME_MAX, WriteReport,
@@ -73,40 +75,105 @@ struct DayGroup {
     rows: HashMap<(String, String), Reading>,
 }
 
+/// One transaction of day writes being assembled: its groups, items and bytes, what it
+/// does to the store, and the (key, month) rebuilds it owes.
+#[derive(Debug, Default)]
+struct DayTransaction {
+    groups: Vec<DayGroup>,
+    items: Vec<TransactWriteItem>,
+    bytes: usize,
+    counts: WriteReport,
+    owed: BTreeSet<(String, String)>,
+}
+
+/// Readings grouped by indicator and day; the last of a repeated identity wins, as
+/// writing one at a time would.
+fn day_groups(readings: &[Reading]) -> Vec<DayGroup> {
+    let mut groups: BTreeMap<(String, String), HashMap<(String, String), Reading>> =
+        BTreeMap::new();
+    for r in readings {
+        let key = Reading::indicator_key(&r.indicator);
+        let day = Period::Day.of(&r.time).to_string();
+        groups
+            .entry((key, day))
+            .or_default()
+            .insert((r.time.clone(), r.source.clone()), r.clone());
+    }
+    groups
+        .into_iter()
+        .map(|((key, day), rows)| DayGroup { key, day, rows })
+        .collect()
+}
+
 /// A rollup to rebuild: its sort key and period, and the range of its sources.
 #[derive(Debug, Clone)]
-struct Refresh {
+pub(super) struct Refresh {
     target: String,
     period: String,
     low: String,
     high: String,
 }
 
-/// An import's guard: the user's upload that must still be importing for a write to
-/// land. Every guarded transaction checks it as its first item, so a deletion (which
-/// removes the user's uploads first) and a guarded write exclude each other. Guarded
-/// transactions run one at a time: DynamoDB refuses concurrent transactions on one item
-/// (`TransactionConflict`), the upload's included.
-#[derive(Debug, Clone)]
-pub(super) struct ImportGuard {
-    pub(super) user: String,
-    pub(super) upload_id: String,
+impl Refresh {
+    /// A month's rollup, from its days.
+    pub(super) fn month(key: &str, month: &str) -> Refresh {
+        Refresh {
+            target: rollup_sk(MONTH_ROLLUP_PREFIX, key, month),
+            low: rollup_sk(DAY_ROLLUP_PREFIX, key, month),
+            high: rollup_sk(DAY_ROLLUP_PREFIX, key, &format!("{month}{TIME_MAX}")),
+            period: month.to_string(),
+        }
+    }
+
+    /// A catalogue entry, from its months.
+    pub(super) fn entry(key: &str) -> Refresh {
+        Refresh {
+            target: format!("{CATALOGUE_PREFIX}{key}"),
+            low: rollup_sk(MONTH_ROLLUP_PREFIX, key, ""),
+            high: rollup_sk(MONTH_ROLLUP_PREFIX, key, TIME_MAX),
+            period: String::new(),
+        }
+    }
 }
 
-impl ImportGuard {
-    /// The ConditionCheck that the upload is still importing.
+/// What must still hold for a guarded write to land, checked as the first item of
+/// every transaction the write makes.
+///
+/// - `Import`: the user's upload must still be importing, so a deletion (which removes
+///   the user's uploads first) and an import's writes exclude each other.
+/// - `Owed`: a rebuild owed (see [`pending`](super::pending)) must still be there, so a
+///   repair never writes after a deletion removed it.
+///
+/// Guarded transactions run one at a time: DynamoDB refuses concurrent transactions on
+/// one item (`TransactionConflict`), the guard's included.
+#[derive(Debug, Clone)]
+pub(super) enum WriteGuard {
+    Import { user: String, upload_id: String },
+    Owed { user: String, sk: String },
+}
+
+impl WriteGuard {
+    /// The guard's ConditionCheck.
     pub(super) fn check(
         &self,
         op: &'static str,
         table: &str,
     ) -> Result<TransactWriteItem, StoreError> {
-        let key = data_key(&self.user, super::uploads::upload_sk(&self.upload_id));
-        let importing = condition(
-            "#st = :importing",
-            &[("#st", "status")],
-            vec![(":importing", s(UploadStatus::Importing.as_str()))],
-        );
-        tx_check(op, table, key, importing)
+        match self {
+            WriteGuard::Import { user, upload_id } => {
+                let key = data_key(user, super::uploads::upload_sk(upload_id));
+                let importing = condition(
+                    "#st = :importing",
+                    &[("#st", "status")],
+                    vec![(":importing", s(UploadStatus::Importing.as_str()))],
+                );
+                tx_check(op, table, key, importing)
+            }
+            WriteGuard::Owed { user, sk } => {
+                let there = condition("attribute_exists(#pk)", &[("#pk", PK)], Vec::new());
+                tx_check(op, table, data_key(user, sk.clone()), there)
+            }
+        }
     }
 }
 
@@ -114,7 +181,7 @@ impl ImportGuard {
 fn guarded(
     op: &'static str,
     table: &str,
-    guard: Option<&ImportGuard>,
+    guard: Option<&WriteGuard>,
     items: Vec<TransactWriteItem>,
 ) -> Result<Vec<TransactWriteItem>, StoreError> {
     match guard {
@@ -129,15 +196,15 @@ fn guarded(
 }
 
 /// Whether a cancelled guarded transaction failed on its guard (item 0).
-fn guard_failed(guard: Option<&ImportGuard>, committed: &Committed) -> bool {
+fn guard_failed(guard: Option<&WriteGuard>, committed: &Committed) -> bool {
     guard.is_some() && committed.condition_failed(0)
 }
 
 /// Runs the batches: many at once ([`bounded`]) unguarded, one after another guarded
-/// (see [`ImportGuard`]). Results in completion order; the first failure stops the rest.
+/// (see [`WriteGuard`]). Results in completion order; the first failure stops the rest.
 async fn in_turn<T, F>(
     op: &'static str,
-    guard: Option<&ImportGuard>,
+    guard: Option<&WriteGuard>,
     batches: Vec<F>,
 ) -> Result<Vec<T>, StoreError>
 where
@@ -338,29 +405,27 @@ impl DynamoStore {
         user: &str,
         readings: &[Reading],
         keep_existing: bool,
-        guard: Option<&ImportGuard>,
+        guard: Option<&WriteGuard>,
     ) -> Result<WriteReport, StoreError> {
         let merge = if keep_existing {
             Merge::KeepExisting
         } else {
             Merge::Replace
         };
-        // The last of a repeated identity wins, as writing one at a time would.
-        let mut groups: BTreeMap<(String, String), HashMap<(String, String), Reading>> =
-            BTreeMap::new();
-        for r in readings {
-            let key = Reading::indicator_key(&r.indicator);
-            let day = Period::Day.of(&r.time).to_string();
-            groups
-                .entry((key, day))
-                .or_default()
-                .insert((r.time.clone(), r.source.clone()), r.clone());
-        }
-        let groups: Vec<DayGroup> = groups
-            .into_iter()
-            .map(|((key, day), rows)| DayGroup { key, day, rows })
-            .collect();
-        self.write_days(user, groups, merge, guard).await
+        self.write_days(user, day_groups(readings), merge, guard)
+            .await
+    }
+
+    /// A writer stopped right after its day transactions (a test of what it leaves).
+    #[cfg(test)]
+    pub(super) async fn write_days_only(
+        &self,
+        user: &str,
+        readings: &[Reading],
+    ) -> Result<(), StoreError> {
+        self.merge_days(user, day_groups(readings), Merge::Replace, None)
+            .await
+            .map(drop)
     }
 
     /// Writes day groups, then rebuilds their months and catalogue entries.
@@ -369,7 +434,7 @@ impl DynamoStore {
         user: &str,
         groups: Vec<DayGroup>,
         merge: Merge,
-        guard: Option<&ImportGuard>,
+        guard: Option<&WriteGuard>,
     ) -> Result<WriteReport, StoreError> {
         let op = "put_readings";
         let months: BTreeSet<(String, String)> = groups
@@ -387,28 +452,17 @@ impl DynamoStore {
             })
             .collect::<Vec<_>>();
         let mut report = WriteReport::default();
-        for part in in_turn(op, guard, batches).await? {
+        let mut owed = Vec::new();
+        for (part, marks) in in_turn(op, guard, batches).await? {
             report.add(part);
+            owed.extend(marks);
         }
         // Months from their days, then catalogue entries from their months.
         let months: Vec<Refresh> = months
-            .into_iter()
-            .map(|(key, month)| Refresh {
-                target: rollup_sk(MONTH_ROLLUP_PREFIX, &key, &month),
-                low: rollup_sk(DAY_ROLLUP_PREFIX, &key, &month),
-                high: rollup_sk(DAY_ROLLUP_PREFIX, &key, &format!("{month}{TIME_MAX}")),
-                period: month,
-            })
+            .iter()
+            .map(|(key, month)| Refresh::month(key, month))
             .collect();
-        let entries: Vec<Refresh> = keys
-            .into_iter()
-            .map(|key| Refresh {
-                target: format!("{CATALOGUE_PREFIX}{key}"),
-                low: rollup_sk(MONTH_ROLLUP_PREFIX, &key, ""),
-                high: rollup_sk(MONTH_ROLLUP_PREFIX, &key, TIME_MAX),
-                period: String::new(),
-            })
-            .collect();
+        let entries: Vec<Refresh> = keys.iter().map(|key| Refresh::entry(key)).collect();
         for level in [months, entries] {
             let batches = level
                 .chunks(REFRESH_PER_BATCH)
@@ -420,6 +474,8 @@ impl DynamoStore {
                 .collect::<Vec<_>>();
             in_turn(op, guard, batches).await?;
         }
+        // Rebuilt: nothing is owed any more.
+        self.settle(op, &user, owed).await?;
         Ok(report)
     }
 
@@ -498,19 +554,20 @@ impl DynamoStore {
         user: &str,
         mut pending: Vec<DayGroup>,
         merge: Merge,
-        guard: Option<&ImportGuard>,
-    ) -> Result<WriteReport, StoreError> {
+        guard: Option<&WriteGuard>,
+    ) -> Result<(WriteReport, Vec<String>), StoreError> {
         let op = "put_readings";
         let table = self.tables.data.as_str();
         let room = TRANSACTION_ITEMS - usize::from(guard.is_some());
         let mut report = WriteReport::default();
+        // The rebuilds owed by committed transactions (see `pending`).
+        let mut owed = Vec::new();
         for attempt in 0..MERGE_ATTEMPTS {
             if pending.is_empty() {
-                return Ok(report);
+                return Ok((report, owed));
             }
             let current = self.read_days(op, user, &pending).await?;
-            let mut transactions: Vec<(Vec<DayGroup>, Vec<TransactWriteItem>, usize, WriteReport)> =
-                vec![(Vec::new(), Vec::new(), 0, WriteReport::default())];
+            let mut transactions = vec![DayTransaction::default()];
             for (group, old) in pending.iter().zip(&current) {
                 let version = version_of(old.first());
                 let held: BTreeMap<(String, String), Reading> = decode_parts(op, old)?
@@ -580,24 +637,47 @@ impl DynamoStore {
                     // An emptied day (moved to another key): its rollup goes too.
                     None => items.push(tx_delete(op, table, data_key(user, sk), None)?),
                 }
+                let month = (group.key.clone(), Period::Month.of(&group.day).to_string());
                 let last = transactions.last_mut().ok_or_else(|| corrupt(op))?;
-                if last.1.len() + items.len() > room || last.2 + bytes > TRANSACTION_BYTES {
-                    transactions.push((Vec::new(), Vec::new(), 0, WriteReport::default()));
+                let marks = last.owed.len() + usize::from(!last.owed.contains(&month));
+                if last.items.len() + items.len() + marks > room
+                    || last.bytes + bytes > TRANSACTION_BYTES
+                {
+                    transactions.push(DayTransaction::default());
                 }
                 let last = transactions.last_mut().ok_or_else(|| corrupt(op))?;
-                last.0.push(group.clone());
-                last.1.extend(items);
-                last.2 += bytes;
-                last.3.add(counts);
+                last.groups.push(group.clone());
+                last.items.extend(items);
+                last.bytes += bytes;
+                last.counts.add(counts);
+                last.owed.insert(month);
             }
             let mut again = Vec::new();
             let mut pause = false;
-            for (groups, items, _, counts) in transactions {
+            for transaction in transactions {
+                let DayTransaction {
+                    groups,
+                    mut items,
+                    counts,
+                    owed: months,
+                    ..
+                } = transaction;
                 if items.is_empty() {
                     continue;
                 }
+                let token = pending::token();
+                let marks: Vec<String> = months
+                    .iter()
+                    .map(|(key, month)| owed_sk(key, month, &token))
+                    .collect();
+                for sk in &marks {
+                    items.push(tx_put(op, table, data_key(user, sk.clone()), None)?);
+                }
                 match self.transact(op, guarded(op, table, guard, items)?).await? {
-                    Committed::Yes => report.add(counts),
+                    Committed::Yes => {
+                        report.add(counts);
+                        owed.extend(marks);
+                    }
                     stopped if guard_failed(guard, &stopped) => {
                         return Err(StoreError::ImportStopped);
                     }
@@ -615,7 +695,7 @@ impl DynamoStore {
             pending = again;
         }
         if pending.is_empty() {
-            Ok(report)
+            Ok((report, owed))
         } else {
             Err(StoreError::Unavailable(format!("{op}: contended")))
         }
@@ -624,11 +704,11 @@ impl DynamoStore {
     /// Rebuilds rollups (months from their days, catalogue entries from their months):
     /// each target's version read, its sources merged, and written many a transaction
     /// on the condition that the version still holds; defeated ones are retried.
-    async fn refresh(
+    pub(super) async fn refresh(
         &self,
         user: &str,
         pending: Vec<Refresh>,
-        guard: Option<&ImportGuard>,
+        guard: Option<&WriteGuard>,
     ) -> Result<(), StoreError> {
         let op = "put_readings";
         let table = self.tables.data.as_str();
@@ -742,10 +822,29 @@ impl DynamoStore {
         .await
     }
 
+    /// The catalogue: one entry per indicator. Rebuilds a writer left owed are done
+    /// first (see [`pending`](super::pending)), so the entries agree with the day items.
     pub(super) async fn catalogue_entries(
         &self,
         user: &str,
     ) -> Result<Vec<CatalogueEntry>, StoreError> {
+        let (entries, owed) = self.catalogue_items(user).await?;
+        if owed.is_empty() {
+            return Ok(entries);
+        }
+        if self.repair(user, owed).await? == 0 {
+            // Every marker went while we looked (its writer settled it): as read.
+            return Ok(entries);
+        }
+        // Markers a live writer puts meanwhile are its own to settle.
+        Ok(self.catalogue_items(user).await?.0)
+    }
+
+    /// The catalogue's entries and the sort keys of the markers among them.
+    pub(super) async fn catalogue_items(
+        &self,
+        user: &str,
+    ) -> Result<(Vec<CatalogueEntry>, Vec<String>), StoreError> {
         let op = "catalogue";
         let q = self
             .user_query(user)
@@ -753,20 +852,24 @@ impl DynamoStore {
             .expression_attribute_names("#sk", SK)
             .expression_attribute_values(":prefix", s(CATALOGUE_PREFIX));
         let items = query_all(op, q, self.page_limit).await?;
-        items
-            .iter()
-            .map(|item| {
-                let sk = get_s(op, item, SK)?;
-                let key = sk
-                    .strip_prefix(CATALOGUE_PREFIX)
-                    .ok_or_else(|| corrupt(op))?
-                    .to_string();
-                Ok(CatalogueEntry {
-                    key,
-                    summary: rollup_of(op, item)?,
-                })
-            })
-            .collect()
+        let mut entries = Vec::with_capacity(items.len());
+        let mut owed = Vec::new();
+        for item in &items {
+            let sk = get_s(op, item, SK)?;
+            if sk.starts_with(OWED_PREFIX) {
+                owed.push(sk);
+                continue;
+            }
+            let key = sk
+                .strip_prefix(CATALOGUE_PREFIX)
+                .ok_or_else(|| corrupt(op))?
+                .to_string();
+            entries.push(CatalogueEntry {
+                key,
+                summary: rollup_of(op, item)?,
+            });
+        }
+        Ok((entries, owed))
     }
 
     /// The readings matching the query, from the day items, ordered by indicator key,

@@ -107,6 +107,12 @@ pub(super) const MONTH_ROLLUP_PREFIX: &str = "hm#";
 /// One indicator's catalogue entry: `hc#<key>`.
 pub(super) const CATALOGUE_PREFIX: &str = "hc#";
 
+/// A rebuild owed (issue 26): `hc#~<key>#<month>#<token>`, written with day items whose
+/// month and catalogue entry are still to be rebuilt. Inside the catalogue's range, so
+/// the catalogue read sees any left behind; `~` never occurs in a key (alphanumerics
+/// and spaces).
+pub(super) const OWED_PREFIX: &str = "hc#~";
+
 /// A day part's readings (JSON), a rollup (JSON), and the version writes condition on.
 pub(super) const PARTS: &str = "r";
 
@@ -213,6 +219,10 @@ pub(super) fn day_part_sk(key: &str, day: &str, part: usize) -> String {
 
 pub(super) fn rollup_sk(prefix: &str, key: &str, period: &str) -> String {
     format!("{prefix}{key}#{period}")
+}
+
+pub(super) fn owed_sk(key: &str, month: &str, token: &str) -> String {
+    format!("{OWED_PREFIX}{key}#{month}#{token}")
 }
 
 pub(super) fn mcp_sk(name: &str) -> String {
