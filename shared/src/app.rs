@@ -108,6 +108,7 @@ impl App {
             objects,
             clock: clock.clone(),
             importer,
+            stall_secs: config.import_stall_secs,
         });
         let mut registry = Registry::new();
         tools::register_builtin(&mut registry, store.clone());

@@ -56,6 +56,10 @@ pub struct Config {
     /// MCP server than the defaults (20 s per server on `/mcp`, 25 s for a registration
     /// probe). `None` keeps the defaults.
     pub remote_timeout_secs: Option<u64>,
+    /// `MIROBODY_IMPORT_STALL_SECS` (10 to 3600, default 300): an import that has not
+    /// reported for this long was stopped (its process killed, issue 26); the next read
+    /// of its upload fails it. Longer than any pause between reports (one chunk's write).
+    pub import_stall_secs: u64,
     /// `MIROBODY_HASH_PERMITS` (1 to 256, default 2): how many Argon2 password hashes
     /// (19 MiB each) run at once; more sign-ins queue for a permit.
     pub hash_permits: usize,
@@ -100,6 +104,8 @@ const MAX_REMOTE_RESULT_BYTES: usize = 4 * 1024 * 1024;
 
 /// Password hashes running at once unless `MIROBODY_HASH_PERMITS` says otherwise.
 const DEFAULT_HASH_PERMITS: usize = 2;
+
+const DEFAULT_IMPORT_STALL_SECS: u64 = 300;
 
 /// Which storage backend to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,6 +247,18 @@ impl Config {
                         return Err(bad(
                             "MIROBODY_REMOTE_TIMEOUT_SECS",
                             "must be a whole number of seconds from 1 to 25",
+                        ));
+                    }
+                },
+            },
+            import_stall_secs: match get("MIROBODY_IMPORT_STALL_SECS") {
+                None => DEFAULT_IMPORT_STALL_SECS,
+                Some(raw) => match raw.parse::<u64>() {
+                    Ok(secs @ 10..=3600) => secs,
+                    _ => {
+                        return Err(bad(
+                            "MIROBODY_IMPORT_STALL_SECS",
+                            "must be a whole number of seconds from 10 to 3600",
                         ));
                     }
                 },

@@ -116,6 +116,10 @@ pub struct UploadRecord {
     /// A finished readings import's counts (`None` before the end, and for genomes).
     pub counts: Option<ReadingCounts>,
     pub created_at: u64,
+    /// When the running import last reported (its start, then every progress report);
+    /// an import silent for too long was stopped (its process killed) and is failed by
+    /// the next read of its record (issue 26). `None` before the import starts.
+    pub active_at: Option<u64>,
     pub finished_at: Option<u64>,
     /// The record is gone (reads answer none) from this time on (epoch seconds).
     pub expires_at: u64,
@@ -146,6 +150,7 @@ impl UploadRecord {
             progress: 0.0,
             error: None,
             created_at,
+            active_at: None,
             finished_at: None,
             expires_at,
         }

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::Importer;
 use crate::account_api;
 use crate::clock::Clock;
-use crate::domain::{UploadKind, UploadRecord, UploadStatus};
+use crate::domain::{UploadFailure, UploadKind, UploadRecord, UploadStatus};
 use crate::http::ApiError;
 use crate::identity::Caller;
 use crate::store::{BodyChunks, PutTarget, Received, Store, StoreError, UploadObjects};
@@ -35,6 +35,8 @@ pub(crate) struct UploadsApi {
     pub objects: Arc<dyn UploadObjects>,
     pub clock: Arc<dyn Clock>,
     pub importer: Arc<Importer>,
+    /// An import silent this long was stopped: see [`UploadsApi::settled`].
+    pub stall_secs: u64,
 }
 
 #[derive(Deserialize)]
@@ -215,8 +217,50 @@ impl UploadsApi {
         if !plausible_id(id) {
             return Err(not_found());
         }
-        self.store
+        let record = self
+            .store
             .upload(user_id, id, self.clock.now())
+            .await
+            .map_err(store_failed)?
+            .ok_or_else(not_found)?;
+        self.settled(record).await
+    }
+
+    /// The record as it stands: an import that stopped reporting (its process was
+    /// killed: the local server stopped, or the import function ran out of time or
+    /// memory) is failed now, so nobody waits on it for ever (issue 26). What it wrote
+    /// stays, consistent; uploading the file again completes it without duplicates.
+    async fn settled(&self, mut record: UploadRecord) -> Result<UploadRecord, ApiError> {
+        let now = self.clock.now();
+        let silent_since = now.saturating_sub(self.stall_secs);
+        let active = record.active_at.unwrap_or(record.created_at);
+        if record.status != UploadStatus::Importing || active >= silent_since {
+            return Ok(record);
+        }
+        let failure = UploadFailure {
+            line: None,
+            message: format!(
+                "the import stopped: nothing was heard from it for {} seconds (the server \
+                 was stopped or ran out of time); what it wrote is kept and upload the file \
+                 again to complete it (rows are never duplicated)",
+                self.stall_secs
+            ),
+        };
+        let failed = self
+            .store
+            .fail_stalled_upload(&record.user, &record.id, silent_since, &failure, now)
+            .await
+            .map_err(store_failed)?;
+        if failed {
+            tracing::info!(kind = record.kind.as_str(), "import stalled: failed");
+            record.status = UploadStatus::Failed;
+            record.error = Some(failure);
+            record.finished_at = Some(now);
+            return Ok(record);
+        }
+        // It reported, or ended, meanwhile: as it is now.
+        self.store
+            .upload(&record.user, &record.id, now)
             .await
             .map_err(store_failed)?
             .ok_or_else(not_found)
@@ -234,10 +278,16 @@ impl UploadsApi {
 
     /// The typed core of listing: the user's recent uploads, newest first.
     pub(crate) async fn recent(&self, user_id: &str) -> Result<Vec<UploadRecord>, ApiError> {
-        self.store
+        let records = self
+            .store
             .recent_uploads(user_id, LISTED, self.clock.now())
             .await
-            .map_err(store_failed)
+            .map_err(store_failed)?;
+        let mut settled = Vec::with_capacity(records.len());
+        for record in records {
+            settled.push(self.settled(record).await?);
+        }
+        Ok(settled)
     }
 
     /// The local PUT: the URL's capability first (nothing is read before it holds),

@@ -116,7 +116,7 @@ impl Importer {
             .ok_or(ImportError::MissingObject)?;
         if !self
             .store
-            .start_upload(&record.user, &record.id, object.size)
+            .start_upload(&record.user, &record.id, object.size, self.clock.now())
             .await?
         {
             return Ok(None);
@@ -198,7 +198,14 @@ impl Importer {
     async fn progress(&self, record: &UploadRecord, read: u64, written: u64, progress: f64) {
         if let Err(error) = self
             .store
-            .upload_progress(&record.user, &record.id, read, written, progress)
+            .upload_progress(
+                &record.user,
+                &record.id,
+                read,
+                written,
+                progress,
+                self.clock.now(),
+            )
             .await
         {
             tracing::warn!(%error, "import progress not recorded");

@@ -51,11 +51,17 @@ pub trait UploadStore: Send + Sync {
         now: u64,
     ) -> StoreFuture<'a, Vec<UploadRecord>>;
 
-    /// `waiting` -> `importing` with the file's size: `true` for exactly one caller;
-    /// `false` when the upload is absent or already started.
-    fn start_upload<'a>(&'a self, user: &'a str, id: &'a str, bytes: u64) -> StoreFuture<'a, bool>;
+    /// `waiting` -> `importing` with the file's size, active at `now`: `true` for
+    /// exactly one caller; `false` when the upload is absent or already started.
+    fn start_upload<'a>(
+        &'a self,
+        user: &'a str,
+        id: &'a str,
+        bytes: u64,
+        now: u64,
+    ) -> StoreFuture<'a, bool>;
 
-    /// Records how far an import got.
+    /// Records how far an import got, and that it was active at `now`.
     fn upload_progress<'a>(
         &'a self,
         user: &'a str,
@@ -63,9 +69,23 @@ pub trait UploadStore: Send + Sync {
         rows_read: u64,
         rows_written: u64,
         progress: f64,
+        now: u64,
     ) -> StoreFuture<'a, ()>;
 
-    /// Ends an import: `done` (progress 1.0) or `failed` with its error.
+    /// `importing` -> `failed` with `failure`, when the import was last active before
+    /// `silent_since` (its process was killed: issue 26). `true` when this call failed
+    /// it; `false` when it is not importing or reported since.
+    fn fail_stalled_upload<'a>(
+        &'a self,
+        user: &'a str,
+        id: &'a str,
+        silent_since: u64,
+        failure: &'a UploadFailure,
+        now: u64,
+    ) -> StoreFuture<'a, bool>;
+
+    /// Ends an import still `importing`: `done` (progress 1.0) or `failed` with its
+    /// error. An upload already failed as stalled stays as it is.
     fn finish_upload<'a>(
         &'a self,
         user: &'a str,

@@ -121,6 +121,7 @@ contract! { |store, user, now|
     health::latest_readings_newest_first(store, &user("latest"));
     health::hourly_values_of_one_series_in_a_window(store, &user("hourly"));
     uploads::import_writes_stop_once_the_upload_is_gone(store, &user("import-guard"));
+    uploads::a_silent_import_is_failed_and_stays_failed(store, &user("import-stall"));
     health::racing_writers_of_one_day_lose_nothing(store, &user("day-race"));
 
     genome::genome_is_replaced_as_a_whole(store, &user("genome"));

@@ -70,13 +70,28 @@ pub(super) async fn upload_records_follow_an_import(
     );
 
     // Started exactly once (a duplicate event must not import twice).
-    assert!(store.start_upload(user, &first.id, 1234).await.unwrap());
-    assert!(!store.start_upload(user, &first.id, 1234).await.unwrap());
-    assert!(!store.start_upload(other, &second.id, 1).await.unwrap());
-    assert!(!store.start_upload(user, "0000000009zz", 1).await.unwrap());
+    assert!(
+        store
+            .start_upload(user, &first.id, 1234, now)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .start_upload(user, &first.id, 1234, now)
+            .await
+            .unwrap()
+    );
+    assert!(!store.start_upload(other, &second.id, 1, now).await.unwrap());
+    assert!(
+        !store
+            .start_upload(user, "0000000009zz", 1, now)
+            .await
+            .unwrap()
+    );
 
     store
-        .upload_progress(user, &first.id, 500, 250, 0.75)
+        .upload_progress(user, &first.id, 500, 250, 0.75, now + 2)
         .await
         .unwrap();
     let importing = store.upload(user, &first.id, now).await.unwrap().unwrap();
@@ -86,6 +101,11 @@ pub(super) async fn upload_records_follow_an_import(
         (1234, 500, 250)
     );
     assert!((importing.progress - 0.75).abs() < 1e-9);
+    assert_eq!(
+        importing.active_at,
+        Some(now + 2),
+        "the last report is kept"
+    );
 
     let counts = ReadingCounts {
         new: 200,
@@ -105,7 +125,7 @@ pub(super) async fn upload_records_follow_an_import(
     assert_eq!(done.error, None);
 
     // A failure keeps its line and message; the record stays the owner's.
-    assert!(store.start_upload(user, &second.id, 99).await.unwrap());
+    assert!(store.start_upload(user, &second.id, 99, now).await.unwrap());
     let failure = UploadFailure {
         line: Some(400_002),
         message: "value is missing".to_string(),
@@ -128,7 +148,97 @@ pub(super) async fn upload_records_follow_an_import(
     assert_eq!(failed.error, Some(failure));
     assert_eq!(failed.user, user);
     // A finished upload is never started again.
-    assert!(!store.start_upload(user, &second.id, 99).await.unwrap());
+    assert!(!store.start_upload(user, &second.id, 99, now).await.unwrap());
+}
+
+/// Issue 26, finding 4: an import whose process was killed reports no more. It is
+/// failed once silent since a time after its last report, and only then: a finished
+/// upload, or one that reported since, is left alone. Once failed it stays failed (the
+/// import's own end, if it was only slow, changes nothing) and its guarded writes are
+/// refused.
+pub(super) async fn a_silent_import_is_failed_and_stays_failed(store: &dyn Store, user: &str) {
+    use crate::store::StoreError;
+    let stalled = UploadFailure {
+        line: None,
+        message: "the import stopped".to_string(),
+    };
+    store
+        .create_upload(&record(user, "01", 100, 10_000))
+        .await
+        .unwrap();
+    // Waiting is not importing: nothing to fail.
+    assert!(
+        !store
+            .fail_stalled_upload(user, "01", 1_000, &stalled, 1_000)
+            .await
+            .unwrap()
+    );
+    assert!(store.start_upload(user, "01", 10, 100).await.unwrap());
+    store
+        .upload_progress(user, "01", 50, 20, 0.5, 160)
+        .await
+        .unwrap();
+    // Silent since 160: not failed when asked about silence since 160 or before.
+    assert!(
+        !store
+            .fail_stalled_upload(user, "01", 160, &stalled, 400)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .fail_stalled_upload(user, "01", 100, &stalled, 400)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .fail_stalled_upload(other_user(user).as_str(), "01", 500, &stalled, 500)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .fail_stalled_upload(user, "01", 161, &stalled, 470)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .fail_stalled_upload(user, "01", 161, &stalled, 480)
+            .await
+            .unwrap()
+    );
+    let failed = store.upload(user, "01", 500).await.unwrap().unwrap();
+    assert_eq!(failed.status, UploadStatus::Failed);
+    assert_eq!(failed.error, Some(stalled.clone()));
+    assert_eq!(failed.finished_at, Some(470));
+    store
+        .finish_upload(user, "01", &UploadOutcome::Done(None), 490)
+        .await
+        .unwrap();
+    let still = store.upload(user, "01", 500).await.unwrap().unwrap();
+    assert_eq!(
+        (still.status, still.error),
+        (UploadStatus::Failed, Some(stalled))
+    );
+    let late = store
+        .put_import_readings(
+            user,
+            "01",
+            &[super::reading(
+                "Heart rate",
+                "2024-03-01T08:00:00",
+                "watch",
+                60.0,
+            )],
+        )
+        .await;
+    assert!(matches!(late, Err(StoreError::ImportStopped)), "{late:?}");
+}
+
+fn other_user(user: &str) -> String {
+    format!("{user}-other")
 }
 
 /// An import's guarded writes (issue 26): they land while its upload is importing, and
@@ -147,7 +257,7 @@ pub(super) async fn import_writes_stop_once_the_upload_is_gone(store: &dyn Store
         .put_import_readings(user, "01", &[reading("2024-03-01T08:00:00", 60.0)])
         .await;
     assert!(matches!(early, Err(StoreError::ImportStopped)), "{early:?}");
-    assert!(store.start_upload(user, "01", 10).await.unwrap());
+    assert!(store.start_upload(user, "01", 10, 100).await.unwrap());
     let written = store
         .put_import_readings(user, "01", &[reading("2024-03-01T08:00:00", 60.0)])
         .await

@@ -22,6 +22,8 @@ use crate::domain::{UploadFailure, UploadKind, UploadRecord, UploadStatus};
 use crate::store::{MAX_LISTED_UPLOADS, StoreError, StoreFuture, UploadOutcome, UploadStore};
 
 const UPLOAD_PREFIX: &str = "upload#";
+/// When the running import last reported (see `UploadRecord::active_at`).
+const ACTIVE_AT: &str = "active_at";
 const UPLOAD_OBJECT_PREFIX: &str = "upload-object#";
 
 pub(super) fn upload_sk(id: &str) -> String {
@@ -57,6 +59,9 @@ fn record_item(record: &UploadRecord) -> Item {
     if let Some(at) = record.finished_at {
         item.insert("finished_at".into(), n(at));
     }
+    if let Some(at) = record.active_at {
+        item.insert(ACTIVE_AT.into(), n(at));
+    }
     item
 }
 
@@ -86,6 +91,7 @@ fn record_from_item(op: &'static str, item: &Item) -> Result<UploadRecord, Store
         error,
         created_at: get_u64(op, item, "created_at")?,
         finished_at: get_opt_u64(op, item, "finished_at")?,
+        active_at: get_opt_u64(op, item, ACTIVE_AT)?,
         expires_at: get_u64(op, item, EXPIRES_AT)?,
         counts: match item.get("counts") {
             Some(AttributeValue::S(text)) => serde_json::from_str(text).ok(),
@@ -199,7 +205,13 @@ impl UploadStore for DynamoStore {
         })
     }
 
-    fn start_upload<'a>(&'a self, user: &'a str, id: &'a str, bytes: u64) -> StoreFuture<'a, bool> {
+    fn start_upload<'a>(
+        &'a self,
+        user: &'a str,
+        id: &'a str,
+        bytes: u64,
+        now: u64,
+    ) -> StoreFuture<'a, bool> {
         Box::pin(async move {
             let op = "start_upload";
             let result = self
@@ -208,10 +220,12 @@ impl UploadStore for DynamoStore {
                 .table_name(&self.tables.data)
                 .key(PK, s(user))
                 .key(SK, s(upload_sk(id)))
-                .update_expression("SET #st = :importing, #bytes = :bytes")
+                .update_expression("SET #st = :importing, #bytes = :bytes, #active = :now")
                 .condition_expression("#st = :waiting")
                 .expression_attribute_names("#st", "status")
                 .expression_attribute_names("#bytes", "bytes")
+                .expression_attribute_names("#active", ACTIVE_AT)
+                .expression_attribute_values(":now", n(now))
                 .expression_attribute_values(":importing", s(UploadStatus::Importing.as_str()))
                 .expression_attribute_values(":waiting", s(UploadStatus::Waiting.as_str()))
                 .expression_attribute_values(":bytes", n(bytes))
@@ -228,6 +242,7 @@ impl UploadStore for DynamoStore {
         rows_read: u64,
         rows_written: u64,
         progress: f64,
+        now: u64,
     ) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let op = "upload_progress";
@@ -237,9 +252,13 @@ impl UploadStore for DynamoStore {
                 .table_name(&self.tables.data)
                 .key(PK, s(user))
                 .key(SK, s(upload_sk(id)))
-                .update_expression("SET rows_read = :r, rows_written = :w, progress = :p")
+                .update_expression(
+                    "SET rows_read = :r, rows_written = :w, progress = :p, #active = :now",
+                )
                 .condition_expression("attribute_exists(#sk)")
                 .expression_attribute_names("#sk", SK)
+                .expression_attribute_names("#active", ACTIVE_AT)
+                .expression_attribute_values(":now", n(now))
                 .expression_attribute_values(":r", n(rows_read))
                 .expression_attribute_values(":w", n(rows_written))
                 .expression_attribute_values(":p", f(progress))
@@ -247,6 +266,42 @@ impl UploadStore for DynamoStore {
                 .await;
             conditional(op, result)?;
             Ok(())
+        })
+    }
+
+    fn fail_stalled_upload<'a>(
+        &'a self,
+        user: &'a str,
+        id: &'a str,
+        silent_since: u64,
+        failure: &'a UploadFailure,
+        now: u64,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let op = "fail_stalled_upload";
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.tables.data)
+                .key(PK, s(user))
+                .key(SK, s(upload_sk(id)))
+                .update_expression(
+                    "SET #st = :failed, finished_at = :now, error_message = :msg \
+                     REMOVE error_line",
+                )
+                .condition_expression(
+                    "#st = :importing AND (attribute_not_exists(#active) OR #active < :since)",
+                )
+                .expression_attribute_names("#st", "status")
+                .expression_attribute_names("#active", ACTIVE_AT)
+                .expression_attribute_values(":failed", s(UploadStatus::Failed.as_str()))
+                .expression_attribute_values(":importing", s(UploadStatus::Importing.as_str()))
+                .expression_attribute_values(":msg", s(failure.message.as_str()))
+                .expression_attribute_values(":now", n(now))
+                .expression_attribute_values(":since", n(silent_since))
+                .send()
+                .await;
+            Ok(conditional(op, result)?.is_some())
         })
     }
 
@@ -265,9 +320,9 @@ impl UploadStore for DynamoStore {
                 .table_name(&self.tables.data)
                 .key(PK, s(user))
                 .key(SK, s(upload_sk(id)))
-                .condition_expression("attribute_exists(#sk)")
-                .expression_attribute_names("#sk", SK)
+                .condition_expression("#st = :importing")
                 .expression_attribute_names("#st", "status")
+                .expression_attribute_values(":importing", s(UploadStatus::Importing.as_str()))
                 .expression_attribute_values(":at", n(finished_at));
             let update = match outcome {
                 UploadOutcome::Done(counts) => {

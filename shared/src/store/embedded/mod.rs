@@ -67,7 +67,7 @@ const STATEMENT_CACHE: usize = 64;
 /// 5: genomes in versions (`genomes`, `genome_items`), `genotypes` moved into them.
 /// 6: adds uploads (issue 14).
 /// 7: readings keep their UTC offset and what was sent (issue 25); rollups rebuilt.
-const SCHEMA_VERSION: i64 = 7;
+const SCHEMA_VERSION: i64 = 8;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS readings (
@@ -242,17 +242,15 @@ fn prepare(conn: &mut Connection) -> rusqlite::Result<()> {
             ("readings", "original"),
             ("uploads", "counts"),
         ] {
-            let present: bool = tx.query_row(
-                "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",
-                [table, column],
-                |row| row.get(0),
-            )?;
-            if !present {
-                tx.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} TEXT"))?;
-            }
+            add_column(&tx, table, column, "TEXT")?;
         }
         health::canonicalize_readings(&tx)?;
         health::rebuild_rollups(&tx)?;
+    }
+    if (1..8).contains(&version) {
+        // Step 8 (issue 26): when a running import last reported, so a killed one is
+        // failed instead of importing for ever.
+        add_column(&tx, "uploads", "active_at", "INTEGER")?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()
@@ -264,6 +262,19 @@ fn seconds_column(seconds: u64) -> rusqlite::Result<i64> {
 }
 
 /// `now` for comparisons: past the column's range, everything stored has expired.
+/// Adds a column to a table that lacks it (a migration step's part).
+fn add_column(tx: &Connection, table: &str, column: &str, kind: &str) -> rusqlite::Result<()> {
+    let present: bool = tx.query_row(
+        "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",
+        [table, column],
+        |row| row.get(0),
+    )?;
+    if !present {
+        tx.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind}"))?;
+    }
+    Ok(())
+}
+
 fn now_column(now: u64) -> i64 {
     i64::try_from(now).unwrap_or(i64::MAX)
 }

@@ -28,13 +28,15 @@ CREATE TABLE IF NOT EXISTS uploads (
     counts        TEXT,
     created_at    INTEGER NOT NULL,
     finished_at   INTEGER,
-    expires_at    INTEGER NOT NULL
+    expires_at    INTEGER NOT NULL,
+    active_at     INTEGER
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS uploads_by_user ON uploads (user, id);
 ";
 
 const COLUMNS: &str = "id, user, object_key, kind, filename, status, bytes, rows_read, \
-     rows_written, progress, error_line, error_message, created_at, finished_at, expires_at, counts";
+     rows_written, progress, error_line, error_message, created_at, finished_at, expires_at, counts, \
+     active_at";
 
 fn unreadable(index: usize) -> rusqlite::Error {
     rusqlite::Error::InvalidColumnType(index, "upload".into(), rusqlite::types::Type::Text)
@@ -67,6 +69,9 @@ fn record_from_row(row: &Row<'_>) -> rusqlite::Result<UploadRecord> {
         counts: row
             .get::<_, Option<String>>(15)?
             .and_then(|text| serde_json::from_str(&text).ok()),
+        active_at: row
+            .get::<_, Option<i64>>(16)?
+            .and_then(|at| u64::try_from(at).ok()),
     })
 }
 
@@ -76,7 +81,7 @@ impl UploadStore for EmbeddedStore {
         Box::pin(self.run("create_upload", move |conn| {
             conn.prepare_cached(&format!(
                 "INSERT INTO uploads ({COLUMNS}) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
             ))?
             .execute(params![
                 record.id,
@@ -100,6 +105,7 @@ impl UploadStore for EmbeddedStore {
                 record.finished_at.map(seconds_column).transpose()?,
                 seconds_column(record.expires_at)?,
                 record.counts.and_then(|c| serde_json::to_string(&c).ok()),
+                record.active_at.map(seconds_column).transpose()?,
             ])?;
             Ok(())
         }))
@@ -154,16 +160,22 @@ impl UploadStore for EmbeddedStore {
         }))
     }
 
-    fn start_upload<'a>(&'a self, user: &'a str, id: &'a str, bytes: u64) -> StoreFuture<'a, bool> {
+    fn start_upload<'a>(
+        &'a self,
+        user: &'a str,
+        id: &'a str,
+        bytes: u64,
+        now: u64,
+    ) -> StoreFuture<'a, bool> {
         let (user, id) = (user.to_string(), id.to_string());
         Box::pin(self.run("start_upload", move |conn| {
             // One statement: of two racing starts exactly one changes the row.
             let changed = conn
                 .prepare_cached(
-                    "UPDATE uploads SET status = 'importing', bytes = ?3 \
+                    "UPDATE uploads SET status = 'importing', bytes = ?3, active_at = ?4 \
                      WHERE id = ?1 AND user = ?2 AND status = 'waiting'",
                 )?
-                .execute(params![id, user, seconds_column(bytes)?])?;
+                .execute(params![id, user, seconds_column(bytes)?, now_column(now)])?;
             Ok(changed == 1)
         }))
     }
@@ -175,21 +187,50 @@ impl UploadStore for EmbeddedStore {
         rows_read: u64,
         rows_written: u64,
         progress: f64,
+        now: u64,
     ) -> StoreFuture<'a, ()> {
         let (user, id) = (user.to_string(), id.to_string());
         Box::pin(self.run("upload_progress", move |conn| {
             conn.prepare_cached(
-                "UPDATE uploads SET rows_read = ?3, rows_written = ?4, progress = ?5 \
-                 WHERE id = ?1 AND user = ?2",
+                "UPDATE uploads SET rows_read = ?3, rows_written = ?4, progress = ?5, \
+                 active_at = ?6 WHERE id = ?1 AND user = ?2",
             )?
             .execute(params![
                 id,
                 user,
                 seconds_column(rows_read)?,
                 seconds_column(rows_written)?,
-                progress.clamp(0.0, 1.0)
+                progress.clamp(0.0, 1.0),
+                now_column(now)
             ])?;
             Ok(())
+        }))
+    }
+
+    fn fail_stalled_upload<'a>(
+        &'a self,
+        user: &'a str,
+        id: &'a str,
+        silent_since: u64,
+        failure: &'a UploadFailure,
+        now: u64,
+    ) -> StoreFuture<'a, bool> {
+        let (user, id, message) = (user.to_string(), id.to_string(), failure.message.clone());
+        Box::pin(self.run("fail_stalled_upload", move |conn| {
+            let changed = conn
+                .prepare_cached(
+                    "UPDATE uploads SET status = 'failed', error_line = NULL, error_message = ?3, \
+                     finished_at = ?4 WHERE id = ?1 AND user = ?2 AND status = 'importing' \
+                     AND (active_at IS NULL OR active_at < ?5)",
+                )?
+                .execute(params![
+                    id,
+                    user,
+                    message,
+                    now_column(now),
+                    now_column(silent_since)
+                ])?;
+            Ok(changed == 1)
         }))
     }
 
@@ -219,7 +260,7 @@ impl UploadStore for EmbeddedStore {
             conn.prepare_cached(
                 "UPDATE uploads SET status = ?3, error_line = ?4, error_message = ?5, \
                  finished_at = ?6, progress = CASE WHEN ?3 = 'done' THEN 1.0 ELSE progress END, \
-                 counts = ?7 WHERE id = ?1 AND user = ?2",
+                 counts = ?7 WHERE id = ?1 AND user = ?2 AND status = 'importing'",
             )?
             .execute(params![
                 id,
