@@ -4,14 +4,16 @@
 //! the user is in the store: no reading, no rollup or catalogue entry, no presence, no
 //! upload file, read back from the store itself (the embedded file, or DynamoDB on
 //! moto), not only through the API. Without the import's guarded writes the import goes
-//! on writing chunk after chunk under the deleted user id.
+//! on writing chunk after chunk under the deleted user id. Finding 4: an import killed
+//! mid-way is failed and leaves the store consistent.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use e2e::{Server, bearer, bearer_json, post_json, rpc, send};
 use mirobody::store::{
-    DynamoStore, DynamoTables, EMBEDDED_FILE, EmbeddedStore, OBJECTS_DIR, ReadingQuery, Store,
+    DynamoStore, DynamoTables, EMBEDDED_FILE, EmbeddedStore, HealthStore, OBJECTS_DIR,
+    ReadingQuery, Store,
 };
 use mirobody::testing::Moto;
 use serde_json::{Value, json};
@@ -170,9 +172,8 @@ async fn deleting_during_an_import_leaves_nothing_on_the_embedded_store() {
     deletions_during_imports(&server, &store, 150_000).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deleting_during_an_import_leaves_nothing_on_dynamodb() {
-    let moto = Moto::start();
+/// Tables in `moto` for one test, and the settings that point the local server at them.
+async fn dynamodb(moto: &Moto, name: &str) -> (DynamoStore, Vec<(String, String)>) {
     let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .region(aws_config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
@@ -182,22 +183,130 @@ async fn deleting_during_an_import_leaves_nothing_on_dynamodb() {
         .load()
         .await;
     let tables = DynamoTables {
-        keys: "deletion-keys".into(),
-        data: "deletion-data".into(),
+        keys: format!("{name}-keys"),
+        data: format!("{name}-data"),
     };
     let client = aws_sdk_dynamodb::Client::new(&config);
     DynamoStore::create_tables(&client, &tables)
         .await
         .expect("tables created in moto");
-    let settings = [
-        ("MIROBODY_STORE", "dynamodb"),
-        ("MIROBODY_KEYS_TABLE", tables.keys.as_str()),
-        ("MIROBODY_DATA_TABLE", tables.data.as_str()),
-        ("AWS_ENDPOINT_URL_DYNAMODB", moto.endpoint.as_str()),
+    let settings = vec![
+        ("MIROBODY_STORE".into(), "dynamodb".into()),
+        ("MIROBODY_KEYS_TABLE".into(), tables.keys.clone()),
+        ("MIROBODY_DATA_TABLE".into(), tables.data.clone()),
+        ("AWS_ENDPOINT_URL_DYNAMODB".into(), moto.endpoint.clone()),
     ];
-    let server = Server::start(&settings);
-    let store = DynamoStore::new(client, tables);
+    (DynamoStore::new(client, tables), settings)
+}
+
+fn pairs(settings: &[(String, String)]) -> Vec<(&str, &str)> {
+    settings
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_during_an_import_leaves_nothing_on_dynamodb() {
+    let moto = Moto::start();
+    let (store, settings) = dynamodb(&moto, "deletion").await;
+    let server = Server::start(&pairs(&settings));
     // 30,000 rows: 6 chunks (moto writes slowly; enough for the deletion to land mid-way).
     deletions_during_imports(&server, &store, 30_000).await;
+    drop(moto);
+}
+
+/// Issue 26, finding 4: an import killed mid-way (the process SIGKILLed while its
+/// second pass writes, as a crash or the import function's timeout does) is failed
+/// within the stall time (`MIROBODY_IMPORT_STALL_SECS`, 10 s here) instead of importing
+/// for ever, and leaves the store consistent: the catalogue's count, through the store
+/// and through `query_health_indicators`, is the number of readings stored, and the
+/// months add up to it. Uploading the same file again completes it: 30,000 readings,
+/// none twice, each counted new or already there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_import_is_failed_and_leaves_the_store_consistent_on_dynamodb() {
+    const ROWS: usize = 30_000;
+    let moto = Moto::start();
+    let (store, mut settings) = dynamodb(&moto, "killed").await;
+    settings.push(("MIROBODY_IMPORT_STALL_SECS".into(), "10".into()));
+    let mut server = Server::start(&pairs(&settings));
+    let (user, token) = sign_up(&server, "kim@example.com").await;
+    let upload = importing(&server, &token, big_csv(ROWS)).await;
+    server.kill_and_restart();
+    let killed = Instant::now();
+
+    // Within the stall time it is still importing; then it is failed, saying why.
+    let reply = send("GET", &server.url(&upload), &bearer(&token), None).await;
+    assert_eq!(
+        reply.json()["data"]["status"],
+        "importing",
+        "{}",
+        reply.body
+    );
+    let failed = loop {
+        let reply = send("GET", &server.url(&upload), &bearer(&token), None).await;
+        let record = reply.json()["data"].clone();
+        if record["status"] != "importing" {
+            break record;
+        }
+        assert!(killed.elapsed() < Duration::from_secs(60), "{record}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert!(killed.elapsed() >= Duration::from_secs(9), "{failed}");
+    assert_eq!(failed["status"], "failed", "{failed}");
+    let message = failed["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("the import stopped"), "{failed}");
+    no_upload_files(server.data_dir()).await;
+
+    // Consistent: what the catalogue and the months count is what is stored.
+    let stored = store
+        .readings(&user, &ReadingQuery::default())
+        .await
+        .unwrap()
+        .len() as u64;
+    assert!(
+        0 < stored && stored < ROWS as u64,
+        "{stored} readings stored"
+    );
+    let entries = store.catalogue(&user).await.unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].summary.count, stored);
+    let months = store
+        .rollups(&user, "heart rate", mirobody::store::Period::Month, "", "~")
+        .await
+        .unwrap();
+    assert_eq!(months.iter().map(|m| m.count).sum::<u64>(), stored);
+    // The catalogue's columns are name|code|kind|unit|latest|latest_date|count|…
+    let answer = catalogue(&server, &token).await;
+    let row = answer["rows"][0].as_str().unwrap_or_default().to_string();
+    assert_eq!(
+        row.split('|').nth(6),
+        Some(stored.to_string().as_str()),
+        "{answer}"
+    );
+
+    // The same file again completes it, none twice.
+    let upload = importing(&server, &token, big_csv(ROWS)).await;
+    let done = loop {
+        let record = send("GET", &server.url(&upload), &bearer(&token), None)
+            .await
+            .json()["data"]
+            .clone();
+        if record["status"] != "importing" {
+            break record;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(done["status"], "done", "{done}");
+    assert_eq!(done["rows_written"], ROWS, "{done}");
+    let counts = &done["readings"];
+    assert_eq!(
+        counts["new"].as_u64().unwrap(),
+        ROWS as u64 - stored,
+        "{done}"
+    );
+    assert_eq!(counts["already_there"].as_u64().unwrap(), stored, "{done}");
+    let entries = store.catalogue(&user).await.unwrap();
+    assert_eq!(entries[0].summary.count, ROWS as u64);
     drop(moto);
 }

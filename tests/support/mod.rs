@@ -157,6 +157,26 @@ fn command(env: &[(String, String)]) -> Command {
     command
 }
 
+/// Spawns `mirobody-local` with `env`: the child and the base URL it printed.
+fn spawn(env: &[(String, String)], log: Stdio) -> (Child, String) {
+    let mut command = command(env);
+    command.stdout(Stdio::piped()).stderr(log);
+    let mut child = command.spawn().expect("mirobody-local starts");
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("mirobody-local prints its address");
+    let base = line
+        .trim()
+        .rsplit(' ')
+        .next()
+        .filter(|url| url.starts_with("http://"))
+        .unwrap_or_else(|| panic!("unexpected first line from mirobody-local: {line:?}"))
+        .to_string();
+    (child, base)
+}
+
 impl Server {
     /// Starts the local server with the fixture pack and extra settings.
     pub fn start(env: &[(&str, &str)]) -> Server {
@@ -172,21 +192,7 @@ impl Server {
             ("MIROBODY_DATA_DIR".into(), data.0.display().to_string()),
         ];
         all.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        let mut command = command(&all);
-        command.stdout(Stdio::piped()).stderr(log);
-        let mut child = command.spawn().expect("mirobody-local starts");
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("mirobody-local prints its address");
-        let base = line
-            .trim()
-            .rsplit(' ')
-            .next()
-            .filter(|url| url.starts_with("http://"))
-            .unwrap_or_else(|| panic!("unexpected first line from mirobody-local: {line:?}"))
-            .to_string();
+        let (child, base) = spawn(&all, log.into());
         // Subcommands (`mint-token`) see the real port: tokens are signed for the origin.
         let port = base.rsplit(':').next().unwrap_or("0").to_string();
         for (k, v) in all.iter_mut() {
@@ -200,6 +206,17 @@ impl Server {
             env: all,
             _data: data,
         }
+    }
+
+    /// Kills the server (SIGKILL: no shutdown, as a crash or a Lambda timeout does) and
+    /// starts it again on the same port, data directory and settings, so its tokens
+    /// stay valid.
+    pub fn kill_and_restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let (child, base) = spawn(&self.env, Stdio::null());
+        assert_eq!(base, self.base, "restarted on the same address");
+        self.child = child;
     }
 
     /// The server's data directory (its database and dev keys).

@@ -253,6 +253,10 @@ impl UploadsApi {
             .map_err(store_failed)?;
         if failed {
             tracing::info!(kind = record.kind.as_str(), "import stalled: failed");
+            // Its file is nobody's now (best effort: an object left expires anyway).
+            if let Err(error) = self.objects.remove(&record.object_key).await {
+                tracing::warn!(%error, "stalled import: file not removed");
+            }
             record.status = UploadStatus::Failed;
             record.error = Some(failure);
             record.finished_at = Some(now);
