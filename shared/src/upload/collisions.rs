@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher, Hash, Hasher, RandomState};
 
 use super::UploadError;
 use super::health::error;
@@ -39,18 +39,34 @@ impl Position {
 #[derive(Debug)]
 pub(crate) struct Collisions {
     position: Position,
+    /// Keys the identities' hash afresh for each file, so nobody can choose rows whose
+    /// identities pile into one bucket of `seen`.
+    keys: RandomState,
     /// Identity hash → (value hash, position).
-    seen: HashMap<u64, (u64, u64)>,
+    seen: HashMap<u64, (u64, u64), BuildHasherDefault<Prehashed>>,
     /// Identical repeats of a reading earlier in the file.
     pub(crate) repeats: u64,
 }
 
-fn identity_hash(r: &Reading) -> u64 {
-    let mut h = DefaultHasher::new();
-    Reading::indicator_key(&r.indicator).hash(&mut h);
-    r.time.hash(&mut h);
-    r.source.hash(&mut h);
-    h.finish()
+/// The hasher of `seen`, whose keys are already keyed hashes: hashing them again (as
+/// the default hasher would, on every row of every file) buys nothing.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
 }
 
 fn value_hash(r: &Reading) -> u64 {
@@ -67,7 +83,8 @@ impl Collisions {
     pub(crate) fn new(position: Position) -> Self {
         Collisions {
             position,
-            seen: HashMap::new(),
+            keys: RandomState::new(),
+            seen: HashMap::default(),
             repeats: 0,
         }
     }
@@ -78,7 +95,12 @@ impl Collisions {
     pub(crate) fn check(&mut self, reading: &Reading, n: u64) -> Result<bool, UploadError> {
         let value = value_hash(reading);
         let tracked = self.seen.len();
-        match self.seen.entry(identity_hash(reading)) {
+        let identity = self.keys.hash_one((
+            Reading::indicator_key(&reading.indicator),
+            &reading.time,
+            &reading.source,
+        ));
+        match self.seen.entry(identity) {
             Entry::Occupied(earlier) => {
                 let (earlier_value, at) = *earlier.get();
                 if earlier_value == value {

@@ -233,6 +233,7 @@ fn write_readings(
     }
     let mut identities = HashSet::new();
     let mut report = WriteReport::default();
+    let held = keys_held(&tx, user, readings)?;
     {
         let mut before = tx.prepare_cached(
             "SELECT value_number, value_text, unit FROM readings \
@@ -251,7 +252,12 @@ fn write_readings(
         for r in readings {
             let key = Reading::indicator_key(&r.indicator);
             let (number, text) = value_columns(&r.value);
-            if !identities.contains(&(key.clone(), r.time.as_str(), r.source.as_str())) {
+            if !held.contains(key.as_str()) {
+                // Nothing of this measure in the chunk's time span: new.
+                if !identities.contains(&(key.clone(), r.time.as_str(), r.source.as_str())) {
+                    report.count(None, r);
+                }
+            } else if !identities.contains(&(key.clone(), r.time.as_str(), r.source.as_str())) {
                 let held: Option<(ReadingValue, Option<String>)> = before
                     .query_row(params![user, key, r.time, r.source], |row| {
                         let value = match row.get::<_, Option<f64>>(0)? {
@@ -291,6 +297,36 @@ fn write_readings(
     }
     tx.commit()?;
     Ok(Some(report))
+}
+
+/// The measures of `readings` of which the store holds a reading within the span of
+/// their times in `readings`: only theirs need a look-up each to be counted (an import
+/// of new data, the usual case, makes one query a measure per chunk instead of one a
+/// row).
+fn keys_held(
+    tx: &Connection,
+    user: &str,
+    readings: &[Reading],
+) -> rusqlite::Result<HashSet<String>> {
+    let mut spans: BTreeMap<String, (&str, &str)> = BTreeMap::new();
+    for r in readings {
+        let span = spans
+            .entry(Reading::indicator_key(&r.indicator))
+            .or_insert((r.time.as_str(), r.time.as_str()));
+        span.0 = span.0.min(r.time.as_str());
+        span.1 = span.1.max(r.time.as_str());
+    }
+    let mut any = tx.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM readings \
+         WHERE user = ?1 AND indicator_key = ?2 AND time >= ?3 AND time <= ?4)",
+    )?;
+    let mut held = HashSet::new();
+    for (key, (first, last)) in spans {
+        if any.query_row(params![user, key, first, last], |row| row.get::<_, bool>(0))? {
+            held.insert(key);
+        }
+    }
+    Ok(held)
 }
 
 const READING_COLUMNS: &str = "indicator, value_number, value_text, unit, time, code_system, code, source, utc_offset, original";
