@@ -5,7 +5,8 @@
 //! upload file, read back from the store itself (the embedded file, or DynamoDB on
 //! moto), not only through the API. Without the import's guarded writes the import goes
 //! on writing chunk after chunk under the deleted user id. Finding 4: an import killed
-//! mid-way is failed and leaves the store consistent.
+//! mid-way is failed and leaves the store consistent. Finding 6: a PUT that completes
+//! after the account's deletion leaves no file either.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -309,4 +310,62 @@ async fn a_killed_import_is_failed_and_leaves_the_store_consistent_on_dynamodb()
     let entries = store.catalogue(&user).await.unwrap();
     assert_eq!(entries[0].summary.count, ROWS as u64);
     drop(moto);
+}
+
+/// Issue 26, finding 6: a PUT that completes after its account was deleted leaves no
+/// file. The body is sent in two halves over a raw connection; between them the person
+/// deletes their account. The server stores the completed file (the URL was valid when
+/// the PUT began), and its import, finding no upload that owns it, deletes it. Without
+/// that the file stayed in the objects directory, and nothing would ever remove it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_put_completing_after_the_account_is_deleted_leaves_no_file() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let server = Server::start(&[]);
+    let (_, token) = sign_up(&server, "carol@example.com").await;
+    let created = json!({ "kind": "health", "filename": "late.csv" });
+    let created = bearer_json(&server, "POST", "/api/data/uploads", &token, Some(created)).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let url = created.json()["data"]["upload_url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let rest = url.strip_prefix("http://").expect("a local http URL");
+    let (authority, target) = rest.split_at(rest.find('/').unwrap());
+    let body = big_csv(2_000).into_bytes();
+    let (first, second) = body.split_at(body.len() / 2);
+
+    let mut stream = tokio::net::TcpStream::connect(authority).await.unwrap();
+    let head = format!(
+        "PUT {target} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(first).await.unwrap();
+    stream.flush().await.unwrap();
+    // The server is receiving the body: its partial file is there.
+    let partial = server.data_dir().join(OBJECTS_DIR);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_dir(&partial)
+        .map(|d| {
+            d.flatten()
+                .any(|e| e.file_name().to_string_lossy().contains("partial"))
+        })
+        .unwrap_or(false)
+    {
+        assert!(Instant::now() < deadline, "the PUT never started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    let confirm = json!({ "password": PASSWORD });
+    let deleted = bearer_json(&server, "DELETE", "/api/user", &token, Some(confirm)).await;
+    assert_eq!(deleted.status, 200, "{}", deleted.body);
+
+    stream.write_all(second).await.unwrap();
+    stream.flush().await.unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    no_upload_files(server.data_dir()).await;
 }

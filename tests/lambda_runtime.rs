@@ -482,3 +482,98 @@ async fn the_import_function_imports_an_uploaded_object_named_by_an_s3_event() {
     let output = function.output();
     assert!(!output.contains("7f3a"), "the key was logged:\n{output}");
 }
+
+/// Issue 26, finding 6, deployed: an object no upload owns (a PUT that completed after
+/// its account was deleted, a stray object) and a replayed PUT after its upload's import
+/// ended are deleted by the `import` function when S3 reports them, so nothing is left
+/// for the bucket's day-long lifecycle rule. Without that both stayed in the bucket.
+#[tokio::test]
+async fn the_import_function_deletes_objects_no_upload_will_read() {
+    let moto = Moto::start();
+    let bucket = "mirobody-uploads-210987654321";
+    let (settings, s3) = import_deployment(&moto, bucket).await;
+    let store = DynamoStore::new(
+        aws_sdk_dynamodb::Client::new(&sdk_config(&moto).await),
+        DynamoTables {
+            keys: "lambda-runtime-keys".into(),
+            data: "lambda-runtime-data".into(),
+        },
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let key = "uploads/replayed";
+    store
+        .create_upload(&UploadRecord::waiting(
+            "9c1d".into(),
+            "replay-user".into(),
+            UploadKind::Health,
+            "a.csv".into(),
+            key.into(),
+            now,
+            now + 3600,
+        ))
+        .await
+        .expect("upload recorded");
+    let content = "indicator,value,unit,time\nglucose,90,mg/dL,2026-01-01T00:00:00\n";
+    let put = |key: &'static str| {
+        let s3 = s3.clone();
+        async move {
+            s3.put_object()
+                .bucket(bucket)
+                .key(key)
+                .body(content.as_bytes().to_vec().into())
+                .send()
+                .await
+                .expect("stored in moto");
+        }
+    };
+    let gone = |key: &'static str| {
+        let s3 = s3.clone();
+        async move {
+            s3.head_object()
+                .bucket(bucket)
+                .key(key)
+                .send()
+                .await
+                .is_err()
+        }
+    };
+    let function = Function::start("import", &settings).await;
+    function.ready().await;
+    let handled = |answer: &Outcome| matches!(answer, Outcome::Response(bytes) if bytes.as_ref() == br#"{"handled":1,"skipped":0}"#);
+
+    put(key).await;
+    let first = function
+        .invoke_raw(&object_created(bucket, key, content.len()))
+        .await;
+    assert!(handled(&first), "{first:?}\n{}", function.output());
+    assert!(gone(key).await, "the imported file is removed");
+
+    // The same presigned PUT again after the import: S3 reports it, the copy is deleted,
+    // and nothing is imported twice.
+    put(key).await;
+    let replay = function
+        .invoke_raw(&object_created(bucket, key, content.len()))
+        .await;
+    assert!(handled(&replay), "{replay:?}");
+    assert!(gone(key).await, "the replayed file is removed");
+    let record = store
+        .upload("replay-user", "9c1d", now)
+        .await
+        .unwrap()
+        .expect("the upload");
+    assert_eq!(
+        (record.status, record.rows_written),
+        (UploadStatus::Done, 1)
+    );
+
+    // An object no upload owns.
+    put("uploads/orphan").await;
+    let orphan = function
+        .invoke_raw(&object_created(bucket, "uploads/orphan", content.len()))
+        .await;
+    assert!(handled(&orphan), "{orphan:?}");
+    assert!(gone("uploads/orphan").await, "the orphan is removed");
+}

@@ -10,6 +10,8 @@
 //! - Sign-ups per source address are capped (429 with `Retry-After`).
 //! - Registrations per source address are capped (429 with `Retry-After`), and a
 //!   registration nobody uses lapses (a week unused, 31 days idle).
+//! - Issue 26, finding 6: login states per source address are capped (an anonymous
+//!   data tool call past the cap is a tool error, and stores nothing).
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
@@ -474,4 +476,57 @@ async fn unused_registrations_lapse_and_used_ones_live_on() {
         "invalid_client",
         "31 idle days: gone"
     );
+}
+
+/// Login states one source may start per ten minutes (the server's
+/// `LOGIN_STATES_PER_SOURCE`).
+const LOGIN_STATES: usize = 30;
+
+/// An anonymous `tools/call` of a data tool from `from`: the tool's text answer and
+/// whether it is an error.
+async fn anonymous_call_from(server: &Server, from: Ipv4Addr) -> (String, bool) {
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .local_address(IpAddr::V4(from))
+        .build()
+        .expect("a client");
+    let params = json!({ "name": "query_health_indicators", "arguments": {} });
+    let (headers, body) = e2e::modern(1, "tools/call", params);
+    let mut request = client.post(server.url("/mcp")).body(body.to_string());
+    for (name, value) in headers {
+        request = request.header(name, value);
+    }
+    request = request.header("content-type", "application/json");
+    let response = request.send().await.expect("the server answers");
+    assert_eq!(response.status().as_u16(), 200);
+    let answer: Value = serde_json::from_str(&response.text().await.unwrap()).expect("JSON");
+    let result = &answer["result"];
+    let text = result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    (text, result["isError"] == json!(true))
+}
+
+/// Issue 26, finding 6: every anonymous `tools/call` of a data tool stored a login
+/// state, without limit per source (3,000 calls: +3.1 MB of states). Now a source starts
+/// at most 30 in ten minutes; the next call answers a tool error saying so, and stores
+/// nothing; another source is not affected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_states_per_source_are_capped() {
+    let server = Server::start(&[]);
+    let here = Ipv4Addr::new(127, 0, 0, 1);
+    for i in 0..LOGIN_STATES {
+        let (text, error) = anonymous_call_from(&server, here).await;
+        assert!(
+            !error && text.contains("authorization_url"),
+            "call {i}: {text}"
+        );
+    }
+    let (text, error) = anonymous_call_from(&server, here).await;
+    assert!(error, "{text}");
+    assert!(text.contains("too many sign-in prompts"), "{text}");
+    assert!(text.contains("minutes"), "{text}");
+    let (text, error) = anonymous_call_from(&server, Ipv4Addr::new(127, 0, 0, 3)).await;
+    assert!(!error && text.contains("authorization_url"), "{text}");
 }

@@ -4,7 +4,8 @@
 //! with its line and saves nothing; only the owner sees an upload; a forged, altered or
 //! expired URL is refused; a re-upload never duplicates; the small-body endpoints
 //! still work. Issue 26: a file cannot blow up the server (a 256 MB line, a gzip bomb of
-//! blank rows: failed fast, in flat memory).
+//! blank rows: failed fast, in flat memory); finding 6: the PUT URL lives 15 minutes
+//! and takes exactly the size the upload states.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -606,4 +607,81 @@ async fn a_huge_line_and_a_gzip_bomb_fail_fast_in_flat_memory() {
         "{}",
         small.body
     );
+}
+
+/// Issue 26, finding 6: the PUT is bounded. An upload created with its file's `size`
+/// takes a body of exactly that size (as S3 checks the signed Content-Length): a larger
+/// one is refused with 413, a smaller one with 400, and neither is kept; the URL cannot
+/// be altered to another size. A size past the kind's cap is refused at creation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stated_size_bounds_the_put() {
+    let server = Server::start(&[]);
+    let token = server.token("sized");
+    let csv = b"indicator,value,unit,time\nLDL,3,mmol/L,2025-01-01\n".to_vec();
+    let created = bearer_json(
+        &server,
+        "POST",
+        "/api/data/uploads",
+        &token,
+        Some(json!({ "kind": "health", "filename": "a.csv", "size": csv.len() })),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let data = created.json()["data"].clone();
+    let (id, url) = (
+        data["id"].as_str().unwrap().to_string(),
+        data["upload_url"].as_str().unwrap().to_string(),
+    );
+    let expires = data["expires_at"].as_u64().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(
+        expires <= now + 15 * 60 + 5,
+        "15 minutes: {expires} vs {now}"
+    );
+
+    let mut larger = csv.clone();
+    larger.extend_from_slice(b"LDL,4,mmol/L,2025-01-02\n");
+    assert_eq!(put(&url, larger.clone()).await.status, 413);
+    assert_eq!(put(&url, csv[..csv.len() - 1].to_vec()).await.status, 400);
+    let altered = url.replace(
+        &format!("size={}", csv.len()),
+        &format!("size={}", larger.len()),
+    );
+    assert_ne!(altered, url);
+    assert_eq!(put(&altered, larger).await.status, 403);
+    assert_eq!(
+        status(&server, &token, &id).await.json()["data"]["status"],
+        "waiting",
+        "nothing was kept"
+    );
+    assert_eq!(put(&url, csv).await.status, 200);
+    assert_eq!(finished(&server, &token, &id).await["status"], "done");
+
+    for (kind, size) in [
+        ("genotype", (128u64 << 20) + 1),
+        ("health", (4u64 << 30) + 1),
+        ("apple_health", (5u64 << 30) + 1),
+    ] {
+        let refused = bearer_json(
+            &server,
+            "POST",
+            "/api/data/uploads",
+            &token,
+            Some(json!({ "kind": kind, "filename": "x", "size": size })),
+        )
+        .await;
+        assert_eq!(refused.status, 413, "{kind}: {}", refused.body);
+    }
+    let zero = bearer_json(
+        &server,
+        "POST",
+        "/api/data/uploads",
+        &token,
+        Some(json!({ "kind": "health", "size": 0 })),
+    )
+    .await;
+    assert_eq!(zero.status, 400, "{}", zero.body);
 }

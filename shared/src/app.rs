@@ -748,6 +748,7 @@ impl App {
             caller: caller.as_ref(),
             visible: &visible,
             server_url: &server_url,
+            source: web::source_of(request),
         };
         match self.mcp.handle(exchange).await {
             Reply::Json { status, body } => web::json(status, &body),

@@ -500,7 +500,12 @@ mod tests {
     }
 
     impl UploadObjects for Downloads {
-        fn put_target<'a>(&'a self, _: &'a str, _: u64) -> StoreFuture<'a, PutTarget> {
+        fn put_target<'a>(
+            &'a self,
+            _: &'a str,
+            _: u64,
+            _: Option<u64>,
+        ) -> StoreFuture<'a, PutTarget> {
             unreachable!("an export never asks for a PUT")
         }
         fn open<'a>(&'a self, _: &'a str) -> StoreFuture<'a, Option<StoredObject>> {

@@ -155,11 +155,8 @@ impl ConsoleApi {
         session: &Session,
         request: &Request<Bytes>,
     ) -> Answer {
-        let (kind, filename) = parse_new_upload(request.body())?;
-        let created = self
-            .uploads
-            .new_upload(&session.user_id, kind, filename)
-            .await?;
+        let upload = parse_new_upload(request.body())?;
+        let created = self.uploads.new_upload(&session.user_id, upload).await?;
         Ok(created_response(created))
     }
 

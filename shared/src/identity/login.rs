@@ -3,8 +3,17 @@
 //! `/oauth2/check_state/{state}` answers, and a `/mcplogin` link built from the
 //! public URL. The poll that answers it is here too.
 //!
+//! Limits (issue 26, finding 6): every prompt stores a state, so a source address may
+//! start at most [`LOGIN_STATES_PER_SOURCE`] of them in a fixed ten-minute window (a
+//! state's lifetime; counted in the store like failed sign-ins, keyed by a hash of
+//! `login-ip:<address>`), so at most twice that many are live per source; past it the
+//! call answers a [`PromptRefused::Limited`] with the seconds until the window ends, and
+//! nothing is stored. Each prompt also purges expired rows from the store (bounded work;
+//! the embedded store's, DynamoDB's TTL does its own).
+//!
 //! Must not log or show a state's token to anyone but its poller.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -13,13 +22,32 @@ use serde_json::{Value, json};
 
 use super::Sealer;
 use super::secret::{hashes_match, normalise_user_code, random_secret, secret_hash, user_code};
+use super::sign_in::counter_hash;
 use crate::clock::Clock;
 use crate::domain::{LoginState, LoginStatus};
 use crate::http::{self as web, ApiError};
-use crate::store::{AccountStore, StoreError};
+use crate::store::{AccountStore, StoreError, window};
 
 /// How long the browser step may take.
 pub(crate) const LOGIN_STATE_SECS: u64 = 600;
+/// Login states one source address may start in one window of [`LOGIN_STATE_SECS`]
+/// (issue 26, finding 6): a person retrying, or several behind one address, stays far
+/// below it.
+pub(crate) const LOGIN_STATES_PER_SOURCE: u32 = 30;
+
+/// Why no prompt was made.
+#[derive(Debug)]
+pub(crate) enum PromptRefused {
+    /// The source started [`LOGIN_STATES_PER_SOURCE`] in this window: seconds until it ends.
+    Limited(u64),
+    Store(StoreError),
+}
+
+impl From<StoreError> for PromptRefused {
+    fn from(error: StoreError) -> Self {
+        PromptRefused::Store(error)
+    }
+}
 /// How often the client should poll, and for how long (seconds).
 pub(super) const POLL_INTERVAL: u64 = 10;
 pub(super) const POLL_MAX_WAIT: u64 = 300;
@@ -78,12 +106,25 @@ impl LoginPrompts {
     /// initiating client) holds; and the page completes the login only with the
     /// `user_code` this client shows its user. Only hashes of both are stored.
     /// `client_name`: what the client called itself (`clientInfo.name`), shown on the
-    /// page.
+    /// page. `source`: the request's address, whose prompts are limited (see the module).
     pub(crate) async fn prompt(
         &self,
         now: u64,
         client_name: Option<&str>,
-    ) -> Result<Value, StoreError> {
+        source: Option<IpAddr>,
+    ) -> Result<Value, PromptRefused> {
+        if let Some(source) = source {
+            let key = counter_hash("login-ip", &source.to_string());
+            let started = self.store.count_event(&key, LOGIN_STATE_SECS, now).await?;
+            if started > LOGIN_STATES_PER_SOURCE {
+                let (_, end) = window(LOGIN_STATE_SECS, now);
+                return Err(PromptRefused::Limited(end.saturating_sub(now).max(1)));
+            }
+        }
+        // Bounded, and a failure costs nothing but the purge.
+        if let Err(error) = self.store.purge_expired(now).await {
+            tracing::warn!(%error, "expired rows not purged");
+        }
         let state = random_secret(24);
         let poll_secret = random_secret(32);
         let user_code = user_code();
@@ -259,7 +300,7 @@ mod tests {
             origin: "https://example.test".into(),
         };
         let prompt = prompts
-            .prompt(now, Some("Evil\u{202e}Client\n"))
+            .prompt(now, Some("Evil\u{202e}Client\n"), None)
             .await
             .unwrap();
         let text = |key: &str| prompt["auto_polling"][key].as_str().unwrap().to_string();

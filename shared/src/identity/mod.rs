@@ -24,7 +24,7 @@ pub(crate) use jwt::TokenKind;
 pub(crate) use jwt::{Claims, Grant};
 pub use keys::{KeyError, Keys};
 pub(crate) use login::LoginPoll;
-pub(crate) use login::{LoginPrompts, user_code_hash};
+pub(crate) use login::{LoginPrompts, PromptRefused, user_code_hash};
 pub(crate) use password::MIN_PASSWORD;
 pub(crate) use quota::Quota;
 pub(crate) use seal::Sealer;

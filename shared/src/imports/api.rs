@@ -1,5 +1,6 @@
 //! The uploads API (issue 14): `POST /api/data/uploads` (an upload record and where to
-//! PUT the file), `GET /api/data/uploads/{id}` (its status, owner only),
+//! PUT the file: for 15 minutes, and of exactly the `size` the request states, if it
+//! states one, within its kind's cap; issue 26, finding 6), `GET /api/data/uploads/{id}` (its status, owner only),
 //! `GET /api/data/uploads` (the caller's recent ones), and the local server's
 //! `PUT /api/data/objects/{key}` that stores the file and starts its import.
 //!
@@ -21,8 +22,10 @@ use crate::http::ApiError;
 use crate::identity::Caller;
 use crate::store::{BodyChunks, PutTarget, Received, Store, StoreError, UploadObjects};
 
-/// How long the PUT URL stays valid.
-const PUT_LIFETIME: u64 = 3600;
+/// How long the PUT URL stays valid (to start the PUT: S3 and the local server check
+/// the expiry when the request arrives, so a slow transfer may run on). Issue 26,
+/// finding 6: short, so a leaked or replayed URL soon lapses.
+const PUT_LIFETIME: u64 = 15 * 60;
 /// How long an upload record is kept.
 const RECORD_LIFETIME: u64 = 30 * 24 * 3600;
 /// How many uploads `GET /api/data/uploads` lists.
@@ -40,10 +43,33 @@ pub(crate) struct UploadsApi {
 }
 
 #[derive(Deserialize)]
-struct NewUpload {
+struct NewUploadBody {
     kind: String,
     #[serde(default)]
     filename: Option<String>,
+    /// The file's size in bytes, if the client knows it: the PUT then takes exactly
+    /// that many bytes.
+    #[serde(default)]
+    size: Option<u64>,
+}
+
+/// A `POST /api/data/uploads` body (also the console's), checked.
+pub(crate) struct NewUpload {
+    pub kind: UploadKind,
+    pub filename: String,
+    /// The size the PUT must have, if the client stated one (within [`max_size`]).
+    pub size: Option<u64>,
+}
+
+/// The largest file a kind's upload may state (issue 26, finding 6): what its import
+/// reads at most (readings 4 GiB and a genotype file 128 MiB decompressed, so at most
+/// that compressed), and for an Apple Health export S3's largest single PUT (5 GiB).
+pub(crate) fn max_size(kind: UploadKind) -> u64 {
+    match kind {
+        UploadKind::Health => 4 << 30,
+        UploadKind::Genotype => crate::upload::MAX_GENOTYPE_FILE,
+        UploadKind::AppleHealth => 5 << 30,
+    }
 }
 
 fn refused(status: StatusCode, msg: &'static str) -> ApiError {
@@ -55,6 +81,13 @@ fn store_failed(error: StoreError) -> ApiError {
     refused(
         StatusCode::SERVICE_UNAVAILABLE,
         "storage is unavailable; try again shortly",
+    )
+}
+
+fn already_sent() -> ApiError {
+    refused(
+        StatusCode::CONFLICT,
+        "this upload already has its file; create a new upload to send another",
     )
 }
 
@@ -104,12 +137,12 @@ pub(crate) struct CreatedUpload {
     pub target: PutTarget,
 }
 
-/// The kind and file name of a `POST /api/data/uploads` body (also the console's).
-pub(crate) fn parse_new_upload(body: &[u8]) -> Result<(UploadKind, String), ApiError> {
-    let request: NewUpload = serde_json::from_slice(body).map_err(|_| {
+/// The kind, file name and size of a `POST /api/data/uploads` body (also the console's).
+pub(crate) fn parse_new_upload(body: &[u8]) -> Result<NewUpload, ApiError> {
+    let request: NewUploadBody = serde_json::from_slice(body).map_err(|_| {
         refused(
             StatusCode::BAD_REQUEST,
-            "expected {\"kind\": \"health\" | \"genotype\" | \"apple_health\", \"filename\": …}",
+            "expected {\"kind\": \"health\" | \"genotype\" | \"apple_health\", \"filename\": …, \"size\": bytes (optional)}",
         )
     })?;
     let kind = UploadKind::parse(&request.kind).ok_or_else(|| {
@@ -125,7 +158,29 @@ pub(crate) fn parse_new_upload(body: &[u8]) -> Result<(UploadKind, String), ApiE
             "filename must be at most 255 bytes without control characters",
         ));
     }
-    Ok((kind, filename))
+    if let Some(size) = request.size {
+        if size == 0 {
+            return Err(refused(
+                StatusCode::BAD_REQUEST,
+                "size must be at least 1 byte",
+            ));
+        }
+        if size > max_size(kind) {
+            return Err(refused(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                match kind {
+                    UploadKind::Health => "a readings file may be at most 4 GiB",
+                    UploadKind::Genotype => "a genotype file may be at most 128 MiB",
+                    UploadKind::AppleHealth => "an Apple Health export may be at most 5 GiB",
+                },
+            ));
+        }
+    }
+    Ok(NewUpload {
+        kind,
+        filename,
+        size: request.size,
+    })
 }
 
 /// The answer to a created upload (`201`, the data API's envelope).
@@ -160,19 +215,23 @@ impl UploadsApi {
         caller: &Caller,
         body: &[u8],
     ) -> Result<http::Response<Bytes>, ApiError> {
-        let (kind, filename) = parse_new_upload(body)?;
-        let created = self.new_upload(&caller.user_id, kind, filename).await?;
+        let upload = parse_new_upload(body)?;
+        let created = self.new_upload(&caller.user_id, upload).await?;
         Ok(created_response(created))
     }
 
     /// The typed core of creating an upload (the JSON API and the console): the
-    /// record, waiting for its file, and where to PUT it.
+    /// record, waiting for its file, and where to PUT it (of the stated size, if any).
     pub(crate) async fn new_upload(
         &self,
         user_id: &str,
-        kind: UploadKind,
-        filename: String,
+        upload: NewUpload,
     ) -> Result<CreatedUpload, ApiError> {
+        let NewUpload {
+            kind,
+            filename,
+            size,
+        } = upload;
         let now = self.clock.now();
         let id = new_id(now);
         let object_key = format!("uploads/{id}");
@@ -191,7 +250,7 @@ impl UploadsApi {
             .map_err(store_failed)?;
         let target = self
             .objects
-            .put_target(&object_key, now.saturating_add(PUT_LIFETIME))
+            .put_target(&object_key, now.saturating_add(PUT_LIFETIME), size)
             .await
             .map_err(store_failed)?;
         Ok(CreatedUpload { id, target })
@@ -317,10 +376,7 @@ impl UploadsApi {
             .map_err(store_failed)?
             .ok_or_else(forbidden)?;
         if record.status != UploadStatus::Waiting {
-            return Err(refused(
-                StatusCode::CONFLICT,
-                "this upload already has its file; create a new upload to send another",
-            ));
+            return Err(already_sent());
         }
         match self
             .objects
@@ -342,13 +398,14 @@ impl UploadsApi {
                 ))
             }
             Received::Refused => Err(forbidden()),
-            Received::TooLarge => Err(ApiError::body_too_large(
-                usize::try_from(max_bytes).unwrap_or(usize::MAX),
+            Received::TooLarge { limit } => Err(ApiError::body_too_large(
+                usize::try_from(limit).unwrap_or(usize::MAX),
             )),
             Received::Incomplete => Err(refused(
                 StatusCode::BAD_REQUEST,
-                "the file did not arrive completely; send it again",
+                "the file did not arrive completely (or not at the size stated); send it again",
             )),
+            Received::Exists => Err(already_sent()),
         }
     }
 }

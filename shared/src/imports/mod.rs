@@ -4,7 +4,8 @@
 //! event.
 //!
 //! Owns the order of an import: find the upload by its object key, start it exactly
-//! once (a duplicate event does nothing), read the file through
+//! once (a duplicate event during the import does nothing; an object no upload owns, or
+//! one that arrives after its upload's import ended, is deleted: issue 26, finding 6), read the file through
 //! [`UploadObjects::open`] (gzip detected by its magic bytes and decompressed as a
 //! stream), parse by kind and write, record progress and the outcome, then delete the
 //! file. Parsing runs on the blocking pool and hands rows over a bounded channel, so
@@ -96,18 +97,30 @@ impl Importer {
     }
 
     /// Imports the uploaded file `key`: once per upload (a repeated call for a started
-    /// upload returns `Ok(None)` without doing anything). The outcome, a bad row's line
+    /// upload returns `Ok(None)` without importing). The outcome, a bad row's line
     /// included, is recorded on the upload; the file is deleted when the import ends.
+    /// An object no live upload owns, or one that arrives again after its upload's import
+    /// ended, is deleted at once; one whose import is running is left to it.
     /// Answers the import's [`ImportSummary`] when this call ran it.
     pub async fn import_object(&self, key: &str) -> Result<Option<ImportSummary>, ImportError> {
-        let record = self
-            .store
-            .upload_by_object(key, self.clock.now())
-            .await?
-            .ok_or(ImportError::UnknownObject)?;
-        if record.status != UploadStatus::Waiting {
-            // A repeated event for an import that ran (or runs): nothing to do.
-            return Ok(None);
+        let Some(record) = self.store.upload_by_object(key, self.clock.now()).await? else {
+            // Issue 26, finding 6: no live upload owns the object (a PUT that completed
+            // after its account or data was deleted, an expired upload): nothing will
+            // ever read it, so it goes now.
+            self.objects.remove(key).await?;
+            return Err(ImportError::UnknownObject);
+        };
+        match record.status {
+            UploadStatus::Waiting => {}
+            // A repeated event or a replayed PUT after the import ended: the object is
+            // a copy nothing reads (issue 26, finding 6).
+            UploadStatus::Done | UploadStatus::Failed => {
+                self.objects.remove(key).await?;
+                return Ok(None);
+            }
+            // A repeated event during the import: the object is the file being read
+            // (readings are read twice), so it stays; the import removes it at its end.
+            UploadStatus::Importing => return Ok(None),
         }
         let object = self
             .objects
@@ -275,7 +288,7 @@ mod tests {
     const NOW: u64 = 1_800_000_000;
 
     async fn stored(objects: &LocalObjects, key: &str, body: &str) {
-        let target = objects.put_target(key, NOW + 60).await.unwrap();
+        let target = objects.put_target(key, NOW + 60, None).await.unwrap();
         let query = target.url.split_once('?').unwrap().1.to_string();
         let (tx, rx) = tokio::sync::mpsc::channel(1);
         tx.send(Ok(bytes::Bytes::from(body.to_string())))
@@ -355,6 +368,108 @@ mod tests {
             importer.import_object("uploads/none").await,
             Err(ImportError::UnknownObject)
         ));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Issue 26, finding 6: an object no live upload owns is deleted (a PUT that
+    /// completed after its account was deleted), and so is one that arrives again after
+    /// its upload's import ended (a replayed PUT, a repeated S3 event); the file of an
+    /// upload whose import runs is never touched by another event (the import reads it
+    /// again in its second pass).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn objects_no_running_import_reads_are_deleted() {
+        let dir = std::env::temp_dir().join(format!(
+            "mirobody-import-orphans-{}-{}",
+            std::process::id(),
+            NOW
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = Arc::new(EmbeddedStore::open(dir.join("db.sqlite3")).unwrap());
+        let objects =
+            Arc::new(LocalObjects::open(dir.join("uploads"), "http://127.0.0.1:1").unwrap());
+        let importer = Importer {
+            store: store.clone(),
+            objects: objects.clone(),
+            clock: Arc::new(FakeClock::at(NOW)),
+        };
+        let csv = "indicator,value,unit,time\nLDL,3,mmol/L,2025-01-01\n";
+
+        // No upload owns it: deleted.
+        stored(&objects, "uploads/orphan", csv).await;
+        assert!(matches!(
+            importer.import_object("uploads/orphan").await,
+            Err(ImportError::UnknownObject)
+        ));
+        assert!(objects.open("uploads/orphan").await.unwrap().is_none());
+
+        // Imported, then the same file again (a replayed PUT): the copy is deleted and
+        // nothing is imported twice.
+        let record = |id: &str| {
+            UploadRecord::waiting(
+                id.into(),
+                "u3".into(),
+                UploadKind::Health,
+                "a.csv".into(),
+                format!("uploads/{id}"),
+                NOW,
+                NOW + 3600,
+            )
+        };
+        store.create_upload(&record("03")).await.unwrap();
+        stored(&objects, "uploads/03", csv).await;
+        assert!(
+            importer
+                .import_object("uploads/03")
+                .await
+                .unwrap()
+                .is_some()
+        );
+        stored(&objects, "uploads/03", csv).await;
+        assert!(
+            importer
+                .import_object("uploads/03")
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(objects.open("uploads/03").await.unwrap().is_none());
+        let done = store.upload("u3", "03", NOW).await.unwrap().unwrap();
+        assert_eq!((done.status, done.rows_written), (UploadStatus::Done, 1));
+
+        // Failed, then the file again: deleted too.
+        store.create_upload(&record("04")).await.unwrap();
+        stored(&objects, "uploads/04", "not,a,readings\nfile").await;
+        assert!(
+            importer
+                .import_object("uploads/04")
+                .await
+                .unwrap()
+                .is_some()
+        );
+        let failed = store.upload("u3", "04", NOW).await.unwrap().unwrap();
+        assert_eq!(failed.status, UploadStatus::Failed, "{failed:?}");
+        stored(&objects, "uploads/04", csv).await;
+        assert!(
+            importer
+                .import_object("uploads/04")
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(objects.open("uploads/04").await.unwrap().is_none());
+
+        // Importing (started elsewhere): a duplicate event leaves its file alone.
+        store.create_upload(&record("05")).await.unwrap();
+        stored(&objects, "uploads/05", csv).await;
+        assert!(store.start_upload("u3", "05", 10, NOW).await.unwrap());
+        assert!(
+            importer
+                .import_object("uploads/05")
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(objects.open("uploads/05").await.unwrap().is_some());
         let _ = std::fs::remove_dir_all(dir);
     }
 

@@ -46,6 +46,8 @@ pub(crate) struct Exchange<'a> {
     pub visible: &'a (dyn Fn(&str) -> bool + Sync),
     /// The public origin for resource substitution (A9).
     pub server_url: &'a str,
+    /// The request's source address, when the binary said (limits the login prompts).
+    pub source: Option<std::net::IpAddr>,
 }
 
 /// What goes back on the wire.
@@ -276,6 +278,7 @@ impl McpServer {
             client_name: meta.client_name.as_deref(),
             retry: round_trip(Some(params)),
             notifier,
+            source: exchange.source,
         };
         let answer = self
             .tools

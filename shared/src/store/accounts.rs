@@ -212,6 +212,14 @@ pub trait AccountStore: Send + Sync {
     /// takes exactly one gets the token (issue 12, finding 3).
     fn take_login_token<'a>(&'a self, state: &'a str, now: u64) -> StoreFuture<'a, Option<String>>;
 
+    // ----- Housekeeping (issue 26, finding 6) -----
+
+    /// Deletes a bounded batch of rows that expired a day or more before `now` (login
+    /// states, URL grants, codes, refresh tokens, lapsed clients, counters, upload
+    /// records); answers how many. Bounded work, so a request may call it. DynamoDB:
+    /// nothing (its TTL on `expires_at` does it).
+    fn purge_expired<'a>(&'a self, now: u64) -> StoreFuture<'a, u64>;
+
     // ----- Abuse counters (keys table `limit#<key hash>#<window start>`) -----
 
     /// Adds one to the counter `key_hash` in the fixed window of `window_secs` seconds

@@ -42,8 +42,16 @@ impl std::fmt::Debug for StoredObject {
 /// (the upload flow chooses them, e.g. `uploads/<upload id>`).
 pub trait UploadObjects: Send + Sync {
     /// Where a client sends the bytes of object `key` with one PUT, valid until
-    /// `expires_at` (epoch seconds).
-    fn put_target<'a>(&'a self, key: &'a str, expires_at: u64) -> StoreFuture<'a, PutTarget>;
+    /// `expires_at` (epoch seconds). With `size`, the URL admits a body of exactly that
+    /// many bytes and no other (issue 26, finding 6: S3 checks the signed
+    /// `Content-Length`, the local server the signed `size`); without, any size up to
+    /// the backend's own cap.
+    fn put_target<'a>(
+        &'a self,
+        key: &'a str,
+        expires_at: u64,
+        size: Option<u64>,
+    ) -> StoreFuture<'a, PutTarget>;
 
     /// The object's content as a stream; `None` when there is no such object.
     fn open<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<StoredObject>>;
@@ -68,7 +76,10 @@ pub trait UploadObjects: Send + Sync {
 
     /// The local server's side of a PUT to a [`PutTarget`] URL: checks the URL's
     /// capability (its query string) at `now`, then stores the body (at most
-    /// `max_bytes`) as object `key`. Backends whose PUTs go elsewhere (S3) refuse.
+    /// `max_bytes`, and exactly the size the URL states if it states one) as object
+    /// `key`, unless the object is already there: a stored file is never replaced, so a
+    /// replayed PUT cannot change the file an import is reading. Backends whose PUTs go
+    /// elsewhere (S3) refuse.
     fn receive<'a>(
         &'a self,
         key: &'a str,
@@ -93,8 +104,12 @@ pub enum Received {
     Stored { size: u64 },
     /// The URL is forged, altered or expired (or this backend takes no PUTs).
     Refused,
-    /// The body passed `max_bytes`; nothing was kept.
-    TooLarge,
-    /// The body ended early (an error or an idle client); nothing was kept.
+    /// The body passed `limit` bytes (`max_bytes`, or the size the URL states);
+    /// nothing was kept.
+    TooLarge { limit: u64 },
+    /// The body ended early (an error, an idle client, or fewer bytes than the URL
+    /// states); nothing was kept.
     Incomplete,
+    /// The object is already stored (an earlier PUT to the same URL); nothing was kept.
+    Exists,
 }

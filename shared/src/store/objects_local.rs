@@ -1,13 +1,16 @@
 //! The local backend of [`UploadObjects`]: files in a directory under the data
 //! directory, sent by the client with one PUT to the local server itself.
 //!
-//! The URL is the capability: `/api/data/objects/<key>?expires=<epoch s>&signature=<hex
-//! HMAC-SHA256(key, expires)>`, signed with a random key kept in the directory (created
-//! the first time, readable by the owner only), so it survives a restart and needs no
-//! stored secret per upload; a forged, altered or expired URL is refused. A body is
-//! streamed to a temporary file and renamed into place only when it is complete, so an
-//! import never opens half a file. File names are the SHA-256 of the key, so no key
-//! ever becomes a path. Never logs a key or any content.
+//! The URL is the capability: `/api/data/objects/<key>?expires=<epoch s>[&size=<bytes>]
+//! &signature=<hex HMAC-SHA256(key, expires[, size])>`, signed with a random key kept in
+//! the directory (created the first time, readable by the owner only), so it survives a
+//! restart and needs no stored secret per upload; a forged, altered or expired URL is
+//! refused. A URL that states a size takes a body of exactly that size (as S3 checks a
+//! signed `Content-Length`, issue 26, finding 6). A body is streamed to a temporary file
+//! and linked into place only when it is complete and only if no file is there yet, so
+//! an import never opens half a file and a replayed PUT never replaces the file an
+//! import reads. File names are the SHA-256 of the key, so no key ever becomes a path.
+//! Never logs a key or any content.
 
 use std::path::{Path, PathBuf};
 
@@ -82,28 +85,39 @@ impl LocalObjects {
         self.dir.join(hex(&Sha256::digest(key.as_bytes())))
     }
 
-    fn mac(&self, key: &str, expires_at: u64) -> Hmac<Sha256> {
+    /// The signature of a URL for `key` until `expires_at`, of exactly `size` bytes if
+    /// it states one (a URL without a size signs what it always did).
+    fn mac(&self, key: &str, expires_at: u64, size: Option<u64>) -> Hmac<Sha256> {
         let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.key).expect("any key");
-        mac.update(format!("{key}\n{expires_at}").as_bytes());
+        match size {
+            None => mac.update(format!("{key}\n{expires_at}").as_bytes()),
+            Some(size) => mac.update(format!("{key}\n{expires_at}\nsize {size}").as_bytes()),
+        }
         mac
     }
 
     /// Whether `query` carries this key's signature and has not expired at `now`
-    /// (compared in constant time).
-    fn admits(&self, key: &str, query: &str, now: u64) -> bool {
+    /// (compared in constant time): `Some` with the size it states, if any.
+    fn admits(&self, key: &str, query: &str, now: u64) -> Option<Option<u64>> {
         let mut expires = None;
         let mut signature = None;
+        let mut size = None;
         for (name, value) in form_urlencoded::parse(query.as_bytes()) {
             match name.as_ref() {
                 "expires" => expires = value.parse::<u64>().ok(),
                 "signature" => signature = decode_hex(&value),
+                // Unparseable: signed as nothing, so the signature fails.
+                "size" => size = Some(value.parse::<u64>().unwrap_or(u64::MAX)),
                 _ => {}
             }
         }
-        let (Some(expires), Some(signature)) = (expires, signature) else {
-            return false;
-        };
-        expires > now && self.mac(key, expires).verify_slice(&signature).is_ok()
+        let (expires, signature) = (expires?, signature?);
+        (expires > now
+            && self
+                .mac(key, expires, size)
+                .verify_slice(&signature)
+                .is_ok())
+        .then_some(size)
     }
 }
 
@@ -136,13 +150,19 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 impl UploadObjects for LocalObjects {
-    fn put_target<'a>(&'a self, key: &'a str, expires_at: u64) -> StoreFuture<'a, PutTarget> {
+    fn put_target<'a>(
+        &'a self,
+        key: &'a str,
+        expires_at: u64,
+        size: Option<u64>,
+    ) -> StoreFuture<'a, PutTarget> {
         Box::pin(async move {
-            let signature = hex(&self.mac(key, expires_at).finalize().into_bytes());
+            let signature = hex(&self.mac(key, expires_at, size).finalize().into_bytes());
             let segment: String = form_urlencoded::byte_serialize(key.as_bytes()).collect();
+            let size = size.map(|n| format!("&size={n}")).unwrap_or_default();
             Ok(PutTarget {
                 url: format!(
-                    "{}{LOCAL_OBJECTS_PATH}{segment}?expires={expires_at}&signature={signature}",
+                    "{}{LOCAL_OBJECTS_PATH}{segment}?expires={expires_at}{size}&signature={signature}",
                     self.origin
                 ),
                 headers: Vec::new(),
@@ -191,11 +211,17 @@ impl UploadObjects for LocalObjects {
         max_bytes: u64,
     ) -> StoreFuture<'a, Received> {
         Box::pin(async move {
-            if !self.admits(key, query, now) {
+            let Some(stated) = self.admits(key, query, now) else {
                 return Ok(Received::Refused);
-            }
+            };
+            let limit = stated.map_or(max_bytes, |size| size.min(max_bytes));
             let op = "receive object";
             let path = self.path(key);
+            if tokio::fs::try_exists(&path).await.unwrap_or(false) {
+                // Checked again when the file is linked into place; this only spares
+                // reading a body that cannot be kept.
+                return Ok(Received::Exists);
+            }
             let partial = path.with_extension(format!("partial-{}", hex(&random8())));
             let mut file = tokio::fs::File::create(&partial)
                 .await
@@ -207,8 +233,8 @@ impl UploadObjects for LocalObjects {
                     Some(Err(_)) => break Some(Received::Incomplete),
                     Some(Ok(chunk)) => {
                         size = size.saturating_add(chunk.len() as u64);
-                        if size > max_bytes {
-                            break Some(Received::TooLarge);
+                        if size > limit {
+                            break Some(Received::TooLarge { limit });
                         }
                         if let Err(e) = write_chunk(&mut file, chunk).await {
                             drop(file);
@@ -220,15 +246,24 @@ impl UploadObjects for LocalObjects {
             };
             let finished = match outcome {
                 Some(refused) => Err(refused),
+                // Fewer bytes than the URL states: not the file it was made for.
+                None if stated.is_some_and(|stated| stated != size) => Err(Received::Incomplete),
                 None => file.sync_all().await.map_err(|_| Received::Incomplete),
             };
             drop(file);
             match finished {
                 Ok(()) => {
-                    tokio::fs::rename(&partial, &path)
-                        .await
-                        .map_err(unavailable(op))?;
-                    Ok(Received::Stored { size })
+                    // A link fails if the name exists (a rename would replace it): of two
+                    // PUTs to one URL only the first file stays.
+                    let linked = tokio::fs::hard_link(&partial, &path).await;
+                    let _ = tokio::fs::remove_file(&partial).await;
+                    match linked {
+                        Ok(()) => Ok(Received::Stored { size }),
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                            Ok(Received::Exists)
+                        }
+                        Err(e) => Err(unavailable(op)(e)),
+                    }
                 }
                 Err(refused) => {
                     let _ = tokio::fs::remove_file(&partial).await;
@@ -282,7 +317,7 @@ mod tests {
     async fn a_signed_url_stores_the_body_and_nothing_else_does() {
         let dir = temp_dir();
         let objects = LocalObjects::open(&dir, "http://127.0.0.1:1/").unwrap();
-        let target = objects.put_target("uploads/abc", 1000).await.unwrap();
+        let target = objects.put_target("uploads/abc", 1000, None).await.unwrap();
         assert!(
             target
                 .url
@@ -317,21 +352,80 @@ mod tests {
             send(&objects, "uploads/abc", "expires=1000", 1, &["x"]).await,
             Received::Refused
         );
-        // Over the cap: refused and nothing kept (the earlier file stays).
+        // Issue 26, finding 6: a replayed PUT never replaces the stored file.
         assert_eq!(
-            send(&objects, "uploads/abc", &query, 1, &["0123456789", "x"]).await,
-            Received::TooLarge
+            send(&objects, "uploads/abc", &query, 1, &["other file"]).await,
+            Received::Exists
         );
-        assert_eq!(objects.open("uploads/abc").await.unwrap().unwrap().size, 10);
+        let mut stored = objects.open("uploads/abc").await.unwrap().unwrap();
+        let mut text = String::new();
+        stored.body.read_to_string(&mut text).await.unwrap();
+        assert_eq!(text, "hello file");
+        // Over the cap: refused and nothing kept.
+        let big = objects.put_target("uploads/big", 1000, None).await.unwrap();
+        let big = big.url.split_once('?').unwrap().1.to_string();
+        assert_eq!(
+            send(&objects, "uploads/big", &big, 1, &["0123456789", "x"]).await,
+            Received::TooLarge { limit: 10 }
+        );
+        assert!(objects.open("uploads/big").await.unwrap().is_none());
 
         // The key survives a reopen; removing twice is fine.
         let again = LocalObjects::open(&dir, "http://127.0.0.1:1").unwrap();
-        assert_eq!(again.put_target("uploads/abc", 1000).await.unwrap(), target);
+        assert_eq!(
+            again.put_target("uploads/abc", 1000, None).await.unwrap(),
+            target
+        );
         again.remove("uploads/abc").await.unwrap();
         again.remove("uploads/abc").await.unwrap();
         assert!(again.open("uploads/abc").await.unwrap().is_none());
         let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "only the key file is left");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Issue 26, finding 6: a URL that states a size takes exactly that many bytes (as
+    /// S3 checks a signed Content-Length); its size cannot be altered.
+    #[tokio::test]
+    async fn a_sized_url_takes_exactly_its_size() {
+        let dir = temp_dir();
+        let objects = LocalObjects::open(&dir, "http://127.0.0.1:1/").unwrap();
+        let target = objects
+            .put_target("uploads/sized", 1000, Some(4))
+            .await
+            .unwrap();
+        let query = target.url.split_once('?').unwrap().1.to_string();
+        assert!(query.contains("&size=4&"), "{query}");
+        assert_eq!(
+            send(&objects, "uploads/sized", &query, 1, &["abc"]).await,
+            Received::Incomplete
+        );
+        assert_eq!(
+            send(&objects, "uploads/sized", &query, 1, &["abc", "de"]).await,
+            Received::TooLarge { limit: 4 }
+        );
+        for altered in [
+            query.replace("size=4", "size=5"),
+            query.replace("&size=4", ""),
+            query.replace("size=4", "size=x"),
+        ] {
+            assert_eq!(
+                send(&objects, "uploads/sized", &altered, 1, &["abcde"]).await,
+                Received::Refused,
+                "{altered}"
+            );
+        }
+        assert!(objects.open("uploads/sized").await.unwrap().is_none());
+        assert_eq!(
+            send(&objects, "uploads/sized", &query, 1, &["ab", "cd"]).await,
+            Received::Stored { size: 4 }
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(
+            leftovers.len(),
+            2,
+            "the key file and the object, no partial file"
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 }

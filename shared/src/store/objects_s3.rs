@@ -90,22 +90,34 @@ fn presigning_until(expires_at: u64, op: &str) -> Result<(PresigningConfig, u64)
 }
 
 impl UploadObjects for S3Objects {
-    fn put_target<'a>(&'a self, key: &'a str, expires_at: u64) -> StoreFuture<'a, PutTarget> {
+    fn put_target<'a>(
+        &'a self,
+        key: &'a str,
+        expires_at: u64,
+        size: Option<u64>,
+    ) -> StoreFuture<'a, PutTarget> {
         Box::pin(async move {
             let (presigning, expires_at) = presigning_until(expires_at, "presign upload")?;
-            let request = self
-                .client
-                .put_object()
-                .bucket(&self.bucket)
-                .key(key)
+            let mut put = self.client.put_object().bucket(&self.bucket).key(key);
+            if let Some(size) = size {
+                // Signed (issue 26, finding 6): S3 refuses a body of any other length, so
+                // a leaked or replayed URL stores at most this many bytes.
+                put = put.content_length(i64::try_from(size).unwrap_or(i64::MAX));
+            }
+            let request = put
                 .presigned(presigning)
                 .await
                 .map_err(|e| unavailable("presign upload", e))?;
             // Whatever was signed besides the host must be sent as signed (today: none,
-            // the bucket encrypts by default and no content type is signed).
+            // the bucket encrypts by default and no content type is signed). The signed
+            // Content-Length is not handed out: every client sends it from the body, and
+            // a browser may not set it.
             let headers = request
                 .headers()
-                .filter(|(name, _)| !name.eq_ignore_ascii_case("host"))
+                .filter(|(name, _)| {
+                    !name.eq_ignore_ascii_case("host")
+                        && !name.eq_ignore_ascii_case("content-length")
+                })
                 .map(|(name, value)| (name.to_string(), value.to_string()))
                 .collect();
             Ok(PutTarget {
@@ -270,7 +282,7 @@ mod tests {
         let (_moto, objects) = bucket("objects-roundtrip").await;
         let key = "uploads/0f3c a+b";
         let expires_at = now() + DEFAULT_PUT_VALIDITY.as_secs();
-        let target = objects.put_target(key, expires_at).await.unwrap();
+        let target = objects.put_target(key, expires_at, None).await.unwrap();
         assert!(target.url.contains("X-Amz-Signature="), "presigned");
         assert!(
             target.url.contains("X-Amz-Expires=900") || target.url.contains("X-Amz-Expires=899"),
@@ -305,6 +317,49 @@ mod tests {
         assert!(objects.open(key).await.unwrap().is_none());
         // Removing what is not there is not an error.
         objects.remove(key).await.unwrap();
+    }
+
+    /// Issue 26, finding 6: a stated size is signed into the presigned PUT as its
+    /// Content-Length (S3 refuses a body of another length; moto does not check
+    /// signatures, so that refusal is S3's and is not tested here), and the client is
+    /// not asked to send a header it sends anyway.
+    #[tokio::test]
+    async fn a_stated_size_is_signed_into_the_put() {
+        let (_moto, objects) = bucket("objects-sized").await;
+        let target = objects
+            .put_target("uploads/sized", now() + 600, Some(5))
+            .await
+            .unwrap();
+        let signed = target
+            .url
+            .split(['?', '&'])
+            .find_map(|part| part.strip_prefix("X-Amz-SignedHeaders="))
+            .expect("signed headers")
+            .to_ascii_lowercase();
+        assert!(signed.contains("content-length"), "{signed}");
+        assert!(target.headers.is_empty(), "{:?}", target.headers);
+        let response = reqwest::Client::new()
+            .put(&target.url)
+            .body("12345")
+            .send()
+            .await
+            .expect("the PUT reaches moto");
+        assert!(response.status().is_success(), "{}", response.status());
+        assert_eq!(
+            objects.open("uploads/sized").await.unwrap().unwrap().size,
+            5
+        );
+        // Without a size nothing but the host is signed.
+        let unsized_target = objects
+            .put_target("uploads/unsized", now() + 600, None)
+            .await
+            .unwrap();
+        assert!(
+            unsized_target.url.contains("X-Amz-SignedHeaders=host&")
+                || unsized_target.url.ends_with("X-Amz-SignedHeaders=host"),
+            "{}",
+            unsized_target.url
+        );
     }
 
     #[tokio::test]

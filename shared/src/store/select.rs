@@ -66,7 +66,7 @@ pub async fn open_upload_objects(config: &Config) -> Result<Arc<dyn UploadObject
 struct NoObjects;
 
 impl UploadObjects for NoObjects {
-    fn put_target<'a>(&'a self, _: &'a str, _: u64) -> StoreFuture<'a, PutTarget> {
+    fn put_target<'a>(&'a self, _: &'a str, _: u64, _: Option<u64>) -> StoreFuture<'a, PutTarget> {
         Box::pin(async {
             Err(StoreError::Unavailable(
                 "upload objects: none configured".into(),

@@ -22,7 +22,7 @@ use super::registry::{Caller, DataKind, Registry, ToolCall, ToolSpec};
 use super::source::{SourceListing, ToolSource, Unavailable};
 use crate::clock::Clock;
 use crate::domain::DataPresence;
-use crate::identity::LoginPrompts;
+use crate::identity::{LoginPrompts, PromptRefused};
 use crate::observe;
 use crate::store::McpServerStore;
 
@@ -55,6 +55,8 @@ pub(crate) struct CallContext<'a> {
     pub(crate) retry: Result<Retry<'a>, String>,
     /// Progress and log notifications for this request's response stream.
     pub(crate) notifier: &'a Notifier,
+    /// The request's source address, when the binary said (the login prompt's limit).
+    pub(crate) source: Option<std::net::IpAddr>,
 }
 
 /// A multi-round (MRTR) retry: the client's answers and the state we handed out.
@@ -184,7 +186,7 @@ impl Toolbox {
         let arguments = arguments_object(arguments)?;
         if spec.needs_caller && caller.is_none() {
             // The call succeeds with a login prompt instead of running.
-            return Ok(self.login_prompt(context.client_name).await);
+            return Ok(self.login_prompt(context.client_name, context.source).await);
         }
         let retry = context.retry.map_err(ToolError::InvalidParams)?;
         let call = ToolCall {
@@ -198,10 +200,23 @@ impl Toolbox {
         self.registry.call(name, call).await
     }
 
-    async fn login_prompt(&self, client_name: Option<&str>) -> ToolOutput {
-        match self.login.prompt(self.clock.now(), client_name).await {
+    async fn login_prompt(
+        &self,
+        client_name: Option<&str>,
+        source: Option<std::net::IpAddr>,
+    ) -> ToolOutput {
+        match self
+            .login
+            .prompt(self.clock.now(), client_name, source)
+            .await
+        {
             Ok(prompt) => ToolOutput::Json(prompt),
-            Err(error) => {
+            Err(PromptRefused::Limited(seconds)) => ToolOutput::Error(format!(
+                "too many sign-in prompts from this address: sign in with the link of an \
+                 earlier answer, or try again in {} minutes",
+                seconds.div_ceil(60)
+            )),
+            Err(PromptRefused::Store(error)) => {
                 tracing::warn!(%error, "login prompt could not be stored");
                 ToolOutput::Error("sign-in is unavailable right now; try again shortly".into())
             }
@@ -345,6 +360,7 @@ mod tests {
             client_name: None,
             retry,
             notifier,
+            source: None,
         }
     }
 

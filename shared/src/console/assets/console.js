@@ -153,7 +153,8 @@
       method: "POST",
       credentials: "same-origin",
       headers: { "content-type": "application/json", "x-csrf-token": csrf },
-      body: JSON.stringify({ kind: kind.value, filename: chosen.name })
+      // The size is signed into the PUT (issue 26, finding 6): no other size is taken.
+      body: JSON.stringify({ kind: kind.value, filename: chosen.name, size: chosen.size })
     })
       .then(answer)
       .then(function (reply) {

@@ -173,6 +173,59 @@ pub(super) async fn shares_follow_owner_and_grantee(
     store.delete_share(owner, grantee).await.unwrap();
 }
 
+/// Issue 26, finding 6: purging expired rows (the embedded store's; DynamoDB's TTL
+/// does its own) never removes a live row, nor one expired less than a day ago (an
+/// expired login still answers `expired`); what it removes reads as it did (expired).
+pub(super) async fn purging_keeps_what_is_live(store: &dyn Store, user: &str, now: u64) {
+    let live = format!("{user}-live");
+    let recent = format!("{user}-recent");
+    let old = format!("{user}-old");
+    store
+        .put_login_state(&live, &pending(now + 600))
+        .await
+        .unwrap();
+    store
+        .put_login_state(&recent, &pending(now - 60))
+        .await
+        .unwrap();
+    store
+        .put_login_state(&old, &pending(now - 2 * 24 * 3600))
+        .await
+        .unwrap();
+    let grant = UrlGrant {
+        user_id: user.to_string(),
+        session_id: None,
+        agent_name: None,
+        delegation: None,
+        expires_at: now + 600,
+    };
+    let hash = format!("{user}-grant");
+    store.put_url_grant(&hash, &grant).await.unwrap();
+    for _ in 0..100 {
+        if store.purge_expired(now).await.unwrap() == 0 {
+            break;
+        }
+    }
+    assert_eq!(
+        store.login_state(&live).await.unwrap(),
+        Some(pending(now + 600))
+    );
+    assert_eq!(
+        store.login_state(&recent).await.unwrap(),
+        Some(pending(now - 60))
+    );
+    assert!(
+        store
+            .login_state(&old)
+            .await
+            .unwrap()
+            .is_none_or(|state| state.expires_at <= now),
+        "purged, or still there and expired"
+    );
+    assert_eq!(store.url_grant(&hash, now).await.unwrap(), Some(grant));
+    assert!(!store.complete_login_state(&old, "t", now).await.unwrap());
+}
+
 pub(super) async fn url_grants_expire(store: &dyn Store, user: &str, now: u64) {
     let temporary = UrlGrant {
         user_id: user.to_string(),

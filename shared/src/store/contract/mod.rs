@@ -151,6 +151,7 @@ contract! { |store, user, now|
     accounts::login_state_completes_once(store, &user("login"), now);
     accounts::login_token_is_taken_once(store, &user("login-take"), now);
     accounts::counters_count_per_window(store, &user("counter"), now);
+    accounts::purging_keeps_what_is_live(store, &user("purge"), now);
     accounts::share_url_is_the_grantees_own_and_needs_the_share(
         store,
         &user("share-url-owner"),

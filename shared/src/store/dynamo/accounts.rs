@@ -633,6 +633,11 @@ impl AccountStore for DynamoStore {
         })
     }
 
+    fn purge_expired<'a>(&'a self, _now: u64) -> StoreFuture<'a, u64> {
+        // DynamoDB's TTL on `expires_at` deletes expired items of both tables itself.
+        Box::pin(async { Ok(0) })
+    }
+
     fn count_event<'a>(
         &'a self,
         key_hash: &'a str,

@@ -498,6 +498,17 @@ mod tests {
             (ttl.attribute_name.as_str(), ttl.enabled),
             ("expires_at", true)
         );
+        // Issue 26, finding 6: upload records, in the data table, expire too.
+        let ttl = defs
+            .tables
+            .data
+            .time_to_live_specification
+            .as_ref()
+            .expect("data table has TTL");
+        assert_eq!(
+            (ttl.attribute_name.as_str(), ttl.enabled),
+            (EXPIRES_AT, true)
+        );
         assert!(data.attribute_definitions().is_ok() && data.global_secondary_indexes().is_ok());
     }
 }

@@ -491,6 +491,12 @@ impl AccountStore for EmbeddedStore {
         }))
     }
 
+    fn purge_expired<'a>(&'a self, now: u64) -> StoreFuture<'a, u64> {
+        Box::pin(self.run("purge_expired", move |conn| {
+            super::purge_expired_rows(conn, now)
+        }))
+    }
+
     fn count_event<'a>(
         &'a self,
         key_hash: &'a str,

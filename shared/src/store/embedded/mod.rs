@@ -19,8 +19,12 @@
 //! - `keys`: the rest of the DynamoDB keys table, same keys (`url#<hash>`,
 //!   `user-url#<user>`, `share-url#<owner>#<grantee>`, `state#<state>`, `client#<id>`, `code#<hash>`, `refresh#<hash>`,
 //!   `family#<id>`), the attributes as a JSON object and `expires_at` as a column (NULL
-//!   for clients, which do not expire). Nothing deletes expired rows by itself (as with
-//!   DynamoDB's late TTL), so every read checks `expires_at`.
+//!   for what does not expire). Every read checks `expires_at`, and expired rows are
+//!   purged a day after they expire (issue 26, finding 6: as DynamoDB's TTL deletes
+//!   late): [`purge_expired_rows`], at most [`PURGE_BATCH`] rows of `keys` and of
+//!   `uploads` per call, through an index on `expires_at`; the login prompt calls it
+//!   (`AccountStore::purge_expired`), so what anonymous callers store is removed at
+//!   the pace they store it, and abuse counters are dropped as they are counted.
 //! - `mcp_servers`: identity (user, name), the url unique per user (the `mcpurl#` claim
 //!   of the DynamoDB store), the record's other fields as JSON, and the connection
 //!   fields as columns of their own.
@@ -60,6 +64,19 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Prepared statements kept per connection: room for every statement of this backend
 /// (34), so each is prepared once (rusqlite's default keeps 16, least recently used).
 const STATEMENT_CACHE: usize = 64;
+
+/// Rows expired this long ago are purged (a day: an expired login still answers
+/// `expired`, not unknown, for a while, as on DynamoDB, whose TTL deletes within days).
+pub(super) const PURGE_GRACE: u64 = 24 * 3600;
+/// At most this many rows per table per purge: bounded work for the caller.
+pub(super) const PURGE_BATCH: i64 = 200;
+
+/// Indexes made after the migrations, as every table they index exists by then (any
+/// schema version: an older build reading the file ignores them).
+const INDEXES: &str = "
+CREATE INDEX IF NOT EXISTS keys_by_expiry ON keys (expires_at);
+CREATE INDEX IF NOT EXISTS uploads_by_expiry ON uploads (expires_at);
+";
 
 /// The schema version this code reads and writes (`PRAGMA user_version`).
 /// 1: readings, genotypes. 2: adds accounts, shares, keys. 3: adds mcp_servers.
@@ -252,8 +269,31 @@ fn prepare(conn: &mut Connection) -> rusqlite::Result<()> {
         // failed instead of importing for ever.
         add_column(&tx, "uploads", "active_at", "INTEGER")?;
     }
+    tx.execute_batch(INDEXES)?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()
+}
+
+/// Deletes at most [`PURGE_BATCH`] `keys` rows and as many `uploads` rows that expired
+/// [`PURGE_GRACE`] or longer before `now` (rows without an expiry stay); answers how
+/// many went. One short transaction.
+fn purge_expired_rows(conn: &mut Connection, now: u64) -> rusqlite::Result<u64> {
+    let before = now_column(now.saturating_sub(PURGE_GRACE));
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let keys = tx
+        .prepare_cached(
+            "DELETE FROM keys WHERE key IN \
+             (SELECT key FROM keys WHERE expires_at <= ?1 LIMIT ?2)",
+        )?
+        .execute(params![before, PURGE_BATCH])?;
+    let uploads = tx
+        .prepare_cached(
+            "DELETE FROM uploads WHERE id IN \
+             (SELECT id FROM uploads WHERE expires_at <= ?1 LIMIT ?2)",
+        )?
+        .execute(params![before, PURGE_BATCH])?;
+    tx.commit()?;
+    Ok((keys + uploads) as u64)
 }
 
 /// Epoch seconds as stored (SQLite integers are signed 64-bit).
@@ -719,5 +759,107 @@ mod tests {
         );
         drop(stores);
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Issue 26, finding 6: expired rows of every kind are purged a day after they
+    /// expire (3,000 anonymous calls once grew the file by 3.1 MB for good), at most
+    /// `PURGE_BATCH` rows a table per call; live rows, rows without an expiry and rows
+    /// expired less than a day ago stay.
+    #[tokio::test]
+    async fn expired_rows_are_purged_in_bounded_batches() {
+        use crate::domain::{LoginState, LoginStatus, UploadKind, UploadRecord};
+        use crate::store::UploadStore;
+
+        let path = temp_path("purge");
+        let store = EmbeddedStore::open(&path).unwrap();
+        let now: u64 = 1_000_000_000;
+        let state = |expires_at: u64| LoginState {
+            status: LoginStatus::Pending,
+            expires_at,
+            created_at: expires_at - 600,
+            client_name: None,
+            poll_secret_hash: "p".into(),
+            user_code_hash: "u".into(),
+        };
+        for i in 0..450 {
+            store
+                .put_login_state(&format!("old{i}"), &state(now - PURGE_GRACE - i))
+                .await
+                .unwrap();
+        }
+        store
+            .put_login_state("live", &state(now + 600))
+            .await
+            .unwrap();
+        store
+            .put_login_state("recent", &state(now - 60))
+            .await
+            .unwrap();
+        {
+            let conn = store.conn.lock().unwrap();
+            for (key, expires_at) in [
+                ("url#old", Some(now - PURGE_GRACE)),
+                ("code#old", Some(now - 2 * PURGE_GRACE)),
+                ("client#lapsed", Some(now - 3 * PURGE_GRACE)),
+                ("client#kept", None),
+                ("refresh#old", Some(1)),
+            ] {
+                conn.execute(
+                    "INSERT INTO keys (key, value, expires_at) VALUES (?1, '{}', ?2)",
+                    params![key, expires_at.map(|at| at as i64)],
+                )
+                .unwrap();
+            }
+        }
+        let upload = |id: &str, expires_at: u64| {
+            UploadRecord::waiting(
+                id.into(),
+                "u".into(),
+                UploadKind::Health,
+                "a.csv".into(),
+                format!("uploads/{id}"),
+                expires_at - 3600,
+                expires_at,
+            )
+        };
+        store
+            .create_upload(&upload("gone", now - PURGE_GRACE))
+            .await
+            .unwrap();
+        store
+            .create_upload(&upload("kept", now + 60))
+            .await
+            .unwrap();
+
+        let mut purged = Vec::new();
+        loop {
+            let n = store.purge_expired(now).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            purged.push(n);
+        }
+        // 454 expired keys rows and one upload: three bounded batches.
+        assert_eq!(purged, [201, 200, 54]);
+        let left: Vec<String> = {
+            let conn = store.conn.lock().unwrap();
+            let mut statement = conn.prepare("SELECT key FROM keys ORDER BY key").unwrap();
+            statement
+                .query_map([], |row| row.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        assert_eq!(left, ["client#kept", "state#live", "state#recent"]);
+        // A state expired a minute ago still reads as expired, not unknown.
+        assert!(store.login_state("recent").await.unwrap().is_some());
+        let uploads: i64 = store
+            .conn
+            .lock()
+            .unwrap()
+            .query_row("SELECT COUNT(*) FROM uploads", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(uploads, 1);
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 }
