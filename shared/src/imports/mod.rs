@@ -299,24 +299,41 @@ mod tests {
         assert!(matches!(received, Ok(Received::Stored { .. })));
     }
 
+    /// An importer over a fresh embedded store and objects directory named `label`:
+    /// the directory, the store, the objects and the importer.
+    fn fixture(
+        label: &str,
+    ) -> (
+        std::path::PathBuf,
+        Arc<EmbeddedStore>,
+        Arc<LocalObjects>,
+        Importer,
+    ) {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let dir = std::env::temp_dir().join(format!(
+            "mirobody-import-{label}-{}-{nanos}",
+            std::process::id()
+        ));
+        let store = Arc::new(EmbeddedStore::open(dir.join("db.sqlite3")).unwrap());
+        let objects =
+            Arc::new(LocalObjects::open(dir.join("uploads"), "http://127.0.0.1:1").unwrap());
+        let importer = Importer {
+            store: store.clone(),
+            objects: objects.clone(),
+            clock: Arc::new(FakeClock::at(NOW)),
+        };
+        (dir, store, objects, importer)
+    }
+
     /// A repeated event (S3 delivers at least once) and racing calls import once; an
     /// unknown object is an error, not an import.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_object_is_imported_once_whatever_the_events() {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let dir =
-            std::env::temp_dir().join(format!("mirobody-import-{}-{nanos}", std::process::id()));
-        let store = Arc::new(EmbeddedStore::open(dir.join("db.sqlite3")).unwrap());
-        let objects =
-            Arc::new(LocalObjects::open(dir.join("uploads"), "http://127.0.0.1:1").unwrap());
-        let importer = Arc::new(Importer {
-            store: store.clone(),
-            objects: objects.clone(),
-            clock: Arc::new(FakeClock::at(NOW)),
-        });
+        let (dir, store, objects, importer) = fixture("once");
+        let importer = Arc::new(importer);
         let record = UploadRecord::waiting(
             "01".into(),
             "u1".into(),
@@ -378,20 +395,7 @@ mod tests {
     /// again in its second pass).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn objects_no_running_import_reads_are_deleted() {
-        let dir = std::env::temp_dir().join(format!(
-            "mirobody-import-orphans-{}-{}",
-            std::process::id(),
-            NOW
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        let store = Arc::new(EmbeddedStore::open(dir.join("db.sqlite3")).unwrap());
-        let objects =
-            Arc::new(LocalObjects::open(dir.join("uploads"), "http://127.0.0.1:1").unwrap());
-        let importer = Importer {
-            store: store.clone(),
-            objects: objects.clone(),
-            clock: Arc::new(FakeClock::at(NOW)),
-        };
+        let (dir, store, objects, importer) = fixture("orphans");
         let csv = "indicator,value,unit,time\nLDL,3,mmol/L,2025-01-01\n";
 
         // No upload owns it: deleted.
@@ -479,20 +483,7 @@ mod tests {
     /// third chunk. Stored: 10,000; reported: 10,000 written, 10,000 new, 2,000 merged.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn counts_are_what_was_stored_across_chunks() {
-        let dir = std::env::temp_dir().join(format!(
-            "mirobody-import-counts-{}-{}",
-            std::process::id(),
-            NOW
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        let store = Arc::new(EmbeddedStore::open(dir.join("db.sqlite3")).unwrap());
-        let objects =
-            Arc::new(LocalObjects::open(dir.join("uploads"), "http://127.0.0.1:1").unwrap());
-        let importer = Importer {
-            store: store.clone(),
-            objects: objects.clone(),
-            clock: Arc::new(FakeClock::at(NOW)),
-        };
+        let (dir, store, objects, importer) = fixture("counts");
         let record = UploadRecord::waiting(
             "02".into(),
             "u2".into(),
