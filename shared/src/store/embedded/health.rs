@@ -233,7 +233,12 @@ fn write_readings(
     }
     let mut identities = HashSet::new();
     let mut report = WriteReport::default();
-    let held = keys_held(&tx, user, readings)?;
+    // Each reading's measure key, worked out once.
+    let keys: Vec<String> = readings
+        .iter()
+        .map(|r| Reading::indicator_key(&r.indicator))
+        .collect();
+    let held = keys_held(&tx, user, readings, &keys)?;
     {
         let mut before = tx.prepare_cached(
             "SELECT value_number, value_text, unit FROM readings \
@@ -249,26 +254,28 @@ fn write_readings(
                code_system = excluded.code_system, code = excluded.code, \
                utc_offset = excluded.utc_offset, original = excluded.original",
         )?;
-        for r in readings {
-            let key = Reading::indicator_key(&r.indicator);
+        for (r, key) in readings.iter().zip(keys) {
             let (number, text) = value_columns(&r.value);
-            if !held.contains(key.as_str()) {
-                // Nothing of this measure in the chunk's time span: new.
-                if !identities.contains(&(key.clone(), r.time.as_str(), r.source.as_str())) {
-                    report.count(None, r);
-                }
-            } else if !identities.contains(&(key.clone(), r.time.as_str(), r.source.as_str())) {
-                let held: Option<(ReadingValue, Option<String>)> = before
-                    .query_row(params![user, key, r.time, r.source], |row| {
-                        let value = match row.get::<_, Option<f64>>(0)? {
-                            Some(n) => ReadingValue::Number(n),
-                            None => ReadingValue::Text(row.get(1)?),
-                        };
-                        Ok((value, row.get(2)?))
-                    })
-                    .optional()?;
-                report.count(held.as_ref().map(|(v, u)| (v, u.as_deref())), r);
+            let identity = (key, r.time.as_str(), r.source.as_str());
+            if !identities.contains(&identity) {
+                // What the store held: looked up only for a measure it holds within the
+                // chunk's span; any other reading is new.
+                let prior: Option<(ReadingValue, Option<String>)> = if held.contains(&identity.0) {
+                    before
+                        .query_row(params![user, identity.0, r.time, r.source], |row| {
+                            let value = match row.get::<_, Option<f64>>(0)? {
+                                Some(n) => ReadingValue::Number(n),
+                                None => ReadingValue::Text(row.get(1)?),
+                            };
+                            Ok((value, row.get(2)?))
+                        })
+                        .optional()?
+                } else {
+                    None
+                };
+                report.count(prior.as_ref().map(|(v, u)| (v, u.as_deref())), r);
             }
+            let key = &identity.0;
             stmt.execute(params![
                 user,
                 key,
@@ -283,7 +290,7 @@ fn write_readings(
                 r.offset,
                 r.original.as_ref().map(json_column).transpose()?
             ])?;
-            identities.insert((key, r.time.as_str(), r.source.as_str()));
+            identities.insert(identity);
         }
     }
     let mut days: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
@@ -307,11 +314,12 @@ fn keys_held(
     tx: &Connection,
     user: &str,
     readings: &[Reading],
+    keys: &[String],
 ) -> rusqlite::Result<HashSet<String>> {
-    let mut spans: BTreeMap<String, (&str, &str)> = BTreeMap::new();
-    for r in readings {
+    let mut spans: BTreeMap<&str, (&str, &str)> = BTreeMap::new();
+    for (r, key) in readings.iter().zip(keys) {
         let span = spans
-            .entry(Reading::indicator_key(&r.indicator))
+            .entry(key.as_str())
             .or_insert((r.time.as_str(), r.time.as_str()));
         span.0 = span.0.min(r.time.as_str());
         span.1 = span.1.max(r.time.as_str());
@@ -323,7 +331,7 @@ fn keys_held(
     let mut held = HashSet::new();
     for (key, (first, last)) in spans {
         if any.query_row(params![user, key, first, last], |row| row.get::<_, bool>(0))? {
-            held.insert(key);
+            held.insert(key.to_string());
         }
     }
     Ok(held)
