@@ -29,6 +29,7 @@ mod external;
 mod features;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+mod hashing;
 pub mod http;
 pub mod identity;
 mod imports;

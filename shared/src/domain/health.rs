@@ -54,6 +54,25 @@ impl Reading {
     /// The indicator key: the name lower-cased with runs of non-alphanumerics as one
     /// space, so "HbA1c" and "hba1c " are one indicator.
     pub fn indicator_key(name: &str) -> String {
+        if name.is_ascii() {
+            // The usual case, in one allocation (an import works out a key per row).
+            let mut key = String::with_capacity(name.len());
+            for word in name
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .filter(|p| !p.is_empty())
+            {
+                if !key.is_empty() {
+                    key.push(' ');
+                }
+                key.extend(word.chars().map(|c| c.to_ascii_lowercase()));
+            }
+            return key;
+        }
+        Reading::indicator_key_of_any(name)
+    }
+
+    /// [`Reading::indicator_key`] by the general rule (any script).
+    fn indicator_key_of_any(name: &str) -> String {
         let lowered = name.to_lowercase();
         lowered
             .split(|c: char| !c.is_alphanumeric())
@@ -101,4 +120,35 @@ impl Genotype {
 pub struct DataPresence {
     pub health: bool,
     pub genotype: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Reading;
+
+    #[test]
+    fn an_ascii_name_keys_as_the_general_rule_keys_it() {
+        for name in [
+            "HbA1c",
+            " hba1c ",
+            "Heart rate",
+            "Vitamin D (25-OH)",
+            "LDL--cholesterol\t(calc.)",
+            "a\u{b}b",
+            "___",
+            "",
+            "C-reactive protein",
+        ] {
+            assert_eq!(
+                Reading::indicator_key(name),
+                Reading::indicator_key_of_any(name),
+                "{name:?}"
+            );
+        }
+        assert_eq!(
+            Reading::indicator_key("Vitamin D (25-OH)"),
+            "vitamin d 25 oh"
+        );
+        assert_eq!(Reading::indicator_key("Blutzucker Ä"), "blutzucker ä");
+    }
 }

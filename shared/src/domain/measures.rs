@@ -82,6 +82,8 @@ pub(crate) struct Measure {
     pub(crate) apple: Vec<String>,
     pub(crate) names: Vec<String>,
     units: Vec<UnitRule>,
+    /// The canonical unit as a rule (factor 1).
+    own: UnitRule,
 }
 
 impl Measure {
@@ -102,24 +104,32 @@ impl Measure {
         out.join(", ")
     }
 
-    fn rule(&self, unit: Option<&str>) -> Option<UnitRule> {
+    fn rule(&self, unit: Option<&str>) -> Option<&UnitRule> {
         let key = unit.map_or_else(|| "none".to_string(), unit_key);
-        if key == unit_key(&self.unit) {
-            return Some(UnitRule {
-                spelling: self.unit.clone(),
-                key,
-                factor: 1.0,
-                offset: 0.0,
-            });
+        if key == self.own.key {
+            return Some(&self.own);
         }
-        self.units.iter().find(|u| u.key == key).cloned()
+        self.units.iter().find(|u| u.key == key)
     }
 }
 
 /// A unit spelling as compared: lower-cased, without spaces, µ and μ as u.
 pub(crate) fn unit_key(unit: &str) -> String {
-    unit.trim()
-        .chars()
+    let unit = unit.trim();
+    if unit.is_ascii() {
+        // The usual case, in one allocation.
+        return unit
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .map(|c| c.to_ascii_lowercase())
+            .collect();
+    }
+    unit_key_of_any(unit)
+}
+
+/// [`unit_key`] by the general rule (any script).
+fn unit_key_of_any(unit: &str) -> String {
+    unit.chars()
         .filter(|c| !c.is_whitespace())
         .map(|c| if matches!(c, 'µ' | 'μ') { 'u' } else { c })
         .collect::<String>()
@@ -219,6 +229,12 @@ impl Catalogue {
                 key: Reading::indicator_key(cell(0)),
                 kind,
                 unit: cell(2).to_string(),
+                own: UnitRule {
+                    spelling: cell(2).to_string(),
+                    key: unit_key(cell(2)),
+                    factor: 1.0,
+                    offset: 0.0,
+                },
                 loinc: list(cell(3)),
                 apple: list(cell(4)),
                 names: list(cell(5)),
@@ -403,6 +419,14 @@ pub(crate) fn format_offset(seconds: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ascii_unit_keys_as_the_general_rule_keys_it() {
+        for unit in ["mg/dL", " MMOL / L ", "10^9/L", "\tkg\u{b}", "{steps}", ""] {
+            assert_eq!(unit_key(unit), unit_key_of_any(unit.trim()), "{unit:?}");
+        }
+        assert_eq!(unit_key(" µmol/L"), "umol/l");
+    }
 
     fn reading(name: &str, value: ReadingValue, unit: Option<&str>) -> Reading {
         Reading {

@@ -412,7 +412,11 @@ fn day_total(readings: &[&Reading], by_hour: bool) -> Option<(f64, Option<String
 impl Rollup {
     /// The rollup of `readings` (one indicator, any order) under `period`; `None` when empty.
     pub(crate) fn of(period: &str, readings: &[Reading]) -> Option<Rollup> {
-        let mut sorted: Vec<&Reading> = readings.iter().collect();
+        Rollup::of_refs(period, readings.iter().collect())
+    }
+
+    /// [`Rollup::of`] of borrowed readings (an import's chunk, without copies).
+    pub(crate) fn of_refs(period: &str, mut sorted: Vec<&Reading>) -> Option<Rollup> {
         sorted.sort_by(|a, b| (&a.time, &a.source).cmp(&(&b.time, &b.source)));
         let (first, last) = (*sorted.first()?, *sorted.last()?);
         let key = Reading::indicator_key(&first.indicator);

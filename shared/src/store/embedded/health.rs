@@ -3,7 +3,8 @@
 //!
 //! Never logs a reading or a genotype.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
@@ -19,32 +20,42 @@ use crate::store::{
 const DAY: &str = "d";
 const MONTH: &str = "m";
 
-/// Rebuilds one indicator's rollups of `days` from its readings, then the months those
-/// days fall in from their days, then its catalogue entry from its months (inside the
-/// caller's transaction).
+/// The readings of one day of one indicator, for its rollup: what this write holds of
+/// it when the store held nothing of that day before (`Some`), or read back (`None`).
+type DayReadings<'r> = Option<Vec<&'r Reading>>;
+
+/// Rebuilds one indicator's rollups of `days` (from the readings given, or else read
+/// back), then the months those days fall in from their days, then its catalogue entry
+/// from its months (inside the caller's transaction).
 fn refresh_rollups(
     tx: &Connection,
     user: &str,
     key: &str,
-    days: &BTreeSet<String>,
+    days: &BTreeMap<&str, DayReadings<'_>>,
 ) -> rusqlite::Result<()> {
     let mut select_day = tx.prepare_cached(&format!(
         "SELECT {READING_COLUMNS} FROM readings \
          WHERE user = ?1 AND indicator_key = ?2 AND time >= ?3 AND time <= ?4"
     ))?;
     let mut months = BTreeSet::new();
-    for day in days {
-        let rows = select_day
-            .query_map(
-                params![user, key, day, format!("{day}{TIME_MAX}")],
-                reading_from_row,
-            )?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        let rows: Vec<Reading> = rows
-            .into_iter()
-            .filter(|r| Period::Day.of(&r.time) == day)
-            .collect();
-        put_rollup(tx, user, key, DAY, day, Rollup::of(day, &rows).as_ref())?;
+    for (&day, given) in days {
+        let rollup = match given {
+            Some(given) => Rollup::of_refs(day, given.clone()),
+            None => {
+                let rows = select_day
+                    .query_map(
+                        params![user, key, day, format!("{day}{TIME_MAX}")],
+                        reading_from_row,
+                    )?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                let rows: Vec<&Reading> = rows
+                    .iter()
+                    .filter(|r| Period::Day.of(&r.time) == day)
+                    .collect();
+                Rollup::of_refs(day, rows)
+            }
+        };
+        put_rollup(tx, user, key, DAY, day, rollup.as_ref())?;
         months.insert(Period::Month.of(day).to_string());
     }
     for month in &months {
@@ -197,7 +208,8 @@ pub(super) fn rebuild_rollups(tx: &Connection) -> rusqlite::Result<()> {
         }
     }
     for ((user, key), days) in &days {
-        refresh_rollups(tx, user, key, days)?;
+        let days = days.iter().map(|day| (day.as_str(), None)).collect();
+        refresh_rollups(tx, user, key, &days)?;
     }
     Ok(())
 }
@@ -231,14 +243,20 @@ fn write_readings(
     {
         return Ok(None);
     }
-    let mut identities = HashSet::new();
     let mut report = WriteReport::default();
     // Each reading's measure key, worked out once.
     let keys: Vec<String> = readings
         .iter()
         .map(|r| Reading::indicator_key(&r.indicator))
         .collect();
-    let held = keys_held(&tx, user, readings, &keys)?;
+    let held = days_held(&tx, user, readings, &keys)?;
+    let held_on = |key: &str, time: &str| {
+        held.get(key)
+            .is_some_and(|days| days.contains(Period::Day.of(time)))
+    };
+    // Identity → the last reading written under it (a later one replaces an earlier).
+    let mut last: HashMap<(&str, &str, &str), &Reading, _> =
+        HashMap::with_capacity_and_hasher(readings.len(), crate::hashing::keyed());
     {
         let mut before = tx.prepare_cached(
             "SELECT value_number, value_text, unit FROM readings \
@@ -254,28 +272,32 @@ fn write_readings(
                code_system = excluded.code_system, code = excluded.code, \
                utc_offset = excluded.utc_offset, original = excluded.original",
         )?;
-        for (r, key) in readings.iter().zip(keys) {
+        for (r, key) in readings.iter().zip(&keys) {
             let (number, text) = value_columns(&r.value);
-            let identity = (key, r.time.as_str(), r.source.as_str());
-            if !identities.contains(&identity) {
-                // What the store held: looked up only for a measure it holds within the
-                // chunk's span; any other reading is new.
-                let prior: Option<(ReadingValue, Option<String>)> = if held.contains(&identity.0) {
-                    before
-                        .query_row(params![user, identity.0, r.time, r.source], |row| {
-                            let value = match row.get::<_, Option<f64>>(0)? {
-                                Some(n) => ReadingValue::Number(n),
-                                None => ReadingValue::Text(row.get(1)?),
-                            };
-                            Ok((value, row.get(2)?))
-                        })
-                        .optional()?
-                } else {
-                    None
-                };
-                report.count(prior.as_ref().map(|(v, u)| (v, u.as_deref())), r);
+            match last.entry((key.as_str(), r.time.as_str(), r.source.as_str())) {
+                Entry::Occupied(mut slot) => {
+                    slot.insert(r);
+                }
+                Entry::Vacant(slot) => {
+                    // What the store held: looked up only on a day of a measure of which
+                    // it holds a reading; any other reading is new.
+                    let prior: Option<(ReadingValue, Option<String>)> = if held_on(key, &r.time) {
+                        before
+                            .query_row(params![user, key, r.time, r.source], |row| {
+                                let value = match row.get::<_, Option<f64>>(0)? {
+                                    Some(n) => ReadingValue::Number(n),
+                                    None => ReadingValue::Text(row.get(1)?),
+                                };
+                                Ok((value, row.get(2)?))
+                            })
+                            .optional()?
+                    } else {
+                        None
+                    };
+                    report.count(prior.as_ref().map(|(v, u)| (v, u.as_deref())), r);
+                    slot.insert(r);
+                }
             }
-            let key = &identity.0;
             stmt.execute(params![
                 user,
                 key,
@@ -290,14 +312,21 @@ fn write_readings(
                 r.offset,
                 r.original.as_ref().map(json_column).transpose()?
             ])?;
-            identities.insert(identity);
         }
     }
-    let mut days: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
-    for (key, time, _) in &identities {
-        days.entry(key.as_str())
+    // Per measure and day: the readings now stored, when the store held none of that
+    // day before (the usual import of new data), else read back.
+    let mut days: BTreeMap<&str, BTreeMap<&str, DayReadings<'_>>> = BTreeMap::new();
+    for (&(key, time, _), &reading) in &last {
+        let day = Period::Day.of(time);
+        let slot = days
+            .entry(key)
             .or_default()
-            .insert(Period::Day.of(time).to_string());
+            .entry(day)
+            .or_insert_with(|| (!held_on(key, time)).then(Vec::new));
+        if let Some(given) = slot {
+            given.push(reading);
+        }
     }
     for (key, days) in &days {
         refresh_rollups(&tx, user, key, days)?;
@@ -306,32 +335,37 @@ fn write_readings(
     Ok(Some(report))
 }
 
-/// The measures of `readings` of which the store holds a reading within the span of
-/// their times in `readings`: only theirs need a look-up each to be counted (an import
-/// of new data, the usual case, makes one query a measure per chunk instead of one a
-/// row).
-fn keys_held(
+/// Per measure of `readings`, the days of their span on which the store holds a reading
+/// of it: only those need a look-up per reading to be counted, and their rollups read
+/// back (an import of new data, the usual case, makes one query a measure per chunk
+/// instead of one a row).
+fn days_held(
     tx: &Connection,
     user: &str,
     readings: &[Reading],
     keys: &[String],
-) -> rusqlite::Result<HashSet<String>> {
+) -> rusqlite::Result<HashMap<String, BTreeSet<String>>> {
     let mut spans: BTreeMap<&str, (&str, &str)> = BTreeMap::new();
     for (r, key) in readings.iter().zip(keys) {
-        let span = spans
-            .entry(key.as_str())
-            .or_insert((r.time.as_str(), r.time.as_str()));
-        span.0 = span.0.min(r.time.as_str());
-        span.1 = span.1.max(r.time.as_str());
+        let day = Period::Day.of(&r.time);
+        let span = spans.entry(key.as_str()).or_insert((day, day));
+        span.0 = span.0.min(day);
+        span.1 = span.1.max(day);
     }
-    let mut any = tx.prepare_cached(
-        "SELECT EXISTS (SELECT 1 FROM readings \
-         WHERE user = ?1 AND indicator_key = ?2 AND time >= ?3 AND time <= ?4)",
+    let mut held_days = tx.prepare_cached(
+        "SELECT DISTINCT substr(time, 1, 10) FROM readings \
+         WHERE user = ?1 AND indicator_key = ?2 AND time >= ?3 AND time <= ?4",
     )?;
-    let mut held = HashSet::new();
+    let mut held = HashMap::new();
     for (key, (first, last)) in spans {
-        if any.query_row(params![user, key, first, last], |row| row.get::<_, bool>(0))? {
-            held.insert(key.to_string());
+        let days = held_days
+            .query_map(
+                params![user, key, first, format!("{last}{TIME_MAX}")],
+                |row| row.get::<_, String>(0),
+            )?
+            .collect::<rusqlite::Result<BTreeSet<String>>>()?;
+        if !days.is_empty() {
+            held.insert(key.to_string(), days);
         }
     }
     Ok(held)
