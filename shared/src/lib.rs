@@ -32,6 +32,8 @@ pub mod fuzzing;
 pub mod http;
 pub mod identity;
 mod imports;
+mod mailed_links;
+pub mod mail;
 mod mcp;
 mod oauth;
 pub mod observe;

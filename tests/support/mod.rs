@@ -579,6 +579,7 @@ pub fn in_process(env: &[(&str, &str)]) -> InProcess {
         seal: [2; 32],
     };
     let services = Services {
+        mail: None,
         store: store.clone(),
         keys: Some(keys),
         clock: clock.clone(),
