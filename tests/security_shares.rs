@@ -484,7 +484,12 @@ async fn finding_1_a_share_to_an_address_someone_else_registered_first_grants_th
     )
     .await;
     assert_eq!(taken.status, 409, "{}", taken.body);
-    let asked = post_json(&server.url("/auth/forgot"), &[], &json!({ "email": doctor })).await;
+    let asked = post_json(
+        &server.url("/auth/forgot"),
+        &[],
+        &json!({ "email": doctor }),
+    )
+    .await;
     assert_eq!(asked.status, 202, "{}", asked.body);
     let token = server.mailed_token(doctor, "/console/reset").await;
     let doctors_password = "the doctor's own new password";
@@ -514,7 +519,10 @@ async fn finding_1_a_share_to_an_address_someone_else_registered_first_grants_th
         .to_string();
     let seen = shares_seen(&server, &doctor_token).await;
     assert_eq!(seen["email_confirmed"], true, "{seen}");
-    assert_eq!(seen["invitations"][0]["from"], "patient@example.com", "{seen}");
+    assert_eq!(
+        seen["invitations"][0]["from"], "patient@example.com",
+        "{seen}"
+    );
     let owners = server.accept_invitations(doctor, &doctor_token).await;
     assert_eq!(owners[0]["user_id"], patient.as_str());
     let grant = personal_url(&server, &doctor_token, json!({ "user_id": patient })).await;
@@ -599,7 +607,11 @@ async fn finding_4_share_list_and_unshare_answer_alike_for_every_address() {
     ] {
         let body = json!({ "grantee": id, "permissions": ["chat"] });
         let reply = api(&server, method, "/api/shares", &owner_token, body).await;
-        assert!(!reply.body.contains("confirmed@example.com"), "{}", reply.body);
+        assert!(
+            !reply.body.contains("confirmed@example.com"),
+            "{}",
+            reply.body
+        );
         by_id.push((method, reply.status, reply.body.replace(id, "<id>")));
     }
     assert_eq!(by_id[0].1, 400);
@@ -636,15 +648,31 @@ async fn the_whole_mail_flow_runs_through_the_mail_directory() {
     assert_eq!(data["confirmation_sent"], true, "{data}");
     let bob_token = data["token"].as_str().unwrap().to_string();
     assert_eq!(server.mails_to("bob@example.com").len(), 1);
-    let token = server.mailed_token("bob@example.com", "/console/confirm").await;
+    let token = server
+        .mailed_token("bob@example.com", "/console/confirm")
+        .await;
     let confirm = |token: String| {
         let server = &server;
-        async move { post_json(&server.url("/auth/confirm"), &[], &json!({ "token": token })).await }
+        async move {
+            post_json(
+                &server.url("/auth/confirm"),
+                &[],
+                &json!({ "token": token }),
+            )
+            .await
+        }
     };
     assert_eq!(confirm(token.clone()).await.status, 200);
     let again = confirm(token).await;
-    assert_eq!(again.status, 400, "a confirmation link works once: {}", again.body);
-    assert_eq!(shares_seen(&server, &bob_token).await["email_confirmed"], true);
+    assert_eq!(
+        again.status, 400,
+        "a confirmation link works once: {}",
+        again.body
+    );
+    assert_eq!(
+        shares_seen(&server, &bob_token).await["email_confirmed"],
+        true
+    );
 
     // Share: an invitation mail to Bob, naming Alice, linking to the console.
     share(&server, &owner_token, "bob@example.com").await;
@@ -654,8 +682,13 @@ async fn the_whole_mail_flow_runs_through_the_mail_directory() {
         .find(|mail| mail.contains("alice@example.com"))
         .expect("an invitation mail");
     assert!(invitation.contains("/console/access"), "{invitation}");
-    let owners = server.accept_invitations("bob@example.com", &bob_token).await;
-    assert_eq!(owners, vec![json!({ "user_id": owner, "email": "alice@example.com" })]);
+    let owners = server
+        .accept_invitations("bob@example.com", &bob_token)
+        .await;
+    assert_eq!(
+        owners,
+        vec![json!({ "user_id": owner, "email": "alice@example.com" })]
+    );
     let grant = personal_url(&server, &bob_token, json!({ "user_id": owner })).await;
     assert!(hba1c_at(&server, &grant).await.contains("6.1"));
 
@@ -674,8 +707,13 @@ async fn the_whole_mail_flow_runs_through_the_mail_directory() {
     )
     .await;
     assert_eq!(unknown.status, 202);
-    assert_eq!((unknown.status, unknown.body.clone()), (known.status, known.body.clone()));
-    let token = server.mailed_token("bob@example.com", "/console/reset").await;
+    assert_eq!(
+        (unknown.status, unknown.body.clone()),
+        (known.status, known.body.clone())
+    );
+    let token = server
+        .mailed_token("bob@example.com", "/console/reset")
+        .await;
     assert_eq!(server.mails().len(), before + 1, "only Bob got a mail");
     assert!(server.mails_to("nobody@example.com").is_empty());
 
@@ -697,7 +735,11 @@ async fn the_whole_mail_flow_runs_through_the_mail_directory() {
     assert_eq!(reset(token).await.status, 400, "a reset link works once");
     let after = api(&server, "GET", "/api/shares", &bob_token, json!({})).await;
     assert_eq!(after.status, 401, "the old session ended: {}", after.body);
-    assert_eq!(tools_at(&server, &bobs_url).await.0, 404, "the personal URL ended");
+    assert_eq!(
+        tools_at(&server, &bobs_url).await.0,
+        404,
+        "the personal URL ended"
+    );
     let old = post_json(
         &server.url("/auth/signin"),
         &[],

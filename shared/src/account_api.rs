@@ -180,10 +180,7 @@ fn unconfirmed() -> ApiError {
 /// included, is refused with the same words whatever it names (finding 4).
 fn grantee_address(who: &str) -> Result<String, ApiError> {
     normalise_email(who).ok_or_else(|| {
-        ApiError::refused(
-            StatusCode::BAD_REQUEST,
-            "grantee must be an e-mail address",
-        )
+        ApiError::refused(StatusCode::BAD_REQUEST, "grantee must be an e-mail address")
     })
 }
 

@@ -628,9 +628,7 @@ impl App {
             }
             Handler::AddressConfirm => self.accounts()?.confirm_api(body).await?,
             Handler::AddressConfirmResend => {
-                self.accounts()?
-                    .resend_confirmation_api(user()?)
-                    .await?
+                self.accounts()?.resend_confirmation_api(user()?).await?
             }
             Handler::PasswordForgot => {
                 self.accounts()?

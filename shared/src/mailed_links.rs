@@ -117,7 +117,12 @@ impl AccountApi {
             return Ok(false);
         }
         let link = self
-            .mint_link(account, MailPurpose::Confirm, CONFIRM_SECS, "/console/confirm")
+            .mint_link(
+                account,
+                MailPurpose::Confirm,
+                CONFIRM_SECS,
+                "/console/confirm",
+            )
             .await?;
         let letter = Letter::Confirm {
             link: &link,

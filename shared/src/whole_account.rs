@@ -369,7 +369,9 @@ impl WholeAccount<'_> {
         let mut shares: Vec<Value> = Vec::with_capacity(records.shares_granted.len());
         for (grantee, permissions) in records.shares_granted {
             let email = store.account(&grantee).await?.map(|a| a.email);
-            shares.push(json!({ "grantee": email, "permissions": permissions, "status": "accepted" }));
+            shares.push(
+                json!({ "grantee": email, "permissions": permissions, "status": "accepted" }),
+            );
         }
         for invitation in store.invitations_sent(user_id).await? {
             shares.push(json!({

@@ -668,12 +668,24 @@ impl Server {
     /// Confirms the grantee's address (if need be) and accepts every invitation waiting
     /// for it, as the grantee; the accepted owners' `{user_id, email}`.
     pub async fn accept_invitations(&self, grantee_email: &str, grantee_token: &str) -> Vec<Value> {
-        let listed = send("GET", &self.url("/api/shares"), &bearer(grantee_token), None).await;
+        let listed = send(
+            "GET",
+            &self.url("/api/shares"),
+            &bearer(grantee_token),
+            None,
+        )
+        .await;
         assert_eq!(listed.status, 200, "{}", listed.body);
         if listed.json()["data"]["email_confirmed"] != true {
             self.confirm_address(grantee_email).await;
         }
-        let listed = send("GET", &self.url("/api/shares"), &bearer(grantee_token), None).await;
+        let listed = send(
+            "GET",
+            &self.url("/api/shares"),
+            &bearer(grantee_token),
+            None,
+        )
+        .await;
         let invitations = listed.json()["data"]["invitations"]
             .as_array()
             .cloned()
@@ -683,7 +695,13 @@ impl Server {
             let mut headers = bearer(grantee_token);
             headers.push(("content-type".into(), "application/json".into()));
             let body = json!({ "id": invitation["id"] }).to_string();
-            let reply = send("POST", &self.url("/api/shares/accept"), &headers, Some(body)).await;
+            let reply = send(
+                "POST",
+                &self.url("/api/shares/accept"),
+                &headers,
+                Some(body),
+            )
+            .await;
             assert_eq!(reply.status, 200, "{}", reply.body);
             owners.push(reply.json()["data"]["owner"].clone());
         }

@@ -27,7 +27,9 @@ fn done_words(done: &str) -> Option<&'static str> {
     Some(match done {
         "grant" => "The app's access was withdrawn: its tokens no longer work.",
         "share" => "The share was ended.",
-        "invited" => "The invitation is on its way: nothing is shared until they accept it with a confirmed address.",
+        "invited" => {
+            "The invitation is on its way: nothing is shared until they accept it with a confirmed address."
+        }
         "accepted" => "You accepted the invitation: you can now reach their data.",
         "confirm-sent" => "We sent you a new confirmation link.",
         "url" => "The temporary URL was revoked.",
@@ -324,7 +326,8 @@ impl ConsoleApi {
         let me = session.user_id.as_str();
         match field(&fields, "direction") {
             Some("granted") => {
-                let email = normalise_email(bounded(field(&fields, "email"))?).ok_or_else(unnamed)?;
+                let email =
+                    normalise_email(bounded(field(&fields, "email"))?).ok_or_else(unnamed)?;
                 self.accounts.end_share(me, &email).await?;
             }
             Some("received") => {

@@ -57,16 +57,22 @@ impl ConsoleApi {
                 ),
             ));
         }
-        Ok(self.signed_out_form(request, "confirm", "Confirm your e-mail address", problem, |csrf| {
-            html! {
-                form method="post" action="/console/confirm" {
-                    input type="hidden" name="csrf" value=(csrf);
-                    input type="hidden" name="token" value=(token);
-                    p { "Confirm that this e-mail address is yours." }
-                    button id="confirm" type="submit" { "Confirm my address" }
+        Ok(self.signed_out_form(
+            request,
+            "confirm",
+            "Confirm your e-mail address",
+            problem,
+            |csrf| {
+                html! {
+                    form method="post" action="/console/confirm" {
+                        input type="hidden" name="csrf" value=(csrf);
+                        input type="hidden" name="token" value=(token);
+                        p { "Confirm that this e-mail address is yours." }
+                        button id="confirm" type="submit" { "Confirm my address" }
+                    }
                 }
-            }
-        }))
+            },
+        ))
     }
 
     /// `POST /console/confirm`: uses the link.
@@ -127,8 +133,12 @@ impl ConsoleApi {
     /// `POST /console/forgot`: the same page whatever the address.
     pub(super) async fn forgot(&self, request: &Request<Bytes>) -> Answer {
         if !self.signed_out_csrf_ok(request, "forgot") {
-            let error = ApiError::refused(StatusCode::FORBIDDEN, "The form expired. Please try again.");
-            return Ok(refused(self.forgot_form(request, Some(&error.message()))?, &error));
+            let error =
+                ApiError::refused(StatusCode::FORBIDDEN, "The form expired. Please try again.");
+            return Ok(refused(
+                self.forgot_form(request, Some(&error.message()))?,
+                &error,
+            ));
         }
         let fields = form(request);
         let email = field(&fields, "email").unwrap_or_default();
@@ -184,18 +194,25 @@ impl ConsoleApi {
     pub(super) async fn reset(&self, request: &Request<Bytes>) -> Answer {
         if !self.signed_out_csrf_ok(request, "reset") {
             let error = expired_form();
-            return Ok(refused(self.reset_form(request, Some(&error.message()))?, &error));
+            return Ok(refused(
+                self.reset_form(request, Some(&error.message()))?,
+                &error,
+            ));
         }
         let fields = form(request);
         let token = token_of(field(&fields, "token"));
-        let new = field(&fields, "new_password").unwrap_or_default().to_string();
+        let new = field(&fields, "new_password")
+            .unwrap_or_default()
+            .to_string();
         match self.accounts.reset_password(&token, new).await {
             Ok(()) => {
                 let mut response = page(
                     StatusCode::OK,
                     layout::bare(
                         "Your password was changed",
-                        Some(&Notice::Done("Your password was changed: every session and every app's access ended.")),
+                        Some(&Notice::Done(
+                            "Your password was changed: every session and every app's access ended.",
+                        )),
                         html! {
                             p { a id="to-signin" href="/console/signin" { "Sign in with the new password" } }
                         },

@@ -97,7 +97,10 @@ mod tests {
         assert_eq!(files.len(), 2);
         for file in files {
             let text = std::fs::read_to_string(file.path()).unwrap();
-            assert!(text.contains("To: a@example.comBcc: b@example.com\r\n"), "{text}");
+            assert!(
+                text.contains("To: a@example.comBcc: b@example.com\r\n"),
+                "{text}"
+            );
             assert!(!text.contains("\r\nBcc:"));
         }
         let _ = std::fs::remove_dir_all(&dir);

@@ -25,7 +25,11 @@ fn invitation(owner: &str, email: &str, id: &str, now: u64) -> Invitation {
     }
 }
 
-pub(super) async fn addresses_are_confirmed_only_as_mailed(store: &dyn Store, user: &str, now: u64) {
+pub(super) async fn addresses_are_confirmed_only_as_mailed(
+    store: &dyn Store,
+    user: &str,
+    now: u64,
+) {
     let mine = account(user);
     assert_eq!(store.create_account(&mine).await.unwrap(), Created::Created);
     assert!(!store.account(user).await.unwrap().unwrap().email_confirmed);
@@ -48,7 +52,12 @@ pub(super) async fn addresses_are_confirmed_only_as_mailed(store: &dyn Store, us
     let by_email = store.account_by_email(&mine.email).await.unwrap().unwrap();
     assert!(by_email.email_confirmed);
     // Again: still confirmed, still true.
-    assert!(store.confirm_email(user, &mine.email, now + 5).await.unwrap());
+    assert!(
+        store
+            .confirm_email(user, &mine.email, now + 5)
+            .await
+            .unwrap()
+    );
     // An account created confirmed reads so.
     let confirmed = Account {
         email_confirmed: true,
@@ -65,11 +74,7 @@ pub(super) async fn addresses_are_confirmed_only_as_mailed(store: &dyn Store, us
     );
 }
 
-pub(super) async fn mail_links_are_taken_once_and_expire(
-    store: &dyn Store,
-    user: &str,
-    now: u64,
-) {
+pub(super) async fn mail_links_are_taken_once_and_expire(store: &dyn Store, user: &str, now: u64) {
     let token = |purpose, expires_at| MailToken {
         purpose,
         user_id: user.to_string(),
@@ -148,9 +153,19 @@ pub(super) async fn invitations_grant_nothing_until_accepted(
     let email = format!("{grantee}@example.com");
     let first = invitation(owner, &email, &format!("{owner}-id-1"), now);
     store.put_invitation(&first).await.unwrap();
-    assert_eq!(store.invitations_sent(owner).await.unwrap(), vec![first.clone()]);
-    assert_eq!(store.invitations_for(&email).await.unwrap(), vec![first.clone()]);
-    assert_eq!(store.share(owner, grantee).await.unwrap(), None, "an invitation is no share");
+    assert_eq!(
+        store.invitations_sent(owner).await.unwrap(),
+        vec![first.clone()]
+    );
+    assert_eq!(
+        store.invitations_for(&email).await.unwrap(),
+        vec![first.clone()]
+    );
+    assert_eq!(
+        store.share(owner, grantee).await.unwrap(),
+        None,
+        "an invitation is no share"
+    );
     assert!(store.shares_granted(owner).await.unwrap().is_empty());
 
     // Invited again: the new invitation replaces the first (whose id no longer works).
@@ -160,9 +175,15 @@ pub(super) async fn invitations_grant_nothing_until_accepted(
         ..first.clone()
     };
     store.put_invitation(&second).await.unwrap();
-    assert_eq!(store.invitations_for(&email).await.unwrap(), vec![second.clone()]);
     assert_eq!(
-        store.accept_invitation(&email, &first.id, grantee).await.unwrap(),
+        store.invitations_for(&email).await.unwrap(),
+        vec![second.clone()]
+    );
+    assert_eq!(
+        store
+            .accept_invitation(&email, &first.id, grantee)
+            .await
+            .unwrap(),
         None
     );
     // Only by its address: the right id for another address does nothing.
@@ -175,16 +196,25 @@ pub(super) async fn invitations_grant_nothing_until_accepted(
     );
     // The owner cannot accept their own invitation.
     assert_eq!(
-        store.accept_invitation(&email, &second.id, owner).await.unwrap(),
+        store
+            .accept_invitation(&email, &second.id, owner)
+            .await
+            .unwrap(),
         None
     );
     assert_eq!(store.share(owner, grantee).await.unwrap(), None);
 
     assert_eq!(
-        store.accept_invitation(&email, &second.id, grantee).await.unwrap(),
+        store
+            .accept_invitation(&email, &second.id, grantee)
+            .await
+            .unwrap(),
         Some(second.clone())
     );
-    assert_eq!(store.share(owner, grantee).await.unwrap(), Some(strings(&["chat"])));
+    assert_eq!(
+        store.share(owner, grantee).await.unwrap(),
+        Some(strings(&["chat"]))
+    );
     assert_eq!(
         store.shares_received(grantee).await.unwrap(),
         vec![(owner.to_string(), strings(&["chat"]))]
@@ -192,7 +222,10 @@ pub(super) async fn invitations_grant_nothing_until_accepted(
     assert!(store.invitations_sent(owner).await.unwrap().is_empty());
     assert!(store.invitations_for(&email).await.unwrap().is_empty());
     assert_eq!(
-        store.accept_invitation(&email, &second.id, grantee).await.unwrap(),
+        store
+            .accept_invitation(&email, &second.id, grantee)
+            .await
+            .unwrap(),
         None,
         "an invitation is accepted once"
     );
@@ -200,9 +233,25 @@ pub(super) async fn invitations_grant_nothing_until_accepted(
     // A withdrawn invitation cannot be accepted.
     let third = invitation(owner, "third@example.com", &format!("{owner}-id-3"), now);
     store.put_invitation(&third).await.unwrap();
-    assert!(store.delete_invitation(owner, "third@example.com").await.unwrap());
-    assert!(!store.delete_invitation(owner, "third@example.com").await.unwrap());
-    assert!(store.invitations_for("third@example.com").await.unwrap().is_empty());
+    assert!(
+        store
+            .delete_invitation(owner, "third@example.com")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .delete_invitation(owner, "third@example.com")
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .invitations_for("third@example.com")
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(
         store
             .accept_invitation("third@example.com", &third.id, grantee)

@@ -80,7 +80,10 @@ fn invitation_items(invitation: &Invitation) -> (Item, Item) {
             ("id".to_string(), s(invitation.id.as_str())),
             ("owner".to_string(), s(invitation.owner.as_str())),
             ("email".to_string(), s(invitation.email.as_str())),
-            ("permissions".to_string(), string_list(&invitation.permissions)),
+            (
+                "permissions".to_string(),
+                string_list(&invitation.permissions),
+            ),
             ("created_at".to_string(), n(invitation.created_at)),
         ])
     };
@@ -1277,7 +1280,10 @@ impl AccountStore for DynamoStore {
                 HashMap::from([
                     (PK.to_string(), s(pk)),
                     (SK.to_string(), s(sk)),
-                    ("permissions".to_string(), string_list(&invitation.permissions)),
+                    (
+                        "permissions".to_string(),
+                        string_list(&invitation.permissions),
+                    ),
                 ])
             };
             // Both views of the invitation go, on the condition that they are still this
