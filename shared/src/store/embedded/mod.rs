@@ -520,6 +520,54 @@ mod tests {
         PRAGMA user_version = 2;
     ";
 
+    /// Schema step 9 (issue 27) on a file from before it: its accounts start unconfirmed
+    /// (they confirm by a mailed link), its shares stay accepted grants, and invitations
+    /// work.
+    #[tokio::test]
+    async fn a_file_from_before_issue_27_keeps_its_shares_and_its_accounts_start_unconfirmed() {
+        let path = temp_path("migrate-v9");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(SCHEMA_V1).unwrap();
+        old.execute_batch(SCHEMA_V2_ADDED).unwrap();
+        old.execute_batch(
+            "INSERT INTO accounts (user_id, email, password_hash, created_at) \
+                 VALUES ('u2', 'u2@example.com', 'hash', 1); \
+             INSERT INTO shares (owner, grantee, permissions) VALUES ('u1', 'u2', '[\"chat\"]');",
+        )
+        .unwrap();
+        drop(old);
+
+        let store = EmbeddedStore::open(&path).unwrap();
+        assert_eq!(user_version(&store), SCHEMA_VERSION);
+        let account = store.account("u2").await.unwrap().unwrap();
+        assert!(!account.email_confirmed, "confirmed only by a mailed link");
+        assert_eq!(
+            store.share("u1", "u2").await.unwrap(),
+            Some(vec!["chat".to_string()]),
+            "a share from before stays an accepted grant"
+        );
+        assert!(
+            store
+                .confirm_email("u2", "u2@example.com", 5)
+                .await
+                .unwrap()
+        );
+        let invitation = crate::domain::Invitation {
+            id: "i1".into(),
+            owner: "u1".into(),
+            email: "x@example.com".into(),
+            permissions: vec!["chat".into()],
+            created_at: 1,
+        };
+        store.put_invitation(&invitation).await.unwrap();
+        assert_eq!(
+            store.invitations_for("x@example.com").await.unwrap(),
+            vec![invitation]
+        );
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
     /// A file written by version 2 opens: its data stays and external servers work.
     #[tokio::test]
     async fn version_2_file_is_migrated() {
