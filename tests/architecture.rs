@@ -124,10 +124,14 @@ fn only_store_talks_to_a_database() {
 #[test]
 fn only_store_and_key_loading_use_the_aws_sdk() {
     assert_none(
-        "the AWS SDK outside shared/src/store/ and shared/src/identity/keys.rs",
+        "the AWS SDK outside shared/src/store/, shared/src/identity/keys.rs and shared/src/mail/ses.rs",
         offenders(
             "shared/src",
-            &["shared/src/store/", "shared/src/identity/keys.rs"],
+            &[
+                "shared/src/store/",
+                "shared/src/identity/keys.rs",
+                "shared/src/mail/ses.rs",
+            ],
             |code| code.contains("aws_sdk_") || code.contains("aws_config"),
         ),
     );
@@ -184,6 +188,27 @@ fn upload_parsers_stay_pure() {
         "shared/src/upload reaches the store (parsers return domain records; the data API writes them)",
         offenders("shared/src/upload", &[], |code| {
             code.contains("crate::store")
+        }),
+    );
+}
+
+/// Issue 27: mail leaves only through `mail/` (SES in `mail/ses.rs`), and `mail/` knows
+/// nothing of the store, the tools or the domain records: a message can carry a link
+/// and an address, never a reading or a genotype.
+#[test]
+fn only_mail_sends_mail_and_it_never_sees_health_data() {
+    assert_none(
+        "Amazon SES outside shared/src/mail/ses.rs",
+        offenders("shared/src", &["shared/src/mail/ses.rs"], |code| {
+            code.contains("aws_sdk_sesv2")
+        }),
+    );
+    assert_none(
+        "shared/src/mail reaches the store, the tools or the domain records",
+        offenders("shared/src/mail", &[], |code| {
+            code.contains("crate::store")
+                || code.contains("crate::tools")
+                || code.contains("crate::domain")
         }),
     );
 }

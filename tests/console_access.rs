@@ -315,6 +315,9 @@ async fn console_access_lists_and_revokes_who_can_act_for_you() {
         )
         .await;
     assert_eq!(back.status, 200, "{}", back.body);
+    // Issue 27: each waits as an invitation until accepted with a confirmed address.
+    server.accept_invitations(&bob.email, &bob.token).await;
+    server.accept_invitations(&alice.email, &alice.token).await;
 
     let page = alice.get(&server, "/console/access").await;
     assert_eq!(page.status, 200);
@@ -355,7 +358,7 @@ async fn console_access_lists_and_revokes_who_can_act_for_you() {
         .post(
             &server,
             "/console/access/shares/revoke",
-            &[("direction", "granted"), ("user", &bob.user_id)],
+            &[("direction", "granted"), ("email", &bob.email)],
             false,
         )
         .await;
@@ -404,7 +407,7 @@ async fn console_access_lists_and_revokes_who_can_act_for_you() {
         .post(
             &server,
             "/console/access/shares/revoke",
-            &[("direction", "granted"), ("user", &bob.user_id)],
+            &[("direction", "granted"), ("email", &bob.email)],
             true,
         )
         .await;
@@ -476,14 +479,18 @@ async fn shares_and_temporary_urls_through_the_json_api() {
         )
         .await;
     assert_eq!(shared.status, 200, "{}", shared.body);
+    server.accept_invitations(&bob.email, &bob.token).await;
 
+    // Issue 27, finding 4: the owner sees who accepted by address, never an account id.
     let alices = alice.api(&server, "GET", "/api/shares", None).await;
     assert_eq!(alices.status, 200, "{}", alices.body);
     assert_eq!(
         alices.json()["data"],
         json!({
-            "granted": [{"user_id": bob.user_id, "email": "bob@example.com", "permissions": ["chat"]}],
+            "granted": [{"email": "bob@example.com", "permissions": ["chat"], "status": "accepted"}],
             "received": [],
+            "invitations": [],
+            "email_confirmed": false,
         })
     );
     let bobs = bob.api(&server, "GET", "/api/shares", None).await;
@@ -492,6 +499,8 @@ async fn shares_and_temporary_urls_through_the_json_api() {
         json!({
             "granted": [],
             "received": [{"user_id": alice.user_id, "email": "alice@example.com", "permissions": ["chat"]}],
+            "invitations": [],
+            "email_confirmed": true,
         })
     );
     let anonymous = send("GET", &server.url("/api/shares"), &[], None).await;

@@ -202,6 +202,7 @@ async fn console_export_holds_what_was_uploaded_and_no_secret() {
     )
     .await;
     assert_eq!(shared.status, 200, "{}", shared.body);
+    server.accept_invitations(&bob.email, &bob.token).await;
 
     // The page: the e-mail, the links and forms of the DOM contract, small.
     let account = page(&server, "/console/account", &ann.cookie).await;

@@ -1,6 +1,8 @@
 //! The web console end to end in headless Chromium (issue 15): Debian's `chromium`
 //! through playwright-core drives `tests/clients/console_browser.mjs` against
-//! `mirobody-local`: sign up, sign out and in, change the password, upload a genome and a
+//! `mirobody-local`: sign up, sign out and in, change the password, confirm the address
+//! through the link in the mail directory, accept an invitation and offer a share, reset
+//! the password through a mailed link (issue 27), upload a genome and a
 //! readings file (the progress bar to 100 %), the chart, issue 25's numbers read off the
 //! pages (an Apple Health export's day totals of steps, time in range, the glucose profile
 //! at 08:00 and each night's sleep stages, against answers worked out by hand, and the
@@ -24,9 +26,12 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 const REMOTE_TOKEN: &str = "console-remote-bearer-9d3a61";
 
 /// The pages shot at both widths.
-const PAGES: [&str; 14] = [
+const PAGES: [&str; 17] = [
     "signin",
     "signup",
+    "confirm",
+    "forgot",
+    "reset",
     "password",
     "data",
     "indicator",
@@ -194,6 +199,8 @@ fn chromium_walks_the_console_from_sign_up_to_account_deletion() {
             &remote.url(),
             "--remote-token",
             REMOTE_TOKEN,
+            "--mail-dir",
+            server.mail_dir().to_str().unwrap(),
         ],
     );
     println!("console screenshots: {}", shots.display());
@@ -222,6 +229,9 @@ fn chromium_walks_the_console_from_sign_up_to_account_deletion() {
         "signup",
         "signout_signin",
         "password",
+        "confirm_address",
+        "accept_invitation",
+        "forgot_reset",
         "upload_genome",
         "upload_readings",
         "chart",

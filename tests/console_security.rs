@@ -161,7 +161,14 @@ fn console_routes() -> Vec<(&'static str, String)> {
 
 /// Pages a signed-out person may post to (their CSRF is a nonce cookie, not a session).
 fn signed_out(path: &str) -> bool {
-    matches!(path, "/console/signup" | "/console/signin")
+    matches!(
+        path,
+        "/console/signup"
+            | "/console/signin"
+            | "/console/confirm"
+            | "/console/forgot"
+            | "/console/reset"
+    )
 }
 
 /// Whether the session behind `cookie` is still alive (a page, not a redirect).
@@ -209,6 +216,8 @@ async fn every_console_post_refuses_a_missing_or_foreign_csrf_token_and_changes_
         ("url", "http://127.0.0.1:9/mcp"),
         ("auth_type", "none"),
         ("grantee", "mallory-csrf@example.com"),
+        ("token", "a-forged-link-token-of-enough-length"),
+        ("id", "a-forged-invitation-id"),
         ("kind", "health"),
         ("filename", "forged.csv"),
         ("confirm", "yes"),

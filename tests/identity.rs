@@ -192,6 +192,10 @@ async fn b2_a_url_for_another_account_needs_its_chat_share() {
     )
     .await;
     assert_eq!(shared.status, 200, "{}", shared.body);
+    // Issue 27: the share waits as an invitation until the friend accepts it.
+    server
+        .accept_invitations("friend@example.com", &friend_token)
+        .await;
     let allowed = post(
         &server,
         "/personal/mcp",

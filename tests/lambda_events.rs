@@ -53,6 +53,7 @@ async fn every_sample_event_is_served_by_its_function() {
     let app = |group| {
         let config = Config::from_vars(Runtime::Lambda, Vec::new()).unwrap();
         let services = Services {
+            mail: None,
             store: store.clone(),
             keys: None,
             clock: Arc::new(mirobody::clock::SystemClock),

@@ -83,6 +83,9 @@ fn each_function_links_its_groups_needs_only() {
         // S3 only where files are uploaded, imported or exported.
         let s3 = matches!(function, "oauth" | "data" | "console" | "import");
         check(function, &tree, "aws-sdk-s3", s3);
+        // Issue 27: only the functions that send mail (sign-up, reset, invitations).
+        let ses = matches!(function, "oauth" | "console");
+        check(function, &tree, "aws-sdk-sesv2", ses);
 
         // The library's features: the function's own group (the import function has no
         // routes), never the full build or another group's.

@@ -203,6 +203,20 @@ async fn a_grantee_gets_a_url_of_their_own_that_dies_with_the_share() {
     assert_eq!(refused.status, 403, "{}", refused.body);
     let shared = share(&server, &owner_token, "friend@example.com").await;
     assert_eq!(shared["grant_url_active"], false, "{shared}");
+    assert_eq!(shared["status"], "invited", "{shared}");
+    // Issue 27: an invitation grants nothing until the grantee accepts it.
+    let waiting = api(
+        &server,
+        "POST",
+        "/personal/mcp",
+        &friend_token,
+        json!({ "user_id": owner }),
+    )
+    .await;
+    assert_eq!(waiting.status, 403, "{}", waiting.body);
+    server
+        .accept_invitations("friend@example.com", &friend_token)
+        .await;
     let grant = personal_url(&server, &friend_token, json!({ "user_id": owner })).await;
     assert_ne!(grant, owners_url, "the grantee never gets the owner's URL");
     assert_ne!(secret(&grant), secret(&owners_url));
@@ -218,6 +232,7 @@ async fn a_grantee_gets_a_url_of_their_own_that_dies_with_the_share() {
     );
     let listed = share(&server, &owner_token, "friend@example.com").await;
     assert_eq!(listed["grant_url_active"], true, "{listed}");
+    assert_eq!(listed["status"], "accepted", "{listed}");
 
     // Through the grant: the owner's data tools, none of the owner's servers.
     let (status, tools) = tools_at(&server, &grant).await;
@@ -296,7 +311,11 @@ async fn a_grantee_gets_a_url_of_their_own_that_dies_with_the_share() {
     // Sharing again does not revive the old URL; the grantee gets a new one.
     let reshared = share(&server, &owner_token, "friend@example.com").await;
     assert_eq!(reshared["grant_url_active"], false, "{reshared}");
+    assert_eq!(reshared["status"], "invited", "{reshared}");
     assert_eq!(tools_at(&server, &grant).await.0, 404);
+    server
+        .accept_invitations("friend@example.com", &friend_token)
+        .await;
     let renewed = personal_url(&server, &friend_token, json!({ "user_id": owner })).await;
     assert_ne!(renewed, grant);
     assert_ne!(renewed, owners_url);
@@ -327,6 +346,9 @@ async fn a_grantee_revokes_their_own_url_and_the_owners_url_is_untouched() {
     let (owner, owner_token) = sign_up(&server, "owner@example.com").await;
     let (_, friend_token) = sign_up(&server, "friend@example.com").await;
     share(&server, &owner_token, "friend@example.com").await;
+    server
+        .accept_invitations("friend@example.com", &friend_token)
+        .await;
     let owners_url = personal_url(&server, &owner_token, json!({})).await;
     let grant = personal_url(&server, &friend_token, json!({ "user_id": owner })).await;
 
@@ -373,4 +395,407 @@ async fn a_grantee_revokes_their_own_url_and_the_owners_url_is_untouched() {
     assert_eq!(refused.status, 403, "{}", refused.body);
     let revoked = api(&server, "DELETE", "/personal/mcp", &friend_token, long).await;
     assert_eq!(revoked.json()["data"]["revoked"], false, "{}", revoked.body);
+}
+
+// ---------------------------------------------------------------- issue 27
+
+/// `GET /api/shares` as `token` sees it.
+async fn shares_seen(server: &Server, token: &str) -> Value {
+    let reply = api(server, "GET", "/api/shares", token, json!({})).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    reply.json()["data"].clone()
+}
+
+/// `query_health_indicators` for HbA1c through an MCP URL: the answer's text.
+async fn hba1c_at(server: &Server, url: &str) -> String {
+    let reply = call_at(
+        server,
+        url,
+        "query_health_indicators",
+        json!({ "keywords": ["HbA1c"] }),
+    )
+    .await;
+    reply.body
+}
+
+/// Issue 27, finding 1 as written: an attacker signs up as the doctor's address before
+/// the doctor does; the patient shares with that address. The attacker gets nothing:
+/// no listing, no invitation, no delegated URL, no data (the share waits as an
+/// invitation, and only a confirmed address may accept). The real doctor, whose address
+/// it is, takes the account over with "forgot password" (the link reaches the doctor's
+/// mailbox, which also confirms the address and ends the attacker's sessions), accepts,
+/// and reads the patient's HbA1c.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finding_1_a_share_to_an_address_someone_else_registered_first_grants_them_nothing() {
+    let server = Server::start(&[]);
+    let doctor = "dr.house@clinic.example";
+    let (_, attacker_token) = sign_up(&server, doctor).await;
+    let (patient, patient_token) = sign_up(&server, "patient@example.com").await;
+    let mut headers = bearer(&patient_token);
+    headers.push(("content-type".into(), "text/csv".into()));
+    let uploaded = send(
+        "POST",
+        &server.url("/api/data/health"),
+        &headers,
+        Some(CSV.into()),
+    )
+    .await;
+    assert!(uploaded.status < 300, "{}", uploaded.body);
+
+    let shared = share(&server, &patient_token, doctor).await;
+    assert_eq!(shared["status"], "invited", "{shared}");
+
+    // The attacker: no share received, no invitation shown (unconfirmed), no URL.
+    let seen = shares_seen(&server, &attacker_token).await;
+    assert_eq!(seen["received"], json!([]), "{seen}");
+    assert_eq!(seen["invitations"], json!([]), "{seen}");
+    assert_eq!(seen["email_confirmed"], false, "{seen}");
+    let minted = api(
+        &server,
+        "POST",
+        "/personal/mcp",
+        &attacker_token,
+        json!({ "user_id": patient }),
+    )
+    .await;
+    assert_eq!(minted.status, 403, "{}", minted.body);
+    // Even holding an invitation's id (it is only ever in the patient's store and the
+    // doctor's mailbox) an unconfirmed account cannot accept.
+    let accepted = api(
+        &server,
+        "POST",
+        "/api/shares/accept",
+        &attacker_token,
+        json!({ "id": "guessed-invitation-id" }),
+    )
+    .await;
+    assert_eq!(accepted.status, 403, "{}", accepted.body);
+    // Through the attacker's own URL: the attacker's (empty) data, never the patient's.
+    let own = personal_url(&server, &attacker_token, json!({})).await;
+    let answer = hba1c_at(&server, &own).await;
+    assert!(!answer.contains("6.1"), "{answer}");
+
+    // The doctor: the address is taken, so "forgot password"; the link reaches the
+    // doctor's mailbox (the mail directory stands for it).
+    let taken = post_json(
+        &server.url("/auth/signup"),
+        &[],
+        &json!({ "email": doctor, "password": PASSWORD }),
+    )
+    .await;
+    assert_eq!(taken.status, 409, "{}", taken.body);
+    let asked = post_json(
+        &server.url("/auth/forgot"),
+        &[],
+        &json!({ "email": doctor }),
+    )
+    .await;
+    assert_eq!(asked.status, 202, "{}", asked.body);
+    let token = server.mailed_token(doctor, "/console/reset").await;
+    let doctors_password = "the doctor's own new password";
+    let reset = post_json(
+        &server.url("/auth/reset"),
+        &[],
+        &json!({ "token": token, "new_password": doctors_password }),
+    )
+    .await;
+    assert_eq!(reset.status, 200, "{}", reset.body);
+    // The attacker's session and own URL ended with the reset.
+    let after = api(&server, "GET", "/api/shares", &attacker_token, json!({})).await;
+    assert_eq!(after.status, 401, "{}", after.body);
+    assert_eq!(tools_at(&server, &own).await.0, 404);
+
+    // The doctor signs in, is confirmed by the reset, accepts, and reads the HbA1c.
+    let signed_in = post_json(
+        &server.url("/auth/signin"),
+        &[],
+        &json!({ "email": doctor, "password": doctors_password }),
+    )
+    .await;
+    assert_eq!(signed_in.status, 200, "{}", signed_in.body);
+    let doctor_token = signed_in.json()["data"]["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let seen = shares_seen(&server, &doctor_token).await;
+    assert_eq!(seen["email_confirmed"], true, "{seen}");
+    assert_eq!(
+        seen["invitations"][0]["from"], "patient@example.com",
+        "{seen}"
+    );
+    let owners = server.accept_invitations(doctor, &doctor_token).await;
+    assert_eq!(owners[0]["user_id"], patient.as_str());
+    let grant = personal_url(&server, &doctor_token, json!({ "user_id": patient })).await;
+    let answer = hba1c_at(&server, &grant).await;
+    assert!(answer.contains("6.1"), "{answer}");
+    // The patient sees who accepted.
+    let patients = shares_seen(&server, &patient_token).await;
+    assert_eq!(
+        patients["granted"],
+        json!([{ "email": doctor, "permissions": ["chat"], "status": "accepted" }]),
+        "{patients}"
+    );
+}
+
+/// Issue 27, finding 4: share, list and unshare answer alike for an address with a
+/// confirmed account, one with an unconfirmed account and one with none; no answer
+/// carries an account id; a user id given as grantee is refused alike whether or not
+/// it exists, and never answers an e-mail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finding_4_share_list_and_unshare_answer_alike_for_every_address() {
+    let server = Server::start(&[]);
+    let (owner, owner_token) = sign_up(&server, "owner@example.com").await;
+    let (confirmed_id, _) = sign_up(&server, "confirmed@example.com").await;
+    server.confirm_address("confirmed@example.com").await;
+    let (unconfirmed_id, _) = sign_up(&server, "unconfirmed@example.com").await;
+    let addresses = [
+        "confirmed@example.com",
+        "unconfirmed@example.com",
+        "nobody@example.com",
+    ];
+    let body_for = |reply: &Reply, address: &str| reply.body.replace(address, "<address>");
+
+    let mut shared = Vec::new();
+    for address in addresses {
+        let body = json!({ "grantee": address, "permissions": ["chat"] });
+        let reply = api(&server, "POST", "/api/shares", &owner_token, body).await;
+        shared.push((reply.status, body_for(&reply, address)));
+    }
+    assert!(shared.iter().all(|s| s == &shared[0]), "{shared:?}");
+    assert_eq!(shared[0].0, 200);
+
+    let listed = shares_seen(&server, &owner_token).await;
+    let granted = listed["granted"].as_array().unwrap();
+    assert_eq!(granted.len(), 3, "{listed}");
+    for entry in granted {
+        let address = entry["email"].as_str().unwrap();
+        let mut shape = entry.clone();
+        shape["email"] = json!("<address>");
+        shape["invited_at"] = json!(0);
+        assert_eq!(
+            shape,
+            json!({ "email": "<address>", "permissions": ["chat"], "status": "pending", "invited_at": 0 }),
+            "{address}"
+        );
+    }
+    for id in [&owner, &confirmed_id, &unconfirmed_id] {
+        assert!(!listed.to_string().contains(id.as_str()), "{listed}");
+    }
+
+    let mut unshared = Vec::new();
+    for address in addresses {
+        let reply = api(
+            &server,
+            "DELETE",
+            "/api/shares",
+            &owner_token,
+            json!({ "grantee": address }),
+        )
+        .await;
+        unshared.push((reply.status, body_for(&reply, address)));
+    }
+    assert!(unshared.iter().all(|s| s == &unshared[0]), "{unshared:?}");
+    assert_eq!(unshared[0].0, 200);
+
+    // A user id as grantee: the same refusal for an account's id and a made-up one.
+    let mut by_id = Vec::new();
+    for (method, id) in [
+        ("POST", confirmed_id.as_str()),
+        ("POST", "u_doesnotexist00"),
+        ("DELETE", confirmed_id.as_str()),
+        ("DELETE", "u_doesnotexist00"),
+    ] {
+        let body = json!({ "grantee": id, "permissions": ["chat"] });
+        let reply = api(&server, method, "/api/shares", &owner_token, body).await;
+        assert!(
+            !reply.body.contains("confirmed@example.com"),
+            "{}",
+            reply.body
+        );
+        by_id.push((method, reply.status, reply.body.replace(id, "<id>")));
+    }
+    assert_eq!(by_id[0].1, 400);
+    assert_eq!(by_id[0], by_id[1]);
+    assert_eq!(by_id[2], by_id[3]);
+}
+
+/// Issue 27: the whole e-mail flow, end to end through the local mail directory: sign
+/// up (a confirmation mail), confirm (the link works once), share (an invitation mail),
+/// accept, forgot password (the same answer for an unknown address, which gets no mail),
+/// reset (the link works once; every session and the personal URL end; the old
+/// password is refused). No message carries health data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_whole_mail_flow_runs_through_the_mail_directory() {
+    let server = Server::start(&[]);
+    let (owner, owner_token) = sign_up(&server, "alice@example.com").await;
+    let mut headers = bearer(&owner_token);
+    headers.push(("content-type".into(), "text/csv".into()));
+    let uploaded = send(
+        "POST",
+        &server.url("/api/data/health"),
+        &headers,
+        Some(CSV.into()),
+    )
+    .await;
+    assert!(uploaded.status < 300, "{}", uploaded.body);
+
+    // Sign up: an unconfirmed account and one confirmation mail.
+    let body = json!({ "email": "bob@example.com", "password": PASSWORD });
+    let signed_up = post_json(&server.url("/auth/signup"), &[], &body).await;
+    assert_eq!(signed_up.status, 201, "{}", signed_up.body);
+    let data = signed_up.json()["data"].clone();
+    assert_eq!(data["email_confirmed"], false, "{data}");
+    assert_eq!(data["confirmation_sent"], true, "{data}");
+    let bob_token = data["token"].as_str().unwrap().to_string();
+    assert_eq!(server.mails_to("bob@example.com").len(), 1);
+    let token = server
+        .mailed_token("bob@example.com", "/console/confirm")
+        .await;
+    let confirm = |token: String| {
+        let server = &server;
+        async move {
+            post_json(
+                &server.url("/auth/confirm"),
+                &[],
+                &json!({ "token": token }),
+            )
+            .await
+        }
+    };
+    assert_eq!(confirm(token.clone()).await.status, 200);
+    let again = confirm(token).await;
+    assert_eq!(
+        again.status, 400,
+        "a confirmation link works once: {}",
+        again.body
+    );
+    assert_eq!(
+        shares_seen(&server, &bob_token).await["email_confirmed"],
+        true
+    );
+
+    // Share: an invitation mail to Bob, naming Alice, linking to the console.
+    share(&server, &owner_token, "bob@example.com").await;
+    let invitation = server
+        .mails_to("bob@example.com")
+        .into_iter()
+        .find(|mail| mail.contains("alice@example.com"))
+        .expect("an invitation mail");
+    assert!(invitation.contains("/console/access"), "{invitation}");
+    let owners = server
+        .accept_invitations("bob@example.com", &bob_token)
+        .await;
+    assert_eq!(
+        owners,
+        vec![json!({ "user_id": owner, "email": "alice@example.com" })]
+    );
+    let grant = personal_url(&server, &bob_token, json!({ "user_id": owner })).await;
+    assert!(hba1c_at(&server, &grant).await.contains("6.1"));
+
+    // Forgot password: the same answer for an unknown address, which gets no mail.
+    let before = server.mails().len();
+    let unknown = post_json(
+        &server.url("/auth/forgot"),
+        &[],
+        &json!({ "email": "nobody@example.com" }),
+    )
+    .await;
+    let known = post_json(
+        &server.url("/auth/forgot"),
+        &[],
+        &json!({ "email": "bob@example.com" }),
+    )
+    .await;
+    assert_eq!(unknown.status, 202);
+    assert_eq!(
+        (unknown.status, unknown.body.clone()),
+        (known.status, known.body.clone())
+    );
+    let token = server
+        .mailed_token("bob@example.com", "/console/reset")
+        .await;
+    assert_eq!(server.mails().len(), before + 1, "only Bob got a mail");
+    assert!(server.mails_to("nobody@example.com").is_empty());
+
+    // Reset: a new password, every session and Bob's URLs ended; the link works once.
+    let bobs_url = personal_url(&server, &bob_token, json!({})).await;
+    let new_password = "bob's brand new password";
+    let reset = |token: String| {
+        let server = &server;
+        async move {
+            post_json(
+                &server.url("/auth/reset"),
+                &[],
+                &json!({ "token": token, "new_password": new_password }),
+            )
+            .await
+        }
+    };
+    assert_eq!(reset(token.clone()).await.status, 200);
+    assert_eq!(reset(token).await.status, 400, "a reset link works once");
+    let after = api(&server, "GET", "/api/shares", &bob_token, json!({})).await;
+    assert_eq!(after.status, 401, "the old session ended: {}", after.body);
+    assert_eq!(
+        tools_at(&server, &bobs_url).await.0,
+        404,
+        "the personal URL ended"
+    );
+    let old = post_json(
+        &server.url("/auth/signin"),
+        &[],
+        &json!({ "email": "bob@example.com", "password": PASSWORD }),
+    )
+    .await;
+    assert_eq!(old.status, 401, "{}", old.body);
+    let new = post_json(
+        &server.url("/auth/signin"),
+        &[],
+        &json!({ "email": "bob@example.com", "password": new_password }),
+    )
+    .await;
+    assert_eq!(new.status, 200, "{}", new.body);
+
+    // A forged or made-up link does nothing.
+    let forged = post_json(
+        &server.url("/auth/reset"),
+        &[],
+        &json!({ "token": "A".repeat(43), "new_password": "attacker chosen password" }),
+    )
+    .await;
+    assert_eq!(forged.status, 400, "{}", forged.body);
+
+    // No message carries health data: no indicator, value, unit or lab.
+    for mail in server.mails() {
+        for health in ["HbA1c", "6.1", "Glucose", "mg/dL", "City Lab"] {
+            assert!(!mail.contains(health), "a mail carries {health:?}: {mail}");
+        }
+    }
+}
+
+/// Reset requests count against the abuse limits: past ten an hour from one source
+/// the answer is 429 whatever the address; past three an hour for one address the
+/// answer is unchanged and no more mail goes out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_requests_are_limited_per_source_and_per_address() {
+    let server = Server::start(&[]);
+    sign_up(&server, "carol@example.com").await;
+    let ask = |email: &'static str| {
+        let server = &server;
+        async move { post_json(&server.url("/auth/forgot"), &[], &json!({ "email": email })).await }
+    };
+    for _ in 0..5 {
+        assert_eq!(ask("carol@example.com").await.status, 202);
+    }
+    let resets = server
+        .mails_to("carol@example.com")
+        .iter()
+        .filter(|mail| mail.contains("/console/reset?token="))
+        .count();
+    assert_eq!(resets, 3, "three reset mails an hour per address");
+    for _ in 0..5 {
+        assert_eq!(ask("nobody@example.com").await.status, 202);
+    }
+    let limited = ask("carol@example.com").await;
+    assert_eq!(limited.status, 429, "{}", limited.body);
+    assert_eq!(ask("someone-else@example.com").await.status, 429);
 }

@@ -423,18 +423,23 @@ async fn sharing_is_not_an_account_oracle() {
             existing.body
         );
         assert_eq!(existing.json()["data"]["grantee"], "friend@example.com");
-        // Named by user id, a known and an unknown id answer alike too.
+        // Named by user id, a known and an unknown id are refused alike (issue 27:
+        // a grantee is an address), and never with the account's e-mail.
         let by_id = share(method, friend.clone()).await;
         let unknown_id = share(method, "u_doesnotexist".into()).await;
-        assert_eq!((by_id.status, unknown_id.status), (200, 200));
+        assert_eq!((by_id.status, unknown_id.status), (400, 400));
         assert_eq!(
             by_id.body.replace(&friend, "u_doesnotexist"),
             unknown_id.body
         );
+        assert!(!by_id.body.contains("friend@example.com"), "{}", by_id.body);
     }
     // The legitimate use still works: share, the grantee gets the URL; unshare, refused.
     let shared = share("POST", "friend@example.com".into()).await;
     assert_eq!(shared.status, 200, "{}", shared.body);
+    server
+        .accept_invitations("friend@example.com", &friend_token)
+        .await;
     let personal = |token: String| {
         let server = &server;
         let owner = owner.clone();

@@ -17,11 +17,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::clock::Clock;
-use crate::domain::{Account, UrlGrant};
+use crate::domain::{Account, Invitation, UrlGrant};
 use crate::http::{self as web, ApiError};
 use crate::identity::{
     Caller, Claims, Jwts, MIN_PASSWORD, McpUrls, Passwords, Quota, SignIn, random_secret,
 };
+use crate::mail::{Letter, MailSender};
 use crate::store::{AccountStore, Created, TokenChange};
 
 /// Lifetime of a token from sign-in.
@@ -37,12 +38,24 @@ const SIGN_UPS: Quota = Quota {
 /// The permission B2 checks before minting a URL for another account.
 pub(crate) const CHAT_PERMISSION: &str = "chat";
 
+/// Invitations one owner may send in a day (issue 27): each is a mail to an address the
+/// owner names.
+const INVITATIONS: Quota = Quota {
+    kind: "invite-owner",
+    allowed: 50,
+    window_secs: 24 * 3600,
+};
+
 pub(crate) struct AccountApi {
     pub store: Arc<dyn AccountStore>,
     pub jwts: Arc<Jwts>,
     pub urls: Arc<McpUrls>,
     pub clock: Arc<dyn Clock>,
     pub passwords: Arc<Passwords>,
+    /// How mail leaves (issue 27); `None`: no mail is sent.
+    pub mail: Option<Arc<dyn MailSender>>,
+    /// The public origin the links in mail point at (the console's).
+    pub origin: String,
 }
 
 /// The success envelope, shared with the data API.
@@ -105,7 +118,7 @@ fn refuse_hidden_characters(field: &'static str, raw: &str) -> Result<(), ApiErr
     Ok(())
 }
 
-fn normalise_email(raw: &str) -> Option<String> {
+pub(crate) fn normalise_email(raw: &str) -> Option<String> {
     let email = raw.trim().to_lowercase();
     let (local, domain) = email.split_once('@')?;
     let valid = !local.is_empty()
@@ -149,6 +162,45 @@ fn not_shared() -> ApiError {
     )
 }
 
+fn no_invitation() -> ApiError {
+    ApiError::refused(
+        StatusCode::NOT_FOUND,
+        "there is no such invitation to your address (it may have been withdrawn)",
+    )
+}
+
+fn unconfirmed() -> ApiError {
+    ApiError::refused(
+        StatusCode::FORBIDDEN,
+        "confirm your e-mail address first: open the link we mailed you",
+    )
+}
+
+/// A share's grantee: an e-mail address (normalised); anything else, a user id
+/// included, is refused with the same words whatever it names (finding 4).
+fn grantee_address(who: &str) -> Result<String, ApiError> {
+    normalise_email(who).ok_or_else(|| {
+        ApiError::refused(StatusCode::BAD_REQUEST, "grantee must be an e-mail address")
+    })
+}
+
+/// What sharing with an address came to.
+pub(crate) enum ShareStatus {
+    /// The address has an invitation (whether or not it has an account).
+    Invited,
+    /// The owner already shares with the account that accepted: its id.
+    Accepted(String),
+}
+
+impl ShareStatus {
+    fn word(&self) -> &'static str {
+        match self {
+            ShareStatus::Invited => "invited",
+            ShareStatus::Accepted(_) => "accepted",
+        }
+    }
+}
+
 fn bad_body() -> ApiError {
     ApiError::refused(
         StatusCode::BAD_REQUEST,
@@ -157,7 +209,7 @@ fn bad_body() -> ApiError {
 }
 
 /// A new password's bounds: [`MIN_PASSWORD`] characters, at most 1 KiB.
-fn refuse_weak_password(password: &str) -> Result<(), ApiError> {
+pub(crate) fn refuse_weak_password(password: &str) -> Result<(), ApiError> {
     if password.chars().count() < MIN_PASSWORD || password.len() > 1024 {
         return Err(ApiError::refused(
             StatusCode::BAD_REQUEST,
@@ -187,20 +239,32 @@ impl AccountApi {
         source: Option<IpAddr>,
     ) -> Result<Response<Bytes>, ApiError> {
         let request = serde_json::from_slice::<Credentials>(body).map_err(|_| bad_credentials())?;
-        let user_id = self
+        let (user_id, confirmation_sent) = self
             .create_account(&request.email, request.password, source)
             .await?;
-        Ok(self.token_response(StatusCode::CREATED, &user_id, 0))
+        let token = self
+            .jwts
+            .session(&user_id, 0, SESSION_TOKEN_SECS, self.clock.now());
+        Ok(ok(
+            StatusCode::CREATED,
+            json!({
+                "user_id": user_id, "token": token, "token_type": "Bearer",
+                "expires_in": SESSION_TOKEN_SECS,
+                // Issue 27: the address is unproven until the mailed link is used.
+                "email_confirmed": false, "confirmation_sent": confirmation_sent,
+            }),
+        ))
     }
 
     /// A new account for `email` and `password` (checked, limited per source address,
-    /// hashed): its user id. The JSON API and the console both sign up here.
+    /// hashed), unconfirmed, and the confirmation link mailed: its user id and whether
+    /// the mail went. The JSON API and the console both sign up here.
     pub(crate) async fn create_account(
         &self,
         email: &str,
         password: String,
         source: Option<IpAddr>,
-    ) -> Result<String, ApiError> {
+    ) -> Result<(String, bool), ApiError> {
         refuse_hidden_characters("email", email)?;
         let Some(email) = normalise_email(email) else {
             return Err(ApiError::refused(
@@ -227,9 +291,13 @@ impl AccountApi {
             email,
             password_hash,
             created_at: self.clock.now(),
+            email_confirmed: false,
         };
         match self.store.create_account(&account).await? {
-            Created::Created => Ok(account.user_id),
+            Created::Created => {
+                let sent = self.send_confirmation(&account).await?;
+                Ok((account.user_id, sent))
+            }
             Created::EmailTaken => Err(ApiError::refused(
                 StatusCode::CONFLICT,
                 "an account with this e-mail already exists; sign in instead",
@@ -390,6 +458,14 @@ impl AccountApi {
         }
     }
 
+    /// `POST /api/shares` `{"grantee": <e-mail>}` (issue 27, findings 1 and 4): no grant
+    /// is made here. The address gets an invitation (a mail with a link to the console)
+    /// that a confirmed account with exactly that address accepts; only then is there a
+    /// share. Answers the same whether or not the address has an account
+    /// (`"status": "invited"`); `"accepted"` only when the owner already shares with the
+    /// account that accepted an invitation to that address (the owner's list shows it
+    /// anyway), whose permissions are then replaced. A grantee that is not an e-mail
+    /// address (a user id) is refused alike for every value.
     pub(crate) async fn share(
         &self,
         caller: &Caller,
@@ -406,25 +482,96 @@ impl AccountApi {
                 "the only permission that can be shared is \"chat\"",
             ));
         }
-        let (named, grantee) = self.grantee(&request.grantee).await?;
-        let mut grant_url_active = false;
-        if let Some(grantee) = grantee {
-            self.store
-                .put_share(&caller.user_id, &grantee.user_id, &permissions)
-                .await?;
-            grant_url_active = self
-                .urls
-                .delegated_active(&caller.user_id, &grantee.user_id, self.clock.now())
-                .await?;
-        }
+        let email = grantee_address(&request.grantee)?;
+        let status = self
+            .offer_share(&caller.user_id, &email, &permissions)
+            .await?;
+        let grant_url_active = match &status {
+            ShareStatus::Accepted(grantee) => {
+                self.urls
+                    .delegated_active(&caller.user_id, grantee, self.clock.now())
+                    .await?
+            }
+            ShareStatus::Invited => false,
+        };
         Ok(ok(
             StatusCode::OK,
-            json!({ "grantee": named, "permissions": permissions, "grant_url_active": grant_url_active }),
+            json!({
+                "grantee": email, "permissions": permissions, "status": status.word(),
+                "grant_url_active": grant_url_active,
+            }),
         ))
     }
 
-    /// Ends a share and the grantee's delegated URL on it, in one store transaction (B2);
-    /// answers the same whether or not the grantee has an account.
+    /// Shares `permissions` with whoever proves `email`: replaces an accepted share's
+    /// permissions, else writes the invitation and mails it (within the owner's daily
+    /// limit). The console and the JSON API both share here.
+    pub(crate) async fn offer_share(
+        &self,
+        owner: &str,
+        email: &str,
+        permissions: &[String],
+    ) -> Result<ShareStatus, ApiError> {
+        let owner_account = self.store.account(owner).await?;
+        if owner_account.as_ref().is_some_and(|a| a.email == email) {
+            return Err(ApiError::refused(
+                StatusCode::BAD_REQUEST,
+                "that is your own address",
+            ));
+        }
+        if let Some(grantee) = self.accepted_grantee(owner, email).await? {
+            self.store.put_share(owner, &grantee, permissions).await?;
+            return Ok(ShareStatus::Accepted(grantee));
+        }
+        let now = self.clock.now();
+        if let Some(retry_after) = INVITATIONS
+            .spend_on(self.store.as_ref(), owner, now)
+            .await?
+        {
+            return Err(ApiError::TooMany {
+                msg: "too many invitations today; try again tomorrow",
+                retry_after,
+            });
+        }
+        let invitation = Invitation {
+            id: random_secret(12),
+            owner: owner.to_string(),
+            email: email.to_string(),
+            permissions: permissions.to_vec(),
+            created_at: now,
+        };
+        self.store.put_invitation(&invitation).await?;
+        if let (Some(mail), Some(owner_account)) = (&self.mail, owner_account) {
+            let link = format!("{}/console/access#invitations", self.origin);
+            let letter = Letter::Invitation {
+                owner_email: &owner_account.email,
+                owner_confirmed: owner_account.email_confirmed,
+                link: &link,
+            };
+            if let Err(error) = mail.send(&letter.to(email)).await {
+                tracing::warn!(%error, "invitation mail not sent");
+            }
+        }
+        Ok(ShareStatus::Invited)
+    }
+
+    /// The account `owner` already shares with under `email`: the account with that
+    /// address, if the owner's shares name it.
+    async fn accepted_grantee(&self, owner: &str, email: &str) -> Result<Option<String>, ApiError> {
+        let Some(account) = self.store.account_by_email(email).await? else {
+            return Ok(None);
+        };
+        Ok(self
+            .store
+            .share(owner, &account.user_id)
+            .await?
+            .map(|_| account.user_id))
+    }
+
+    /// `DELETE /api/shares` `{"grantee": <e-mail>}`: withdraws the invitation to that
+    /// address and ends the share with the account that accepted it (with the grantee's
+    /// delegated URL, in one store transaction, B2); answers the same whatever the
+    /// address.
     pub(crate) async fn unshare(
         &self,
         caller: &Caller,
@@ -432,37 +579,74 @@ impl AccountApi {
     ) -> Result<Response<Bytes>, ApiError> {
         let request = parse::<ShareRequest>(body, false).ok_or_else(bad_body)?;
         refuse_hidden_characters("grantee", &request.grantee)?;
-        let (named, grantee) = self.grantee(&request.grantee).await?;
-        if let Some(grantee) = grantee {
-            self.store
-                .delete_share(&caller.user_id, &grantee.user_id)
-                .await?;
-        }
+        let email = grantee_address(&request.grantee)?;
+        self.end_share(&caller.user_id, &email).await?;
         Ok(ok(
             StatusCode::OK,
-            json!({ "grantee": named, "permissions": [], "grant_url_active": false }),
+            json!({ "grantee": email, "permissions": [], "status": "ended", "grant_url_active": false }),
         ))
     }
 
-    /// A grantee is named by e-mail or by user id: the name as the caller gave it
-    /// (normalised), and the account, if there is one.
-    async fn grantee(&self, who: &str) -> Result<(String, Option<Account>), ApiError> {
-        match normalise_email(who) {
-            Some(email) => {
-                let found = self.store.account_by_email(&email).await?;
-                Ok((email, found))
-            }
-            None => {
-                let id = who.trim();
-                if id.is_empty() {
-                    return Err(ApiError::refused(
-                        StatusCode::BAD_REQUEST,
-                        "grantee must be an e-mail address or a user id",
-                    ));
-                }
-                Ok((id.to_string(), self.store.account(id).await?))
-            }
+    /// Ends what `owner` offered `email`: the invitation and the accepted share.
+    pub(crate) async fn end_share(&self, owner: &str, email: &str) -> Result<(), ApiError> {
+        self.store.delete_invitation(owner, email).await?;
+        if let Some(grantee) = self.accepted_grantee(owner, email).await? {
+            self.store.delete_share(owner, &grantee).await?;
         }
+        Ok(())
+    }
+
+    /// Accepts invitation `id` for the caller (issue 27): only a confirmed account, and
+    /// only an invitation to its own address. The owner's id and address (the grantee
+    /// needs the id for `POST /personal/mcp`).
+    pub(crate) async fn accept_invitation(
+        &self,
+        user_id: &str,
+        id: &str,
+    ) -> Result<(String, Option<String>), ApiError> {
+        let account = self
+            .store
+            .account(user_id)
+            .await?
+            .ok_or_else(no_invitation)?;
+        if !account.email_confirmed {
+            return Err(unconfirmed());
+        }
+        if id.is_empty() || id.len() > MAX_USER_ID {
+            return Err(no_invitation());
+        }
+        let invitation = self
+            .store
+            .accept_invitation(&account.email, id, user_id)
+            .await?
+            .ok_or_else(no_invitation)?;
+        let owner_email = self
+            .store
+            .account(&invitation.owner)
+            .await?
+            .map(|a| a.email);
+        Ok((invitation.owner, owner_email))
+    }
+
+    /// `POST /api/shares/accept` `{"id"}`.
+    pub(crate) async fn accept_api(
+        &self,
+        caller: &Caller,
+        body: &[u8],
+    ) -> Result<Response<Bytes>, ApiError> {
+        #[derive(Deserialize)]
+        struct Accept {
+            id: String,
+        }
+        let request = serde_json::from_slice::<Accept>(body)
+            .map_err(|_| ApiError::refused(StatusCode::BAD_REQUEST, "send {\"id\": …}"))?;
+        let (owner, email) = self
+            .accept_invitation(&caller.user_id, request.id.trim())
+            .await?;
+        Ok(ok(
+            StatusCode::OK,
+            json!({ "accepted": true, "owner": { "user_id": owner, "email": email } }),
+        ))
     }
 
     /// B1/B2: the caller's personal URL; with `{"user_id": <owner>}` for an owner who
@@ -515,6 +699,19 @@ pub(crate) struct ShareView {
     pub permissions: Vec<String>,
 }
 
+/// What `shares_of` answers: the console's access page and `GET /api/shares`.
+pub(crate) struct SharesOverview {
+    /// Accepted shares the user granted (the grantee who accepted, by e-mail).
+    pub granted: Vec<ShareView>,
+    /// Invitations the user sent that nobody accepted yet.
+    pub pending: Vec<Invitation>,
+    /// Shares the user received.
+    pub received: Vec<ShareView>,
+    /// Invitations to the user's confirmed address, each with the owner's address.
+    pub invitations: Vec<(Invitation, Option<String>)>,
+    pub email_confirmed: bool,
+}
+
 /// Who can act for a user (issue 15): the typed cores the console's access page and
 /// `GET /api/shares`, `GET /api/user/urls`, `DELETE /api/user/urls/{id}` share.
 impl AccountApi {
@@ -534,17 +731,36 @@ impl AccountApi {
         Ok(views)
     }
 
-    /// The shares `user_id` granted and received, each by the other person.
-    pub(crate) async fn shares_of(
-        &self,
-        user_id: &str,
-    ) -> Result<(Vec<ShareView>, Vec<ShareView>), ApiError> {
+    /// Everything shared by and with `user_id` (issue 27): accepted shares both ways,
+    /// the invitations the user sent that wait, and the invitations waiting for the
+    /// user's address (only once it is confirmed: an unconfirmed account receives none).
+    pub(crate) async fn shares_of(&self, user_id: &str) -> Result<SharesOverview, ApiError> {
+        let account = self.store.account(user_id).await?;
         let granted = self.store.shares_granted(user_id).await?;
         let received = self.store.shares_received(user_id).await?;
-        Ok((
-            self.share_views(granted).await?,
-            self.share_views(received).await?,
-        ))
+        let pending = self.store.invitations_sent(user_id).await?;
+        let email_confirmed = account.as_ref().is_some_and(|a| a.email_confirmed);
+        let mut invitations = Vec::new();
+        if let Some(account) = account.filter(|a| a.email_confirmed) {
+            for invitation in self.store.invitations_for(&account.email).await? {
+                if invitation.owner == user_id {
+                    continue;
+                }
+                let from = self
+                    .store
+                    .account(&invitation.owner)
+                    .await?
+                    .map(|a| a.email);
+                invitations.push((invitation, from));
+            }
+        }
+        Ok(SharesOverview {
+            granted: self.share_views(granted).await?,
+            pending,
+            received: self.share_views(received).await?,
+            invitations,
+            email_confirmed,
+        })
     }
 
     /// The user's live temporary URLs: (id, grant), soonest expiry first. The id is the
@@ -578,19 +794,40 @@ impl AccountApi {
         }
     }
 
-    /// `GET /api/shares`: `{granted: [...], received: [...]}`, each `{user_id, email,
-    /// permissions}`.
+    /// `GET /api/shares` (issue 27): `granted` (what the caller offers: `{email,
+    /// permissions, status: "accepted" | "pending", invited_at?}`, by address and never
+    /// an account id, finding 4), `received` (`{user_id, email, permissions}` of the
+    /// owners who share with the caller: the id is what `POST /personal/mcp` takes),
+    /// `invitations` waiting for the caller's confirmed address (`{id, from,
+    /// permissions, invited_at}`) and `email_confirmed`.
     pub(crate) async fn list_shares(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
-        let (granted, received) = self.shares_of(&caller.user_id).await?;
-        let json_of = |views: Vec<ShareView>| -> Vec<Value> {
-            views
-                .into_iter()
-                .map(|v| json!({"user_id": v.user_id, "email": v.email, "permissions": v.permissions}))
-                .collect()
-        };
+        let overview = self.shares_of(&caller.user_id).await?;
+        let mut granted: Vec<Value> = overview
+            .granted
+            .into_iter()
+            .map(|v| json!({"email": v.email, "permissions": v.permissions, "status": "accepted"}))
+            .collect();
+        granted.extend(overview.pending.into_iter().map(|i| {
+            json!({"email": i.email, "permissions": i.permissions, "status": "pending", "invited_at": i.created_at})
+        }));
+        let received: Vec<Value> = overview
+            .received
+            .into_iter()
+            .map(|v| json!({"user_id": v.user_id, "email": v.email, "permissions": v.permissions}))
+            .collect();
+        let invitations: Vec<Value> = overview
+            .invitations
+            .into_iter()
+            .map(|(i, from)| {
+                json!({"id": i.id, "from": from, "permissions": i.permissions, "invited_at": i.created_at})
+            })
+            .collect();
         Ok(ok(
             StatusCode::OK,
-            json!({"granted": json_of(granted), "received": json_of(received)}),
+            json!({
+                "granted": granted, "received": received, "invitations": invitations,
+                "email_confirmed": overview.email_confirmed,
+            }),
         ))
     }
 

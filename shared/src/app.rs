@@ -102,6 +102,7 @@ impl App {
             keys,
             clock,
             objects,
+            mail,
         } = services;
         let uploads = Arc::new(UploadsApi {
             store: store.clone(),
@@ -151,6 +152,8 @@ impl App {
                 urls: urls.clone(),
                 clock: clock.clone(),
                 passwords: passwords.clone(),
+                mail: mail.clone(),
+                origin: origin.clone(),
             });
             let form_key: [u8; 32] =
                 Sha256::digest([&keys.seal[..], b"mirobody form v1"].concat()).into();
@@ -623,6 +626,17 @@ impl App {
                     .sign_in(body, web::source_of(request))
                     .await?
             }
+            Handler::AddressConfirm => self.accounts()?.confirm_api(body).await?,
+            Handler::AddressConfirmResend => {
+                self.accounts()?.resend_confirmation_api(user()?).await?
+            }
+            Handler::PasswordForgot => {
+                self.accounts()?
+                    .forgot_api(body, web::source_of(request))
+                    .await?
+            }
+            Handler::PasswordReset => self.accounts()?.reset_api(body).await?,
+            Handler::ShareAccept => self.accounts()?.accept_api(user()?, body).await?,
             Handler::ShareGrant => self.accounts()?.share(user()?, body).await?,
             Handler::ShareRevoke => self.accounts()?.unshare(user()?, body).await?,
             Handler::CheckState => {

@@ -45,6 +45,7 @@ fn app(keys: bool) -> Fixture {
     let vars = [("MIROBODY_DATA_DIR".to_string(), dir.display().to_string())];
     let config = Config::from_vars(Runtime::Local, vars).unwrap();
     let services = Services {
+        mail: None,
         store,
         keys: keys.then_some(Keys {
             jwt: [1; 32],

@@ -83,6 +83,15 @@ pub struct Config {
     /// `MCP_ALLOWED_ORIGINS` (issue 16, item 6): browser origins beyond loopback and the
     /// public URL that may call the bearer-token routes (`/mcp`, the API), or any origin.
     pub allowed_origins: AllowedOrigins,
+    /// `MIROBODY_MAIL_DIR` (local only): where the local server writes each message it
+    /// sends (issue 27); `<data dir>/mail` unless set.
+    pub mail_dir: Option<PathBuf>,
+    /// `MIROBODY_MAIL_FROM` (deployed): the SES identity (a verified address) mail is sent
+    /// from; without it a deployed function sends no mail.
+    pub mail_from: Option<String>,
+    /// `MIROBODY_SES_CONFIGURATION_SET`: the SES configuration set whose event
+    /// destination receives bounces and complaints (README "E-mail").
+    pub ses_configuration_set: Option<String>,
 }
 
 /// `MCP_ALLOWED_ORIGINS`: a comma-separated list of origins (`scheme://host[:port]`,
@@ -305,6 +314,28 @@ impl Config {
                     }
                 },
             },
+            mail_dir: match (get("MIROBODY_MAIL_DIR"), runtime) {
+                (Some(_), Runtime::Lambda) => {
+                    return Err(bad(
+                        "MIROBODY_MAIL_DIR",
+                        "Lambda functions send mail through SES (MIROBODY_MAIL_FROM)",
+                    ));
+                }
+                (dir, _) => dir.map(PathBuf::from),
+            },
+            mail_from: match get("MIROBODY_MAIL_FROM") {
+                None => None,
+                Some(from) if from.contains('@') && !from.chars().any(char::is_control) => {
+                    Some(from.to_string())
+                }
+                Some(_) => {
+                    return Err(bad(
+                        "MIROBODY_MAIL_FROM",
+                        "must be the verified SES sender address",
+                    ));
+                }
+            },
+            ses_configuration_set: get("MIROBODY_SES_CONFIGURATION_SET").map(String::from),
             allowed_origins: get("MCP_ALLOWED_ORIGINS")
                 .map(parse_allowed_origins)
                 .transpose()?
@@ -321,6 +352,13 @@ impl Config {
             fixtures,
             require_auth,
         })
+    }
+
+    /// Where the local server writes the messages it sends (issue 27).
+    pub fn local_mail_dir(&self) -> PathBuf {
+        self.mail_dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("mail"))
     }
 
     /// The origin to put in absolute URLs: the configured public URL, else the

@@ -33,6 +33,8 @@ mod hashing;
 pub mod http;
 pub mod identity;
 mod imports;
+pub mod mail;
+mod mailed_links;
 mod mcp;
 mod oauth;
 pub mod observe;

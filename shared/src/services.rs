@@ -13,6 +13,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, Runtime};
 use crate::domain::Genome;
 use crate::identity::{Jwts, KeyError, Keys};
+use crate::mail::{MailDirectory, MailError, MailSender};
 use crate::store::{Store, StoreError, UploadObjects, open_store, open_upload_objects};
 
 /// What the app is built on: built once per cold start by the binary that runs it.
@@ -24,6 +25,10 @@ pub struct Services {
     pub clock: Arc<dyn Clock>,
     /// Where uploaded files wait for their import (issue 14).
     pub objects: Arc<dyn UploadObjects>,
+    /// How mail leaves (issue 27): SES deployed, a directory locally; `None` when this
+    /// process sends none (a function without `MIROBODY_MAIL_FROM` or the `mail`
+    /// feature): then no confirmation, reset or invitation mail goes out.
+    pub mail: Option<Arc<dyn MailSender>>,
 }
 
 /// Why the services could not be opened. Shows the underlying message unchanged.
@@ -31,6 +36,7 @@ pub struct Services {
 pub enum StartupError {
     Store(StoreError),
     Keys(KeyError),
+    Mail(MailError),
 }
 
 impl std::fmt::Display for StartupError {
@@ -38,6 +44,7 @@ impl std::fmt::Display for StartupError {
         match self {
             StartupError::Store(error) => error.fmt(f),
             StartupError::Keys(error) => error.fmt(f),
+            StartupError::Mail(error) => write!(f, "MIROBODY_MAIL_DIR: {error}"),
         }
     }
 }
@@ -73,11 +80,13 @@ impl Services {
         let store = open_store(config).await?;
         let keys = load_keys(config).await?;
         let objects = open_upload_objects(config).await?;
+        let mail = open_mail(config).await?;
         Ok(Services {
             store,
             keys,
             clock: Arc::new(SystemClock),
             objects,
+            mail,
         })
     }
 
@@ -131,6 +140,30 @@ impl Services {
             genomes,
             canonical,
         })
+    }
+}
+
+/// The mail directory locally; SES from `MIROBODY_MAIL_FROM` in Lambda (once per cold
+/// start), or no mail without it.
+async fn open_mail(config: &Config) -> Result<Option<Arc<dyn MailSender>>, StartupError> {
+    match config.runtime {
+        Runtime::Local => {
+            let directory =
+                MailDirectory::open(config.local_mail_dir()).map_err(StartupError::Mail)?;
+            Ok(Some(Arc::new(directory)))
+        }
+        Runtime::Lambda => {
+            #[cfg(feature = "mail")]
+            if let Some(from) = &config.mail_from {
+                let ses = crate::mail::SesSender::from_env(
+                    from.clone(),
+                    config.ses_configuration_set.clone(),
+                )
+                .await;
+                return Ok(Some(Arc::new(ses)));
+            }
+            Ok(None)
+        }
     }
 }
 

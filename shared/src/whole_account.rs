@@ -364,11 +364,21 @@ impl WholeAccount<'_> {
             })
             .collect();
         let records = store.account_records(user_id).await?;
-        let shares: Vec<Value> = records
-            .shares_granted
-            .into_iter()
-            .map(|(grantee, permissions)| json!({ "grantee": grantee, "permissions": permissions }))
-            .collect();
+        // By the address of who accepted, never an account id (issue 27, finding 4);
+        // then the invitations that wait.
+        let mut shares: Vec<Value> = Vec::with_capacity(records.shares_granted.len());
+        for (grantee, permissions) in records.shares_granted {
+            let email = store.account(&grantee).await?.map(|a| a.email);
+            shares.push(
+                json!({ "grantee": email, "permissions": permissions, "status": "accepted" }),
+            );
+        }
+        for invitation in store.invitations_sent(user_id).await? {
+            shares.push(json!({
+                "grantee": invitation.email, "permissions": invitation.permissions,
+                "status": "pending", "invited_at": invitation.created_at,
+            }));
+        }
         let tail = json!({
             "uploads": uploads,
             "mcp_servers": servers,

@@ -90,6 +90,7 @@ async fn measure(label: &str, store: Arc<dyn Store>, requests: Option<&AtomicUsi
         config,
         RouteGroup::All,
         Services {
+            mail: None,
             store,
             keys: Some(keys),
             clock: Arc::new(SystemClock),

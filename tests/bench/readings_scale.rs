@@ -137,6 +137,7 @@ async fn main() {
         config,
         RouteGroup::All,
         Services {
+            mail: None,
             store,
             objects: Arc::new(objects),
             keys: Some(keys),

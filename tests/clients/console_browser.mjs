@@ -3,9 +3,14 @@
 // driven by playwright-core; nothing is downloaded), through the DOM contract of the pages.
 //
 // Usage: node console_browser.mjs BASE_URL --screenshots DIR --python PYTHON
-//            --remote MCP_URL --remote-token TOKEN
+//            --remote MCP_URL --remote-token TOKEN --mail-dir DIR
 //
-// Named steps, in order: signup, signout_signin, password, upload_genome, upload_readings,
+// Named steps, in order: signup, signout_signin, password, confirm_address (issue 27: the
+// link from the sign-up mail, read from the local server's mail directory, confirms the
+// address once), accept_invitation (another account shares with this address: the access
+// page shows the invitation, accepting makes the share; a share offered here waits as an
+// invitation), forgot_reset (the reset link mailed from "forgot password" sets a new
+// password and ends the session), upload_genome, upload_readings,
 // chart, truthful_numbers (issue 25: an Apple Health export's step totals, time in range,
 // glucose profile and sleep stages read off the pages and through /mcp), genome_lookup,
 // personal_url (minted, copied, used from the Python SDK client), mcp_server (a local Python SDK server registered, its tools shown), oauth_revoke (a client
@@ -21,7 +26,7 @@
 // off_loopback_requests, csp_violations, page_sizes}. Exit 1 on any failed step.
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +38,7 @@ const CHROMIUM = '/usr/bin/chromium';
 const MODERN = '2026-07-28';
 const PASSWORD = 'correct horse battery staple';
 const NEW_PASSWORD = 'a different horse, battery and staple';
+const RESET_PASSWORD = 'a third horse, set through a mailed link';
 const STEP_TIMEOUT_MS = 30_000;
 const PAGE_LIMIT = 50 * 1024;
 const STUB = 'Coming soon.';
@@ -152,11 +158,12 @@ function parseArgs(argv) {
     else if (a === '--python') out.python = argv[++i];
     else if (a === '--remote') out.remote = argv[++i];
     else if (a === '--remote-token') out.remoteToken = argv[++i];
+    else if (a === '--mail-dir') out.mailDir = argv[++i];
     else if (out.base === undefined) out.base = a.replace(/\/+$/, '');
     else throw new Error(`unexpected argument: ${a}`);
   }
-  if (!out.base || !out.screenshots || !out.python || !out.remote || !out.remoteToken) {
-    throw new Error('usage: console_browser.mjs BASE_URL --screenshots DIR --python PYTHON --remote URL --remote-token TOKEN');
+  if (!out.base || !out.screenshots || !out.python || !out.remote || !out.remoteToken || !out.mailDir) {
+    throw new Error('usage: console_browser.mjs BASE_URL --screenshots DIR --python PYTHON --remote URL --remote-token TOKEN --mail-dir DIR');
   }
   for (const url of [out.base, out.remote]) {
     if (!isLoopback(new URL(url).hostname)) throw new Error(`${url} is not a loopback URL`);
@@ -771,10 +778,110 @@ async function deleteAccount(flow) {
   return { landed: new URL(landed).pathname, refused };
 }
 
+
+// ---------------------------------------------------------------- e-mail (issue 27)
+
+/** The newest link to `path` the server mailed to `to` (its mail directory), waiting 5 s. */
+async function mailedLink(flow, to, path) {
+  const deadline = Date.now() + 5_000;
+  const pattern = new RegExp(`https?://\\S+${path.replace(/\//g, '\\/')}\\?token=[A-Za-z0-9_-]+`);
+  for (;;) {
+    const files = readdirSync(flow.opts.mailDir).filter((f) => f.endsWith('.eml')).sort().reverse();
+    for (const file of files) {
+      const text = readFileSync(join(flow.opts.mailDir, file), 'utf8');
+      if (!text.includes(`\r\nTo: ${to}\r\n`)) continue;
+      const found = text.match(pattern);
+      if (found) return found[0];
+    }
+    check(Date.now() < deadline, `no ${path} link mailed to ${to} in ${flow.opts.mailDir}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function confirmAddress(flow) {
+  const link = await mailedLink(flow, flow.email, '/console/confirm');
+  check(new URL(link).origin === flow.base, `the link leaves the site: ${link}`);
+  await flow.page.goto(link, { waitUntil: 'load' });
+  await flow.shoot('confirm');
+  await flow.submit('#confirm');
+  const done = await flow.text('[role=status]');
+  check(done.includes('confirmed'), `confirming says ${JSON.stringify(done)}`);
+  // A link works once.
+  await flow.page.goto(link, { waitUntil: 'load' });
+  await flow.submit('#confirm');
+  const again = await flow.text('main');
+  check(again.includes('not valid'), `a used link says ${JSON.stringify(again)}`);
+  return { confirmed: true, used_again: again.slice(0, 80) };
+}
+
+async function acceptInvitation(flow) {
+  // Someone else shares with this address (through the JSON API).
+  const friend = `friend-${b64url(randomBytes(4)).toLowerCase().replace(/[^a-z0-9]/g, 'x')}@example.test`;
+  const made = await http('POST', `${flow.base}/auth/signup`, { json: { email: friend, password: PASSWORD } });
+  check(made.status === 201, `the friend's sign-up: ${made.status} ${made.text}`);
+  const friendToken = made.body.data.token;
+  const shared = await http('POST', `${flow.base}/api/shares`, {
+    json: { grantee: flow.email, permissions: ['chat'] },
+    headers: { authorization: `Bearer ${friendToken}` },
+  });
+  check(shared.status === 200 && shared.body?.data?.status === 'invited', `sharing: ${shared.status} ${shared.text}`);
+  await flow.visit('/console/access');
+  const rows = flow.page.locator('#invitations-received tr[data-invitation]');
+  check((await rows.count()) === 1, `invitations shown: ${await rows.count()}`);
+  check((await rows.first().innerText()).includes(friend), 'the invitation names who sent it');
+  await flow.submit('#invitations-received button.invitation-accept');
+  const received = await flow.text('#shares-received');
+  check(received.includes(friend), `after accepting, shares received: ${JSON.stringify(received)}`);
+  const listed = await http('GET', `${flow.base}/api/shares`, { headers: { authorization: `Bearer ${friendToken}` } });
+  const granted = listed.body?.data?.granted ?? [];
+  check(granted.length === 1 && granted[0].email === flow.email && granted[0].status === 'accepted',
+    `the friend sees who accepted: ${listed.text}`);
+  // A share offered here waits as an invitation.
+  const invitee = `invitee-${b64url(randomBytes(4)).toLowerCase().replace(/[^a-z0-9]/g, 'x')}@example.test`;
+  await flow.page.fill('#grantee', invitee);
+  await flow.submit('#share');
+  const offered = await flow.text('#shares-granted');
+  check(offered.includes(invitee) && offered.includes('Invited'), `the offered share: ${JSON.stringify(offered)}`);
+  return { accepted_from: 'friend', offered: 'pending' };
+}
+
+async function forgotReset(flow) {
+  await flow.visit('/console/signin', { stubSkips: false });
+  await flow.submit('#forgot');
+  check(flow.path() === '/console/forgot', `"forgot" went to ${flow.page.url()}`);
+  await flow.shoot('forgot');
+  await flow.page.fill('#email', flow.email);
+  await flow.submit('#send-reset');
+  check((await flow.text('#reset-sent')).includes('minutes'), 'the reset page says how long the link works');
+  const link = await mailedLink(flow, flow.email, '/console/reset');
+  await flow.page.goto(link, { waitUntil: 'load' });
+  await flow.shoot('reset');
+  await flow.page.fill('#new_password', RESET_PASSWORD);
+  await flow.submit('#reset');
+  const done = await flow.text('[role=status]');
+  check(done.includes('password was changed'), `resetting says ${JSON.stringify(done)}`);
+  check(!(await flow.sessionCookie()), 'the session cookie outlived the reset');
+  const old = await http('GET', `${flow.base}/api/shares`, { headers: { authorization: `Bearer ${flow.credentials.api_session}` } });
+  check(old.status === 401, `a session from before the reset: ${old.status}`);
+  flow.password = RESET_PASSWORD;
+  await flow.visit('/console/signin', { stubSkips: false });
+  await flow.page.fill('#email', flow.email);
+  await flow.page.fill('#password', flow.password);
+  await flow.submit('#signin');
+  check(await flow.sessionCookie(), 'no session after signing in with the reset password');
+  const now = await http('POST', `${flow.base}/auth/signin`, { json: { email: flow.email, password: flow.password } });
+  check(now.status === 200 && now.body?.data?.token, `the reset password: ${now.status}`);
+  flow.credentials.api_session = now.body.data.token;
+  return { old_session_status: old.status };
+}
+
 const STEPS = [
   ['signup', signup],
   ['signout_signin', signoutSignin],
   ['password', password],
+  ['confirm_address', confirmAddress],
+  ['accept_invitation', acceptInvitation],
+  ['forgot_reset', forgotReset],
   ['upload_genome', uploadGenome],
   ['upload_readings', uploadReadings],
   ['chart', chart],

@@ -579,6 +579,7 @@ pub fn in_process(env: &[(&str, &str)]) -> InProcess {
         seal: [2; 32],
     };
     let services = Services {
+        mail: None,
         store: store.clone(),
         keys: Some(keys),
         clock: clock.clone(),
@@ -593,5 +594,117 @@ pub fn in_process(env: &[(&str, &str)]) -> InProcess {
         clock,
         store,
         _dir: dir,
+    }
+}
+
+// ---------------------------------------------------------------- mail (issue 27)
+
+impl Server {
+    /// Where the server writes each message it sends (`<data dir>/mail`).
+    pub fn mail_dir(&self) -> PathBuf {
+        self.data_dir().join("mail")
+    }
+
+    /// Every message the server wrote so far, oldest first (whole text, headers included).
+    pub fn mails(&self) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(self.mail_dir()) else {
+            return Vec::new();
+        };
+        let mut files: Vec<PathBuf> = entries
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "eml"))
+            .collect();
+        files.sort();
+        files
+            .iter()
+            .filter_map(|path| std::fs::read_to_string(path).ok())
+            .collect()
+    }
+
+    /// The messages to `to`, oldest first.
+    pub fn mails_to(&self, to: &str) -> Vec<String> {
+        let header = format!("\r\nTo: {to}\r\n");
+        self.mails()
+            .into_iter()
+            .filter(|mail| mail.contains(&header))
+            .collect()
+    }
+
+    /// The token of the newest link to `path` (`/console/confirm`, `/console/reset`)
+    /// mailed to `to`, waiting up to five seconds for it.
+    pub async fn mailed_token(&self, to: &str, path: &str) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let needle = format!("{path}?token=");
+        loop {
+            let token = self.mails_to(to).iter().rev().find_map(|mail| {
+                let at = mail.find(&needle)? + needle.len();
+                Some(
+                    mail[at..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+                        .collect::<String>(),
+                )
+            });
+            if let Some(token) = token {
+                return token;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no mail to {to} with a {path} link in {}",
+                self.mail_dir().display()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Confirms `email` through the link the server mailed it (`POST /auth/confirm`).
+    pub async fn confirm_address(&self, email: &str) {
+        let token = self.mailed_token(email, "/console/confirm").await;
+        let reply = post_json(&self.url("/auth/confirm"), &[], &json!({ "token": token })).await;
+        assert_eq!(reply.status, 200, "confirming {email}: {}", reply.body);
+    }
+
+    /// Confirms the grantee's address (if need be) and accepts every invitation waiting
+    /// for it, as the grantee; the accepted owners' `{user_id, email}`.
+    pub async fn accept_invitations(&self, grantee_email: &str, grantee_token: &str) -> Vec<Value> {
+        let listed = send(
+            "GET",
+            &self.url("/api/shares"),
+            &bearer(grantee_token),
+            None,
+        )
+        .await;
+        assert_eq!(listed.status, 200, "{}", listed.body);
+        if listed.json()["data"]["email_confirmed"] != true {
+            self.confirm_address(grantee_email).await;
+        }
+        let listed = send(
+            "GET",
+            &self.url("/api/shares"),
+            &bearer(grantee_token),
+            None,
+        )
+        .await;
+        let invitations = listed.json()["data"]["invitations"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let mut owners = Vec::new();
+        for invitation in invitations {
+            let mut headers = bearer(grantee_token);
+            headers.push(("content-type".into(), "application/json".into()));
+            let body = json!({ "id": invitation["id"] }).to_string();
+            let reply = send(
+                "POST",
+                &self.url("/api/shares/accept"),
+                &headers,
+                Some(body),
+            )
+            .await;
+            assert_eq!(reply.status, 200, "{}", reply.body);
+            owners.push(reply.json()["data"]["owner"].clone());
+        }
+        owners
     }
 }

@@ -10,7 +10,8 @@ use std::net::SocketAddr;
 
 use mirobody::Config;
 
-/// The lines after the first: the public URL, the MCP endpoint, the console.
+/// The lines after the first: the public URL, the MCP endpoint, the console, the mail
+/// directory.
 pub(crate) fn lines(config: &Config) -> Vec<String> {
     let origin = config.public_origin();
     let source = match config.public_url {
@@ -21,6 +22,11 @@ pub(crate) fn lines(config: &Config) -> Vec<String> {
         format!("  public URL:   {origin}   ({source})"),
         format!("  MCP endpoint: {origin}{}/mcp", config.uri_prefix),
         format!("  web console:  {origin}/"),
+        // Issue 27: confirmation, reset and invitation mails land here, one file each.
+        format!(
+            "  mail:         {}   (every message this server sends, one file each)",
+            config.local_mail_dir().display()
+        ),
     ]
 }
 

@@ -43,6 +43,7 @@ pub fn fuzzed() -> &'static Fuzzed {
         let token =
             Jwts::for_origin(&keys.jwt, &config.public_origin()).mint(USER, 3600 * 24 * 365, NOW);
         let services = Services {
+            mail: None,
             store,
             keys: Some(keys),
             clock: Arc::new(FakeClock::at(NOW)),

@@ -10,7 +10,8 @@ use maud::{Markup, html};
 use super::layout::{self, Notice};
 use super::servers::when;
 use super::{Answer, ConsoleApi, Session, field, form, html as page, query_param, redirect};
-use crate::account_api::ShareView;
+use crate::account_api::{CHAT_PERMISSION, ShareView, normalise_email};
+use crate::domain::Invitation;
 use crate::http::ApiError;
 use crate::store::TokenChange;
 
@@ -26,6 +27,11 @@ fn done_words(done: &str) -> Option<&'static str> {
     Some(match done {
         "grant" => "The app's access was withdrawn: its tokens no longer work.",
         "share" => "The share was ended.",
+        "invited" => {
+            "The invitation is on its way: nothing is shared until they accept it with a confirmed address."
+        }
+        "accepted" => "You accepted the invitation: you can now reach their data.",
+        "confirm-sent" => "We sent you a new confirmation link.",
         "url" => "The temporary URL was revoked.",
         _ => return None,
     })
@@ -46,37 +52,42 @@ fn bounded(value: Option<&str>) -> Result<&str, ApiError> {
     value.filter(|v| v.len() <= MAX_ID).ok_or_else(unnamed)
 }
 
-/// A share as the page shows it: the other person (e-mail, else their id), the id the
-/// revoke form sends, and the permissions.
+/// A share as the page shows it: the other person, the value the revoke form sends
+/// (the address for shares granted, the owner's id for shares received), the
+/// permissions and where it stands.
 struct ShareRow {
     who: String,
-    user_id: String,
+    key: String,
     permissions: String,
+    status: &'static str,
 }
 
 fn shares_table(session: &Session, id: &str, direction: &str, rows: &[ShareRow]) -> Markup {
-    let (person, empty) = if direction == "granted" {
-        ("Shared with", "You share your data with no one.")
+    let (person, empty, field) = if direction == "granted" {
+        ("Shared with", "You share your data with no one.", "email")
     } else {
-        ("Shared by", "No one shares their data with you.")
+        ("Shared by", "No one shares their data with you.", "user")
     };
     html! {
         @if rows.is_empty() { p.muted { (empty) } }
         div.table-wrap {
             table id=(id) {
-                thead { tr { th { (person) } th { "Permissions" } th { "Actions" } } }
+                thead { tr { th { (person) } th { "Permissions" } th { "Status" } th { "Actions" } } }
                 tbody {
                     @for row in rows {
-                        tr data-user=(row.user_id) {
+                        tr data-who=(row.who) data-status=(row.status) {
                             td.who { (row.who) }
                             td.permissions { (row.permissions) }
+                            td.status { (status_words(row.status)) }
                             td {
                                 form method="post" action="/console/access/shares/revoke"
                                     data-confirm={ "End the share with " (row.who) "?" } {
                                     input type="hidden" name="csrf" value=(session.csrf);
                                     input type="hidden" name="direction" value=(direction);
-                                    input type="hidden" name="user" value=(row.user_id);
-                                    button.share-revoke.danger type="submit" { "End share" }
+                                    input type="hidden" name=(field) value=(row.key);
+                                    button.share-revoke.danger type="submit" {
+                                        @if row.status == "pending" { "Withdraw" } @else { "End share" }
+                                    }
                                 }
                             }
                         }
@@ -87,17 +98,73 @@ fn shares_table(session: &Session, id: &str, direction: &str, rows: &[ShareRow])
     }
 }
 
-/// The rows of a share list (the e-mail when the account exists, else the id).
-fn share_rows(views: Vec<ShareView>) -> Vec<ShareRow> {
+fn status_words(status: &str) -> &'static str {
+    match status {
+        "pending" => "Invited: waiting for them to accept",
+        _ => "Accepted",
+    }
+}
+
+/// The rows of shares granted: accepted ones (by the address of who accepted), then the
+/// invitations that wait.
+fn granted_rows(views: Vec<ShareView>, pending: Vec<Invitation>) -> Vec<ShareRow> {
+    let accepted = views.into_iter().filter_map(|view| {
+        let email = view.email?;
+        Some(ShareRow {
+            who: email.clone(),
+            key: email,
+            permissions: view.permissions.join(", "),
+            status: "accepted",
+        })
+    });
+    let waiting = pending.into_iter().map(|invitation| ShareRow {
+        who: invitation.email.clone(),
+        key: invitation.email,
+        permissions: invitation.permissions.join(", "),
+        status: "pending",
+    });
+    accepted.chain(waiting).take(MAX_SHARES_SHOWN).collect()
+}
+
+/// The rows of shares received (the owner's e-mail when the account exists, else the id).
+fn received_rows(views: Vec<ShareView>) -> Vec<ShareRow> {
     views
         .into_iter()
         .take(MAX_SHARES_SHOWN)
         .map(|view| ShareRow {
             who: view.email.unwrap_or_else(|| view.user_id.clone()),
-            user_id: view.user_id,
+            key: view.user_id,
             permissions: view.permissions.join(", "),
+            status: "accepted",
         })
         .collect()
+}
+
+fn invitations_table(session: &Session, invitations: &[(Invitation, Option<String>)]) -> Markup {
+    html! {
+        @if invitations.is_empty() { p.muted { "No invitation waits for you." } }
+        div.table-wrap {
+            table id="invitations-received" {
+                thead { tr { th { "From" } th { "Permissions" } th { "Invited" } th { "Actions" } } }
+                tbody {
+                    @for (invitation, from) in invitations.iter().take(MAX_SHARES_SHOWN) {
+                        tr data-invitation=(invitation.id) {
+                            td.who { (from.as_deref().unwrap_or("an account that no longer exists")) }
+                            td.permissions { (invitation.permissions.join(", ")) }
+                            td.since { (when(Some(invitation.created_at))) }
+                            td {
+                                form method="post" action="/console/access/invitations/accept" {
+                                    input type="hidden" name="csrf" value=(session.csrf);
+                                    input type="hidden" name="id" value=(invitation.id);
+                                    button.invitation-accept type="submit" { "Accept" }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl ConsoleApi {
@@ -109,8 +176,11 @@ impl ConsoleApi {
         grants.sort_by_key(|(id, grant)| (grant.granted_at, id.clone()));
         let personal = self.store.personal_url(user, now).await?;
         let temporary = self.accounts.temporary_urls(user).await?;
-        let (granted, received) = self.accounts.shares_of(user).await?;
-        let (granted, received) = (share_rows(granted), share_rows(received));
+        let overview = self.accounts.shares_of(user).await?;
+        let granted = granted_rows(overview.granted, overview.pending);
+        let received = received_rows(overview.received);
+        let invitations = overview.invitations;
+        let confirmed = overview.email_confirmed;
         let done = query_param(request, "done");
         let notice = done.as_deref().and_then(done_words).map(Notice::Done);
         let csrf = &session.csrf;
@@ -192,7 +262,30 @@ impl ConsoleApi {
             }
             section id="shares" {
                 h2 { "People you share with" }
+                form id="share-offer" method="post" action="/console/access/shares" {
+                    input type="hidden" name="csrf" value=(csrf);
+                    label for="grantee" { "Share your data with (e-mail address)" }
+                    input id="grantee" name="grantee" type="email" required aria-describedby="share-rule";
+                    p.muted id="share-rule" {
+                        "They get an invitation by e-mail. Nothing is shared until they accept it, "
+                        "signed in with that address, confirmed."
+                    }
+                    button id="share" type="submit" { "Invite" }
+                }
                 (shares_table(session, "shares-granted", "granted", &granted))
+                h2 id="invitations" { "Invitations for you" }
+                @if confirmed {
+                    (invitations_table(session, &invitations))
+                } @else {
+                    p.notice.problem id="unconfirmed" role="status" {
+                        "Your e-mail address is not confirmed yet, so nobody can share their data with you: "
+                        "invitations to your address wait until you confirm it with the link we mailed you."
+                    }
+                    form method="post" action="/console/confirm/resend" {
+                        input type="hidden" name="csrf" value=(csrf);
+                        button id="confirm-resend" type="submit" { "Send the link again" }
+                    }
+                }
                 h2 { "People who share with you" }
                 (shares_table(session, "shares-received", "received", &received))
             }
@@ -225,19 +318,55 @@ impl ConsoleApi {
         Ok(redirect("/console/access?done=grant"))
     }
 
-    /// Ends a share: one the user granted (`direction=granted`, `user` the grantee) or
-    /// received (`direction=received`, `user` the owner), with its delegated URL.
+    /// Ends a share: one the user offered (`direction=granted`, `email` the address: the
+    /// invitation and the accepted share) or received (`direction=received`, `user` the
+    /// owner), with its delegated URL.
     pub(super) async fn share_revoke(&self, session: &Session, request: &Request<Bytes>) -> Answer {
         let fields = form(request);
-        let other = bounded(field(&fields, "user"))?;
         let me = session.user_id.as_str();
-        let (owner, grantee) = match field(&fields, "direction") {
-            Some("granted") => (me, other),
-            Some("received") => (other, me),
+        match field(&fields, "direction") {
+            Some("granted") => {
+                let email =
+                    normalise_email(bounded(field(&fields, "email"))?).ok_or_else(unnamed)?;
+                self.accounts.end_share(me, &email).await?;
+            }
+            Some("received") => {
+                let owner = bounded(field(&fields, "user"))?;
+                self.store.delete_share(owner, me).await?;
+            }
             _ => return Err(unnamed()),
-        };
-        self.store.delete_share(owner, grantee).await?;
+        }
         Ok(redirect("/console/access?done=share"))
+    }
+
+    /// Shares with an address (issue 27): an invitation, as `POST /api/shares`.
+    pub(super) async fn share_offer(&self, session: &Session, request: &Request<Bytes>) -> Answer {
+        let fields = form(request);
+        let Some(email) = field(&fields, "grantee").and_then(normalise_email) else {
+            return Err(ApiError::refused(
+                StatusCode::BAD_REQUEST,
+                "give the e-mail address of the person to share with",
+            ));
+        };
+        let chat = [CHAT_PERMISSION.to_string()];
+        self.accounts
+            .offer_share(&session.user_id, &email, &chat)
+            .await?;
+        Ok(redirect("/console/access?done=invited"))
+    }
+
+    /// Accepts an invitation to the signed-in person's confirmed address.
+    pub(super) async fn invitation_accept(
+        &self,
+        session: &Session,
+        request: &Request<Bytes>,
+    ) -> Answer {
+        let fields = form(request);
+        let id = bounded(field(&fields, "id"))?;
+        self.accounts
+            .accept_invitation(&session.user_id, id)
+            .await?;
+        Ok(redirect("/console/access?done=accepted#shares-received"))
     }
 
     pub(super) async fn temporary_url_revoke(

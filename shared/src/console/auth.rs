@@ -30,7 +30,7 @@ fn next_path(next: Option<&str>) -> &str {
 }
 
 /// A refusal shown on a form: its status, its words, and `Retry-After` after a limit.
-fn refused(mut response: Response<Bytes>, error: &ApiError) -> Response<Bytes> {
+pub(super) fn refused(mut response: Response<Bytes>, error: &ApiError) -> Response<Bytes> {
     *response.status_mut() = error.status();
     if let ApiError::TooMany { retry_after, .. } = error {
         response
@@ -42,7 +42,7 @@ fn refused(mut response: Response<Bytes>, error: &ApiError) -> Response<Bytes> {
 
 impl ConsoleApi {
     /// A signed-out form page with its CSRF token (and nonce cookie when new).
-    fn signed_out_form(
+    pub(super) fn signed_out_form(
         &self,
         request: &Request<Bytes>,
         form_name: &str,
@@ -80,6 +80,7 @@ impl ConsoleApi {
                     input id="password" name="password" type="password" autocomplete="current-password" required;
                     button id="signin" type="submit" { "Sign in" }
                 }
+                p { a id="forgot" href="/console/forgot" { "Forgot your password?" } }
                 p { "New here? " a href="/console/signup" { "Create an account" } }
             }
         }))
@@ -155,8 +156,9 @@ impl ConsoleApi {
             .create_account(email, password, source_of(request))
             .await
         {
-            Ok(user_id) => {
-                let mut response = redirect("/console/upload");
+            Ok((user_id, _sent)) => {
+                // Issue 27: the address is unproven until the mailed link is used.
+                let mut response = redirect("/console/confirm");
                 self.start_session(&mut response, &user_id, 0);
                 Ok(response)
             }

@@ -17,6 +17,7 @@
 
 mod access;
 mod account;
+mod address;
 mod agp;
 mod assets;
 mod auth;
@@ -93,6 +94,12 @@ impl ConsoleApi {
             Page::SignUp => return self.sign_up(request).await,
             Page::SignInForm => return self.sign_in_form(request, None),
             Page::SignIn => return self.sign_in(request).await,
+            Page::ConfirmForm => return self.confirm_form(request, None),
+            Page::Confirm => return self.confirm(request).await,
+            Page::ForgotForm => return self.forgot_form(request, None),
+            Page::Forgot => return self.forgot(request).await,
+            Page::ResetForm => return self.reset_form(request, None),
+            Page::Reset => return self.reset(request).await,
             _ => {}
         }
         let Some(session) = self.session(request).await? else {
@@ -115,9 +122,20 @@ impl ConsoleApi {
         let param = |name: &str| matched.param(name).map(decode).unwrap_or_default();
         match page {
             // Answered above, before the session.
-            Page::Asset | Page::SignUpForm | Page::SignUp | Page::SignInForm | Page::SignIn => {
-                Err(ApiError::NoRoute)
-            }
+            Page::Asset
+            | Page::SignUpForm
+            | Page::SignUp
+            | Page::SignInForm
+            | Page::SignIn
+            | Page::ConfirmForm
+            | Page::Confirm
+            | Page::ForgotForm
+            | Page::Forgot
+            | Page::ResetForm
+            | Page::Reset => Err(ApiError::NoRoute),
+            Page::ConfirmResend => self.confirm_resend(&session).await,
+            Page::ShareOffer => self.share_offer(&session, request).await,
+            Page::InvitationAccept => self.invitation_accept(&session, request).await,
             Page::Home => Ok(redirect("/console/data")),
             Page::SignOut => self.sign_out(&session).await,
             Page::PasswordForm => self.password_form(&session, None),

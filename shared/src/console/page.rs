@@ -14,6 +14,18 @@ pub(crate) enum Page {
     SignInForm,
     SignIn,
     SignOut,
+    /// Issue 27: "check your e-mail", or a confirmation link's landing page.
+    ConfirmForm,
+    /// Use the confirmation link.
+    Confirm,
+    /// Mail a new confirmation link (signed in).
+    ConfirmResend,
+    /// "Forgot password": the address form.
+    ForgotForm,
+    Forgot,
+    /// A reset link's landing page: the new password form.
+    ResetForm,
+    Reset,
     PasswordForm,
     Password,
     /// The catalogue: every indicator with its count, dates and unit.
@@ -40,6 +52,10 @@ pub(crate) enum Page {
     ServerDelete,
     Access,
     GrantRevoke,
+    /// Share with an address: an invitation (issue 27).
+    ShareOffer,
+    /// Accept an invitation to the signed-in person's confirmed address.
+    InvitationAccept,
     ShareRevoke,
     TemporaryUrlRevoke,
     SignOutAll,

@@ -17,6 +17,46 @@ pub struct Account {
     /// An Argon2id PHC string; never the password.
     pub password_hash: String,
     pub created_at: u64,
+    /// Whether the owner of the address proved it (issue 27, finding 1): a confirmation
+    /// link from the sign-up mail, or a password reset through a mailed link. Only a
+    /// confirmed account may accept a share. Accounts made before issue 27 read as
+    /// unconfirmed until they confirm.
+    #[serde(default)]
+    pub email_confirmed: bool,
+}
+
+/// What a mailed link is for (issue 27). Each is single use and short-lived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MailPurpose {
+    /// Proves that the account's owner reads mail at its address.
+    Confirm,
+    /// Sets a new password (and proves the address too).
+    Reset,
+}
+
+/// A mailed link's record, found by the SHA-256 of the link's secret (never the secret).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MailToken {
+    pub purpose: MailPurpose,
+    pub user_id: String,
+    /// The address the link was sent to (a confirmation confirms exactly this one).
+    pub email: String,
+    pub expires_at: u64,
+}
+
+/// A share waiting for its grantee (issue 27): the owner offered `permissions` to
+/// whoever proves `email`; no grant exists until a confirmed account with that address
+/// accepts. Found by owner and address; `id` (random) names it to the invitee, so that
+/// nothing names an account.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Invitation {
+    pub id: String,
+    pub owner: String,
+    /// Lower-cased and trimmed by the caller.
+    pub email: String,
+    pub permissions: Vec<String>,
+    pub created_at: u64,
 }
 
 /// What a URL secret grants; found by the SHA-256 of the secret.

@@ -15,7 +15,8 @@ mod oauth;
 mod uploads;
 
 pub use accounts::{
-    Account, ClientGrant, Delegation, LoginState, LoginStatus, PersonalUrl, TokenState, UrlGrant,
+    Account, ClientGrant, Delegation, Invitation, LoginState, LoginStatus, MailPurpose, MailToken,
+    PersonalUrl, TokenState, UrlGrant,
 };
 pub use genome::{Genome, Variant};
 #[allow(unused_imports)]

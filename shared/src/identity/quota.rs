@@ -26,7 +26,18 @@ impl Quota {
         source: IpAddr,
         now: u64,
     ) -> Result<Option<u64>, StoreError> {
-        let key = counter_hash(self.kind, &source.to_string());
+        self.spend_on(store, &source.to_string(), now).await
+    }
+
+    /// Counts one event for `value` (an address, an account: issue 27's mail limits);
+    /// `Some(retry_after_secs)` if that went over. The key is a hash of `value`.
+    pub(crate) async fn spend_on(
+        &self,
+        store: &dyn AccountStore,
+        value: &str,
+        now: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        let key = counter_hash(self.kind, value);
         let previous = now.saturating_sub(self.window_secs);
         let (count, before) = futures_util::future::try_join(
             store.count_event(&key, self.window_secs, now),

@@ -41,6 +41,7 @@ async fn app_on(store: Arc<dyn Store>, moto: Option<Arc<crate::testing::Moto>>) 
     let vars = [("MIROBODY_DATA_DIR".to_string(), dir.display().to_string())];
     let config = Config::from_vars(Runtime::Local, vars).unwrap();
     let services = Services {
+        mail: None,
         store,
         keys: Some(Keys {
             jwt: [1; 32],

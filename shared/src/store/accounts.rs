@@ -10,7 +10,10 @@
 //! itself.
 
 use super::StoreFuture;
-use crate::domain::{Account, ClientGrant, LoginState, PersonalUrl, TokenState, UrlGrant};
+use crate::domain::{
+    Account, ClientGrant, Invitation, LoginState, MailPurpose, MailToken, PersonalUrl, TokenState,
+    UrlGrant,
+};
 
 /// The outcome of creating an account.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -336,6 +339,61 @@ pub trait AccountStore: Send + Sync {
         user_id: &'a str,
         now: u64,
     ) -> StoreFuture<'a, Option<PersonalUrl>>;
+    // ----- Proving an address, and shares as invitations (issue 27) -----
+
+    /// Marks the account confirmed (at `now`) when its e-mail is still exactly `email`; true if it
+    /// is confirmed afterwards (already was, or now), false when there is no such account.
+    fn confirm_email<'a>(
+        &'a self,
+        user_id: &'a str,
+        email: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, bool>;
+
+    /// Stores a mailed link's record under the hash of its secret (keys table
+    /// `mail#<hash>`, expiring at `token.expires_at`).
+    fn put_mail_token<'a>(
+        &'a self,
+        secret_hash: &'a str,
+        token: &'a MailToken,
+    ) -> StoreFuture<'a, ()>;
+
+    /// Deletes and answers the link of `secret_hash` when it is for `purpose` and live at
+    /// `now`; else `None` (a link for another purpose is left alone). Atomic: of two
+    /// racing takes exactly one gets it (single use).
+    fn take_mail_token<'a>(
+        &'a self,
+        secret_hash: &'a str,
+        purpose: MailPurpose,
+        now: u64,
+    ) -> StoreFuture<'a, Option<MailToken>>;
+
+    /// Writes (replaces) the owner's invitation to `invitation.email` (DynamoDB: the
+    /// owner's `invite#<email>` item and the address's `invitee#<email>`/`invite#<owner>`
+    /// item, together).
+    fn put_invitation<'a>(&'a self, invitation: &'a Invitation) -> StoreFuture<'a, ()>;
+
+    /// Withdraws the owner's invitation to `email`; true if there was one.
+    fn delete_invitation<'a>(&'a self, owner: &'a str, email: &'a str) -> StoreFuture<'a, bool>;
+
+    /// The invitations `owner` sent that wait, ordered by address.
+    fn invitations_sent<'a>(&'a self, owner: &'a str) -> StoreFuture<'a, Vec<Invitation>>;
+
+    /// The invitations waiting for `email`, ordered by owner.
+    fn invitations_for<'a>(&'a self, email: &'a str) -> StoreFuture<'a, Vec<Invitation>>;
+
+    /// Accepts the invitation `id` to `email` for `grantee`: in one transaction the
+    /// invitation goes and the share (owner to grantee, the invitation's permissions)
+    /// is written. The accepted invitation, or `None` (nothing written) when there is no
+    /// such invitation to that address, or the owner is the grantee. The caller checks
+    /// that `grantee` is a confirmed account with exactly that address.
+    fn accept_invitation<'a>(
+        &'a self,
+        email: &'a str,
+        id: &'a str,
+        grantee: &'a str,
+    ) -> StoreFuture<'a, Option<Invitation>>;
+
     // ----- The whole account (issue 15) -----
 
     /// The shares the user granted and the personal URL's status, for the export.
@@ -343,7 +401,7 @@ pub trait AccountStore: Send + Sync {
 
     /// Deletes everything the store keeps of the user: first the token state becomes
     /// the tombstone ([`TokenChange::Deleted`]: every token, refresh family and session
-    /// refused), then the account and its e-mail lookup, readings, rollups, catalogue,
+    /// refused), then the account and its e-mail lookup, the invitations it sent, readings, rollups, catalogue,
     /// genome, presence, upload records and their object pointers, shares in both
     /// directions with their delegated URLs, the personal URL and its grant, and the
     /// external MCP server records. Idempotent: a retry after a failure finishes the

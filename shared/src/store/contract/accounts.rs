@@ -16,6 +16,7 @@ fn account(user_id: &str, email: &str, password_hash: &str) -> Account {
         email: email.to_string(),
         password_hash: password_hash.to_string(),
         created_at: 1_700_000_000,
+        email_confirmed: false,
     }
 }
 

@@ -13,6 +13,7 @@
 mod accounts;
 mod genome;
 mod health;
+mod invitations;
 mod mcp_servers;
 mod oauth;
 mod uploads;
@@ -136,6 +137,15 @@ contract! { |store, user, now|
     );
 
     accounts::accounts_found_by_email_and_id(store, &user("account"));
+    invitations::addresses_are_confirmed_only_as_mailed(store, &user("confirm"), now);
+    invitations::mail_links_are_taken_once_and_expire(store, &user("mail-link"), now);
+    invitations::invitations_grant_nothing_until_accepted(
+        store,
+        &user("invite-owner"),
+        &user("invite-grantee"),
+        now,
+    );
+    invitations::deleting_an_account_withdraws_its_invitations(store, &user("invite-gone"), now);
     accounts::taken_email_writes_nothing(store, &user("taken-1"), &user("taken-2"));
     accounts::shares_follow_owner_and_grantee(
         store,

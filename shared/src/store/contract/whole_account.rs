@@ -21,6 +21,7 @@ async fn one_of_everything(store: &dyn Store, user: &str, other: &str, now: u64)
         email: format!("{user}@example.com"),
         password_hash: format!("hash-of-{user}"),
         created_at: 1_700_000_000,
+        email_confirmed: false,
     };
     assert_eq!(
         store.create_account(&account).await.unwrap(),
@@ -232,6 +233,7 @@ pub(super) async fn deleting_an_account_leaves_nothing_of_it(
         email: format!("{gone}@example.com"),
         password_hash: "new".to_string(),
         created_at: 1_800_000_000,
+        email_confirmed: false,
     };
     assert_eq!(
         store.create_account(&again).await.unwrap(),

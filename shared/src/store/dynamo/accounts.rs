@@ -14,16 +14,17 @@ use super::codec::{
     Item, get_opt_s, get_s, get_strings, get_u64, insert_optional, n, s, string_list,
 };
 use super::schema::{
-    ACCOUNT_SK, COLLECTED, COMPLETED, EMAIL_PREFIX, EXPIRES_AT, KEY, PENDING, PK, SHARE_PREFIX,
-    SHARE_URL_PREFIX, SHARED_BY_PREFIX, SK, STATE_PREFIX, TEMP_URL_PREFIX, TOKENS_PREFIX,
-    URL_PREFIX, USER_URL_PREFIX, data_key, keys_key,
+    ACCOUNT_SK, COLLECTED, COMPLETED, EMAIL_PREFIX, EXPIRES_AT, INVITE_PREFIX, INVITEE_PREFIX, KEY,
+    MAIL_PREFIX, PENDING, PK, SHARE_PREFIX, SHARE_URL_PREFIX, SHARED_BY_PREFIX, SK, STATE_PREFIX,
+    TEMP_URL_PREFIX, TOKENS_PREFIX, URL_PREFIX, USER_URL_PREFIX, data_key, keys_key,
 };
 use super::transact::{
     Attempt, Committed, condition, conditional, contended, tx_check, tx_delete, tx_put, tx_update,
 };
 use super::{DynamoStore, corrupt, sdk_error};
 use crate::domain::{
-    Account, Delegation, LoginState, LoginStatus, PersonalUrl, TokenState, UrlGrant,
+    Account, Delegation, Invitation, LoginState, LoginStatus, MailPurpose, MailToken, PersonalUrl,
+    TokenState, UrlGrant,
 };
 use crate::store::accounts::counter_key;
 use crate::store::{
@@ -54,6 +55,56 @@ fn account_from_item(op: &'static str, user_id: &str, item: &Item) -> Result<Acc
         user_id: user_id.to_string(),
         email: get_s(op, item, "email")?,
         password_hash: get_s(op, item, "password_hash")?,
+        created_at: get_u64(op, item, "created_at")?,
+        // Issue 27: absent on accounts from before, which count as unconfirmed.
+        email_confirmed: item.contains_key(EMAIL_CONFIRMED_AT),
+    })
+}
+
+/// When the account's address was confirmed (issue 27); absent until then.
+const EMAIL_CONFIRMED_AT: &str = "email_confirmed_at";
+
+fn purpose_name(purpose: MailPurpose) -> &'static str {
+    match purpose {
+        MailPurpose::Confirm => "confirm",
+        MailPurpose::Reset => "reset",
+    }
+}
+
+/// The owner's item of an invitation and the address's view of it.
+fn invitation_items(invitation: &Invitation) -> (Item, Item) {
+    let item = |pk: String, sk: String| {
+        HashMap::from([
+            (PK.to_string(), s(pk)),
+            (SK.to_string(), s(sk)),
+            ("id".to_string(), s(invitation.id.as_str())),
+            ("owner".to_string(), s(invitation.owner.as_str())),
+            ("email".to_string(), s(invitation.email.as_str())),
+            (
+                "permissions".to_string(),
+                string_list(&invitation.permissions),
+            ),
+            ("created_at".to_string(), n(invitation.created_at)),
+        ])
+    };
+    (
+        item(
+            invitation.owner.clone(),
+            format!("{INVITE_PREFIX}{}", invitation.email),
+        ),
+        item(
+            format!("{INVITEE_PREFIX}{}", invitation.email),
+            format!("{INVITE_PREFIX}{}", invitation.owner),
+        ),
+    )
+}
+
+fn invitation_from_item(op: &'static str, item: &Item) -> Result<Invitation, StoreError> {
+    Ok(Invitation {
+        id: get_s(op, item, "id")?,
+        owner: get_s(op, item, "owner")?,
+        email: get_s(op, item, "email")?,
+        permissions: permissions_from_item(op, item)?,
         created_at: get_u64(op, item, "created_at")?,
     })
 }
@@ -169,6 +220,10 @@ impl AccountStore for DynamoStore {
                 ),
                 ("created_at".to_string(), n(account.created_at)),
             ]);
+            let mut account_item = account_item;
+            if account.email_confirmed {
+                account_item.insert(EMAIL_CONFIRMED_AT.to_string(), n(account.created_at));
+            }
             let (email_item, account_item) = (&email_item, &account_item);
             contended(op, || async move {
                 let items = vec![
@@ -1033,6 +1088,254 @@ impl AccountStore for DynamoStore {
         })
     }
 
+    fn confirm_email<'a>(
+        &'a self,
+        user_id: &'a str,
+        email: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let op = "confirm_email";
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.tables.data)
+                .set_key(Some(data_key(user_id, ACCOUNT_SK.to_string())))
+                .update_expression("SET #c = if_not_exists(#c, :now)")
+                .condition_expression("attribute_exists(#pk) AND #email = :email")
+                .expression_attribute_names("#c", EMAIL_CONFIRMED_AT)
+                .expression_attribute_names("#pk", PK)
+                .expression_attribute_names("#email", "email")
+                .expression_attribute_values(":now", n(now))
+                .expression_attribute_values(":email", s(email))
+                .send()
+                .await;
+            Ok(conditional(op, result)?.is_some())
+        })
+    }
+
+    fn put_mail_token<'a>(
+        &'a self,
+        secret_hash: &'a str,
+        token: &'a MailToken,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let op = "put_mail_token";
+            self.client
+                .put_item()
+                .table_name(&self.tables.keys)
+                .item(KEY, s(format!("{MAIL_PREFIX}{secret_hash}")))
+                .item("purpose", s(purpose_name(token.purpose)))
+                .item("user_id", s(token.user_id.as_str()))
+                .item("email", s(token.email.as_str()))
+                .item(EXPIRES_AT, n(token.expires_at))
+                .send()
+                .await
+                .map_err(|e| sdk_error(op, e))?;
+            Ok(())
+        })
+    }
+
+    fn take_mail_token<'a>(
+        &'a self,
+        secret_hash: &'a str,
+        purpose: MailPurpose,
+        now: u64,
+    ) -> StoreFuture<'a, Option<MailToken>> {
+        Box::pin(async move {
+            let op = "take_mail_token";
+            // Conditional, so of two racing takes exactly one deletes it and gets the
+            // old item back. An expired link is deleted too, and answers nothing.
+            let result = self
+                .client
+                .delete_item()
+                .table_name(&self.tables.keys)
+                .key(KEY, s(format!("{MAIL_PREFIX}{secret_hash}")))
+                .condition_expression("#p = :p")
+                .expression_attribute_names("#p", "purpose")
+                .expression_attribute_values(":p", s(purpose_name(purpose)))
+                .return_values(ReturnValue::AllOld)
+                .send()
+                .await;
+            let Some(out) = conditional(op, result)? else {
+                return Ok(None);
+            };
+            let item = out.attributes.ok_or_else(|| corrupt(op))?;
+            let expires_at = get_u64(op, &item, EXPIRES_AT)?;
+            if expires_at <= now {
+                return Ok(None);
+            }
+            Ok(Some(MailToken {
+                purpose,
+                user_id: get_s(op, &item, "user_id")?,
+                email: get_s(op, &item, "email")?,
+                expires_at,
+            }))
+        })
+    }
+
+    fn put_invitation<'a>(&'a self, invitation: &'a Invitation) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let op = "put_invitation";
+            let (mine, theirs) = invitation_items(invitation);
+            let items = vec![
+                tx_put(op, &self.tables.data, mine, None)?,
+                tx_put(op, &self.tables.data, theirs, None)?,
+            ];
+            contended(op, || {
+                let items = items.clone();
+                async move {
+                    match self.transact(op, items).await? {
+                        Committed::Yes => Ok(Attempt::Done(())),
+                        outcome => outcome.retry(op),
+                    }
+                }
+            })
+            .await
+        })
+    }
+
+    fn delete_invitation<'a>(&'a self, owner: &'a str, email: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let op = "delete_invitation";
+            let mine = data_key(owner, format!("{INVITE_PREFIX}{email}"));
+            if self
+                .data_item(op, owner, format!("{INVITE_PREFIX}{email}"))
+                .await?
+                .is_none()
+            {
+                return Ok(false);
+            }
+            let theirs = data_key(
+                &format!("{INVITEE_PREFIX}{email}"),
+                format!("{INVITE_PREFIX}{owner}"),
+            );
+            let items = vec![
+                tx_delete(op, &self.tables.data, mine, None)?,
+                tx_delete(op, &self.tables.data, theirs, None)?,
+            ];
+            contended(op, || {
+                let items = items.clone();
+                async move {
+                    match self.transact(op, items).await? {
+                        Committed::Yes => Ok(Attempt::Done(true)),
+                        outcome => outcome.retry(op),
+                    }
+                }
+            })
+            .await
+        })
+    }
+
+    fn invitations_sent<'a>(&'a self, owner: &'a str) -> StoreFuture<'a, Vec<Invitation>> {
+        Box::pin(async move {
+            let op = "invitations_sent";
+            self.user_items(op, owner, INVITE_PREFIX)
+                .await?
+                .iter()
+                .map(|item| invitation_from_item(op, item))
+                .collect()
+        })
+    }
+
+    fn invitations_for<'a>(&'a self, email: &'a str) -> StoreFuture<'a, Vec<Invitation>> {
+        Box::pin(async move {
+            let op = "invitations_for";
+            self.user_items(op, &format!("{INVITEE_PREFIX}{email}"), INVITE_PREFIX)
+                .await?
+                .iter()
+                .map(|item| invitation_from_item(op, item))
+                .collect()
+        })
+    }
+
+    fn accept_invitation<'a>(
+        &'a self,
+        email: &'a str,
+        id: &'a str,
+        grantee: &'a str,
+    ) -> StoreFuture<'a, Option<Invitation>> {
+        Box::pin(async move {
+            let op = "accept_invitation";
+            let Some(invitation) = self
+                .invitations_for(email)
+                .await?
+                .into_iter()
+                .find(|invitation| invitation.id == id)
+            else {
+                return Ok(None);
+            };
+            if invitation.owner == grantee {
+                return Ok(None);
+            }
+            let owner = invitation.owner.as_str();
+            let same_id = || {
+                condition(
+                    "#id = :id",
+                    &[("#id", "id")],
+                    vec![(":id", s(invitation.id.as_str()))],
+                )
+            };
+            let share = |pk: &str, sk: String| {
+                HashMap::from([
+                    (PK.to_string(), s(pk)),
+                    (SK.to_string(), s(sk)),
+                    (
+                        "permissions".to_string(),
+                        string_list(&invitation.permissions),
+                    ),
+                ])
+            };
+            // Both views of the invitation go, on the condition that they are still this
+            // one (a withdrawal or a new invitation in between fails it), and the share's
+            // two items are written: in one transaction.
+            let items = vec![
+                tx_delete(
+                    op,
+                    &self.tables.data,
+                    data_key(owner, format!("{INVITE_PREFIX}{email}")),
+                    same_id(),
+                )?,
+                tx_delete(
+                    op,
+                    &self.tables.data,
+                    data_key(
+                        &format!("{INVITEE_PREFIX}{email}"),
+                        format!("{INVITE_PREFIX}{owner}"),
+                    ),
+                    same_id(),
+                )?,
+                tx_put(
+                    op,
+                    &self.tables.data,
+                    share(owner, format!("{SHARE_PREFIX}{grantee}")),
+                    None,
+                )?,
+                tx_put(
+                    op,
+                    &self.tables.data,
+                    share(grantee, format!("{SHARED_BY_PREFIX}{owner}")),
+                    None,
+                )?,
+            ];
+            let accepted = contended(op, || {
+                let items = items.clone();
+                async move {
+                    let outcome = self.transact(op, items).await?;
+                    if matches!(outcome, Committed::Yes) {
+                        return Ok(Attempt::Done(true));
+                    }
+                    if outcome.condition_failed(0) || outcome.condition_failed(1) {
+                        return Ok(Attempt::Done(false));
+                    }
+                    outcome.retry(op)
+                }
+            })
+            .await?;
+            Ok(accepted.then_some(invitation))
+        })
+    }
+
     fn delete_account_everything<'a>(&'a self, user_id: &'a str, now: u64) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let op = "delete_account_everything";
@@ -1050,6 +1353,10 @@ impl AccountStore for DynamoStore {
                 if let Some(grantee) = sk.strip_prefix(SHARE_PREFIX) {
                     self.delete_share(user_id, grantee).await?;
                 }
+            }
+            // The invitations the user sent, both views (the owner's go with the partition).
+            for invitation in self.invitations_sent(user_id).await? {
+                self.delete_invitation(user_id, &invitation.email).await?;
             }
             self.revoke_personal_url(user_id).await?;
             crate::store::UploadStore::delete_uploads(self, user_id).await?;

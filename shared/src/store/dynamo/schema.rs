@@ -151,6 +151,13 @@ pub(super) const SHARED_BY_PREFIX: &str = "shared-by#";
 
 pub(super) const TEMP_URL_PREFIX: &str = "temp-url#";
 
+/// An invitation the user sent (issue 27): `<owner>/invite#<email>`; the address's
+/// view of it is `invitee#<email>/invite#<owner>` (user ids never hold `#`, so that
+/// partition is never a user's).
+pub(super) const INVITE_PREFIX: &str = "invite#";
+
+pub(super) const INVITEE_PREFIX: &str = "invitee#";
+
 pub(super) const MCP_PREFIX: &str = "mcp#";
 
 const MCP_URL_PREFIX: &str = "mcpurl#";
@@ -184,6 +191,9 @@ pub(super) const USER_URL_PREFIX: &str = "user-url#";
 pub(super) const SHARE_URL_PREFIX: &str = "share-url#";
 
 pub(super) const STATE_PREFIX: &str = "state#";
+
+/// A mailed link (issue 27): `mail#<sha256(secret)>`, purpose, user, address.
+pub(super) const MAIL_PREFIX: &str = "mail#";
 
 pub(super) const CLIENT_PREFIX: &str = "client#";
 

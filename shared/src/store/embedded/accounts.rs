@@ -13,7 +13,8 @@ use super::{
     seconds_from_column,
 };
 use crate::domain::{
-    Account, Delegation, LoginState, LoginStatus, PersonalUrl, TokenState, UrlGrant,
+    Account, Delegation, Invitation, LoginState, LoginStatus, MailPurpose, MailToken, PersonalUrl,
+    TokenState, UrlGrant,
 };
 use crate::store::accounts::counter_key;
 use crate::store::{
@@ -29,6 +30,32 @@ const SHARE_URL_PREFIX: &str = "share-url#";
 const STATE_PREFIX: &str = "state#";
 
 const TOKENS_PREFIX: &str = "tokens#";
+
+const MAIL_PREFIX: &str = "mail#";
+
+/// The columns [`account_from_row`] reads.
+const ACCOUNT_COLUMNS: &str =
+    "user_id, email, password_hash, created_at, email_confirmed_at IS NOT NULL";
+
+/// A `mail#` row's value (`expires_at` is the column).
+#[derive(Serialize, Deserialize)]
+struct MailValue {
+    purpose: MailPurpose,
+    user_id: String,
+    email: String,
+}
+
+fn invitation_from_row(row: &Row<'_>) -> rusqlite::Result<Invitation> {
+    Ok(Invitation {
+        owner: row.get(0)?,
+        email: row.get(1)?,
+        id: row.get(2)?,
+        permissions: json_from_column(row, 3)?,
+        created_at: seconds_from_column(row, 4)?,
+    })
+}
+
+const INVITATION_COLUMNS: &str = "owner, email, id, permissions, created_at";
 
 /// A `url#` row's value (`expires_at` is the column).
 #[derive(Serialize, Deserialize)]
@@ -175,6 +202,7 @@ fn account_from_row(row: &Row<'_>) -> rusqlite::Result<Account> {
         email: row.get(1)?,
         password_hash: row.get(2)?,
         created_at: seconds_from_column(row, 3)?,
+        email_confirmed: row.get(4)?,
     })
 }
 
@@ -202,14 +230,19 @@ impl AccountStore for EmbeddedStore {
                         return Ok(None);
                     }
                     tx.prepare_cached(
-                        "INSERT INTO accounts (user_id, email, password_hash, created_at) \
-                         VALUES (?1, ?2, ?3, ?4)",
+                        "INSERT INTO accounts \
+                         (user_id, email, password_hash, created_at, email_confirmed_at) \
+                         VALUES (?1, ?2, ?3, ?4, ?5)",
                     )?
                     .execute(params![
                         account.user_id,
                         account.email,
                         account.password_hash,
-                        seconds_column(account.created_at)?
+                        seconds_column(account.created_at)?,
+                        account
+                            .email_confirmed
+                            .then(|| seconds_column(account.created_at))
+                            .transpose()?,
                     ])?;
                     tx.commit()?;
                     Ok(Some(Created::Created))
@@ -228,9 +261,9 @@ impl AccountStore for EmbeddedStore {
     fn account_by_email<'a>(&'a self, email: &'a str) -> StoreFuture<'a, Option<Account>> {
         let email = email.to_string();
         Box::pin(self.run("account_by_email", move |conn| {
-            conn.prepare_cached(
-                "SELECT user_id, email, password_hash, created_at FROM accounts WHERE email = ?1",
-            )
+            conn.prepare_cached(&format!(
+                "SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE email = ?1"
+            ))
             .and_then(|mut stmt| stmt.query_row([&email], account_from_row).optional())
         }))
     }
@@ -238,9 +271,9 @@ impl AccountStore for EmbeddedStore {
     fn account<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, Option<Account>> {
         let user_id = user_id.to_string();
         Box::pin(self.run("account", move |conn| {
-            conn.prepare_cached(
-                "SELECT user_id, email, password_hash, created_at FROM accounts WHERE user_id = ?1",
-            )
+            conn.prepare_cached(&format!(
+                "SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE user_id = ?1"
+            ))
             .and_then(|mut stmt| stmt.query_row([&user_id], account_from_row).optional())
         }))
     }
@@ -780,6 +813,163 @@ impl AccountStore for EmbeddedStore {
         }))
     }
 
+    fn confirm_email<'a>(
+        &'a self,
+        user_id: &'a str,
+        email: &'a str,
+        now: u64,
+    ) -> StoreFuture<'a, bool> {
+        let (user, email) = (user_id.to_string(), email.to_string());
+        Box::pin(self.run("confirm_email", move |conn| {
+            let changed = conn
+                .prepare_cached(
+                    "UPDATE accounts SET email_confirmed_at = coalesce(email_confirmed_at, ?3) \
+                     WHERE user_id = ?1 AND email = ?2",
+                )?
+                .execute(params![user, email, seconds_column(now)?])?;
+            Ok(changed > 0)
+        }))
+    }
+
+    fn put_mail_token<'a>(
+        &'a self,
+        secret_hash: &'a str,
+        token: &'a MailToken,
+    ) -> StoreFuture<'a, ()> {
+        let key = format!("{MAIL_PREFIX}{secret_hash}");
+        let value = MailValue {
+            purpose: token.purpose,
+            user_id: token.user_id.clone(),
+            email: token.email.clone(),
+        };
+        let expires_at = token.expires_at;
+        Box::pin(self.run("put_mail_token", move |conn| {
+            put_key(conn, &key, &json_column(&value)?, expires_at)
+        }))
+    }
+
+    fn take_mail_token<'a>(
+        &'a self,
+        secret_hash: &'a str,
+        purpose: MailPurpose,
+        now: u64,
+    ) -> StoreFuture<'a, Option<MailToken>> {
+        let key = format!("{MAIL_PREFIX}{secret_hash}");
+        Box::pin(self.run("take_mail_token", move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let row: Option<(MailValue, u64)> = tx
+                .prepare_cached("SELECT value, expires_at FROM keys WHERE key = ?1")?
+                .query_row([&key], |row| {
+                    Ok((json_from_column(row, 0)?, seconds_from_column(row, 1)?))
+                })
+                .optional()?;
+            let Some((value, expires_at)) = row else {
+                return Ok(None);
+            };
+            if value.purpose != purpose {
+                return Ok(None);
+            }
+            tx.prepare_cached("DELETE FROM keys WHERE key = ?1")?
+                .execute([&key])?;
+            tx.commit()?;
+            Ok((expires_at > now).then_some(MailToken {
+                purpose: value.purpose,
+                user_id: value.user_id,
+                email: value.email,
+                expires_at,
+            }))
+        }))
+    }
+
+    fn put_invitation<'a>(&'a self, invitation: &'a Invitation) -> StoreFuture<'a, ()> {
+        let invitation = invitation.clone();
+        Box::pin(self.run("put_invitation", move |conn| {
+            conn.prepare_cached(
+                "INSERT INTO invitations (owner, email, id, permissions, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5) \
+                 ON CONFLICT (owner, email) DO UPDATE SET id = excluded.id, \
+                   permissions = excluded.permissions, created_at = excluded.created_at",
+            )?
+            .execute(params![
+                invitation.owner,
+                invitation.email,
+                invitation.id,
+                json_column(&invitation.permissions)?,
+                seconds_column(invitation.created_at)?
+            ])?;
+            Ok(())
+        }))
+    }
+
+    fn delete_invitation<'a>(&'a self, owner: &'a str, email: &'a str) -> StoreFuture<'a, bool> {
+        let (owner, email) = (owner.to_string(), email.to_string());
+        Box::pin(self.run("delete_invitation", move |conn| {
+            let deleted = conn
+                .prepare_cached("DELETE FROM invitations WHERE owner = ?1 AND email = ?2")?
+                .execute([&owner, &email])?;
+            Ok(deleted > 0)
+        }))
+    }
+
+    fn invitations_sent<'a>(&'a self, owner: &'a str) -> StoreFuture<'a, Vec<Invitation>> {
+        let owner = owner.to_string();
+        Box::pin(self.run("invitations_sent", move |conn| {
+            conn.prepare_cached(&format!(
+                "SELECT {INVITATION_COLUMNS} FROM invitations WHERE owner = ?1 ORDER BY email"
+            ))?
+            .query_map([&owner], invitation_from_row)?
+            .collect()
+        }))
+    }
+
+    fn invitations_for<'a>(&'a self, email: &'a str) -> StoreFuture<'a, Vec<Invitation>> {
+        let email = email.to_string();
+        Box::pin(self.run("invitations_for", move |conn| {
+            conn.prepare_cached(&format!(
+                "SELECT {INVITATION_COLUMNS} FROM invitations WHERE email = ?1 ORDER BY owner"
+            ))?
+            .query_map([&email], invitation_from_row)?
+            .collect()
+        }))
+    }
+
+    fn accept_invitation<'a>(
+        &'a self,
+        email: &'a str,
+        id: &'a str,
+        grantee: &'a str,
+    ) -> StoreFuture<'a, Option<Invitation>> {
+        let (email, id, grantee) = (email.to_string(), id.to_string(), grantee.to_string());
+        Box::pin(self.run("accept_invitation", move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some(invitation) = tx
+                .prepare_cached(&format!(
+                    "SELECT {INVITATION_COLUMNS} FROM invitations WHERE email = ?1 AND id = ?2"
+                ))?
+                .query_row([&email, &id], invitation_from_row)
+                .optional()?
+            else {
+                return Ok(None);
+            };
+            if invitation.owner == grantee {
+                return Ok(None);
+            }
+            tx.prepare_cached("DELETE FROM invitations WHERE owner = ?1 AND email = ?2")?
+                .execute([&invitation.owner, &email])?;
+            tx.prepare_cached(
+                "INSERT INTO shares (owner, grantee, permissions) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (owner, grantee) DO UPDATE SET permissions = excluded.permissions",
+            )?
+            .execute(params![
+                invitation.owner,
+                grantee,
+                json_column(&invitation.permissions)?
+            ])?;
+            tx.commit()?;
+            Ok(Some(invitation))
+        }))
+    }
+
     fn delete_account_everything<'a>(&'a self, user_id: &'a str, now: u64) -> StoreFuture<'a, ()> {
         let user = user_id.to_string();
         Box::pin(self.run("delete_account_everything", move |conn| {
@@ -805,6 +995,7 @@ impl AccountStore for EmbeddedStore {
                    AND (json_extract(value, '$.user_id') = ?1 OR json_extract(value, '$.grantee') = ?1)) \
                  OR ((substr(key, 1, 8) = 'refresh#' OR substr(key, 1, 5) = 'code#') \
                    AND json_extract(value, '$.user_id') = ?1) \
+                 OR (substr(key, 1, 5) = 'mail#' AND json_extract(value, '$.user_id') = ?1) \
                  OR key = ?2 \
                  OR substr(key, 1, length(?3)) = ?3 \
                  OR (substr(key, 1, 10) = 'share-url#' AND substr(key, -length(?4)) = ?4)",
@@ -817,6 +1008,7 @@ impl AccountStore for EmbeddedStore {
             ])?;
             for statement in [
                 "DELETE FROM shares WHERE owner = ?1 OR grantee = ?1",
+                "DELETE FROM invitations WHERE owner = ?1",
                 "DELETE FROM readings WHERE user = ?1",
                 "DELETE FROM reading_rollups WHERE user = ?1",
                 "DELETE FROM reading_catalogue WHERE user = ?1",

@@ -76,6 +76,7 @@ pub(super) const PURGE_BATCH: i64 = 200;
 const INDEXES: &str = "
 CREATE INDEX IF NOT EXISTS keys_by_expiry ON keys (expires_at);
 CREATE INDEX IF NOT EXISTS uploads_by_expiry ON uploads (expires_at);
+CREATE INDEX IF NOT EXISTS invitations_by_email ON invitations (email, owner);
 ";
 
 /// The schema version this code reads and writes (`PRAGMA user_version`).
@@ -84,7 +85,11 @@ CREATE INDEX IF NOT EXISTS uploads_by_expiry ON uploads (expires_at);
 /// 5: genomes in versions (`genomes`, `genome_items`), `genotypes` moved into them.
 /// 6: adds uploads (issue 14).
 /// 7: readings keep their UTC offset and what was sent (issue 25); rollups rebuilt.
-const SCHEMA_VERSION: i64 = 8;
+/// 8: uploads record when a running import last reported (issue 26).
+/// 9: accounts record when their address was confirmed; shares wait as invitations
+/// (issue 27). Existing accounts stay unconfirmed until they confirm; existing shares
+/// stay accepted grants.
+const SCHEMA_VERSION: i64 = 9;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS readings (
@@ -130,6 +135,14 @@ CREATE TABLE IF NOT EXISTS shares (
     grantee     TEXT NOT NULL,
     permissions TEXT NOT NULL,
     PRIMARY KEY (owner, grantee)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS invitations (
+    owner       TEXT NOT NULL,
+    email       TEXT NOT NULL,
+    id          TEXT NOT NULL UNIQUE,
+    permissions TEXT NOT NULL,
+    created_at  INTEGER NOT NULL,
+    PRIMARY KEY (owner, email)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS keys (
     key        TEXT NOT NULL PRIMARY KEY,
@@ -268,6 +281,12 @@ fn prepare(conn: &mut Connection) -> rusqlite::Result<()> {
         // Step 8 (issue 26): when a running import last reported, so a killed one is
         // failed instead of importing for ever.
         add_column(&tx, "uploads", "active_at", "INTEGER")?;
+    }
+    if version < 9 {
+        // Step 9 (issue 27): when the account's address was confirmed (NULL: not yet;
+        // accounts from before stay unconfirmed until they confirm). The `invitations`
+        // table is in `SCHEMA`; existing `shares` rows stay accepted grants.
+        add_column(&tx, "accounts", "email_confirmed_at", "INTEGER")?;
     }
     tx.execute_batch(INDEXES)?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
@@ -461,6 +480,7 @@ mod tests {
             email: "u1@example.com".into(),
             password_hash: "hash".into(),
             created_at: 1,
+            email_confirmed: false,
         };
         assert_eq!(
             store.create_account(&account).await.unwrap(),
@@ -499,6 +519,54 @@ mod tests {
             VALUES ('u1', 'u1@example.com', 'hash', 1);
         PRAGMA user_version = 2;
     ";
+
+    /// Schema step 9 (issue 27) on a file from before it: its accounts start unconfirmed
+    /// (they confirm by a mailed link), its shares stay accepted grants, and invitations
+    /// work.
+    #[tokio::test]
+    async fn a_file_from_before_issue_27_keeps_its_shares_and_its_accounts_start_unconfirmed() {
+        let path = temp_path("migrate-v9");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(SCHEMA_V1).unwrap();
+        old.execute_batch(SCHEMA_V2_ADDED).unwrap();
+        old.execute_batch(
+            "INSERT INTO accounts (user_id, email, password_hash, created_at) \
+                 VALUES ('u2', 'u2@example.com', 'hash', 1); \
+             INSERT INTO shares (owner, grantee, permissions) VALUES ('u1', 'u2', '[\"chat\"]');",
+        )
+        .unwrap();
+        drop(old);
+
+        let store = EmbeddedStore::open(&path).unwrap();
+        assert_eq!(user_version(&store), SCHEMA_VERSION);
+        let account = store.account("u2").await.unwrap().unwrap();
+        assert!(!account.email_confirmed, "confirmed only by a mailed link");
+        assert_eq!(
+            store.share("u1", "u2").await.unwrap(),
+            Some(vec!["chat".to_string()]),
+            "a share from before stays an accepted grant"
+        );
+        assert!(
+            store
+                .confirm_email("u2", "u2@example.com", 5)
+                .await
+                .unwrap()
+        );
+        let invitation = crate::domain::Invitation {
+            id: "i1".into(),
+            owner: "u1".into(),
+            email: "x@example.com".into(),
+            permissions: vec!["chat".into()],
+            created_at: 1,
+        };
+        store.put_invitation(&invitation).await.unwrap();
+        assert_eq!(
+            store.invitations_for("x@example.com").await.unwrap(),
+            vec![invitation]
+        );
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
 
     /// A file written by version 2 opens: its data stays and external servers work.
     #[tokio::test]
