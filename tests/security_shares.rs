@@ -90,6 +90,20 @@ async fn sign_up(server: &Server, email: &str) -> (String, String) {
 }
 
 /// A JSON request with the caller's session token.
+/// Uploads [`CSV`] (the owner's labs) as the holder of `token`.
+async fn upload_labs(server: &Server, token: &str) {
+    let mut headers = bearer(token);
+    headers.push(("content-type".into(), "text/csv".into()));
+    let uploaded = send(
+        "POST",
+        &server.url("/api/data/health"),
+        &headers,
+        Some(CSV.into()),
+    )
+    .await;
+    assert!(uploaded.status < 300, "{}", uploaded.body);
+}
+
 async fn api(server: &Server, method: &str, path: &str, token: &str, body: Value) -> Reply {
     let mut headers = bearer(token);
     headers.push(("content-type".into(), "application/json".into()));
@@ -164,16 +178,7 @@ async fn a_grantee_gets_a_url_of_their_own_that_dies_with_the_share() {
     let (friend, friend_token) = sign_up(&server, "friend@example.com").await;
 
     // The owner's data, external server and own URL.
-    let mut headers = bearer(&owner_token);
-    headers.push(("content-type".into(), "text/csv".into()));
-    let uploaded = send(
-        "POST",
-        &server.url("/api/data/health"),
-        &headers,
-        Some(CSV.into()),
-    )
-    .await;
-    assert!(uploaded.status < 300, "{}", uploaded.body);
+    upload_labs(&server, &owner_token).await;
     let registered = api(
         &server,
         "POST",
@@ -431,16 +436,7 @@ async fn finding_1_a_share_to_an_address_someone_else_registered_first_grants_th
     let doctor = "dr.house@clinic.example";
     let (_, attacker_token) = sign_up(&server, doctor).await;
     let (patient, patient_token) = sign_up(&server, "patient@example.com").await;
-    let mut headers = bearer(&patient_token);
-    headers.push(("content-type".into(), "text/csv".into()));
-    let uploaded = send(
-        "POST",
-        &server.url("/api/data/health"),
-        &headers,
-        Some(CSV.into()),
-    )
-    .await;
-    assert!(uploaded.status < 300, "{}", uploaded.body);
+    upload_labs(&server, &patient_token).await;
 
     let shared = share(&server, &patient_token, doctor).await;
     assert_eq!(shared["status"], "invited", "{shared}");
@@ -628,16 +624,7 @@ async fn finding_4_share_list_and_unshare_answer_alike_for_every_address() {
 async fn the_whole_mail_flow_runs_through_the_mail_directory() {
     let server = Server::start(&[]);
     let (owner, owner_token) = sign_up(&server, "alice@example.com").await;
-    let mut headers = bearer(&owner_token);
-    headers.push(("content-type".into(), "text/csv".into()));
-    let uploaded = send(
-        "POST",
-        &server.url("/api/data/health"),
-        &headers,
-        Some(CSV.into()),
-    )
-    .await;
-    assert!(uploaded.status < 300, "{}", uploaded.body);
+    upload_labs(&server, &owner_token).await;
 
     // Sign up: an unconfirmed account and one confirmation mail.
     let body = json!({ "email": "bob@example.com", "password": PASSWORD });

@@ -668,25 +668,21 @@ impl Server {
     /// Confirms the grantee's address (if need be) and accepts every invitation waiting
     /// for it, as the grantee; the accepted owners' `{user_id, email}`.
     pub async fn accept_invitations(&self, grantee_email: &str, grantee_token: &str) -> Vec<Value> {
-        let listed = send(
-            "GET",
-            &self.url("/api/shares"),
-            &bearer(grantee_token),
-            None,
-        )
-        .await;
-        assert_eq!(listed.status, 200, "{}", listed.body);
-        if listed.json()["data"]["email_confirmed"] != true {
+        let shares = || async {
+            let listed = send(
+                "GET",
+                &self.url("/api/shares"),
+                &bearer(grantee_token),
+                None,
+            )
+            .await;
+            assert_eq!(listed.status, 200, "{}", listed.body);
+            listed.json()["data"].clone()
+        };
+        if shares().await["email_confirmed"] != true {
             self.confirm_address(grantee_email).await;
         }
-        let listed = send(
-            "GET",
-            &self.url("/api/shares"),
-            &bearer(grantee_token),
-            None,
-        )
-        .await;
-        let invitations = listed.json()["data"]["invitations"]
+        let invitations = shares().await["invitations"]
             .as_array()
             .cloned()
             .unwrap_or_default();

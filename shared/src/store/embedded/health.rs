@@ -31,16 +31,16 @@ fn refresh_rollups(
     tx: &Connection,
     user: &str,
     key: &str,
-    days: &BTreeMap<&str, DayReadings<'_>>,
+    days: BTreeMap<&str, DayReadings<'_>>,
 ) -> rusqlite::Result<()> {
     let mut select_day = tx.prepare_cached(&format!(
         "SELECT {READING_COLUMNS} FROM readings \
          WHERE user = ?1 AND indicator_key = ?2 AND time >= ?3 AND time <= ?4"
     ))?;
     let mut months = BTreeSet::new();
-    for (&day, given) in days {
+    for (day, given) in days {
         let rollup = match given {
-            Some(given) => Rollup::of_refs(day, given.clone()),
+            Some(given) => Rollup::of_refs(day, given),
             None => {
                 let rows = select_day
                     .query_map(
@@ -209,7 +209,7 @@ pub(super) fn rebuild_rollups(tx: &Connection) -> rusqlite::Result<()> {
     }
     for ((user, key), days) in &days {
         let days = days.iter().map(|day| (day.as_str(), None)).collect();
-        refresh_rollups(tx, user, key, &days)?;
+        refresh_rollups(tx, user, key, days)?;
     }
     Ok(())
 }
@@ -328,7 +328,7 @@ fn write_readings(
             given.push(reading);
         }
     }
-    for (key, days) in &days {
+    for (key, days) in days {
         refresh_rollups(&tx, user, key, days)?;
     }
     tx.commit()?;
