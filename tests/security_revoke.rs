@@ -3,17 +3,14 @@
 //! binary. Before, a JWT worked until it expired whatever the user did; each test shows
 //! the token the user ended now answers 401 (and its refresh token `invalid_grant`),
 //! while what the user did not end keeps working.
+//!
+//! Issue 27, findings 2 and 3: a grantee's delegated URL, a temporary agent URL and an
+//! authorization code not yet exchanged answer to their holder's remedies too.
 
-use base64::Engine;
-use e2e::{
-    Reply, Server, bearer_json, encode_form as encode, form_of, form_with_cookie, get, post_json,
-    rpc,
-};
+use e2e::oauth_flow;
+use e2e::{Reply, Server, bearer_json, form_with_cookie, get, post_json, rpc};
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
-const VERIFIER: &str = "dBjftJeZ4CVP-mJ0kDqCBj8V9X7QlJuA_n4qNhtpHqZ-0123456789";
-const REDIRECT: &str = "https://x.example/cb";
 const PASSWORD: &str = "a long enough password";
 
 /// An OAuth client's tokens: what the authorization code flow gave it.
@@ -54,64 +51,17 @@ async fn authorise_as(
     name: &str,
     method: &str,
 ) -> (ClientTokens, Option<String>) {
-    let body = json!({ "client_name": name, "redirect_uris": [REDIRECT], "token_endpoint_auth_method": method });
-    let client = post_json(&server.url("/oauth/register"), &[], &body).await;
-    assert_eq!(client.status, 201, "{}", client.body);
-    let client_id = client.json()["client_id"].as_str().unwrap().to_string();
-    let secret = client.json()["client_secret"].as_str().map(String::from);
-    let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .encode(Sha256::digest(VERIFIER.as_bytes()));
-    let query = encode(&[
-        ("response_type", "code"),
-        ("client_id", &client_id),
-        ("redirect_uri", REDIRECT),
-        ("state", "s"),
-        ("scope", "mcp:tools"),
-        ("code_challenge", &challenge),
-        ("code_challenge_method", "S256"),
-    ]);
-    let page = get(&server.url(&format!("/oauth/authorize?{query}"))).await;
-    assert_eq!(page.status, 200, "{}", page.body);
-    let (fields, cookie) = form_of(&page);
-    let mut submit: Vec<(&str, &str)> = fields
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    submit.extend([
-        ("email", email),
-        ("password", PASSWORD),
-        ("decision", "allow"),
-    ]);
-    let reply = form_with_cookie(server, "/oauth/authorize", &submit, Some(&cookie)).await;
-    assert_eq!(reply.status, 302, "{}", reply.body);
-    let location = reply.header("location").unwrap().to_string();
-    let code = location
-        .split_once('?')
-        .unwrap()
-        .1
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("code="))
-        .unwrap()
-        .to_string();
-    let mut exchange = vec![
-        ("grant_type", "authorization_code"),
-        ("code", code.as_str()),
-        ("redirect_uri", REDIRECT),
-        ("client_id", client_id.as_str()),
-        ("code_verifier", VERIFIER),
-    ];
-    if let Some(secret) = &secret {
-        exchange.push(("client_secret", secret.as_str()));
-    }
-    let tokens = form_with_cookie(server, "/oauth/token", &exchange, None).await;
+    let client = oauth_flow::register(server, name, method).await;
+    let code = oauth_flow::allow(server, &client, "mcp:tools", (email, PASSWORD), &[]).await;
+    let tokens = oauth_flow::exchange(server, &client, &code).await;
     assert_eq!(tokens.status, 200, "{}", tokens.body);
     let tokens = tokens.json();
     let tokens = ClientTokens {
-        client_id,
+        client_id: client.id,
         access: tokens["access_token"].as_str().unwrap().to_string(),
         refresh: tokens["refresh_token"].as_str().unwrap().to_string(),
     };
-    (tokens, secret)
+    (tokens, client.secret)
 }
 
 /// The client refreshes: the reply of the token endpoint.
@@ -485,4 +435,167 @@ async fn introspection_calls_an_ended_token_inactive() {
     let out = bearer_json(&server, "POST", "/auth/signout-all", &me, None).await;
     assert_eq!(out.status, 200, "{}", out.body);
     assert_eq!(introspect().await.json(), json!({ "active": false }));
+}
+
+// ------------------------------------------------------------- issue 27, findings 2 and 3
+
+/// Signs up `email`: the new account's user id and session token.
+async fn sign_up_user(server: &Server, email: &str) -> (String, String) {
+    let body = json!({ "email": email, "password": PASSWORD });
+    let reply = post_json(&server.url("/auth/signup"), &[], &body).await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    let data = &reply.json()["data"];
+    let field = |name: &str| data[name].as_str().unwrap().to_string();
+    (field("user_id"), field("token"))
+}
+
+/// `tools/list` through an MCP URL this server minted: its status.
+async fn url_status(server: &Server, url: &str) -> u16 {
+    let path = &url[url.find("/mcp/").expect("an MCP URL")..];
+    rpc(&server.url(path), None, "tools/list", json!({}))
+        .await
+        .status
+}
+
+/// The grantee's delegated URL on `owner`'s data (`POST /personal/mcp {"user_id"}`).
+async fn delegated_url(server: &Server, grantee: &str, owner: &str) -> String {
+    let body = json!({ "user_id": owner });
+    let reply = bearer_json(server, "POST", "/personal/mcp", grantee, Some(body)).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    reply.json()["data"]["url"].as_str().unwrap().to_string()
+}
+
+/// Finding 2, as written: after the grantee (whose password was stolen) changes the
+/// password, and again after signing out everywhere, the delegated URL the attacker holds
+/// is 404. A URL minted afterwards works, and the owner's share stands throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grantees_delegated_url_ends_with_the_grantees_remedies() {
+    let server = Server::start(&[]);
+    let (owner_id, owner) = sign_up_user(&server, "owner.f2@example.com").await;
+    let grantee_email = "dr.f2@clinic.example";
+    let grantee = sign_up(&server, grantee_email).await;
+    let share = json!({ "grantee": grantee_email, "permissions": ["chat"] });
+    let offered = bearer_json(&server, "POST", "/api/shares", &owner, Some(share)).await;
+    assert_eq!(offered.status, 200, "{}", offered.body);
+    server.accept_invitations(grantee_email, &grantee).await;
+
+    let stolen = delegated_url(&server, &grantee, &owner_id).await;
+    assert_eq!(url_status(&server, &stolen).await, 200, "before");
+
+    // The grantee changes the stolen password: the attacker's URL ends.
+    let change =
+        json!({ "current_password": PASSWORD, "new_password": "a brand new long password" });
+    let changed = bearer_json(&server, "POST", "/auth/password", &grantee, Some(change)).await;
+    assert_eq!(changed.status, 200, "{}", changed.body);
+    assert_eq!(
+        url_status(&server, &stolen).await,
+        404,
+        "after the password change"
+    );
+    let grantee = changed.json()["data"]["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // A new URL works, and is ended by signing out everywhere.
+    let fresh = delegated_url(&server, &grantee, &owner_id).await;
+    assert_ne!(fresh, stolen, "a new secret, not the ended one");
+    assert_eq!(
+        url_status(&server, &fresh).await,
+        200,
+        "minted after the change"
+    );
+    let out = bearer_json(&server, "POST", "/auth/signout-all", &grantee, None).await;
+    assert_eq!(out.status, 200, "{}", out.body);
+    assert_eq!(
+        url_status(&server, &fresh).await,
+        404,
+        "after sign-out everywhere"
+    );
+    assert_eq!(url_status(&server, &stolen).await, 404, "still");
+
+    // The share stands: the grantee signs in again and gets a working URL.
+    let signed_in = post_json(
+        &server.url("/auth/signin"),
+        &[],
+        &json!({ "email": grantee_email, "password": "a brand new long password" }),
+    )
+    .await;
+    assert_eq!(signed_in.status, 200, "{}", signed_in.body);
+    let grantee = signed_in.json()["data"]["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let again = delegated_url(&server, &grantee, &owner_id).await;
+    assert_eq!(
+        url_status(&server, &again).await,
+        200,
+        "after signing in again"
+    );
+}
+
+/// Finding 2, temporary URLs: one minted for an agent ends with its user's sign-out
+/// everywhere, and the console's list no longer shows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_temporary_url_ends_with_its_users_sign_out_everywhere() {
+    let server = Server::start(&[]);
+    let (user, token) = sign_up_user(&server, "agent.f2@example.com").await;
+    let url = server
+        .command(&["temp-url", &user, "session-1", "helper"])
+        .trim()
+        .to_string();
+    assert_eq!(url_status(&server, &url).await, 200, "before");
+    let listed = bearer_json(&server, "GET", "/api/user/urls", &token, None).await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    assert!(listed.body.contains("session-1"), "{}", listed.body);
+
+    let out = bearer_json(&server, "POST", "/auth/signout-all", &token, None).await;
+    assert_eq!(out.status, 200, "{}", out.body);
+    assert_eq!(
+        url_status(&server, &url).await,
+        404,
+        "after sign-out everywhere"
+    );
+    let token = session(&server, "agent.f2@example.com").await;
+    let listed = bearer_json(&server, "GET", "/api/user/urls", &token, None).await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    assert!(!listed.body.contains("session-1"), "{}", listed.body);
+    let minted = server
+        .command(&["temp-url", &user, "session-2", "helper"])
+        .trim()
+        .to_string();
+    assert_eq!(url_status(&server, &minted).await, 200, "minted afterwards");
+}
+
+/// Finding 3, as written: a code minted before a sign-out everywhere, or before a
+/// password change, is `invalid_grant` at the exchange; one minted afterwards is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_code_minted_before_a_remedy_is_invalid_grant() {
+    let server = Server::start(&[]);
+    let email = "code.f3@example.com";
+    let token = sign_up(&server, email).await;
+    let client = oauth_flow::register(&server, "Code keeper", "none").await;
+
+    let kept = oauth_flow::allow(&server, &client, "mcp:tools", (email, PASSWORD), &[]).await;
+    let out = bearer_json(&server, "POST", "/auth/signout-all", &token, None).await;
+    assert_eq!(out.status, 200, "{}", out.body);
+    assert_refused_refresh(
+        &oauth_flow::exchange(&server, &client, &kept).await,
+        "a code from before sign-out everywhere",
+    );
+
+    let token = session(&server, email).await;
+    let kept = oauth_flow::allow(&server, &client, "mcp:tools", (email, PASSWORD), &[]).await;
+    let new_password = "another long enough password";
+    let change = json!({ "current_password": PASSWORD, "new_password": new_password });
+    let changed = bearer_json(&server, "POST", "/auth/password", &token, Some(change)).await;
+    assert_eq!(changed.status, 200, "{}", changed.body);
+    assert_refused_refresh(
+        &oauth_flow::exchange(&server, &client, &kept).await,
+        "a code from before the password change",
+    );
+
+    let fresh = oauth_flow::allow(&server, &client, "mcp:tools", (email, new_password), &[]).await;
+    let tokens = oauth_flow::exchange(&server, &client, &fresh).await;
+    assert_eq!(tokens.status, 200, "a code from after: {}", tokens.body);
 }

@@ -29,9 +29,9 @@ const EMF: &[(&str, &[&[&str]])] = &[
     ("StoreCalls", &[&["Function"]]),
     ("StoreLatency", &[&["Function"]]),
     ("StoreThrottles", &[&["Function"]]),
-    ("ForwardedCalls", &[&["RemoteHost"]]),
-    ("ForwardedLatency", &[&["RemoteHost"]]),
-    ("ForwardedFailures", &[&["RemoteHost"]]),
+    ("ForwardedCalls", &[&["Function"]]),
+    ("ForwardedLatency", &[&["Function"]]),
+    ("ForwardedFailures", &[&["Function"]]),
     ("ImportRows", &[&["Function"]]),
     ("ImportRowsPerSecond", &[&["Function"]]),
     ("ImportFailures", &[&["Function"]]),
@@ -832,7 +832,7 @@ fn the_dashboard_parses_shows_every_alarm_and_names_only_contract_or_aws_metrics
             );
         }
     }
-    // Per tool and per remote host: every one that reported (SEARCH).
+    // Per tool and per function: every one that reported (SEARCH).
     let searched = |name: &str, dimensions: &[&str]| {
         drawn
             .iter()
@@ -842,7 +842,8 @@ fn the_dashboard_parses_shows_every_alarm_and_names_only_contract_or_aws_metrics
         assert!(searched(name, &["Function", "Tool"]), "{name} per tool");
     }
     for name in ["ForwardedCalls", "ForwardedFailures", "ForwardedLatency"] {
-        assert!(searched(name, &["RemoteHost"]), "{name} per remote host");
+        // Never per host (issue 27, finding 7): a host is a name a user chose.
+        assert!(searched(name, &["Function"]), "{name} per function");
     }
     // Imports.
     for name in ["ImportRowsPerSecond", "ImportFailures", "ImportRows"] {
@@ -881,7 +882,7 @@ fn the_dashboard_check_catches_a_wrong_dashboard() {
         ("a misspelt metric", "\"Requests\"", "\"Request\""),
         (
             "a dimension set never published",
-            "{Mirobody/${AWS::StackName},RemoteHost}",
+            "{Mirobody/${AWS::StackName},Function}",
             "{Mirobody/${AWS::StackName},Function,RemoteHost}",
         ),
         (

@@ -20,7 +20,8 @@ use crate::clock::Clock;
 use crate::domain::{Account, Invitation, UrlGrant};
 use crate::http::{self as web, ApiError};
 use crate::identity::{
-    Caller, Claims, Jwts, MIN_PASSWORD, McpUrls, Passwords, Quota, SignIn, random_secret,
+    Caller, Claims, Jwts, MIN_PASSWORD, McpUrls, Passwords, Quota, SignIn, hidden_or_control,
+    random_secret,
 };
 use crate::mail::{Letter, MailSender};
 use crate::store::{AccountStore, Created, TokenChange};
@@ -88,28 +89,9 @@ struct PersonalRequest {
     user_id: Option<String>,
 }
 
-/// What an e-mail address may never carry (issue 12): NUL and every other control
-/// character (C0, DEL, C1), and the format characters that reorder or hide text (the
-/// bidi embeddings, overrides and isolates U+202A-U+202E and U+2066-U+2069, the marks
-/// U+200E, U+200F and U+061C, zero-width characters, the soft hyphen and the BOM), with
-/// which one address displays as another.
-fn forbidden_in_email(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{00AD}'
-                | '\u{061C}'
-                | '\u{180E}'
-                | '\u{200B}'..='\u{200F}'
-                | '\u{202A}'..='\u{202E}'
-                | '\u{2060}'..='\u{2069}'
-                | '\u{FEFF}'
-        )
-}
-
 /// 400 naming `field` when its (trimmed) value carries a character no e-mail address may.
 fn refuse_hidden_characters(field: &'static str, raw: &str) -> Result<(), ApiError> {
-    if raw.trim().chars().any(forbidden_in_email) {
+    if raw.trim().chars().any(hidden_or_control) {
         return Err(ApiError::refused(
             StatusCode::BAD_REQUEST,
             format!("{field} must not contain control or invisible formatting characters"),
@@ -769,7 +751,8 @@ impl AccountApi {
         &self,
         user_id: &str,
     ) -> Result<Vec<(String, UrlGrant)>, ApiError> {
-        Ok(self.store.temporary_urls(user_id, self.clock.now()).await?)
+        let listed = self.store.temporary_urls(user_id, self.clock.now()).await?;
+        Ok(self.urls.still_valid(user_id, listed).await?)
     }
 
     /// Revokes one of the user's temporary URLs: 404 when it is not a live one of theirs.

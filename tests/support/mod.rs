@@ -22,6 +22,7 @@ use mirobody::{App, Config, RouteGroup, Runtime, Services};
 use serde_json::{Value, json};
 
 pub mod load;
+pub mod oauth_flow;
 pub mod remote_server;
 pub mod template;
 #[cfg(test)]
@@ -340,8 +341,31 @@ pub async fn send(
     headers: &[(String, String)],
     body: Option<String>,
 ) -> Reply {
+    send_via(None, method, url, headers, body).await
+}
+
+/// As [`send`], from the loopback address `source` (any address of 127.0.0.0/8 works on
+/// Linux), so that one test can be several sources to the server's per-source limits.
+pub async fn send_from(
+    source: std::net::IpAddr,
+    method: &str,
+    url: &str,
+    headers: &[(String, String)],
+    body: Option<String>,
+) -> Reply {
+    send_via(Some(source), method, url, headers, body).await
+}
+
+async fn send_via(
+    source: Option<std::net::IpAddr>,
+    method: &str,
+    url: &str,
+    headers: &[(String, String)],
+    body: Option<String>,
+) -> Reply {
     let client = reqwest::Client::builder()
         .no_proxy()
+        .local_address(source)
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("a client");

@@ -71,6 +71,12 @@ pub struct UrlGrant {
     pub delegation: Option<Delegation>,
     /// Epoch seconds; from then on the grant resolves to nothing.
     pub expires_at: u64,
+    /// The holder's token epoch when the grant was made (issue 27, finding 2): the
+    /// grantee's for a delegated URL, the user's for a temporary one. A holder who
+    /// signs out everywhere, changes or resets the password moves to a newer epoch, and
+    /// the grant resolves to nothing. 0 for grants stored before epochs existed.
+    #[serde(default)]
+    pub epoch: u64,
 }
 
 /// A grantee acting on an owner's data through a grant of their own (B2): the owner is
@@ -89,6 +95,18 @@ pub struct PersonalUrl {
     pub sealed_secret: String,
     pub secret_hash: String,
     pub expires_at: u64,
+    /// The holder's token epoch when it was made, as [`UrlGrant::epoch`]: a claim from an
+    /// older epoch is dead, and the next request replaces it.
+    #[serde(default)]
+    pub epoch: u64,
+}
+
+impl PersonalUrl {
+    /// Whether this kept claim still stands against `candidate`, a new one made at the
+    /// holder's current epoch: unexpired at `now` and not from an older epoch.
+    pub fn live(&self, candidate: &PersonalUrl, now: u64) -> bool {
+        self.expires_at > now && self.epoch >= candidate.epoch
+    }
 }
 
 /// A device-style login, polled by `/oauth2/check_state`.

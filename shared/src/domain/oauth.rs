@@ -38,6 +38,15 @@ pub struct AuthCode {
     /// RFC 8707 `resource`, bound into the token audience.
     pub resource: Option<String>,
     pub expires_at: u64,
+    /// The user's token epoch when the code was made (issue 27, finding 3): a code from
+    /// an older epoch (the user signed out everywhere, changed or reset the password
+    /// since) is refused at the exchange. 0 for codes stored before epochs existed.
+    #[serde(default)]
+    pub epoch: u64,
+    /// When the code was made: a client whose grant the user withdrew at or after this
+    /// time may not exchange it.
+    #[serde(default)]
+    pub issued_at: u64,
 }
 
 /// A refresh token's record, found by the SHA-256 of the token. Rotation: each use

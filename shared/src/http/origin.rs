@@ -15,8 +15,10 @@
 //!   get their own origin echoed; with `*` any origin passes and is answered
 //!   `Access-Control-Allow-Origin: *`. Never `Access-Control-Allow-Credentials`.
 //! - `Form` (the OAuth sign-in and consent forms, `/oauth/authorize` and `/mcplogin`) and
-//!   `Page` (the console): cookie-bound (CSRF and session cookies), so loopback and the
-//!   public URL only, whatever the setting.
+//!   `Page` (the console): cookie-bound (CSRF and session cookies), so the public URL
+//!   only, whatever the setting, and loopback only while the public URL is not https
+//!   (issue 27, finding 7: on an https deployment a page on the person's own machine is
+//!   another site, which must not post a form their cookies ride on).
 
 use http::HeaderMap;
 use http::header::{HOST, ORIGIN};
@@ -46,6 +48,9 @@ pub(crate) struct OriginPolicy {
     check_host: bool,
     /// `MCP_ALLOWED_ORIGINS`, for the routes that read no cookie.
     allowed: AllowedOrigins,
+    /// Whether loopback origins may reach the cookie-bound routes: only when the public
+    /// URL is not https (local development, where loopback is the server's own origin).
+    loopback_forms: bool,
 }
 
 impl OriginPolicy {
@@ -58,11 +63,15 @@ impl OriginPolicy {
             .as_ref()
             .and_then(|o| o.split_once("://").map(|(_, host)| host.to_string()));
         let check_host = public_origin.is_some() || config.runtime == Runtime::Local;
+        let loopback_forms = !public_origin
+            .as_deref()
+            .is_some_and(|origin| origin.starts_with("https://"));
         OriginPolicy {
             public_origin,
             public_host,
             check_host,
             allowed: config.allowed_origins.clone(),
+            loopback_forms,
         }
     }
 
@@ -77,8 +86,12 @@ impl OriginPolicy {
             return Some(CorsOrigin::Any);
         };
         let origin = origin.to_str().ok()?;
-        if self.origin_allowed(origin) {
+        if self.is_public(origin) {
             return Some(CorsOrigin::Echo(origin));
+        }
+        if is_loopback(origin) {
+            let cookie_bound = matches!(access, Access::Page | Access::Form);
+            return (!cookie_bound || self.loopback_forms).then_some(CorsOrigin::Echo(origin));
         }
         match (access, &self.allowed) {
             (Access::Open, _) => Some(CorsOrigin::Any),
@@ -114,17 +127,19 @@ impl OriginPolicy {
         true
     }
 
-    /// Loopback or the public URL: allowed on every kind of route.
-    fn origin_allowed(&self, origin: &str) -> bool {
-        let origin = origin.to_ascii_lowercase();
-        if self.public_origin.as_deref() == Some(origin.as_str()) {
-            return true;
-        }
-        let Some((scheme, host)) = origin.split_once("://") else {
-            return false;
-        };
-        matches!(scheme, "http" | "https") && LOOPBACK_HOSTS.contains(&strip_port(host))
+    /// The public URL's origin: allowed on every kind of route.
+    fn is_public(&self, origin: &str) -> bool {
+        self.public_origin.as_deref() == Some(origin.to_ascii_lowercase().as_str())
     }
+}
+
+/// An `http(s)` origin on a loopback host.
+fn is_loopback(origin: &str) -> bool {
+    let origin = origin.to_ascii_lowercase();
+    let Some((scheme, host)) = origin.split_once("://") else {
+        return false;
+    };
+    matches!(scheme, "http" | "https") && LOOPBACK_HOSTS.contains(&strip_port(host))
 }
 
 fn origin_of(url: &str) -> &str {
@@ -192,6 +207,25 @@ mod tests {
             &headers(&[(ORIGIN, "http://localhost.evil.example")])
         ));
         assert!(p.allows(Access::SameOrigin, &headers(&[])));
+    }
+
+    /// Issue 27, finding 7: on an https deployment a loopback page is another site, so
+    /// it may not post the cookie-bound forms; locally (no https) it is the server's own.
+    #[test]
+    fn loopback_origins_reach_cookie_routes_only_without_https() {
+        let loopback = headers(&[(ORIGIN, "http://localhost:3000")]);
+        let deployed = policy(Some("https://mcp.example.com"));
+        for access in [Access::Page, Access::Form] {
+            assert!(!deployed.allows(access, &loopback), "{access:?}");
+        }
+        assert!(deployed.allows(Access::SameOrigin, &loopback));
+        assert!(deployed.allows(Access::SignedIn, &loopback));
+        let public = headers(&[(ORIGIN, "https://mcp.example.com")]);
+        assert!(deployed.allows(Access::Page, &public));
+        for local in [policy(None), policy(Some("http://127.0.0.1:18060"))] {
+            assert!(local.allows(Access::Page, &loopback));
+            assert!(local.allows(Access::Form, &loopback));
+        }
     }
 
     #[test]

@@ -38,7 +38,16 @@ pub(crate) struct Caller {
     /// Set by a grantee's delegated URL (B2): `user_id` is the owner whose data the
     /// grantee reaches, with this permission, and never the owner's external servers.
     pub delegation: Option<Delegation>,
+    /// Whether the credential may reach the user's own MCP servers with the credentials
+    /// stored for them (issue 27, finding 6): the person's own session and URLs; an app's
+    /// token only when the person granted [`SERVERS_SCOPE`] (the login prompt's token
+    /// never does).
+    pub servers: bool,
 }
+
+/// The scope that lets an app's token reach the person's own MCP servers, beside
+/// `mcp:tools` for the built-in tools.
+pub(crate) const SERVERS_SCOPE: &str = "mcp:servers";
 
 impl Caller {
     pub(crate) fn user(user_id: impl Into<String>) -> Self {
@@ -47,13 +56,15 @@ impl Caller {
             session_id: None,
             agent: None,
             delegation: None,
+            servers: true,
         }
     }
 
     /// Whether the owner's external MCP servers (and the credentials they are called
-    /// with) are reachable: for the owner's own credentials, never through a share.
+    /// with) are reachable: for the owner's own credentials that carry the right to,
+    /// never through a share.
     pub(crate) fn reaches_external_servers(&self) -> bool {
-        self.delegation.is_none()
+        self.delegation.is_none() && self.servers
     }
 }
 
@@ -105,7 +116,7 @@ impl CallerResolver {
                 "Bearer error=\"invalid_token\", resource_metadata=\"{resource_metadata_url}\""
             )),
             sign_in: value(format!(
-                "Bearer resource_metadata=\"{resource_metadata_url}\", scope=\"mcp:tools\""
+                "Bearer resource_metadata=\"{resource_metadata_url}\", scope=\"mcp:tools mcp:servers\""
             )),
             resource_metadata_url: resource_metadata_url.into(),
         }
@@ -167,14 +178,18 @@ impl CallerResolver {
     /// a scope, and only with that scope. (No kind stands for an app: the
     /// client-credentials grant is not offered, and a token saying `client` does not verify.)
     fn admit(&self, accepts: Accepts, claims: Claims) -> Result<Caller, ApiError> {
-        let admitted = match (claims.kind, accepts) {
-            (TokenKind::Session, _) => true,
-            (TokenKind::Access, Accepts::SessionOrScope(needed)) => claims
+        let has = |wanted: &str| {
+            claims
                 .scope
                 .as_deref()
-                .is_some_and(|scope| scope.split_whitespace().any(|s| s == needed)),
+                .is_some_and(|scope| scope.split_whitespace().any(|s| s == wanted))
+        };
+        let admitted = match (claims.kind, accepts) {
+            (TokenKind::Session, _) => true,
+            (TokenKind::Access, Accepts::SessionOrScope(needed)) => has(needed),
             (TokenKind::Access, Accepts::Session) => false,
         };
+        let servers = claims.kind == TokenKind::Session || has(SERVERS_SCOPE);
         match admitted {
             true => {
                 let kind = match claims.kind {
@@ -182,7 +197,10 @@ impl CallerResolver {
                     TokenKind::Access => CallerKind::OAuthClient,
                 };
                 observe::note_caller(kind, &claims.sub);
-                Ok(Caller::user(claims.sub))
+                Ok(Caller {
+                    servers,
+                    ..Caller::user(claims.sub)
+                })
             }
             false => Err(self.insufficient(accepts)),
         }
@@ -250,6 +268,7 @@ impl CallerResolver {
                     session_id: grant.session_id,
                     agent: grant.agent_name,
                     delegation: grant.delegation,
+                    servers: true,
                 }))
             }
             None => Err(unknown_url()),

@@ -22,7 +22,8 @@ use serde_json::{Value, json};
 
 use super::Sealer;
 use super::secret::{hashes_match, normalise_user_code, random_secret, secret_hash, user_code};
-use super::sign_in::counter_hash;
+use super::shown::shown_name;
+use super::sign_in::{counter_hash, source_key};
 use crate::clock::Clock;
 use crate::domain::{LoginState, LoginStatus};
 use crate::http::{self as web, ApiError};
@@ -76,24 +77,6 @@ pub(crate) fn user_code_hash(state: &str, typed: &str) -> String {
     secret_hash(&format!("user-code|{state}|{}", normalise_user_code(typed)))
 }
 
-/// Characters a client's self-given name loses before the page shows it: control
-/// characters, and the format characters that reorder or hide text (bidi embeddings,
-/// overrides, isolates and marks, zero-width characters, the soft hyphen, the BOM),
-/// with which one name displays as another. The same set e-mail addresses refuse.
-fn hidden_or_control(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{00AD}'
-                | '\u{061C}'
-                | '\u{180E}'
-                | '\u{200B}'..='\u{200F}'
-                | '\u{202A}'..='\u{202E}'
-                | '\u{2060}'..='\u{2069}'
-                | '\u{FEFF}'
-        )
-}
-
 /// At most this many characters of a client's self-given name are kept.
 const CLIENT_NAME_CHARS: usize = 64;
 
@@ -114,7 +97,7 @@ impl LoginPrompts {
         source: Option<IpAddr>,
     ) -> Result<Value, PromptRefused> {
         if let Some(source) = source {
-            let key = counter_hash("login-ip", &source.to_string());
+            let key = counter_hash("login-ip", &source_key(source));
             let started = self.store.count_event(&key, LOGIN_STATE_SECS, now).await?;
             if started > LOGIN_STATES_PER_SOURCE {
                 let (_, end) = window(LOGIN_STATE_SECS, now);
@@ -128,14 +111,7 @@ impl LoginPrompts {
         let state = random_secret(24);
         let poll_secret = random_secret(32);
         let user_code = user_code();
-        let client_name = client_name
-            .map(|name| {
-                name.chars()
-                    .filter(|c| !hidden_or_control(*c))
-                    .take(CLIENT_NAME_CHARS)
-                    .collect::<String>()
-            })
-            .filter(|name| !name.trim().is_empty());
+        let client_name = client_name.and_then(|name| shown_name(name, CLIENT_NAME_CHARS));
         let record = LoginState {
             status: LoginStatus::Pending,
             expires_at: now + LOGIN_STATE_SECS,

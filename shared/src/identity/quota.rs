@@ -6,7 +6,7 @@
 
 use std::net::IpAddr;
 
-use super::counter_hash;
+use super::{counter_hash, source_key};
 use crate::store::{AccountStore, StoreError, window};
 
 /// At most `allowed` events per source in a window of `window_secs`: this window and
@@ -26,7 +26,7 @@ impl Quota {
         source: IpAddr,
         now: u64,
     ) -> Result<Option<u64>, StoreError> {
-        self.spend_on(store, &source.to_string(), now).await
+        self.spend_on(store, &source_key(source), now).await
     }
 
     /// Counts one event for `value` (an address, an account: issue 27's mail limits);

@@ -2,14 +2,26 @@
 //! shared by the account API, the OAuth consent page and `/mcplogin`, with its abuse
 //! limits and the queue every password hash waits in.
 //!
-//! Limits: failed sign-ins are counted per e-mail and per source address, each in
-//! fixed one-minute windows in the store (keyed by a SHA-256 of `signin-email:<e-mail>`
-//! or `signin-ip:<address>`, never the raw value). Once either counter holds
-//! [`SIGN_IN_FAILURES`] in this window and the one before together, further attempts
-//! are refused with the seconds until that clears (at most two minutes), before the
-//! account is read or any Argon2 work is done. A success
-//! resets neither counter (an attacker signing in to an account of their own must not
-//! clear their source's count; a person who mistyped waits at most the minute out).
+//! Limits (issue 27, finding 5): failed sign-ins are counted in fixed one-minute windows
+//! in the store, per source (an IPv4 address, or the /64 an IPv6 address is in:
+//! [`source_key`]), per e-mail, and per e-mail and source together; each counter is keyed
+//! by a SHA-256 of its kind and value, never the raw value. Counted over this window and
+//! the one before, an attempt is refused, with the seconds until that clears (at most two
+//! minutes) and before the account is read or any Argon2 work is done, when
+//! - its source has failed [`SIGN_IN_FAILURES`] times, for any addresses; or
+//! - its e-mail has failed [`SIGN_IN_FAILURES`] times, from any sources, *and* this source
+//!   has failed [`PAIR_FAILURES`] times for that e-mail.
+//!
+//! So a flood of wrong passwords for someone's address refuses the sources it comes
+//! from, never the person: a source that has not failed for the address still signs in,
+//! and so does the person's own signed-in session confirming its password (a password
+//! change, deleting the account), from where they are. What this costs: a guesser with
+//! many sources gets [`PAIR_FAILURES`] guesses per source per two minutes for one
+//! address, each an Argon2id verification of a password of at least
+//! [`MIN_PASSWORD`](super::MIN_PASSWORD) characters. A request without a source address
+//! (none is known) falls back to the e-mail counter alone. A success resets no counter
+//! (an attacker signing in to an account of their own must not clear their source's
+//! count; a person who mistyped waits at most the two minutes out).
 //!
 //! Hashing: Argon2id takes 19 MiB per hash, so hashes and verifications wait for one
 //! of a few permits (`MIROBODY_HASH_PERMITS`) instead of all allocating at once, and
@@ -25,8 +37,11 @@ use super::secret::{random_secret, secret_hash};
 use crate::clock::Clock;
 use crate::store::{AccountStore, StoreError, window};
 
-/// Failed sign-ins per e-mail, and per source address, in one window.
+/// Failed sign-ins per e-mail, and per source, in this window and the one before.
 pub(crate) const SIGN_IN_FAILURES: u32 = 10;
+/// Failed sign-ins for one e-mail from one source that, once the e-mail is over
+/// [`SIGN_IN_FAILURES`], refuse that source for it.
+pub(crate) const PAIR_FAILURES: u32 = 3;
 /// The window the failures are counted in.
 pub(crate) const SIGN_IN_WINDOW_SECS: u64 = 60;
 
@@ -155,38 +170,54 @@ impl Passwords {
         Ok(SignIn::Wrong)
     }
 
-    /// Seconds until the first of `counters` over the limit clears, if any is.
-    async fn limited(&self, counters: &[String], now: u64) -> Result<Option<u64>, StoreError> {
-        // This window and the one before: any ten failures within a minute fall in two
-        // adjacent windows, so their sum catches a burst that straddles a boundary.
-        let (_, end) = window(SIGN_IN_WINDOW_SECS, now);
-        let previous = now.saturating_sub(SIGN_IN_WINDOW_SECS);
-        let counts = futures_util::future::try_join_all(counters.iter().flat_map(|key| {
-            [
-                self.store.event_count(key, SIGN_IN_WINDOW_SECS, now),
-                self.store.event_count(key, SIGN_IN_WINDOW_SECS, previous),
-            ]
-        }))
+    /// Seconds until the attempt may be made, if the counters refuse it now (the rule
+    /// in the module doc).
+    async fn limited(&self, counters: &Counters, now: u64) -> Result<Option<u64>, StoreError> {
+        let keys = counters.keys();
+        let counts = futures_util::future::try_join_all(
+            keys.iter().map(|key| self.recent_failures(key, now)),
+        )
         .await?;
-        let mut until = None;
-        for pair in counts.chunks(2) {
-            let (current, before) = (pair[0], pair[1]);
-            if current + before >= SIGN_IN_FAILURES {
-                // Clear once the sum of the next two windows is under the limit.
-                let clears = if current >= SIGN_IN_FAILURES {
-                    end + SIGN_IN_WINDOW_SECS
-                } else {
-                    end
-                };
-                until = until.max(Some(clears));
+        // When each refusing counter falls back under its limit.
+        let over = |index: usize, limit: u32| counts.get(index).and_then(|c| c.over(limit));
+        let refused_until = match counts.len() {
+            // [email, source, pair]: the source alone, or the e-mail with the pair (until
+            // the first of those two clears).
+            3 => {
+                let by_email = over(0, SIGN_IN_FAILURES)
+                    .zip(over(2, PAIR_FAILURES))
+                    .map(|(email, pair)| email.min(pair));
+                over(1, SIGN_IN_FAILURES).max(by_email)
             }
-        }
-        Ok(until.map(|clears| clears.saturating_sub(now).max(1)))
+            // No source known: the e-mail alone.
+            _ => over(0, SIGN_IN_FAILURES),
+        };
+        Ok(refused_until.map(|clears| clears.saturating_sub(now).max(1)))
     }
 
-    async fn count_failure(&self, counters: &[String], now: u64) -> Result<(), StoreError> {
+    /// The failures counted under `key` in the window that holds `now` and the one
+    /// before.
+    async fn recent_failures(&self, key: &str, now: u64) -> Result<Recent, StoreError> {
+        // This window and the one before: any burst within a minute falls in two
+        // adjacent windows, so their sum catches one that straddles a boundary.
+        let (_, end) = window(SIGN_IN_WINDOW_SECS, now);
+        let previous = now.saturating_sub(SIGN_IN_WINDOW_SECS);
+        let (current, before) = futures_util::future::try_join(
+            self.store.event_count(key, SIGN_IN_WINDOW_SECS, now),
+            self.store.event_count(key, SIGN_IN_WINDOW_SECS, previous),
+        )
+        .await?;
+        Ok(Recent {
+            current,
+            before,
+            end,
+        })
+    }
+
+    async fn count_failure(&self, counters: &Counters, now: u64) -> Result<(), StoreError> {
         futures_util::future::try_join_all(
             counters
+                .keys()
                 .iter()
                 .map(|key| self.store.count_event(key, SIGN_IN_WINDOW_SECS, now)),
         )
@@ -195,11 +226,86 @@ impl Passwords {
     }
 }
 
-/// The counters a sign-in for `email` (normalised) from `source` counts in.
-fn counters(email: &str, source: Option<IpAddr>) -> Vec<String> {
-    let mut counters = vec![counter_hash("signin-email", email)];
-    if let Some(source) = source {
-        counters.push(counter_hash("signin-ip", &source.to_string()));
+/// A counter's failures in this window and the one before, and when this window ends.
+struct Recent {
+    current: u32,
+    before: u32,
+    end: u64,
+}
+
+impl Recent {
+    /// When the counter falls back under `limit`, if it is at or over it now: the end of
+    /// this window, or of the next one when this window alone reaches it.
+    fn over(&self, limit: u32) -> Option<u64> {
+        if self.current + self.before < limit {
+            return None;
+        }
+        Some(match self.current >= limit {
+            true => self.end + SIGN_IN_WINDOW_SECS,
+            false => self.end,
+        })
     }
-    counters
+}
+
+/// The counters a sign-in for `email` (normalised) from `source` counts in: the e-mail,
+/// and when the source is known, the source and the pair.
+struct Counters {
+    email: String,
+    source: Option<(String, String)>,
+}
+
+impl Counters {
+    /// `[email]`, or `[email, source, pair]`.
+    fn keys(&self) -> Vec<&str> {
+        let mut keys = vec![self.email.as_str()];
+        if let Some((source, pair)) = &self.source {
+            keys.extend([source.as_str(), pair.as_str()]);
+        }
+        keys
+    }
+}
+
+fn counters(email: &str, source: Option<IpAddr>) -> Counters {
+    Counters {
+        email: counter_hash("signin-email", email),
+        source: source.map(|source| {
+            let source = source_key(source);
+            (
+                counter_hash("signin-ip", &source),
+                // The e-mail's length first, so no e-mail and source read as another pair.
+                counter_hash("signin-pair", &format!("{}:{email}|{source}", email.len())),
+            )
+        }),
+    }
+}
+
+/// What a per-source counter is keyed by (issue 27, finding 5): an IPv4 address as it
+/// is (an IPv4-mapped IPv6 address as its IPv4 address), an IPv6 address by the /64 it
+/// is in, which one subscriber is given whole.
+pub(crate) fn source_key(source: IpAddr) -> String {
+    match source {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let s = v6.segments();
+                format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+            }
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ipv6_source_counts_per_64_and_a_mapped_ipv4_as_itself() {
+        let key = |s: &str| source_key(s.parse().unwrap());
+        assert_eq!(key("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
+        assert_eq!(key("2001:db8:1:2:ffff:ffff:ffff:ffff"), "2001:db8:1:2::/64");
+        assert_ne!(key("2001:db8:1:3::1"), key("2001:db8:1:2::1"));
+        assert_eq!(key("::ffff:192.0.2.7"), "192.0.2.7");
+        assert_eq!(key("192.0.2.7"), "192.0.2.7");
+    }
 }

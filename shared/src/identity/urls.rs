@@ -6,12 +6,18 @@
 //! session id and an agent name, B3), revocation, and lookup by hash. The secret is
 //! stored only as a hash, plus a sealed copy for re-issue; it never reaches a log line
 //! (B4).
+//!
+//! Delegated and temporary URLs carry their holder's token epoch (issue 27, finding 2):
+//! the grantee's, or the temporary URL's user's. Lookup reads the holder's token state
+//! and refuses a grant from an older epoch, so the holder's sign-out everywhere, password
+//! change or reset, and account deletion end them with everything else. (The personal
+//! URL is deleted outright by those remedies.)
 
 use std::sync::Arc;
 
 use super::seal::Sealer;
 use super::secret::{PERSONAL_SECRET_BYTES, TEMPORARY_SECRET_BYTES, random_secret, secret_hash};
-use crate::domain::{PersonalUrl, UrlGrant};
+use crate::domain::{PersonalUrl, TokenState, UrlGrant};
 use crate::store::{AccountStore, StoreError};
 
 /// B1: one year.
@@ -41,15 +47,22 @@ impl McpUrls {
         format!("{}/mcp/{secret}", self.base)
     }
 
-    /// A fresh secret and the claim that would store it, sealed under `binding`.
-    fn candidate(&self, binding: &str, now: u64) -> (String, PersonalUrl) {
+    /// A fresh secret and the claim that would store it, sealed under `binding`, at the
+    /// holder's token `epoch`.
+    fn candidate(&self, binding: &str, epoch: u64, now: u64) -> (String, PersonalUrl) {
         let secret = random_secret(PERSONAL_SECRET_BYTES);
         let candidate = PersonalUrl {
             sealed_secret: self.sealer.seal(secret.as_bytes(), binding),
             secret_hash: secret_hash(&secret),
             expires_at: now + PERSONAL_URL_SECS,
+            epoch,
         };
         (secret, candidate)
+    }
+
+    /// The holder's current token epoch (what a new grant is stamped with).
+    async fn epoch_of(&self, holder: &str) -> Result<u64, StoreError> {
+        Ok(self.store.token_state(holder).await?.epoch)
     }
 
     /// The URL of the claim the store kept: the candidate's secret, or the kept one's,
@@ -75,7 +88,8 @@ impl McpUrls {
     /// The user's personal URL: the live one if there is one, else a new one.
     pub(crate) async fn personal(&self, user_id: &str, now: u64) -> Result<String, StoreError> {
         let binding = binding(user_id);
-        let (secret, candidate) = self.candidate(&binding, now);
+        // The personal URL is deleted by every remedy, so its epoch is not checked.
+        let (secret, candidate) = self.candidate(&binding, 0, now);
         let kept = self
             .store
             .claim_personal_url(user_id, &candidate, now)
@@ -95,7 +109,8 @@ impl McpUrls {
         now: u64,
     ) -> Result<Option<String>, StoreError> {
         let binding = delegated_binding(owner, grantee);
-        let (secret, candidate) = self.candidate(&binding, now);
+        let epoch = self.epoch_of(grantee).await?;
+        let (secret, candidate) = self.candidate(&binding, epoch, now);
         let kept = self
             .store
             .claim_share_url(owner, grantee, permission, &candidate, now)
@@ -113,14 +128,19 @@ impl McpUrls {
         self.store.revoke_share_url(owner, grantee).await
     }
 
-    /// Whether the grantee holds a live delegated URL on `owner`'s data.
+    /// Whether the grantee holds a live delegated URL on `owner`'s data (one from
+    /// before the grantee's last sign-out everywhere is not).
     pub(crate) async fn delegated_active(
         &self,
         owner: &str,
         grantee: &str,
         now: u64,
     ) -> Result<bool, StoreError> {
-        Ok(self.store.share_url(owner, grantee, now).await?.is_some())
+        let Some(url) = self.store.share_url(owner, grantee, now).await? else {
+            return Ok(false);
+        };
+        let state = self.store.token_state(grantee).await?;
+        Ok(!ended(&state, url.epoch))
     }
 
     /// Revokes the personal URL; the next request mints a new one.
@@ -144,6 +164,7 @@ impl McpUrls {
             agent_name: Some(agent_name.into()),
             delegation: None,
             expires_at: now + TEMPORARY_URL_SECS,
+            epoch: self.epoch_of(user_id).await?,
         };
         self.store
             .put_url_grant(&secret_hash(&secret), &grant)
@@ -160,19 +181,68 @@ impl McpUrls {
         let Some(grant) = self.store.url_grant(&secret_hash(secret), now).await? else {
             return Ok(None);
         };
-        // A temporary URL and a delegated URL's grantee cannot be found by user when an
-        // account is deleted (their items are keyed by the secret's hash): the deleted
-        // account's tombstone refuses them here, one more read for these kinds only.
+        // A temporary URL and a delegated URL's grantee cannot be found by user when the
+        // holder ends everything (their items are keyed by the secret's hash): the
+        // holder's token state refuses them here (a newer epoch, or the deleted account's
+        // tombstone), one more read for these kinds only.
         let holder = match (&grant.delegation, &grant.session_id) {
             (Some(delegation), _) => Some(delegation.grantee.as_str()),
             (None, Some(_)) => Some(grant.user_id.as_str()),
             (None, None) => None,
         };
         if let Some(holder) = holder
-            && self.store.token_state(holder).await?.deleted()
+            && ended(&self.store.token_state(holder).await?, grant.epoch)
         {
             return Ok(None);
         }
         Ok(Some(grant))
+    }
+
+    /// The user's temporary URLs that still resolve (`grants` as the store lists them,
+    /// live at their expiry): those from before the user's current epoch are dropped.
+    pub(crate) async fn still_valid(
+        &self,
+        user_id: &str,
+        grants: Vec<(String, UrlGrant)>,
+    ) -> Result<Vec<(String, UrlGrant)>, StoreError> {
+        if grants.is_empty() {
+            return Ok(grants);
+        }
+        let state = self.store.token_state(user_id).await?;
+        Ok(grants
+            .into_iter()
+            .filter(|(_, grant)| !ended(&state, grant.epoch))
+            .collect())
+    }
+}
+
+/// Whether a grant stamped with `epoch` is ended by its holder's token `state`: a newer
+/// epoch (sign-out everywhere, a password change or reset), or the account deleted.
+fn ended(state: &TokenState, epoch: u64) -> bool {
+    state.deleted() || state.epoch > epoch
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_grant_ends_when_its_holder_moves_to_a_newer_epoch_or_is_deleted() {
+        let at = |epoch| TokenState {
+            epoch,
+            ..TokenState::default()
+        };
+        assert!(!ended(&at(0), 0), "never revoked");
+        assert!(!ended(&at(2), 2), "made at the current epoch");
+        assert!(ended(&at(3), 2), "made before a sign-out everywhere");
+        assert!(
+            !ended(&at(2), 3),
+            "a later epoch than the state read (a race) stands"
+        );
+        let deleted = at(TokenState::DELETED_EPOCH);
+        assert!(
+            ended(&deleted, TokenState::DELETED_EPOCH),
+            "deleted account"
+        );
     }
 }

@@ -20,7 +20,38 @@ use super::{
 };
 use crate::domain::{AuthCode, OAuthClient};
 use crate::http as web;
-use crate::identity::{SignIn, random_secret, secret_hash};
+use crate::identity::{SERVERS_SCOPE, SignIn, random_secret, secret_hash, shown_name};
+
+/// At most this many characters of a client's self-given name are shown.
+const CLIENT_NAME_CHARS: usize = 100;
+
+/// The redirect URI as the consent page names it: its host (with a port that is not the
+/// scheme's own), or `scheme:` for an app's private-use scheme.
+fn redirect_shown(redirect_uri: &str) -> String {
+    match url::Url::parse(redirect_uri) {
+        Ok(url) => match (url.host_str(), url.scheme()) {
+            (Some(host), "http" | "https") => match url.port() {
+                Some(port) => format!("{host}:{port}"),
+                None => host.to_string(),
+            },
+            (_, scheme) => format!("{scheme}: (an app on your device)"),
+        },
+        Err(_) => redirect_uri.to_string(),
+    }
+}
+
+/// The scope the person granted: what the client asked for, less [`SERVERS_SCOPE`]
+/// unless the consent form's box for it was left ticked.
+fn granted_scope(requested: &str, form: &Form) -> String {
+    if field(form, "servers") == Some("yes") {
+        return requested.to_string();
+    }
+    requested
+        .split_whitespace()
+        .filter(|scope| *scope != SERVERS_SCOPE)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
 
 fn redirect(location: &str) -> Response<Bytes> {
     let mut response = web::empty(StatusCode::FOUND);
@@ -179,15 +210,22 @@ impl OAuthApi {
         auth: &AuthorizeRequest,
         error: Option<&str>,
     ) -> Response<Bytes> {
+        // Cleaned as the login prompt's names are: no control, bidi or zero-width
+        // characters, so one name cannot display as another (issue 27, finding 6).
         let name = auth
             .client
             .client_name
             .as_deref()
-            .unwrap_or(&auth.client.client_id);
+            .and_then(|name| shown_name(name, CLIENT_NAME_CHARS))
+            .unwrap_or_else(|| auth.client.client_id.clone());
+        let redirect_to = redirect_shown(&auth.redirect_uri);
         let form = SignInForm {
             action,
-            name: Some(name),
-            scope: &auth.scope,
+            consent: Some(pages::Consent {
+                client: &name,
+                redirect_to: &redirect_to,
+                scope: &auth.scope,
+            }),
             fields: &Self::carried(params),
             binding: &Self::binding(auth),
             redirect_uri: Some(&auth.redirect_uri),
@@ -243,15 +281,24 @@ impl OAuthApi {
             }
             Err(e) => return unavailable(e),
         };
+        // Stamped with the user's epoch (issue 27, finding 3): a sign-out everywhere or a
+        // password change before the exchange ends the code too.
+        let epoch = match self.store.token_state(&user_id).await {
+            Ok(state) => state.epoch,
+            Err(e) => return unavailable(e),
+        };
+        let now = self.clock.now();
         let code = random_secret(32);
         let record = AuthCode {
             client_id: auth.client.client_id.clone(),
             user_id,
-            scope: auth.scope.clone(),
+            scope: granted_scope(&auth.scope, &params),
             redirect_uri: auth.redirect_uri.clone(),
             code_challenge: auth.code_challenge.clone(),
             resource: auth.resource.clone(),
-            expires_at: self.clock.now() + CODE_SECS,
+            expires_at: now + CODE_SECS,
+            epoch,
+            issued_at: now,
         };
         if let Err(e) = self.store.put_code(&secret_hash(&code), &record).await {
             return unavailable(e);

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use super::{IDLE_CLIENT_SECS, OAuthApi};
 use crate::domain::OAuthClient;
+use crate::identity::shown_name;
 use crate::store::StoreError;
 
 /// Fetching a client's metadata document: time and size bounds.
@@ -124,12 +125,13 @@ pub(super) fn acceptable_redirects(uris: &[String]) -> bool {
     (1..=10).contains(&uris.len()) && uris.iter().all(|u| acceptable_redirect(u))
 }
 
-/// A client's display name from its metadata, at most 100 characters.
+/// A client's display name from its metadata, without hidden or control characters
+/// (`shown_name`), at most 100 characters.
 pub(super) fn client_name(metadata: &Value) -> Option<String> {
     metadata
         .get("client_name")
         .and_then(Value::as_str)
-        .map(|n| n.chars().take(100).collect())
+        .and_then(|n| shown_name(n, 100))
 }
 
 /// The longest redirect URI a client may register, in bytes.

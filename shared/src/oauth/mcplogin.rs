@@ -48,8 +48,7 @@ impl OAuthApi {
             request,
             SignInForm {
                 action: "/mcplogin",
-                name: None,
-                scope: "mcp:tools",
+                consent: None,
                 fields: &[("oauth_params", oauth_params)],
                 binding: &Self::login_binding(state),
                 redirect_uri: None,

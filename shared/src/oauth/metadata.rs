@@ -16,6 +16,7 @@ pub(crate) const SCOPES: &[&str] = &[
     "mcp:read",
     "mcp:write",
     "mcp:tools",
+    "mcp:servers",
     "mcp:admin",
     "mcp:connect",
 ];

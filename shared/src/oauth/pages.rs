@@ -3,11 +3,14 @@
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
+use crate::identity::SERVERS_SCOPE;
+
 /// The pages' own style: inline, which their CSP allows (`style-src 'unsafe-inline'`);
 /// a constant, never data.
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem}\
 label{display:block;margin:.8rem 0 .2rem}input[type=email],input[type=password],input[type=text]{width:100%;padding:.4rem}\
-button{margin:1rem .5rem 0 0;padding:.5rem 1rem}.error{color:#a00}";
+button{margin:1rem .5rem 0 0;padding:.5rem 1rem}.error{color:#a00}\
+label.check{display:flex;gap:.5rem;align-items:flex-start}ul{padding-left:1.2rem}";
 
 fn page(title: &str, body: Markup) -> String {
     html! {
@@ -46,28 +49,95 @@ pub(super) struct Asked<'a> {
     pub(super) at: &'a str,
 }
 
+/// What an OAuth client asks for, as the consent page shows it (issue 27, finding 6).
+pub(super) struct Consent<'a> {
+    /// The client's self-given name, already cleaned of hidden characters, or its id.
+    pub(super) client: &'a str,
+    /// Where the answer goes: the redirect URI's host (or `scheme:` for an app's own
+    /// scheme), so a person can tell the app it sends them to.
+    pub(super) redirect_to: &'a str,
+    /// The scopes asked for, as the request gave them.
+    pub(super) scope: &'a str,
+}
+
+/// What a scope lets an app do here, in plain words; `None` for a scope that grants
+/// nothing here (it is still named, as asked for). `mcp:servers` has its own box.
+fn scope_words(scope: &str) -> Option<&'static str> {
+    match scope {
+        "mcp:tools" => Some(
+            "Read your health data and genotype through its tools: your readings, lab results, \
+             sleep, activity and the answers about your genome.",
+        ),
+        _ => None,
+    }
+}
+
+/// The consent's words: what the app may do, the box for the person's own MCP servers,
+/// and what it asked for that grants nothing here.
+fn consent_text(consent: &Consent<'_>) -> Markup {
+    let scopes: Vec<&str> = consent.scope.split_whitespace().collect();
+    let granting: Vec<&str> = scopes.iter().filter_map(|s| scope_words(s)).collect();
+    let servers = scopes.contains(&SERVERS_SCOPE);
+    let inert: Vec<&str> = scopes
+        .iter()
+        .copied()
+        .filter(|s| scope_words(s).is_none() && *s != SERVERS_SCOPE)
+        .collect();
+    html! {
+        p id="consent" {
+            strong { (consent.client) } " wants to connect to your Mirobody account."
+        }
+        @if granting.is_empty() && !servers {
+            p { "It asks for nothing that reaches your data here." }
+        } @else {
+            p { "If you allow it, it can:" }
+            ul id="grants" {
+                @for words in &granting { li { (words) } }
+            }
+        }
+        @if servers {
+            p {
+                label.check for="servers" {
+                    input id="servers" name="servers" type="checkbox" value="yes" checked;
+                    " Also call the MCP servers you added in the console, with the \
+                     credentials you stored for them. Untick this to keep them from it."
+                }
+            }
+        }
+        @if !inert.is_empty() {
+            p id="inert" {
+                "It also asked for " code { (inert.join(" ")) }
+                ", which gives it nothing more here."
+            }
+        }
+        p {
+            "It stays connected for up to 30 days at a time, until you remove it under "
+            em { "Who can act for you" } ", sign out everywhere or change your password."
+        }
+        p id="redirect" {
+            "After you answer, you go back to " strong { (consent.redirect_to) } "."
+        }
+    }
+}
+
 /// Sign-in (and, for OAuth clients, consent) form posting back to `action`. With
 /// `asked` (`/mcplogin`), it says who asked and when and asks for the user code.
 pub(super) fn sign_in(
     action: &str,
-    client_name: Option<&str>,
-    scope: &str,
+    consent: Option<&Consent<'_>>,
     hidden_fields: Markup,
     error: Option<&str>,
     asked: Option<&Asked<'_>>,
 ) -> String {
     let body = html! {
-        @match (client_name, asked) {
+        @match (consent, asked) {
             (_, Some(asked)) => p id="asked" {
                 strong { (asked.client.unwrap_or("An MCP client that gave no name")) }
-                " asked at " (asked.at) " to read your health data. \
+                " asked at " (asked.at) " to read your health data (not your own MCP servers). \
     Continue only if you started this just now in your own assistant: it shows you a code. \
     If someone sent you this link, close this page."
             },
-            (Some(name), None) => p {
-                strong { (name) }
-                " asks to read your health data with the scopes " code { (scope) } "."
-            },
+            (Some(consent), None) => (consent_text(consent)),
             (None, None) => p { "Sign in so your AI assistant can read your health data." },
         }
         @if let Some(error) = error {
@@ -107,20 +177,62 @@ mod tests {
             at: hostile,
         };
         let fields = [("state", hostile)];
+        let consent = Consent {
+            client: hostile,
+            redirect_to: hostile,
+            scope: hostile,
+        };
         for page in [
             sign_in(
                 hostile,
-                Some(hostile),
-                hostile,
+                Some(&consent),
                 hidden(&fields),
                 Some(hostile),
                 None,
             ),
-            sign_in("/mcplogin", None, "", hidden(&fields), None, Some(&asked)),
+            sign_in("/mcplogin", None, hidden(&fields), None, Some(&asked)),
             message(hostile, hostile),
         ] {
             assert!(!page.contains("<script>"), "{page}");
             assert!(page.contains("&lt;script&gt;"), "{page}");
         }
+    }
+
+    /// Issue 27, finding 6: the page says in words what each scope grants, asks
+    /// separately for the person's own MCP servers, and names what grants nothing.
+    #[test]
+    fn the_consent_page_says_what_it_grants() {
+        let consent = |scope| {
+            sign_in(
+                "/oauth/authorize",
+                Some(&Consent {
+                    client: "Notes App",
+                    redirect_to: "notes.example",
+                    scope,
+                }),
+                hidden(&[]),
+                None,
+                None,
+            )
+        };
+        let tools = consent("mcp:tools");
+        assert!(
+            tools.contains("Read your health data and genotype"),
+            "{tools}"
+        );
+        assert!(
+            !tools.contains("id=\"servers\""),
+            "no servers box unless asked"
+        );
+        assert!(tools.contains("notes.example"));
+        let both = consent("mcp:tools mcp:servers openid");
+        assert!(both.contains("id=\"servers\""), "{both}");
+        assert!(both.contains("credentials you stored"), "{both}");
+        assert!(both.contains("<code>openid</code>"), "{both}");
+        let nothing = consent("mcp:read");
+        assert!(
+            nothing.contains("asks for nothing that reaches your data"),
+            "{nothing}"
+        );
     }
 }

@@ -149,7 +149,9 @@ impl OAuthApi {
         });
         if let Some(secret) = secret {
             out["client_secret"] = secret.into();
-            out["client_secret_expires_at"] = 0.into();
+            // RFC 7591: when the secret stops working. An unused registration lapses
+            // then (each use at the token endpoint moves it on), so it is not 0.
+            out["client_secret_expires_at"] = client.expires_at.unwrap_or(0).into();
         }
         no_store(web::json(StatusCode::CREATED, &out))
     }

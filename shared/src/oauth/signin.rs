@@ -31,9 +31,8 @@ fn form_target(redirect_uri: &str) -> Option<String> {
 /// What a sign-in page shows and carries.
 pub(super) struct SignInForm<'a> {
     pub(super) action: &'a str,
-    /// The requesting client's name (consent), or `None` for `/mcplogin`.
-    pub(super) name: Option<&'a str>,
-    pub(super) scope: &'a str,
+    /// What the requesting client asks for (consent), or `None` for `/mcplogin`.
+    pub(super) consent: Option<pages::Consent<'a>>,
     /// Hidden fields carried through the post.
     pub(super) fields: &'a [(&'a str, &'a str)],
     /// What the CSRF token is bound to.
@@ -74,8 +73,7 @@ impl OAuthApi {
     ) -> Response<Bytes> {
         let SignInForm {
             action,
-            name,
-            scope,
+            consent,
             fields,
             binding,
             redirect_uri,
@@ -96,8 +94,7 @@ impl OAuthApi {
             status,
             pages::sign_in(
                 action,
-                name,
-                scope,
+                consent.as_ref(),
                 pages::hidden(&all),
                 error,
                 asked.as_ref(),

@@ -18,7 +18,7 @@ use super::{
     ACCESS_TOKEN_SECS, Form, OAuthApi, REFRESH_TOKEN_SECS, field, form, no_store, oauth_error,
     unavailable,
 };
-use crate::domain::{OAuthClient, RefreshRecord, RefreshUse, TokenState};
+use crate::domain::{AuthCode, OAuthClient, RefreshRecord, RefreshUse, TokenState};
 use crate::http as web;
 use crate::identity::{Grant, TokenKind, random_secret, secret_hash};
 use crate::store::TokenChange;
@@ -194,6 +194,19 @@ impl OAuthApi {
             Some(audience) => audience,
             None => return wrong_target(),
         };
+        // Issue 27, finding 3: a code made before the user's sign-out everywhere, password
+        // change or reset, or before they withdrew this client, grants nothing.
+        match self.store.token_state(&record.user_id).await {
+            Ok(state) if code_ended(&state, &record) => {
+                return oauth_error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_grant",
+                    "the grant was revoked; sign in again",
+                );
+            }
+            Ok(_) => {}
+            Err(e) => return unavailable(e),
+        }
         // The user's grants list shows this client from now on; the family starts at
         // the user's current epoch.
         let grant = TokenChange::Grant {
@@ -314,6 +327,17 @@ fn family_ended(state: &TokenState, record: &RefreshRecord) -> bool {
             .get(&record.client_id)
             .is_some_and(|&at| at >= record.issued_at)
         || state.revoked_sessions.contains_key(&record.family_id)
+}
+
+/// Whether the user ended what this code was made under since it was made: a newer
+/// epoch, the account deleted, or its client's grant withdrawn at or after it.
+fn code_ended(state: &TokenState, code: &AuthCode) -> bool {
+    code.epoch < state.epoch
+        || state.deleted()
+        || state
+            .revoked_clients
+            .get(&code.client_id)
+            .is_some_and(|&at| at >= code.issued_at)
 }
 
 fn wrong_target() -> Response<Bytes> {

@@ -11,8 +11,10 @@
 //!   (`Tool` is a built-in tool's name or `external`, never a name a user chose);
 //! - the request's store calls: `[["Function"]]`: `StoreCalls`, `StoreLatency` (one value
 //!   per call), `StoreThrottles`;
-//! - forwarded MCP calls, per remote host: `[["RemoteHost"]]`: `ForwardedCalls`,
-//!   `ForwardedLatency`, `ForwardedFailures`;
+//! - forwarded MCP calls (to users' own MCP servers): `[["Function"]]`: `ForwardedCalls`,
+//!   `ForwardedLatency`, `ForwardedFailures`. Never per host (issue 27, finding 7): a host
+//!   is a name a user chose, so as a dimension it would make one custom metric per name
+//!   anyone registers and write every user's server host into CloudWatch;
 //! - an import: `[["Function"]]`: `ImportRows`, `ImportRowsPerSecond`, `ImportFailures`,
 //!   `ImportDuration`.
 //!
@@ -21,7 +23,6 @@
 //! exact: latencies are the trace's own end minus start, in milliseconds. Nothing else of
 //! the request is written: no body, no user, no URL.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
@@ -34,9 +35,6 @@ pub const DEFAULT_NAMESPACE: &str = "Mirobody";
 
 /// EMF takes at most 100 values for one metric in one line; more calls go on more lines.
 const MAX_VALUES: usize = 100;
-
-/// The longest remote host written as a dimension value (a DNS name is at most 253).
-const MAX_HOST: usize = 253;
 
 /// Who wrote the lines: the namespace, the function's name (`mcp`, `data`, …) and the
 /// ids that tie the lines to the invocation's logs and trace.
@@ -99,24 +97,18 @@ pub fn request_lines(emitter: &Emitter<'_>, trace: &FinishedTrace) -> String {
         lines.push_str(&line.finish(&[&["Function"]]));
     }
 
-    let mut by_host: BTreeMap<&str, Vec<&SpanRecord>> = BTreeMap::new();
-    for span in trace.spans.iter().filter(|s| s.kind == SpanKind::Remote) {
-        let host = span.remote_host.as_deref().unwrap_or("unknown");
-        by_host
-            .entry(bounded(host, MAX_HOST))
-            .or_default()
-            .push(span);
-    }
-    for (host, spans) in by_host {
-        for chunk in spans.chunks(MAX_VALUES) {
-            let mut line = Line::new(emitter, at, &trace.trace_id);
-            line.dimension("RemoteHost", host);
-            line.metric("ForwardedCalls", "Count", json!(chunk.len()));
-            line.metric("ForwardedLatency", "Milliseconds", latencies(chunk));
-            let failures = chunk.iter().filter(|s| s.error).count();
-            line.metric("ForwardedFailures", "Count", json!(failures));
-            lines.push_str(&line.finish(&[&["RemoteHost"]]));
-        }
+    let remote: Vec<&SpanRecord> = trace
+        .spans
+        .iter()
+        .filter(|s| s.kind == SpanKind::Remote)
+        .collect();
+    for chunk in remote.chunks(MAX_VALUES) {
+        let mut line = Line::new(emitter, at, &trace.trace_id);
+        line.metric("ForwardedCalls", "Count", json!(chunk.len()));
+        line.metric("ForwardedLatency", "Milliseconds", latencies(chunk));
+        let failures = chunk.iter().filter(|s| s.error).count();
+        line.metric("ForwardedFailures", "Count", json!(failures));
+        lines.push_str(&line.finish(&[&["Function"]]));
     }
     lines
 }
@@ -208,15 +200,6 @@ fn latencies(spans: &[&SpanRecord]) -> Value {
         .iter()
         .map(|s| json!(millis_between(Some(s.start), Some(s.end)).unwrap_or(0.0)))
         .collect()
-}
-
-/// `text` cut to at most `max` bytes at a character boundary.
-fn bounded(text: &str, max: usize) -> &str {
-    let mut end = text.len().min(max);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 #[cfg(test)]
@@ -363,8 +346,10 @@ mod tests {
         );
     }
 
+    /// Issue 27, finding 7: forwarded calls are counted per function, and no line names
+    /// the host a user chose.
     #[test]
-    fn forwarded_calls_are_per_host_only() {
+    fn forwarded_calls_are_per_function_and_name_no_host() {
         let mut t = trace(200);
         let remote = |host: &str, error: bool| SpanRecord {
             remote_host: Some(host.into()),
@@ -378,31 +363,28 @@ mod tests {
             remote("a.example", true),
             remote("b.example", true),
         ];
-        let lines = parse(&request_lines(&EMITTER, &t));
-        assert_eq!(lines.len(), 3);
+        let text = request_lines(&EMITTER, &t);
+        assert!(
+            !text.contains("a.example") && !text.contains("b.example"),
+            "{text}"
+        );
+        assert!(!text.contains("RemoteHost"), "{text}");
+        let lines = parse(&text);
+        assert_eq!(lines.len(), 2);
         let (dimensions, names) = declared(&lines[1]);
-        assert_eq!(dimensions, json!([["RemoteHost"]]));
+        assert_eq!(dimensions, json!([["Function"]]));
         assert_eq!(
             names,
             ["ForwardedCalls", "ForwardedLatency", "ForwardedFailures"]
         );
         assert_eq!(
             (
-                lines[1]["RemoteHost"].clone(),
                 lines[1]["ForwardedCalls"].clone(),
                 lines[1]["ForwardedFailures"].clone()
             ),
-            (json!("a.example"), json!(1), json!(1))
+            (json!(3), json!(2))
         );
-        assert_eq!(
-            (
-                lines[2]["RemoteHost"].clone(),
-                lines[2]["ForwardedCalls"].clone(),
-                lines[2]["ForwardedFailures"].clone()
-            ),
-            (json!("b.example"), json!(2), json!(1))
-        );
-        assert_eq!(lines[2]["ForwardedLatency"], json!([20.0, 20.0]));
+        assert_eq!(lines[1]["ForwardedLatency"], json!([20.0, 20.0, 20.0]));
     }
 
     #[test]

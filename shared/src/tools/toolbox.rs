@@ -491,4 +491,41 @@ mod tests {
             .await;
         assert!(own.is_ok(), "the owner's built-in tools answer");
     }
+
+    /// Issue 27, finding 6: an app's token without `mcp:servers` (the login prompt's
+    /// token among them) gets the built-in tools and nothing of the person's own servers.
+    #[tokio::test]
+    async fn a_caller_without_the_servers_scope_never_reaches_the_external_tools() {
+        let toolbox = toolbox().await;
+        let app = Caller {
+            servers: false,
+            ..Caller::user("u")
+        };
+        let visible = |_: &str| true;
+        let list = toolbox.list(Some(&app), &visible, None).await.unwrap();
+        assert_eq!(names(&list), ["genes", "mine", "open", "secret"]);
+        let (caps, notifier) = (Map::new(), Notifier::default());
+        let forwarded = toolbox
+            .call(
+                Some(&app),
+                &visible,
+                "ext__a",
+                None,
+                context(&caps, &notifier, Ok(Retry::default())),
+            )
+            .await;
+        assert_eq!(
+            forwarded.err(),
+            Some(ToolError::UnknownTool("ext__a".into()))
+        );
+        let full = toolbox
+            .list(Some(&Caller::user("u")), &visible, None)
+            .await
+            .unwrap();
+        assert!(
+            names(&full).contains(&"ext__a".to_string()),
+            "{:?}",
+            names(&full)
+        );
+    }
 }

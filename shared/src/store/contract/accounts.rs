@@ -26,6 +26,7 @@ fn personal(user: &str, tag: &str, expires_at: u64) -> PersonalUrl {
         sealed_secret: format!("sealed-{user}-{tag}"),
         secret_hash: format!("hash-{user}-{tag}"),
         expires_at,
+        epoch: 0,
     }
 }
 
@@ -37,6 +38,7 @@ fn personal_grant(user: &str, url: &PersonalUrl) -> UrlGrant {
         agent_name: None,
         delegation: None,
         expires_at: url.expires_at,
+        epoch: url.epoch,
     }
 }
 
@@ -199,6 +201,7 @@ pub(super) async fn purging_keeps_what_is_live(store: &dyn Store, user: &str, no
         agent_name: None,
         delegation: None,
         expires_at: now + 600,
+        epoch: 0,
     };
     let hash = format!("{user}-grant");
     store.put_url_grant(&hash, &grant).await.unwrap();
@@ -234,6 +237,8 @@ pub(super) async fn url_grants_expire(store: &dyn Store, user: &str, now: u64) {
         agent_name: Some("Claude".to_string()),
         delegation: None,
         expires_at: now + 600,
+        // Kept as it is given (issue 27: the holder's epoch when it was made).
+        epoch: 4,
     };
     let hash = format!("{user}-temporary");
     store.put_url_grant(&hash, &temporary).await.unwrap();
@@ -263,6 +268,7 @@ pub(super) async fn url_grants_expire(store: &dyn Store, user: &str, now: u64) {
         agent_name: None,
         delegation: None,
         expires_at: now + YEAR,
+        epoch: 0,
     };
     let plain_hash = format!("{user}-plain");
     store.put_url_grant(&plain_hash, &plain).await.unwrap();
@@ -577,6 +583,7 @@ fn delegated_grant(owner: &str, grantee: &str, url: &PersonalUrl) -> UrlGrant {
             permission: "chat".to_string(),
         }),
         expires_at: url.expires_at,
+        epoch: url.epoch,
     }
 }
 
@@ -660,6 +667,39 @@ pub(super) async fn share_url_is_the_grantees_own_and_needs_the_share(
     assert_eq!(
         store.url_grant(&second.secret_hash, now).await.unwrap(),
         None
+    );
+
+    // Issue 27, finding 2: a claim from an older epoch (the grantee signed out everywhere
+    // since) is dead: a candidate at the newer epoch replaces it, in the same write as
+    // the old secret's grant goes, and the new grant carries its epoch.
+    let newer = PersonalUrl {
+        epoch: 1,
+        ..personal(grantee, "newer", now + YEAR + 60)
+    };
+    assert_eq!(
+        store
+            .claim_share_url(owner, grantee, "chat", &newer, now + 60)
+            .await
+            .unwrap(),
+        Some(newer.clone()),
+        "a claim from an older epoch is replaced"
+    );
+    assert_eq!(
+        store.url_grant(&first.secret_hash, now).await.unwrap(),
+        None,
+        "the replaced secret resolves to nothing"
+    );
+    assert_eq!(
+        store.url_grant(&newer.secret_hash, now).await.unwrap(),
+        Some(delegated_grant(owner, grantee, &newer))
+    );
+    assert_eq!(
+        store
+            .claim_share_url(owner, grantee, "chat", &second, now + 60)
+            .await
+            .unwrap(),
+        Some(newer.clone()),
+        "a candidate from an older epoch than the kept claim changes nothing"
     );
 
     // Neither the owner's own URL nor another pair is touched by it.
@@ -1013,6 +1053,7 @@ pub(super) async fn temporary_urls_are_listed_and_revoked(
         agent_name: Some("Claude".to_string()),
         delegation: None,
         expires_at,
+        epoch: 2,
     };
     assert!(store.temporary_urls(user, now).await.unwrap().is_empty());
     let later = temporary(user, "s-later", now + 600);

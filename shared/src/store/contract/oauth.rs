@@ -30,6 +30,8 @@ fn auth_code(user: &str, resource: Option<&str>, expires_at: u64) -> AuthCode {
         code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM".to_string(),
         resource: resource.map(String::from),
         expires_at,
+        epoch: 3,
+        issued_at: expires_at.saturating_sub(600),
     }
 }
 

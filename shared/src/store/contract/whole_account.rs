@@ -56,6 +56,7 @@ async fn one_of_everything(store: &dyn Store, user: &str, other: &str, now: u64)
         sealed_secret: format!("sealed-share-{user}"),
         secret_hash: format!("hash-share-{user}"),
         expires_at: now + YEAR,
+        epoch: 0,
     };
     store
         .claim_share_url(user, other, "read:health", &delegated, now)
@@ -66,6 +67,7 @@ async fn one_of_everything(store: &dyn Store, user: &str, other: &str, now: u64)
         sealed_secret: format!("sealed-{user}"),
         secret_hash: format!("hash-personal-{user}"),
         expires_at: now + YEAR,
+        epoch: 0,
     };
     store
         .claim_personal_url(user, &personal, now)

@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::ReturnValue;
 
 use super::batch::query_all;
 use super::codec::{
-    Item, get_opt_s, get_s, get_strings, get_u64, insert_optional, n, s, string_list,
+    Item, get_opt_s, get_opt_u64, get_s, get_strings, get_u64, insert_optional, n, s, string_list,
 };
 use super::schema::{
     ACCOUNT_SK, COLLECTED, COMPLETED, EMAIL_PREFIX, EXPIRES_AT, INVITE_PREFIX, INVITEE_PREFIX, KEY,
@@ -19,7 +19,8 @@ use super::schema::{
     TEMP_URL_PREFIX, TOKENS_PREFIX, URL_PREFIX, USER_URL_PREFIX, data_key, keys_key,
 };
 use super::transact::{
-    Attempt, Committed, condition, conditional, contended, tx_check, tx_delete, tx_put, tx_update,
+    Attempt, Committed, Condition, condition, conditional, contended, tx_check, tx_delete, tx_put,
+    tx_update,
 };
 use super::{DynamoStore, corrupt, sdk_error};
 use crate::domain::{
@@ -114,6 +115,7 @@ fn url_grant_item(secret_hash: &str, grant: &UrlGrant) -> Item {
         (KEY.to_string(), s(format!("{URL_PREFIX}{secret_hash}"))),
         ("user_id".to_string(), s(grant.user_id.as_str())),
         (EXPIRES_AT.to_string(), n(grant.expires_at)),
+        ("epoch".to_string(), n(grant.epoch)),
     ]);
     insert_optional(
         &mut item,
@@ -142,12 +144,25 @@ fn url_grant_from_item(op: &'static str, item: &Item) -> Result<UrlGrant, StoreE
             None => None,
         },
         expires_at: get_u64(op, item, EXPIRES_AT)?,
+        // Absent on grants stored before issue 27.
+        epoch: get_opt_u64(op, item, "epoch")?.unwrap_or(0),
     })
 }
 
 /// The keys-table key of a grantee's delegated URL on `owner`'s data.
 fn share_url_key(owner: &str, grantee: &str) -> String {
     format!("{SHARE_URL_PREFIX}{owner}#{grantee}")
+}
+
+/// The condition under which a claim item may be (re)put: absent, expired at `now`, or
+/// from an older epoch than `candidate` (an item without an epoch is from before issue
+/// 27). A racing claim put since the read carries the same epoch, so it stands.
+fn replaceable_claim(candidate: &PersonalUrl, now: u64) -> Option<Condition> {
+    condition(
+        "attribute_not_exists(#k) OR #exp <= :now OR attribute_not_exists(#ep) OR #ep < :ep",
+        &[("#k", KEY), ("#exp", EXPIRES_AT), ("#ep", "epoch")],
+        vec![(":now", n(now)), (":ep", n(candidate.epoch))],
+    )
 }
 
 /// A `user-url#` (or `share-url#`, with its own `key`) item.
@@ -157,6 +172,7 @@ fn personal_url_item(key: String, url: &PersonalUrl) -> Item {
         ("sealed_secret".to_string(), s(url.sealed_secret.as_str())),
         ("secret_hash".to_string(), s(url.secret_hash.as_str())),
         (EXPIRES_AT.to_string(), n(url.expires_at)),
+        ("epoch".to_string(), n(url.epoch)),
     ])
 }
 
@@ -165,6 +181,8 @@ fn personal_url_from_item(op: &'static str, item: &Item) -> Result<PersonalUrl, 
         sealed_secret: get_s(op, item, "sealed_secret")?,
         secret_hash: get_s(op, item, "secret_hash")?,
         expires_at: get_u64(op, item, EXPIRES_AT)?,
+        // Absent on claims stored before issue 27.
+        epoch: get_opt_u64(op, item, "epoch")?.unwrap_or(0),
     })
 }
 
@@ -432,6 +450,7 @@ impl AccountStore for DynamoStore {
                 (PK.to_string(), s(grant.user_id.as_str())),
                 (SK.to_string(), s(format!("{TEMP_URL_PREFIX}{secret_hash}"))),
                 (EXPIRES_AT.to_string(), n(grant.expires_at)),
+                ("epoch".to_string(), n(grant.epoch)),
             ]);
             insert_optional(
                 &mut entry,
@@ -491,6 +510,7 @@ impl AccountStore for DynamoStore {
                 agent_name: None,
                 delegation: None,
                 expires_at: candidate.expires_at,
+                epoch: candidate.epoch,
             };
             let (user_key, grant) = (&user_key, &grant);
             contended(op, || async move {
@@ -500,7 +520,7 @@ impl AccountStore for DynamoStore {
                     .map(|item| personal_url_from_item(op, &item))
                     .transpose()?;
                 if let Some(current) = &current
-                    && current.expires_at > now
+                    && current.live(candidate, now)
                 {
                     return Ok(Attempt::Done(current.clone()));
                 }
@@ -511,11 +531,7 @@ impl AccountStore for DynamoStore {
                         op,
                         &self.tables.keys,
                         personal_url_item(user_key.clone(), candidate),
-                        condition(
-                            "attribute_not_exists(#k) OR #exp <= :now",
-                            &[("#k", KEY), ("#exp", EXPIRES_AT)],
-                            vec![(":now", n(now))],
-                        ),
+                        replaceable_claim(candidate, now),
                     )?,
                     tx_put(
                         op,
@@ -757,6 +773,7 @@ impl AccountStore for DynamoStore {
                     permission: permission.to_string(),
                 }),
                 expires_at: candidate.expires_at,
+                epoch: candidate.epoch,
             };
             contended(op, || async move {
                 let current = self
@@ -765,7 +782,7 @@ impl AccountStore for DynamoStore {
                     .map(|item| personal_url_from_item(op, &item))
                     .transpose()?;
                 if let Some(current) = &current
-                    && current.expires_at > now
+                    && current.live(candidate, now)
                 {
                     return Ok(Attempt::Done(Some(current.clone())));
                 }
@@ -776,11 +793,7 @@ impl AccountStore for DynamoStore {
                         op,
                         &self.tables.keys,
                         personal_url_item(url_key.clone(), candidate),
-                        condition(
-                            "attribute_not_exists(#k) OR #exp <= :now",
-                            &[("#k", KEY), ("#exp", EXPIRES_AT)],
-                            vec![(":now", n(now))],
-                        ),
+                        replaceable_claim(candidate, now),
                     )?,
                     tx_check(
                         op,
@@ -992,6 +1005,7 @@ impl AccountStore for DynamoStore {
                         agent_name: get_opt_s(op, &item, "agent_name")?,
                         delegation: None,
                         expires_at,
+                        epoch: get_opt_u64(op, &item, "epoch")?.unwrap_or(0),
                     },
                 ));
             }

@@ -79,6 +79,8 @@ fn code_item(code_hash: &str, code: &AuthCode) -> Item {
             s(code.code_challenge.as_str()),
         ),
         (EXPIRES_AT.to_string(), n(code.expires_at)),
+        ("epoch".to_string(), n(code.epoch)),
+        ("issued_at".to_string(), n(code.issued_at)),
     ]);
     insert_optional(&mut item, &[("resource", &code.resource)]);
     item
@@ -93,6 +95,9 @@ fn code_from_item(op: &'static str, item: &Item) -> Result<AuthCode, StoreError>
         code_challenge: get_s(op, item, "code_challenge")?,
         resource: get_opt_s(op, item, "resource")?,
         expires_at: get_u64(op, item, EXPIRES_AT)?,
+        // Absent on codes stored before issue 27.
+        epoch: get_opt_u64(op, item, "epoch")?.unwrap_or(0),
+        issued_at: get_opt_u64(op, item, "issued_at")?.unwrap_or(0),
     })
 }
 

@@ -70,6 +70,9 @@ struct GrantValue {
     grantee: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     permission: Option<String>,
+    /// The holder's token epoch (absent on grants stored before issue 27).
+    #[serde(default)]
+    epoch: u64,
 }
 
 impl GrantValue {
@@ -84,6 +87,7 @@ impl GrantValue {
             agent_name: grant.agent_name,
             grantee,
             permission,
+            epoch: grant.epoch,
         }
     }
 
@@ -101,6 +105,7 @@ impl GrantValue {
             agent_name: self.agent_name,
             delegation,
             expires_at,
+            epoch: self.epoch,
         }
     }
 }
@@ -110,6 +115,9 @@ impl GrantValue {
 struct PersonalUrlValue {
     sealed_secret: String,
     secret_hash: String,
+    /// Absent on claims stored before issue 27.
+    #[serde(default)]
+    epoch: u64,
 }
 
 /// A `state#` row's value: `{"status":"pending"}` or
@@ -144,6 +152,7 @@ fn personal_url_row(row: &Row<'_>) -> rusqlite::Result<PersonalUrl> {
         sealed_secret: value.sealed_secret,
         secret_hash: value.secret_hash,
         expires_at: seconds_from_column(row, 1)?,
+        epoch: value.epoch,
     })
 }
 
@@ -372,7 +381,7 @@ impl AccountStore for EmbeddedStore {
             let user_key = format!("{USER_URL_PREFIX}{user_id}");
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let current = personal_url_in(&tx, &user_key)?;
-            if let Some(current) = current.as_ref().filter(|c| c.expires_at > now) {
+            if let Some(current) = current.as_ref().filter(|c| c.live(&candidate, now)) {
                 return Ok(current.clone());
             }
             // Absent or expired: the candidate replaces it, and the old secret's
@@ -384,6 +393,7 @@ impl AccountStore for EmbeddedStore {
             let value = json_column(&PersonalUrlValue {
                 sealed_secret: candidate.sealed_secret.clone(),
                 secret_hash: candidate.secret_hash.clone(),
+                epoch: candidate.epoch,
             })?;
             put_key(&tx, &user_key, &value, candidate.expires_at)?;
             let grant = json_column(&GrantValue {
@@ -392,6 +402,7 @@ impl AccountStore for EmbeddedStore {
                 agent_name: None,
                 grantee: None,
                 permission: None,
+                epoch: candidate.epoch,
             })?;
             put_key(
                 &tx,
@@ -595,7 +606,7 @@ impl AccountStore for EmbeddedStore {
             let url_key = share_url_key(&owner, &grantee);
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let current = personal_url_in(&tx, &url_key)?;
-            if let Some(current) = current.as_ref().filter(|c| c.expires_at > now) {
+            if let Some(current) = current.as_ref().filter(|c| c.live(&candidate, now)) {
                 return Ok(Some(current.clone()));
             }
             let shared: Option<Vec<String>> = tx
@@ -612,6 +623,7 @@ impl AccountStore for EmbeddedStore {
             let value = json_column(&PersonalUrlValue {
                 sealed_secret: candidate.sealed_secret.clone(),
                 secret_hash: candidate.secret_hash.clone(),
+                epoch: candidate.epoch,
             })?;
             put_key(&tx, &url_key, &value, candidate.expires_at)?;
             let grant = json_column(&GrantValue {
@@ -620,6 +632,7 @@ impl AccountStore for EmbeddedStore {
                 agent_name: None,
                 grantee: Some(grantee.clone()),
                 permission: Some(permission.clone()),
+                epoch: candidate.epoch,
             })?;
             put_key(
                 &tx,

@@ -31,6 +31,11 @@ struct CodeValue {
     code_challenge: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     resource: Option<String>,
+    /// Absent on codes stored before issue 27.
+    #[serde(default)]
+    epoch: u64,
+    #[serde(default)]
+    issued_at: u64,
 }
 
 /// A `refresh#` row's value: the record and whether it has been used.
@@ -157,6 +162,8 @@ impl OAuthStore for EmbeddedStore {
                 redirect_uri: code.redirect_uri,
                 code_challenge: code.code_challenge,
                 resource: code.resource,
+                epoch: code.epoch,
+                issued_at: code.issued_at,
             })?;
             put_key(conn, &key, &value, code.expires_at)
         }))
@@ -179,6 +186,8 @@ impl OAuthStore for EmbeddedStore {
                         code_challenge: value.code_challenge,
                         resource: value.resource,
                         expires_at: seconds_from_column(row, 1)?,
+                        epoch: value.epoch,
+                        issued_at: value.issued_at,
                     })
                 })
                 .optional()?
