@@ -18,7 +18,7 @@ use super::{
     ACCESS_TOKEN_SECS, Form, OAuthApi, REFRESH_TOKEN_SECS, field, form, no_store, oauth_error,
     unavailable,
 };
-use crate::domain::{AuthCode, OAuthClient, RefreshRecord, RefreshUse, TokenState};
+use crate::domain::{OAuthClient, RefreshRecord, RefreshUse, TokenState};
 use crate::http as web;
 use crate::identity::{Grant, TokenKind, random_secret, secret_hash};
 use crate::store::TokenChange;
@@ -196,16 +196,14 @@ impl OAuthApi {
         };
         // Issue 27, finding 3: a code made before the user's sign-out everywhere, password
         // change or reset, or before they withdrew this client, grants nothing.
-        match self.store.token_state(&record.user_id).await {
-            Ok(state) if code_ended(&state, &record) => {
-                return oauth_error(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_grant",
-                    "the grant was revoked; sign in again",
-                );
-            }
-            Ok(_) => {}
-            Err(e) => return unavailable(e),
+        let stamp = Stamp {
+            epoch: record.epoch,
+            issued_at: record.issued_at,
+            client_id: &record.client_id,
+            family: None,
+        };
+        if let Some(refused) = self.refused_if_ended(&record.user_id, &stamp).await {
+            return refused;
         }
         // The user's grants list shows this client from now on; the family starts at
         // the user's current epoch.
@@ -241,16 +239,11 @@ impl OAuthApi {
         };
         match self.store.use_refresh(&secret_hash(token), now).await {
             Ok(RefreshUse::Fresh(record)) if record.client_id == client.client_id => {
-                match self.store.token_state(&record.user_id).await {
-                    Ok(state) if family_ended(&state, &record) => {
-                        return oauth_error(
-                            StatusCode::BAD_REQUEST,
-                            "invalid_grant",
-                            "the grant was revoked; sign in again",
-                        );
-                    }
-                    Ok(_) => {}
-                    Err(e) => return unavailable(e),
+                if let Some(refused) = self
+                    .refused_if_ended(&record.user_id, &Stamp::of_family(&record))
+                    .await
+                {
+                    return refused;
                 }
                 let next = RefreshRecord {
                     expires_at: now + REFRESH_TOKEN_SECS,
@@ -317,27 +310,55 @@ impl OAuthApi {
     }
 }
 
-/// Whether the user ended this refresh family since it began: signed out everywhere
-/// (a newer epoch), withdrew its client's grant, or revoked one of its tokens.
-fn family_ended(state: &TokenState, record: &RefreshRecord) -> bool {
-    record.epoch < state.epoch
-        || state.deleted()
-        || state
-            .revoked_clients
-            .get(&record.client_id)
-            .is_some_and(|&at| at >= record.issued_at)
-        || state.revoked_sessions.contains_key(&record.family_id)
+/// What a code or a refresh family was made under: the user's epoch then, when, for
+/// which client, and (a family) its id.
+struct Stamp<'a> {
+    epoch: u64,
+    issued_at: u64,
+    client_id: &'a str,
+    family: Option<&'a str>,
 }
 
-/// Whether the user ended what this code was made under since it was made: a newer
-/// epoch, the account deleted, or its client's grant withdrawn at or after it.
-fn code_ended(state: &TokenState, code: &AuthCode) -> bool {
-    code.epoch < state.epoch
+impl<'a> Stamp<'a> {
+    fn of_family(record: &'a RefreshRecord) -> Self {
+        Stamp {
+            epoch: record.epoch,
+            issued_at: record.issued_at,
+            client_id: &record.client_id,
+            family: Some(&record.family_id),
+        }
+    }
+}
+
+/// Whether the user ended what `stamp` was made under since: signed out everywhere,
+/// changed or reset the password (a newer epoch), deleted the account, withdrew the
+/// client's grant at or after it, or revoked the family.
+fn ended(state: &TokenState, stamp: &Stamp<'_>) -> bool {
+    stamp.epoch < state.epoch
         || state.deleted()
         || state
             .revoked_clients
-            .get(&code.client_id)
-            .is_some_and(|&at| at >= code.issued_at)
+            .get(stamp.client_id)
+            .is_some_and(|&at| at >= stamp.issued_at)
+        || stamp
+            .family
+            .is_some_and(|family| state.revoked_sessions.contains_key(family))
+}
+
+impl OAuthApi {
+    /// `invalid_grant` when the user ended what `stamp` was made under (one read of the
+    /// user's token state; a store failure answers 503), else `None`.
+    async fn refused_if_ended(&self, user_id: &str, stamp: &Stamp<'_>) -> Option<Response<Bytes>> {
+        match self.store.token_state(user_id).await {
+            Ok(state) if ended(&state, stamp) => Some(oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_grant",
+                "the grant was revoked; sign in again",
+            )),
+            Ok(_) => None,
+            Err(e) => Some(unavailable(e)),
+        }
+    }
 }
 
 fn wrong_target() -> Response<Bytes> {
@@ -379,9 +400,12 @@ mod tests {
                 epoch,
                 issued_at: 1,
             };
-            assert!(family_ended(&tombstone, &record), "epoch {epoch}");
             assert!(
-                !family_ended(&TokenState::default(), &record),
+                ended(&tombstone, &Stamp::of_family(&record)),
+                "epoch {epoch}"
+            );
+            assert!(
+                !ended(&TokenState::default(), &Stamp::of_family(&record)),
                 "live account"
             );
         }
