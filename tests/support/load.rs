@@ -4,7 +4,7 @@
 //! personal URL, the data summary, and discovery. Counts answers by status class and
 //! transport errors, and keeps every latency for the percentiles.
 //!
-//! Used by the short form in the test command (`tests/load.rs`) and the long form
+//! Used by the short form in the test command (`tests/e2e/load.rs`) and the long form
 //! (`cargo run --release -p e2e --example load`); measures, decides nothing itself.
 
 use std::time::{Duration, Instant};

@@ -2,9 +2,9 @@
 //! free loopback port, speak HTTP to it, build modern (2026-07-28) requests, run the
 //! SDK clients of `tests/clients/`, read the sample events of `events/`, run the app
 //! in-process, start a person's own MCP server (`remote_server`), and read
-//! `template.yaml` (`template`). Its unit test
-//! `wiring` fails when a `tests/*.rs` file has no `[[test]]` entry in `tests/Cargo.toml`
-//! (and so would never run).
+//! `template.yaml` (`template`). Its unit test `wiring` fails when a `tests/e2e/*.rs`
+//! file is not a `mod` of the end-to-end binary (`tests/e2e/main.rs`), or a test file
+//! sits directly in `tests/` (either would never run).
 //!
 //! The binaries are built by the test command (`scripts/test`) before the tests run;
 //! the clients' dependencies are installed by `scripts/install-test-deps`.

@@ -1,9 +1,8 @@
-//! The Lambda Runtime API harness the function-binary tests share (`lambda_runtime.rs`,
-//! `lambda_observe.rs`): a local Runtime API (2018-06-01) on loopback that hands one
+//! The Lambda Runtime API harness the function-binary tests share (`e2e/lambda_runtime.rs`,
+//! `e2e/lambda_observe.rs`): a local Runtime API (2018-06-01) on loopback that hands one
 //! function process its events and takes its answers, the process itself (its stdout and
-//! stderr kept apart), and a moto deployment (tables, keys secret). Each test binary
-//! includes this file as a module and uses part of it.
-#![allow(dead_code)]
+//! stderr kept apart), and a moto deployment (tables, keys secret). The end-to-end binary
+//! (`e2e/main.rs`) includes this file as its module `runtime_api`.
 
 use std::collections::HashMap;
 use std::convert::Infallible;

@@ -6,7 +6,7 @@
 //! (`ses.rs`, `MIROBODY_MAIL_FROM`), a directory locally (`directory.rs`: one file per
 //! message, which the end-to-end tests read), and the words of each message
 //! ([`Letter`]). Must not: see the store, the tools or any health data (a message carries
-//! a link and an address, nothing else: `tests/architecture.rs` checks the imports), or
+//! a link and an address, nothing else: `tests/e2e/architecture.rs` checks the imports), or
 //! log a message's link or recipient.
 
 mod directory;

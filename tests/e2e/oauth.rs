@@ -262,7 +262,7 @@ async fn c2_code_flow_with_pkce_then_mcp_refresh_rotation_and_introspection() {
 
     // Introspection needs a confidential client (issue 12, finding 6): this public
     // client, and nobody at all, are refused (this used to answer `active: true` to an
-    // unauthenticated call). tests/security_small.rs covers the confidential client.
+    // unauthenticated call). tests/e2e/security_small.rs covers the confidential client.
     for pairs in [
         vec![("token", access.as_str())],
         vec![("token", access.as_str()), ("client_id", client_id)],

@@ -7,16 +7,13 @@
 //! request as a subsegment of Lambda's segment (the Root and Parent given) only when
 //! sampled; no bearer token, URL secret or body value reaches stdout or the daemon.
 
-#[path = "support/runtime_api.rs"]
-mod runtime_api;
-
 use std::net::UdpSocket;
 use std::time::Duration;
 
+use crate::runtime_api::{Function, Outcome, deployment, event, import_deployment, sdk_config};
 use mirobody::domain::{UploadKind, UploadRecord};
 use mirobody::store::{DynamoStore, DynamoTables, UploadStore};
 use mirobody::testing::Moto;
-use runtime_api::{Function, Outcome, deployment, event, import_deployment, sdk_config};
 use serde_json::{Value, json};
 
 const NAMESPACE: &str = "Mirobody/observe-test";

@@ -5,19 +5,16 @@
 //! server this test starts on loopback. Nothing leaves the machine: dummy credentials,
 //! no instance metadata, every endpoint a loopback address.
 
-#[path = "support/runtime_api.rs"]
-mod runtime_api;
-
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use crate::runtime_api::{
+    Function, INVOKE_TIMEOUT, Outcome, PUBLIC_URL, deployment, event, import_deployment, sdk_config,
+};
 use e2e::{listed_tools, root, sample_events};
 use mirobody::domain::{UploadKind, UploadRecord, UploadStatus};
 use mirobody::store::{DynamoStore, DynamoTables, HealthStore, UploadStore};
 use mirobody::testing::Moto;
-use runtime_api::{
-    Function, INVOKE_TIMEOUT, Outcome, PUBLIC_URL, deployment, event, import_deployment, sdk_config,
-};
 use serde_json::{Value, json};
 
 const FUNCTIONS: [&str; 5] = ["mcp", "personal", "oauth", "data", "console"];
