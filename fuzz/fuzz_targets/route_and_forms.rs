@@ -1,69 +1,7 @@
-//! The route parser (`mirobody::http::resolve`) and the OAuth and account form parsers
-//! through `App::handle`. The first byte picks the variant:
-//! - even: the rest is `METHOD PATH` (split at the first space): resolved under a few
-//!   prefixes, then sent through the app with no body (query strings included, so the
-//!   `GET /oauth/authorize` parameters are parsed too);
-//! - odd: the rest is the body of a POST to one of the form endpoints, as a form or as
-//!   JSON. Sign-up and password sign-in are left out: each hashes a password
-//!   (deliberately slow), which would starve the fuzzer.
+//! The `route_and_forms` fuzz target; its body (what each input goes through) is
+//! `mirobody_fuzz::route_and_forms::run` (`fuzz/src/route_and_forms.rs`), which the end-to-end test
+//! `fuzz_corpus` also replays every committed seed through.
 
 #![no_main]
 
-mod common;
-
-use http::Method;
-use libfuzzer_sys::fuzz_target;
-
-const FORMS: &[&str] = &[
-    "/oauth/token",
-    "/oauth/register",
-    "/oauth/authorize",
-    "/oauth2/authorize",
-    "/oauth/introspect",
-    "/oauth/revoke",
-    "/auth/signout",
-    "/api/shares",
-    "/api/user/mcp",
-    "/api/user/mcp-servers",
-];
-
-const PREFIXES: &[&str] = &["", "/api", "/v1/", "/x/y"];
-
-fuzz_target!(|data: &[u8]| {
-    let Some((&mode, rest)) = data.split_first() else {
-        return;
-    };
-    let app = common::fuzzed();
-    let bearer = app.bearer();
-    let signed_in = mode & 2 == 2;
-    if mode & 1 == 0 {
-        let text = String::from_utf8_lossy(rest);
-        let (method, path) = text.split_once(' ').unwrap_or(("GET", &text));
-        let Ok(method) = Method::from_bytes(method.as_bytes()) else {
-            return;
-        };
-        for prefix in PREFIXES {
-            let _ = mirobody::http::resolve(&method, path, prefix);
-        }
-        let mut headers = vec![];
-        if signed_in {
-            headers.push(("authorization", bearer.as_str()));
-        }
-        app.send(method.as_str(), path, &headers, b"");
-    } else {
-        let Some((&pick, body)) = rest.split_first() else {
-            return;
-        };
-        let path = FORMS[usize::from(pick) % FORMS.len()];
-        let content_type = if pick & 0x80 == 0 {
-            "application/x-www-form-urlencoded"
-        } else {
-            "application/json"
-        };
-        let mut headers = vec![("content-type", content_type)];
-        if signed_in {
-            headers.push(("authorization", bearer.as_str()));
-        }
-        app.send("POST", path, &headers, body);
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mirobody_fuzz::route_and_forms::run(data));

@@ -1,13 +1,7 @@
-//! The upload parsers (E4): health readings as JSON and as CSV, genotype raw files, and
-//! Apple Health exports (XML and zip). Every input goes through all of them.
+//! The `upload_rows` fuzz target; its body (what each input goes through) is
+//! `mirobody_fuzz::upload_rows::run` (`fuzz/src/upload_rows.rs`), which the end-to-end test
+//! `fuzz_corpus` also replays every committed seed through.
 
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    mirobody::fuzzing::upload_health_json(data);
-    mirobody::fuzzing::upload_health_csv(data);
-    mirobody::fuzzing::upload_genotype(data);
-    mirobody::fuzzing::upload_apple_health(data);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mirobody_fuzz::upload_rows::run(data));

@@ -25,6 +25,7 @@ mod cost_model;
 mod data_tools;
 mod external_servers;
 mod faults;
+mod fuzz_corpus;
 mod gateway_metadata;
 mod gateway_status;
 mod gen_dataset;

@@ -1,7 +1,8 @@
-//! The app the request targets drive: built once per fuzz process, in process (no
-//! socket), on an embedded store in a temporary directory, with fixed test keys and a
-//! fake clock, like the end-to-end tests' `in_process`. A signed-in user has the demo
-//! data, so the data tools have readings and genotypes to work on.
+//! The app the request targets drive: built once per process (a fuzz process, or one
+//! replay test of `tests/e2e/fuzz_corpus.rs`), in process (no socket), on an embedded
+//! store in a temporary directory, with fixed test keys and a fake clock, like the
+//! end-to-end tests' `in_process`. A signed-in user has the demo data, so the data tools
+//! have readings and genotypes to work on.
 
 #![allow(dead_code)]
 
@@ -24,6 +25,11 @@ pub struct Fuzzed {
     pub token: String,
 }
 
+/// The temporary directory of this process's app (its store and uploaded files).
+pub fn scratch_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("mirobody-fuzz-{}", std::process::id()))
+}
+
 pub fn fuzzed() -> &'static Fuzzed {
     static APP: OnceLock<Fuzzed> = OnceLock::new();
     APP.get_or_init(|| {
@@ -31,7 +37,7 @@ pub fn fuzzed() -> &'static Fuzzed {
             .enable_all()
             .build()
             .expect("a runtime");
-        let dir = std::env::temp_dir().join(format!("mirobody-fuzz-{}", std::process::id()));
+        let dir = scratch_dir();
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("a temporary directory");
         let store = Arc::new(EmbeddedStore::open(dir.join("db.sqlite3")).expect("a store"));
