@@ -85,7 +85,17 @@ impl Fuzzed {
             request = request.header(*k, *v);
         }
         let request = request.body(Bytes::copy_from_slice(body)).ok()?;
-        Some(self.runtime.block_on(self.app.handle(request)))
+        let response = self.runtime.block_on(self.app.handle(request));
+        // The panic boundary answers a panic inside the request with 500 and keeps going,
+        // so a crash would never reach the fuzzer (or the seeds' replay) as one. On this
+        // app (an embedded store in a temporary directory, no outbound calls) nothing
+        // answers 500 but a bug: count it as the crash it is.
+        assert_ne!(
+            response.status(),
+            http::StatusCode::INTERNAL_SERVER_ERROR,
+            "{method} {path} answered 500: a panic inside the request, or a store failure"
+        );
+        Some(response)
     }
 
     pub fn bearer(&self) -> String {
