@@ -597,6 +597,13 @@ impl AccountApi {
         if id.is_empty() || id.len() > MAX_USER_ID {
             return Err(no_invitation());
         }
+        // A lapsed invitation is never accepted (the owner shares again to renew it). Its
+        // id and age never change, so this read and the store's single-use take agree.
+        let now = self.clock.now();
+        let waiting = self.store.invitations_for(&account.email).await?;
+        if !waiting.iter().any(|i| i.id == id && !i.lapsed(now)) {
+            return Err(no_invitation());
+        }
         let invitation = self
             .store
             .accept_invitation(&account.email, id, user_id)
@@ -687,6 +694,8 @@ pub(crate) struct SharesOverview {
     pub granted: Vec<ShareView>,
     /// Invitations the user sent that nobody accepted yet.
     pub pending: Vec<Invitation>,
+    /// Invitations the user offered that lapsed unaccepted ([`Invitation::LIFETIME_SECS`]).
+    pub lapsed: Vec<Invitation>,
     /// Shares the user received.
     pub received: Vec<ShareView>,
     /// Invitations to the user's confirmed address, each with the owner's address.
@@ -720,12 +729,18 @@ impl AccountApi {
         let account = self.store.account(user_id).await?;
         let granted = self.store.shares_granted(user_id).await?;
         let received = self.store.shares_received(user_id).await?;
-        let pending = self.store.invitations_sent(user_id).await?;
+        let now = self.clock.now();
+        let (lapsed, pending): (Vec<Invitation>, Vec<Invitation>) = self
+            .store
+            .invitations_sent(user_id)
+            .await?
+            .into_iter()
+            .partition(|invitation| invitation.lapsed(now));
         let email_confirmed = account.as_ref().is_some_and(|a| a.email_confirmed);
         let mut invitations = Vec::new();
         if let Some(account) = account.filter(|a| a.email_confirmed) {
             for invitation in self.store.invitations_for(&account.email).await? {
-                if invitation.owner == user_id {
+                if invitation.owner == user_id || invitation.lapsed(now) {
                     continue;
                 }
                 let from = self
@@ -739,6 +754,7 @@ impl AccountApi {
         Ok(SharesOverview {
             granted: self.share_views(granted).await?,
             pending,
+            lapsed,
             received: self.share_views(received).await?,
             invitations,
             email_confirmed,
@@ -778,7 +794,7 @@ impl AccountApi {
     }
 
     /// `GET /api/shares` (issue 27): `granted` (what the caller offers: `{email,
-    /// permissions, status: "accepted" | "pending", invited_at?}`, by address and never
+    /// permissions, status: "accepted" | "pending" | "expired", invited_at?}`, by address and never
     /// an account id, finding 4), `received` (`{user_id, email, permissions}` of the
     /// owners who share with the caller: the id is what `POST /personal/mcp` takes),
     /// `invitations` waiting for the caller's confirmed address (`{id, from,
@@ -790,8 +806,10 @@ impl AccountApi {
             .into_iter()
             .map(|v| json!({"email": v.email, "permissions": v.permissions, "status": "accepted"}))
             .collect();
-        granted.extend(overview.pending.into_iter().map(|i| {
-            json!({"email": i.email, "permissions": i.permissions, "status": "pending", "invited_at": i.created_at})
+        let waiting = overview.pending.into_iter().map(|i| (i, "pending"));
+        let lapsed = overview.lapsed.into_iter().map(|i| (i, "expired"));
+        granted.extend(waiting.chain(lapsed).map(|(i, status)| {
+            json!({"email": i.email, "permissions": i.permissions, "status": status, "invited_at": i.created_at})
         }));
         let received: Vec<Value> = overview
             .received

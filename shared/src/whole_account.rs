@@ -374,9 +374,10 @@ impl WholeAccount<'_> {
             );
         }
         for invitation in store.invitations_sent(user_id).await? {
+            let status = if invitation.lapsed(now) { "expired" } else { "pending" };
             shares.push(json!({
                 "grantee": invitation.email, "permissions": invitation.permissions,
-                "status": "pending", "invited_at": invitation.created_at,
+                "status": status, "invited_at": invitation.created_at,
             }));
         }
         let tail = json!({

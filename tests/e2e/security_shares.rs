@@ -786,3 +786,74 @@ async fn reset_requests_are_limited_per_source_and_per_address() {
     assert_eq!(limited.status, 429, "{}", limited.body);
     assert_eq!(ask("someone-else@example.com").await.status, 429);
 }
+
+// ------------------------------------------------- issue 27: invitations lapse
+
+/// An invitation nobody accepts lapses after 30 days: the invitee no longer sees it and
+/// cannot accept it (a mailbox that changes hands later finds nothing waiting), the owner
+/// sees it as expired, and sharing again makes a new one that can be accepted. (The
+/// month passes by back-dating the stored invitation: the server runs on the real clock.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invitation_nobody_accepts_lapses_after_thirty_days() {
+    use mirobody::store::{AccountStore, EMBEDDED_FILE, EmbeddedStore};
+    let server = Server::start(&[]);
+    let (owner_id, owner) = sign_up(&server, "owner.lapse@example.com").await;
+    let invitee = "dr.lapse@clinic.example";
+    let (_, token) = sign_up(&server, invitee).await;
+    server.confirm_address(invitee).await;
+    let share = json!({ "grantee": invitee, "permissions": ["chat"] });
+    let offered = api(&server, "POST", "/api/shares", &owner, share.clone()).await;
+    assert_eq!(offered.status, 200, "{}", offered.body);
+    let waiting = || async {
+        let listed = api(&server, "GET", "/api/shares", &token, json!({})).await;
+        assert_eq!(listed.status, 200, "{}", listed.body);
+        listed.json()["data"]["invitations"].clone()
+    };
+    let first = waiting().await[0]["id"].as_str().unwrap().to_string();
+
+    // A month on: the same invitation, made 30 days ago.
+    let store = EmbeddedStore::open(server.data_dir().join(EMBEDDED_FILE)).unwrap();
+    let mut sent = store.invitations_sent(&owner_id).await.unwrap();
+    assert_eq!(sent.len(), 1);
+    let mut old = sent.remove(0);
+    assert_eq!(old.id, first);
+    old.created_at -= 30 * 24 * 3600;
+    store.put_invitation(&old).await.unwrap();
+
+    assert_eq!(
+        waiting().await,
+        json!([]),
+        "a lapsed invitation is not shown"
+    );
+    let accept = api(
+        &server,
+        "POST",
+        "/api/shares/accept",
+        &token,
+        json!({ "id": first }),
+    )
+    .await;
+    assert_eq!(accept.status, 404, "a lapsed invitation: {}", accept.body);
+    let mine = api(&server, "GET", "/api/shares", &owner, json!({})).await;
+    assert_eq!(
+        mine.json()["data"]["granted"][0]["status"],
+        "expired",
+        "{}",
+        mine.body
+    );
+
+    // Sharing again invites anew.
+    let again = api(&server, "POST", "/api/shares", &owner, share).await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    let fresh = waiting().await[0]["id"].as_str().unwrap().to_string();
+    assert_ne!(fresh, first);
+    let accept = api(
+        &server,
+        "POST",
+        "/api/shares/accept",
+        &token,
+        json!({ "id": fresh }),
+    )
+    .await;
+    assert_eq!(accept.status, 200, "{}", accept.body);
+}

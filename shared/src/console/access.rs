@@ -86,7 +86,7 @@ fn shares_table(session: &Session, id: &str, direction: &str, rows: &[ShareRow])
                                     input type="hidden" name="direction" value=(direction);
                                     input type="hidden" name=(field) value=(row.key);
                                     button.share-revoke.danger type="submit" {
-                                        @if row.status == "pending" { "Withdraw" } @else { "End share" }
+                                        @if row.status == "accepted" { "End share" } @else { "Withdraw" }
                                     }
                                 }
                             }
@@ -101,13 +101,18 @@ fn shares_table(session: &Session, id: &str, direction: &str, rows: &[ShareRow])
 fn status_words(status: &str) -> &'static str {
     match status {
         "pending" => "Invited: waiting for them to accept",
+        "expired" => "Invitation expired after 30 days unaccepted: share again to invite anew",
         _ => "Accepted",
     }
 }
 
 /// The rows of shares granted: accepted ones (by the address of who accepted), then the
 /// invitations that wait.
-fn granted_rows(views: Vec<ShareView>, pending: Vec<Invitation>) -> Vec<ShareRow> {
+fn granted_rows(
+    views: Vec<ShareView>,
+    pending: Vec<Invitation>,
+    lapsed: Vec<Invitation>,
+) -> Vec<ShareRow> {
     let accepted = views.into_iter().filter_map(|view| {
         let email = view.email?;
         Some(ShareRow {
@@ -117,13 +122,15 @@ fn granted_rows(views: Vec<ShareView>, pending: Vec<Invitation>) -> Vec<ShareRow
             status: "accepted",
         })
     });
-    let waiting = pending.into_iter().map(|invitation| ShareRow {
+    let waiting = pending.into_iter().map(|i| (i, "pending"));
+    let expired = lapsed.into_iter().map(|i| (i, "expired"));
+    let invited = waiting.chain(expired).map(|(invitation, status)| ShareRow {
         who: invitation.email.clone(),
         key: invitation.email,
         permissions: invitation.permissions.join(", "),
-        status: "pending",
+        status,
     });
-    accepted.chain(waiting).take(MAX_SHARES_SHOWN).collect()
+    accepted.chain(invited).take(MAX_SHARES_SHOWN).collect()
 }
 
 /// The rows of shares received (the owner's e-mail when the account exists, else the id).
@@ -177,7 +184,7 @@ impl ConsoleApi {
         let personal = self.store.personal_url(user, now).await?;
         let temporary = self.accounts.temporary_urls(user).await?;
         let overview = self.accounts.shares_of(user).await?;
-        let granted = granted_rows(overview.granted, overview.pending);
+        let granted = granted_rows(overview.granted, overview.pending, overview.lapsed);
         let received = received_rows(overview.received);
         let invitations = overview.invitations;
         let confirmed = overview.email_confirmed;

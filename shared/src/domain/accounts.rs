@@ -59,6 +59,17 @@ pub struct Invitation {
     pub created_at: u64,
 }
 
+impl Invitation {
+    /// How long an invitation can be accepted: 30 days. Sharing again with the address
+    /// makes a new one (a mailbox that changes hands years later finds nothing waiting).
+    pub const LIFETIME_SECS: u64 = 30 * 24 * 3600;
+
+    /// Whether the invitation can no longer be accepted at `now`.
+    pub fn lapsed(&self, now: u64) -> bool {
+        now >= self.created_at.saturating_add(Self::LIFETIME_SECS)
+    }
+}
+
 /// What a URL secret grants; found by the SHA-256 of the secret.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UrlGrant {
