@@ -374,7 +374,11 @@ impl WholeAccount<'_> {
             );
         }
         for invitation in store.invitations_sent(user_id).await? {
-            let status = if invitation.lapsed(now) { "expired" } else { "pending" };
+            let status = if invitation.lapsed(now) {
+                "expired"
+            } else {
+                "pending"
+            };
             shares.push(json!({
                 "grantee": invitation.email, "permissions": invitation.permissions,
                 "status": status, "invited_at": invitation.created_at,
