@@ -314,7 +314,8 @@ impl Drop for TempDb {
             path.push(suffix);
             let _ = std::fs::remove_file(path);
         }
-        if let Some(dir) = self.0.parent() {
+        // `<temp>/mirobody-store-…/nested/store.sqlite3`: both directories go.
+        for dir in self.0.ancestors().skip(1).take(2) {
             let _ = std::fs::remove_dir(dir);
         }
     }
