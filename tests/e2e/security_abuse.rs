@@ -187,17 +187,9 @@ async fn wrong_passwords_for_an_address_refuse_the_guessers_not_the_person() {
         .as_str()
         .unwrap()
         .to_string();
-    let mut headers = e2e::bearer(&token);
-    headers.push(("content-type".into(), "application/json".into()));
     let change =
         json!({ "current_password": PASSWORD, "new_password": "a new long enough password" });
-    let changed = send(
-        "POST",
-        &server.url("/auth/password"),
-        &headers,
-        Some(change.to_string()),
-    )
-    .await;
+    let changed = e2e::bearer_json(&server, "POST", "/auth/password", &token, Some(change)).await;
     assert_eq!(changed.status, 200, "{}", changed.body);
 }
 

@@ -6,17 +6,10 @@
 
 use e2e::oauth_flow::{self, Client};
 use e2e::remote_server::RemoteServer;
-use e2e::{Server, bearer, listed_tools, modern, post_json, rpc, send};
+use e2e::{Server, bearer, listed_tools, modern, post_json, rpc, send, sign_up_as};
 use serde_json::json;
 
 const PASSWORD: &str = "a long enough password";
-
-async fn sign_up(server: &Server, email: &str) -> String {
-    let body = json!({ "email": email, "password": PASSWORD });
-    let reply = post_json(&server.url("/auth/signup"), &[], &body).await;
-    assert_eq!(reply.status, 201, "{}", reply.body);
-    reply.json()["data"]["token"].as_str().unwrap().to_string()
-}
 
 /// Consents for `scope` (ticking the servers box when `servers`) and exchanges the code:
 /// the access token and the scope the token endpoint says it carries.
@@ -49,7 +42,7 @@ async fn the_consent_page_says_what_it_grants_and_the_servers_are_asked_for_apar
     let remote = RemoteServer::start(&[]);
     let server = Server::start(&[("MIROBODY_REMOTE_DEV_LOOPBACK", "true")]);
     let email = "consent.f6@example.com";
-    let session = sign_up(&server, email).await;
+    let (_, session) = sign_up_as(&server, email, PASSWORD).await;
     let mut headers = bearer(&session);
     headers.push(("content-type".into(), "application/json".into()));
     let registered = send(

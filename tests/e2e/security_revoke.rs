@@ -8,7 +8,7 @@
 //! authorization code not yet exchanged answer to their holder's remedies too.
 
 use e2e::oauth_flow;
-use e2e::{Reply, Server, bearer_json, form_with_cookie, get, post_json, rpc};
+use e2e::{Reply, Server, bearer_json, form_with_cookie, get, post_json, rpc, sign_up_as};
 use serde_json::json;
 
 const PASSWORD: &str = "a long enough password";
@@ -21,10 +21,7 @@ struct ClientTokens {
 }
 
 async fn sign_up(server: &Server, email: &str) -> String {
-    let body = json!({ "email": email, "password": PASSWORD });
-    let reply = post_json(&server.url("/auth/signup"), &[], &body).await;
-    assert_eq!(reply.status, 201, "{}", reply.body);
-    reply.json()["data"]["token"].as_str().unwrap().to_string()
+    sign_up_as(server, email, PASSWORD).await.1
 }
 
 async fn sign_in(server: &Server, email: &str, password: &str) -> Reply {
@@ -439,16 +436,6 @@ async fn introspection_calls_an_ended_token_inactive() {
 
 // ------------------------------------------------------------- issue 27, findings 2 and 3
 
-/// Signs up `email`: the new account's user id and session token.
-async fn sign_up_user(server: &Server, email: &str) -> (String, String) {
-    let body = json!({ "email": email, "password": PASSWORD });
-    let reply = post_json(&server.url("/auth/signup"), &[], &body).await;
-    assert_eq!(reply.status, 201, "{}", reply.body);
-    let data = &reply.json()["data"];
-    let field = |name: &str| data[name].as_str().unwrap().to_string();
-    (field("user_id"), field("token"))
-}
-
 /// `tools/list` through an MCP URL this server minted: its status.
 async fn url_status(server: &Server, url: &str) -> u16 {
     let path = &url[url.find("/mcp/").expect("an MCP URL")..];
@@ -471,7 +458,7 @@ async fn delegated_url(server: &Server, grantee: &str, owner: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grantees_delegated_url_ends_with_the_grantees_remedies() {
     let server = Server::start(&[]);
-    let (owner_id, owner) = sign_up_user(&server, "owner.f2@example.com").await;
+    let (owner_id, owner) = sign_up_as(&server, "owner.f2@example.com", PASSWORD).await;
     let grantee_email = "dr.f2@clinic.example";
     let grantee = sign_up(&server, grantee_email).await;
     let share = json!({ "grantee": grantee_email, "permissions": ["chat"] });
@@ -539,7 +526,7 @@ async fn a_grantees_delegated_url_ends_with_the_grantees_remedies() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_temporary_url_ends_with_its_users_sign_out_everywhere() {
     let server = Server::start(&[]);
-    let (user, token) = sign_up_user(&server, "agent.f2@example.com").await;
+    let (user, token) = sign_up_as(&server, "agent.f2@example.com", PASSWORD).await;
     let url = server
         .command(&["temp-url", &user, "session-1", "helper"])
         .trim()

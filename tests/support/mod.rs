@@ -479,6 +479,17 @@ pub async fn get(url: &str) -> Reply {
     send("GET", url, &[], None).await
 }
 
+/// Signs up `email` with `password` (`POST /auth/signup`, which must answer 201): the new
+/// account's user id and session token.
+pub async fn sign_up_as(server: &Server, email: &str, password: &str) -> (String, String) {
+    let body = json!({ "email": email, "password": password });
+    let reply = post_json(&server.url("/auth/signup"), &[], &body).await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    let data = &reply.json()["data"];
+    let field = |name: &str| data[name].as_str().expect("a string field").to_string();
+    (field("user_id"), field("token"))
+}
+
 pub async fn post_json(url: &str, headers: &[(String, String)], body: &Value) -> Reply {
     let mut all = vec![("content-type".to_string(), "application/json".to_string())];
     all.extend_from_slice(headers);

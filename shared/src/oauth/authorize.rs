@@ -14,6 +14,7 @@ use bytes::Bytes;
 use http::header::LOCATION;
 use http::{HeaderValue, Request, Response, StatusCode};
 
+use super::clients::CLIENT_NAME_CHARS;
 use super::signin::{self, SignInForm};
 use super::{
     CODE_SECS, Form, OAuthApi, field, form, html, known_scopes, no_store, pages, query, unavailable,
@@ -21,9 +22,6 @@ use super::{
 use crate::domain::{AuthCode, OAuthClient};
 use crate::http as web;
 use crate::identity::{SERVERS_SCOPE, SignIn, random_secret, secret_hash, shown_name};
-
-/// At most this many characters of a client's self-given name are shown.
-const CLIENT_NAME_CHARS: usize = 100;
 
 /// The redirect URI as the consent page names it: its host (with a port that is not the
 /// scheme's own), or `scheme:` for an app's private-use scheme.

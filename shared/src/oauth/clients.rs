@@ -125,13 +125,16 @@ pub(super) fn acceptable_redirects(uris: &[String]) -> bool {
     (1..=10).contains(&uris.len()) && uris.iter().all(|u| acceptable_redirect(u))
 }
 
+/// At most this many characters of a client's self-given name are kept and shown.
+pub(super) const CLIENT_NAME_CHARS: usize = 100;
+
 /// A client's display name from its metadata, without hidden or control characters
 /// (`shown_name`), at most 100 characters.
 pub(super) fn client_name(metadata: &Value) -> Option<String> {
     metadata
         .get("client_name")
         .and_then(Value::as_str)
-        .and_then(|n| shown_name(n, 100))
+        .and_then(|n| shown_name(n, CLIENT_NAME_CHARS))
 }
 
 /// The longest redirect URI a client may register, in bytes.
