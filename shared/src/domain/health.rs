@@ -54,21 +54,28 @@ impl Reading {
     /// The indicator key: the name lower-cased with runs of non-alphanumerics as one
     /// space, so "HbA1c" and "hba1c " are one indicator.
     pub fn indicator_key(name: &str) -> String {
+        let mut key = String::with_capacity(name.len());
+        Reading::write_indicator_key(name, &mut key);
+        key
+    }
+
+    /// [`Reading::indicator_key`] appended to `out` (an import works out a key per row,
+    /// into one reused buffer).
+    pub fn write_indicator_key(name: &str, out: &mut String) {
         if name.is_ascii() {
-            // The usual case, in one allocation (an import works out a key per row).
-            let mut key = String::with_capacity(name.len());
+            let start = out.len();
             for word in name
                 .split(|c: char| !c.is_ascii_alphanumeric())
                 .filter(|p| !p.is_empty())
             {
-                if !key.is_empty() {
-                    key.push(' ');
+                if out.len() > start {
+                    out.push(' ');
                 }
-                key.extend(word.chars().map(|c| c.to_ascii_lowercase()));
+                out.extend(word.chars().map(|c| c.to_ascii_lowercase()));
             }
-            return key;
+            return;
         }
-        Reading::indicator_key_of_any(name)
+        out.push_str(&Reading::indicator_key_of_any(name));
     }
 
     /// [`Reading::indicator_key`] by the general rule (any script).

@@ -147,6 +147,9 @@ pub(crate) struct Catalogue {
     measures: Vec<Measure>,
     by_key: HashMap<String, usize>,
     by_name: HashMap<String, usize>,
+    /// Every listed name as it is spelt (found without working out a key: the usual
+    /// upload names a measure as the catalogue does).
+    by_spelling: HashMap<String, usize>,
     by_code: HashMap<String, usize>,
     by_apple: HashMap<String, usize>,
 }
@@ -191,6 +194,7 @@ impl Catalogue {
             measures: Vec::new(),
             by_key: HashMap::new(),
             by_name: HashMap::new(),
+            by_spelling: HashMap::new(),
             by_code: HashMap::new(),
             by_apple: HashMap::new(),
         };
@@ -255,6 +259,7 @@ impl Catalogue {
             claim(&mut out.by_key, "name", measure.key.clone())?;
             for name in std::iter::once(&measure.name).chain(&measure.names) {
                 claim(&mut out.by_name, "name", Reading::indicator_key(name))?;
+                out.by_spelling.insert(name.clone(), index);
             }
             for code in &measure.loinc {
                 claim(&mut out.by_code, "LOINC code", code.clone())?;
@@ -284,8 +289,9 @@ impl Catalogue {
 
     /// The measure an uploaded name (any listed name, compared as an indicator key) is.
     pub(crate) fn by_name(&self, name: &str) -> Option<&Measure> {
-        self.by_name
-            .get(&Reading::indicator_key(name))
+        self.by_spelling
+            .get(name)
+            .or_else(|| self.by_name.get(&Reading::indicator_key(name)))
             .map(|&i| &self.measures[i])
     }
 
@@ -355,26 +361,44 @@ impl Catalogue {
         let changed = reading.indicator != measure.name
             || value != reading.value
             || unit != Some(measure.unit.as_str());
-        let original = reading.original.clone().or_else(|| {
-            changed.then(|| Original {
-                indicator: reading.indicator.clone(),
-                value: reading.value.clone(),
-                unit: reading.unit.clone(),
-            })
-        });
-        let code = reading
-            .code
-            .clone()
-            .filter(|c| self.by_code(c).is_some_and(|m| m.key == measure.key))
-            .or_else(|| measure.code().map(String::from));
+        let code = match reading.code {
+            Some(code) if self.by_code(&code).is_some_and(|m| m.key == measure.key) => Some(code),
+            _ => measure.code().map(String::from),
+        };
+        let code_system = match (&code, reading.code_system) {
+            (None, _) => None,
+            (Some(_), Some(system)) if system == "LOINC" => Some(system),
+            (Some(_), _) => Some("LOINC".to_string()),
+        };
+        // What was sent moves into `original` when anything changed; otherwise the
+        // reading keeps its own strings (an import makes this call once a row).
+        let (indicator, unit, original) = match (reading.original, changed) {
+            (Some(original), _) => (
+                measure.name.clone(),
+                Some(measure.unit.clone()),
+                Some(original),
+            ),
+            (None, false) => (reading.indicator, reading.unit, None),
+            (None, true) => (
+                measure.name.clone(),
+                Some(measure.unit.clone()),
+                Some(Original {
+                    indicator: reading.indicator,
+                    value: reading.value,
+                    unit: reading.unit,
+                }),
+            ),
+        };
         Ok(Reading {
-            indicator: measure.name.clone(),
+            indicator,
             value,
-            unit: Some(measure.unit.clone()),
-            code_system: code.as_ref().map(|_| "LOINC".to_string()),
+            unit,
+            code_system,
             code,
             original,
-            ..reading
+            time: reading.time,
+            source: reading.source,
+            offset: reading.offset,
         })
     }
 }

@@ -1,7 +1,9 @@
 //! Readings (CSV or JSON, or an Apple Health export: `export.xml` or `export.zip`) in two
 //! streaming passes: the first validates every row and
-//! counts them (a bad row fails the upload with its line or index, nothing saved); the
-//! second parses again and writes [`CHUNK`] rows at a time through
+//! counts them (a bad row fails the upload with its line or index, nothing saved), and
+//! notes which rows repeat an earlier one (a bit each); the
+//! second parses again, drops those repeats without comparing rows again, and writes
+//! [`CHUNK`] rows at a time through
 //! `HealthStore::put_readings` (which replaces same-identity rows, so a re-upload never
 //! duplicates). Parsing runs on the blocking pool; rows cross to the writer over a
 //! channel of at most [`IN_FLIGHT`] chunks, so memory is bounded by the chunk size.
@@ -12,7 +14,7 @@ use tokio::sync::mpsc;
 use super::{DEFAULT_SOURCE, Importer, failure_of, internal, read_failure, readers, store_failure};
 use crate::domain::{Reading, ReadingCounts, UploadFailure, UploadRecord};
 use crate::store::{ObjectBody, StoredObject};
-use crate::upload::{self, UploadError};
+use crate::upload::{self, Repeats, UploadError};
 
 /// Rows per `put_readings` call.
 const CHUNK: usize = 5_000;
@@ -44,20 +46,21 @@ pub(super) enum Format {
 const ZIP_MAGIC: &[u8] = b"PK\x03\x04";
 
 /// Parses the object's content (plain or gzip), handing every reading to `row` until it
-/// answers `false`.
+/// answers `false`; `repeats` as the parsers take them.
 fn parse(
     body: ObjectBody,
     handle: Handle,
     format: Format,
+    repeats: &mut Repeats,
     mut row: impl FnMut(Reading) -> bool,
 ) -> Result<u64, UploadFailure> {
     let (mut reader, _) = readers::open(body, handle).map_err(read_failure)?;
     let parsed: Result<usize, UploadError> = match format {
         Format::Readings => {
             if readers::looks_like_json(&mut reader).map_err(read_failure)? {
-                upload::for_each_json_reading(reader, DEFAULT_SOURCE, MAX_FILE_ROWS, row)
+                upload::for_each_json_reading(reader, DEFAULT_SOURCE, MAX_FILE_ROWS, repeats, row)
             } else {
-                upload::for_each_csv_reading(reader, DEFAULT_SOURCE, MAX_FILE_ROWS, row)
+                upload::for_each_csv_reading(reader, DEFAULT_SOURCE, MAX_FILE_ROWS, repeats, row)
             }
         }
         Format::AppleHealth => {
@@ -87,19 +90,24 @@ fn parse(
     parsed.map(|rows| rows as u64).map_err(failure_of)
 }
 
-/// Runs `parse` on the blocking pool, feeding `messages`.
+/// What a pass read: the rows parsed, the readings handed over, and the file's repeats.
+type Pass = (u64, u64, Repeats);
+
+/// Runs `parse` on the blocking pool, feeding `messages`; the second pass replays the
+/// first's `repeats`.
 fn spawn_pass(
     body: ObjectBody,
     format: Format,
     first: bool,
+    mut repeats: Repeats,
     messages: mpsc::Sender<Message>,
-) -> tokio::task::JoinHandle<Result<(u64, u64), UploadFailure>> {
+) -> tokio::task::JoinHandle<Result<Pass, UploadFailure>> {
     let handle = Handle::current();
     tokio::task::spawn_blocking(move || {
         let mut chunk = Vec::with_capacity(if first { 0 } else { CHUNK });
         let mut count = 0u64;
         let mut open = true;
-        let rows = parse(body, handle, format, |reading| {
+        let rows = parse(body, handle, format, &mut repeats, |reading| {
             count += 1;
             if first {
                 if count.is_multiple_of(REPORT_EVERY as u64) {
@@ -119,7 +127,7 @@ fn spawn_pass(
         if !first && !chunk.is_empty() && open {
             let _ = messages.blocking_send(Message::Rows(chunk));
         }
-        Ok((rows, count))
+        Ok((rows, count, repeats))
     })
 }
 
@@ -131,13 +139,13 @@ pub(super) async fn import(
 ) -> Result<(u64, ReadingCounts), UploadFailure> {
     // Pass 1: validate every row; nothing is written.
     let (messages, mut inbox) = mpsc::channel(IN_FLIGHT);
-    let pass = spawn_pass(object.body, format, true, messages);
+    let pass = spawn_pass(object.body, format, true, Repeats::default(), messages);
     while let Some(message) = inbox.recv().await {
         if let Message::Validated(rows) = message {
             importer.progress(record, rows, 0, 0.0).await;
         }
     }
-    let (_, total) = pass.await.map_err(|_| internal())??;
+    let (_, total, repeats) = pass.await.map_err(|_| internal())??;
     importer.progress(record, total, 0, 0.1).await;
 
     // Pass 2: parse again and write in chunks.
@@ -151,7 +159,7 @@ pub(super) async fn import(
             message: "the file disappeared during its import".into(),
         })?;
     let (messages, mut inbox) = mpsc::channel(IN_FLIGHT);
-    let pass = spawn_pass(again.body, format, false, messages);
+    let pass = spawn_pass(again.body, format, false, repeats, messages);
     let mut written = 0u64;
     let mut counts = ReadingCounts::default();
     let mut failed = None;
@@ -184,7 +192,7 @@ pub(super) async fn import(
     if let Some(failure) = failed {
         return Err(failure);
     }
-    let (rows, handed) = parsed?;
+    let (rows, handed, _) = parsed?;
     // Rows the parser read that it did not hand over: identical repeats in the file.
     counts.merged = rows.saturating_sub(handed);
     Ok((written, counts))

@@ -8,6 +8,10 @@
 //! readings; past that, later readings are
 //! not compared within the file (the store still keeps one reading per identity, and the
 //! upload's status counts what replaced a stored value).
+//!
+//! An import reads a file twice (validate, then write): the first pass's [`Repeats`]
+//! (which positions were identical repeats, a bit each) tell the second which rows to
+//! drop, so it neither hashes a row nor holds the map again.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -36,10 +40,45 @@ impl Position {
     }
 }
 
+/// The positions of a file's identical repeats, found by one pass over it and replayed
+/// by the next: a bit per position up to the last repeat (at most 2.5 MB for the
+/// largest file an import reads, nothing for a file without repeats).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Repeats {
+    words: Vec<u64>,
+    /// Whether a whole pass filled these in (a second pass replays them).
+    complete: bool,
+}
+
+impl Repeats {
+    fn insert(&mut self, n: u64) {
+        let Ok(word) = usize::try_from(n / 64) else {
+            return;
+        };
+        if word >= self.words.len() {
+            self.words.resize(word + 1, 0);
+        }
+        self.words[word] |= 1 << (n % 64);
+    }
+
+    fn contains(&self, n: u64) -> bool {
+        usize::try_from(n / 64)
+            .ok()
+            .and_then(|word| self.words.get(word))
+            .is_some_and(|bits| bits & (1 << (n % 64)) != 0)
+    }
+}
+
 /// The readings of one file seen so far.
 #[derive(Debug)]
 pub(crate) struct Collisions {
     position: Position,
+    /// Replayed from an earlier pass over the same file: no row is hashed or kept.
+    replay: Option<Repeats>,
+    /// Where this pass found identical repeats.
+    found: Repeats,
+    /// A reused buffer for each row's indicator key.
+    key: String,
     /// Keys the identities' hash afresh for each file, so nobody can choose rows whose
     /// identities pile into one bucket of `seen` (foldhash: a keyed hash several times
     /// faster than SipHash on these short keys, which an import hashes once a row).
@@ -87,9 +126,33 @@ impl Collisions {
     pub(crate) fn new(position: Position) -> Self {
         Collisions {
             position,
+            replay: None,
+            found: Repeats::default(),
+            key: String::new(),
             keys: crate::hashing::keyed(),
             seen: HashMap::default(),
             repeats: 0,
+        }
+    }
+
+    /// For a pass over a file an earlier pass read whole: `repeats` from it are replayed
+    /// (complete ones; others are found afresh).
+    pub(crate) fn after(position: Position, repeats: &Repeats) -> Self {
+        let mut collisions = Collisions::new(position);
+        if repeats.complete {
+            collisions.replay = Some(repeats.clone());
+        }
+        collisions
+    }
+
+    /// The repeats of the whole file, once a pass has read it to its end.
+    pub(crate) fn into_repeats(self) -> Repeats {
+        match self.replay {
+            Some(replayed) => replayed,
+            None => Repeats {
+                complete: true,
+                ..self.found
+            },
         }
     }
 
@@ -97,18 +160,24 @@ impl Collisions {
     /// `Ok(false)` for an identical repeat, an error naming both positions when the same
     /// reading came earlier with another value.
     pub(crate) fn check(&mut self, reading: &Reading, n: u64) -> Result<bool, UploadError> {
+        if let Some(replay) = &self.replay {
+            let repeat = replay.contains(n);
+            self.repeats += u64::from(repeat);
+            return Ok(!repeat);
+        }
         let value = value_hash(&self.keys, reading);
         let tracked = self.seen.len();
-        let identity = self.keys.hash_one((
-            Reading::indicator_key(&reading.indicator),
-            &reading.time,
-            &reading.source,
-        ));
+        self.key.clear();
+        Reading::write_indicator_key(&reading.indicator, &mut self.key);
+        let identity = self
+            .keys
+            .hash_one((self.key.as_str(), &reading.time, &reading.source));
         match self.seen.entry(identity) {
             Entry::Occupied(earlier) => {
                 let (earlier_value, at) = *earlier.get();
                 if earlier_value == value {
                     self.repeats += 1;
+                    self.found.insert(n);
                     return Ok(false);
                 }
                 let day_only = reading.time.ends_with("T00:00:00");
@@ -172,5 +241,36 @@ mod tests {
         assert!(err.problem.contains("line 2"), "{}", err.problem);
         assert!(err.problem.contains("time of day"), "{}", err.problem);
         assert_eq!(c.repeats, 1);
+    }
+
+    /// A second pass replays the first's repeats without comparing rows: the same rows
+    /// are dropped, and only a complete first pass is replayed.
+    #[test]
+    fn a_second_pass_drops_the_repeats_the_first_found() {
+        let rows = [
+            glucose("2026-01-05T00:00:00", 99.0),
+            glucose("2026-01-05T08:00:00", 120.0),
+            glucose("2026-01-05T00:00:00", 99.0),
+            glucose("2026-01-05T08:00:00", 120.0),
+        ];
+        let mut first = Collisions::new(Position::Line);
+        let kept: Vec<bool> = (0..)
+            .zip(&rows)
+            .map(|(n, r)| first.check(r, 1000 + n).unwrap())
+            .collect();
+        assert_eq!(kept, [true, true, false, false]);
+        let repeats = first.into_repeats();
+        let mut second = Collisions::after(Position::Line, &repeats);
+        // Rows the replay is not shown differ: it goes by position alone.
+        let other = glucose("2027-01-01T00:00:00", 1.0);
+        let replayed: Vec<bool> = (1000..1004)
+            .map(|n| second.check(&other, n).unwrap())
+            .collect();
+        assert_eq!(replayed, kept);
+        assert_eq!(second.repeats, 2);
+        // Repeats of a pass that did not finish are found afresh.
+        let mut afresh = Collisions::after(Position::Line, &Repeats::default());
+        assert!(afresh.check(&other, 1).unwrap());
+        assert!(!afresh.check(&other, 2).unwrap());
     }
 }

@@ -10,7 +10,7 @@ use std::io::{self, Read};
 use serde_json::Value;
 
 use super::bounds::{Exceeded, refusal, size};
-use super::collisions::{Collisions, Position};
+use super::collisions::{Collisions, Position, Repeats};
 use super::{MAX_READINGS_FILE, MAX_ROWS, UploadError};
 use crate::domain::measures::{self, format_offset};
 use crate::domain::{FIRST_DAY, LAST_DAY, Reading, ReadingValue, day_accepted};
@@ -277,7 +277,8 @@ pub(crate) fn parse_health_csv(
     default_source: &str,
 ) -> Result<(Vec<Reading>, usize), UploadError> {
     let mut readings = Vec::new();
-    let rows = for_each_csv_reading(body, default_source, MAX_ROWS, |reading| {
+    let mut repeats = Repeats::default();
+    let rows = for_each_csv_reading(body, default_source, MAX_ROWS, &mut repeats, |reading| {
         readings.push(reading);
         true
     })?;
@@ -351,11 +352,14 @@ fn csv_failure(failed: &csv::Error, location: String, invalid: &str) -> UploadEr
 /// Reads CSV readings from `input` one row at a time, handing each to `row` (which
 /// answers `false` to stop early); at most `max_rows` rows, blank ones included. Returns
 /// how many readings it read. The first bad row ends the reading with its line; so does
-/// a row longer than [`MAX_ROW`], refused before it is buffered.
+/// a row longer than [`MAX_ROW`], refused before it is buffered. Identical repeats are
+/// found (or, when `repeats` is complete from an earlier pass, replayed) and not handed
+/// over; a pass that reads the file to its end leaves its repeats in `repeats`.
 pub(crate) fn for_each_csv_reading(
     input: impl std::io::Read,
     default_source: &str,
     max_rows: usize,
+    repeats: &mut Repeats,
     mut row: impl FnMut(Reading) -> bool,
 ) -> Result<usize, UploadError> {
     let mut reader = csv::ReaderBuilder::new()
@@ -398,7 +402,7 @@ pub(crate) fn for_each_csv_reading(
     let mut count = 0usize;
     let mut rows = 0usize;
     let mut record = csv::StringRecord::new();
-    let mut collisions = Collisions::new(Position::Line);
+    let mut collisions = Collisions::after(Position::Line, repeats);
     loop {
         let end = reader.position().byte();
         reader.get_mut().row_ended(end);
@@ -406,7 +410,11 @@ pub(crate) fn for_each_csv_reading(
         let location = || format!("line {line}");
         match reader.read_record(&mut record) {
             Ok(true) => {}
-            Ok(false) => break,
+            Ok(false) => {
+                // Read to its end: a later pass over the same file replays the repeats.
+                *repeats = collisions.into_repeats();
+                break;
+            }
             Err(e) => return Err(csv_failure(&e, location(), "the row is not valid CSV")),
         }
         // Every row counts against the cap, a blank one too: none is free.
@@ -555,7 +563,7 @@ mod tests {
     }
 
     fn csv_rows(input: impl Read, max_rows: usize) -> Result<usize, UploadError> {
-        for_each_csv_reading(input, "upload", max_rows, |_| true)
+        for_each_csv_reading(input, "upload", max_rows, &mut Repeats::default(), |_| true)
     }
 
     /// Issue 26: an endless row (one line, or a quoted field of endless short lines) is

@@ -16,6 +16,7 @@ mod stream;
 
 pub(crate) use apple_health::{stream_apple_health_xml, stream_apple_health_zip};
 pub(crate) use bounds::{Exceeded, INFLATION, gunzip, refusal};
+pub(crate) use collisions::Repeats;
 pub(crate) use genotype::{MAX_GENOTYPE_FILE, is_rsid, parse_genotype_file, read_genome};
 pub(crate) use health::{for_each_csv_reading, parse_health_csv, parse_health_json};
 pub(crate) use stream::for_each_json_reading;

@@ -14,7 +14,7 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess,
 use serde_json::Value;
 
 use super::bounds::{Exceeded, refusal, size};
-use super::collisions::{Collisions, Position};
+use super::collisions::{Collisions, Position, Repeats};
 use super::health::{error, json_reading};
 use super::{MAX_READINGS_FILE, UploadError};
 use crate::domain::Reading;
@@ -24,11 +24,13 @@ pub(crate) const MAX_ELEMENT: u64 = 64 * 1024;
 
 /// Reads JSON readings from `input` one element at a time, handing each to `row`
 /// (which answers `false` to stop early); at most `max_rows`. Returns how many it read.
-/// The first bad element ends the reading with its index.
+/// The first bad element ends the reading with its index. Identical repeats as
+/// [`for_each_csv_reading`](super::for_each_csv_reading) does them, with `repeats`.
 pub(crate) fn for_each_json_reading(
     input: impl Read,
     default_source: &str,
     max_rows: usize,
+    repeats: &mut Repeats,
     mut row: impl FnMut(Reading) -> bool,
 ) -> Result<usize, UploadError> {
     let since = Rc::new(Cell::new(0u64));
@@ -47,6 +49,7 @@ pub(crate) fn for_each_json_reading(
         max_rows,
         failure: &mut failure,
         since,
+        repeats,
     });
     let parsed = top.deserialize(&mut de).and_then(|()| de.end());
     match (parsed, failure) {
@@ -102,6 +105,7 @@ struct Rows<'a, F> {
     max_rows: usize,
     failure: &'a mut Option<UploadError>,
     since: Rc<Cell<u64>>,
+    repeats: &'a mut Repeats,
 }
 
 /// The document: a bare array, or an object whose `readings` is the array (other
@@ -171,10 +175,11 @@ impl<'de, F: FnMut(Reading) -> bool> Visitor<'de> for Rows<'_, F> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let mut index = 0usize;
-        let mut collisions = Collisions::new(Position::Index);
+        let mut collisions = Collisions::after(Position::Index, self.repeats);
         loop {
             self.since.set(0);
             let Some(element) = seq.next_element::<Value>()? else {
+                *self.repeats = collisions.into_repeats();
                 return Ok(());
             };
             if *self.count == self.max_rows {
@@ -215,10 +220,16 @@ mod tests {
 
     fn all(json: &str) -> Result<Vec<Reading>, UploadError> {
         let mut rows = Vec::new();
-        for_each_json_reading(json.as_bytes(), "upload", 10, |r| {
-            rows.push(r);
-            true
-        })?;
+        for_each_json_reading(
+            json.as_bytes(),
+            "upload",
+            10,
+            &mut Repeats::default(),
+            |r| {
+                rows.push(r);
+                true
+            },
+        )?;
         Ok(rows)
     }
 

@@ -244,10 +244,16 @@ fn write_readings(
         return Ok(None);
     }
     let mut report = WriteReport::default();
-    // Each reading's measure key, worked out once.
-    let keys: Vec<String> = readings
+    // Each reading's measure key, worked out once per measure of the chunk.
+    let mut key_of: HashMap<&str, String, _> = HashMap::with_hasher(crate::hashing::keyed());
+    for r in readings {
+        if !key_of.contains_key(r.indicator.as_str()) {
+            key_of.insert(&r.indicator, Reading::indicator_key(&r.indicator));
+        }
+    }
+    let keys: Vec<&str> = readings
         .iter()
-        .map(|r| Reading::indicator_key(&r.indicator))
+        .map(|r| key_of.get(r.indicator.as_str()).map_or("", String::as_str))
         .collect();
     let held = days_held(&tx, user, readings, &keys)?;
     let held_on = |key: &str, time: &str| {
@@ -274,7 +280,7 @@ fn write_readings(
         )?;
         for (r, key) in readings.iter().zip(&keys) {
             let (number, text) = value_columns(&r.value);
-            match last.entry((key.as_str(), r.time.as_str(), r.source.as_str())) {
+            match last.entry((*key, r.time.as_str(), r.source.as_str())) {
                 Entry::Occupied(mut slot) => {
                     slot.insert(r);
                 }
@@ -343,12 +349,12 @@ fn days_held(
     tx: &Connection,
     user: &str,
     readings: &[Reading],
-    keys: &[String],
+    keys: &[&str],
 ) -> rusqlite::Result<HashMap<String, BTreeSet<String>>> {
     let mut spans: BTreeMap<&str, (&str, &str)> = BTreeMap::new();
     for (r, key) in readings.iter().zip(keys) {
         let day = Period::Day.of(&r.time);
-        let span = spans.entry(key.as_str()).or_insert((day, day));
+        let span = spans.entry(*key).or_insert((day, day));
         span.0 = span.0.min(day);
         span.1 = span.1.max(day);
     }
