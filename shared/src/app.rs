@@ -29,7 +29,6 @@ use crate::http::{
 use crate::identity::{
     Caller, CallerResolver, Jwts, LoginPoll, LoginPrompts, McpUrls, Passwords, Sealer,
 };
-use crate::imports::Importer;
 use crate::imports::api::UploadsApi;
 use crate::mcp::{Declaration, Era, Exchange, McpError, McpServer, Reply};
 use crate::oauth::{OAuthApi, OAuthServices};
@@ -96,7 +95,7 @@ impl App {
         crate::features::check_group(group)?;
         // The measures catalogue is read once per cold start, here, not by the first request.
         let _ = crate::domain::measures::catalogue();
-        let importer = Arc::new(Importer::new(&config, &services));
+        let importer = Arc::new(services.importer());
         let Services {
             store,
             keys,
@@ -181,7 +180,10 @@ impl App {
             let external = Arc::new(external);
             #[cfg(feature = "console")]
             let console = ConsoleApi {
-                store: store.clone(),
+                data: Arc::new(DataApi {
+                    store: store.clone(),
+                    clock: clock.clone(),
+                }),
                 accounts: accounts.clone(),
                 jwts: jwts.clone(),
                 urls: urls.clone(),
@@ -547,7 +549,7 @@ impl App {
                 let (store, objects) = (self.uploads.store.as_ref(), self.uploads.objects.as_ref());
                 let now = self.clock.now();
                 crate::whole_account::erase_data(store, objects, now, &user()?.user_id).await?;
-                crate::account_api::ok(StatusCode::OK, serde_json::json!({ "deleted": true }))
+                web::ok(StatusCode::OK, serde_json::json!({ "deleted": true }))
             }
             Handler::UploadCreate => self.uploads.create(user()?, body).await?,
             Handler::UploadList => self.uploads.list(user()?).await?,
@@ -705,12 +707,11 @@ impl App {
 
     /// Export and deletion of the whole account (issue 15); needs the account API.
     fn whole_account(&self) -> Result<WholeAccount<'_>, ApiError> {
-        Ok(WholeAccount {
-            store: self.uploads.store.as_ref(),
-            objects: self.uploads.objects.as_ref(),
-            accounts: self.accounts()?,
-            clock: self.clock.as_ref(),
-        })
+        Ok(WholeAccount::new(
+            &self.uploads,
+            self.accounts()?,
+            self.clock.as_ref(),
+        ))
     }
 
     /// The web console; without keys there are no accounts, and its pages answer 503.

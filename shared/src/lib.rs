@@ -48,6 +48,7 @@ pub mod testing;
 mod tools;
 mod upload;
 mod whole_account;
+mod wire;
 
 pub use app::App;
 pub use config::{AllowedOrigins, Config, ConfigError, Runtime, StoreKind};

@@ -13,7 +13,6 @@ use super::{Answer, ConsoleApi, Session, field, form, html as page, query_param,
 use crate::account_api::{CHAT_PERMISSION, ShareView, normalise_email};
 use crate::domain::Invitation;
 use crate::http::ApiError;
-use crate::store::TokenChange;
 
 const SECTION: &str = "/console/access";
 const TITLE: &str = "Who can act for you";
@@ -177,11 +176,8 @@ fn invitations_table(session: &Session, invitations: &[(Invitation, Option<Strin
 impl ConsoleApi {
     pub(super) async fn access_page(&self, session: &Session, request: &Request<Bytes>) -> Answer {
         let user = &session.user_id;
-        let now = self.clock.now();
-        let state = self.store.token_state(user).await?;
-        let mut grants: Vec<_> = state.grants.into_iter().collect();
-        grants.sort_by_key(|(id, grant)| (grant.granted_at, id.clone()));
-        let personal = self.store.personal_url(user, now).await?;
+        let grants = self.accounts.oauth_grants(user).await?;
+        let personal = self.accounts.live_personal_url(user).await?;
         let temporary = self.accounts.temporary_urls(user).await?;
         let overview = self.accounts.shares_of(user).await?;
         let granted = granted_rows(overview.granted, overview.pending, overview.lapsed);
@@ -316,11 +312,8 @@ impl ConsoleApi {
     /// its tokens and refresh families end.
     pub(super) async fn grant_revoke(&self, session: &Session, client_id: &str) -> Answer {
         let client_id = bounded(Some(client_id).filter(|id| !id.is_empty()))?;
-        let end = TokenChange::EndClient {
-            client_id: client_id.to_string(),
-        };
-        self.store
-            .change_tokens(&session.user_id, &end, self.clock.now())
+        self.accounts
+            .end_client_grant(&session.user_id, client_id)
             .await?;
         Ok(redirect("/console/access?done=grant"))
     }
@@ -339,7 +332,7 @@ impl ConsoleApi {
             }
             Some("received") => {
                 let owner = bounded(field(&fields, "user"))?;
-                self.store.delete_share(owner, me).await?;
+                self.accounts.leave_share(me, owner).await?;
             }
             _ => return Err(unnamed()),
         }

@@ -41,12 +41,7 @@ fn date(seconds: u64) -> String {
 
 impl ConsoleApi {
     fn whole_account(&self) -> WholeAccount<'_> {
-        WholeAccount {
-            store: self.store.as_ref(),
-            objects: self.uploads.objects.as_ref(),
-            accounts: self.accounts.as_ref(),
-            clock: self.clock.as_ref(),
-        }
+        WholeAccount::new(&self.uploads, &self.accounts, self.clock.as_ref())
     }
 
     pub(super) async fn account_page(&self, session: &Session, request: &Request<Bytes>) -> Answer {
@@ -62,8 +57,8 @@ impl ConsoleApi {
         status: StatusCode,
     ) -> Answer {
         let account = self
-            .store
-            .account(&session.user_id)
+            .accounts
+            .account_of(&session.user_id)
             .await?
             .ok_or_else(|| ApiError::refused(StatusCode::NOT_FOUND, "no such account"))?;
         let content = html! {

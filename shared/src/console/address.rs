@@ -108,9 +108,9 @@ impl ConsoleApi {
 
     /// `POST /console/confirm/resend` (signed in): a new confirmation link.
     pub(super) async fn confirm_resend(&self, session: &Session) -> Answer {
-        if let Some(account) = self.store.account(&session.user_id).await? {
-            self.accounts.send_confirmation(&account).await?;
-        }
+        self.accounts
+            .resend_confirmation_to(&session.user_id)
+            .await?;
         Ok(redirect("/console/access?done=confirm-sent"))
     }
 

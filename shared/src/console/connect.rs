@@ -171,11 +171,7 @@ impl ConsoleApi {
 
     /// Whether the user has a live personal URL (read only: nothing is minted).
     async fn personal_url_active(&self, user_id: &str) -> Result<bool, ApiError> {
-        Ok(self
-            .store
-            .personal_url(user_id, self.clock.now())
-            .await?
-            .is_some())
+        Ok(self.accounts.live_personal_url(user_id).await?.is_some())
     }
 
     pub(super) async fn connect_page(&self, session: &Session) -> Answer {

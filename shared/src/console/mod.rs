@@ -12,8 +12,10 @@
 //! every value.
 //!
 //! Must not: accept the cookie anywhere but here (the JSON API and `/mcp` take bearer
-//! tokens only, so a cross-site form can never ride on the cookie there), reach the
-//! database except through the store traits, or log a page, a form value or a cookie.
+//! tokens only, so a cross-site form can never ride on the cookie there), call the
+//! store (it goes through the typed cores of the JSON API's modules: `AccountApi`,
+//! `DataApi`, `UploadsApi`, `ExternalServers`, `WholeAccount`), or log a page, a form
+//! value or a cookie.
 
 mod access;
 mod account;
@@ -40,18 +42,19 @@ use maud::Markup;
 
 use crate::account_api::AccountApi;
 use crate::clock::Clock;
+use crate::data_api::DataApi;
 use crate::external::ExternalServers;
 use crate::http::{ApiError, Matched};
 use crate::identity::{CallerResolver, Jwts, McpUrls};
 use crate::imports::api::UploadsApi;
-use crate::store::Store;
 
 pub(crate) use page::Page;
 pub(crate) use session::Session;
 
 /// The console, built once per process.
 pub(crate) struct ConsoleApi {
-    pub store: Arc<dyn Store>,
+    /// The data pages' reads (the data API's typed cores).
+    pub data: Arc<DataApi>,
     pub accounts: Arc<AccountApi>,
     pub jwts: Arc<Jwts>,
     pub urls: Arc<McpUrls>,

@@ -34,6 +34,15 @@ const ALLOW_HEADERS: &str = "Content-Type, Authorization, Accept, MCP-Protocol-V
 /// try again after a 429.
 const EXPOSE_HEADERS: &str = "MCP-Protocol-Version, WWW-Authenticate, Retry-After";
 
+/// The REST success envelope (`{"code": 0, "msg": "ok", "data": …}`), the counterpart of
+/// `ApiError`'s refusal: every JSON API answers with it.
+pub(crate) fn ok(status: StatusCode, data: Value) -> Response<Bytes> {
+    json(
+        status,
+        &serde_json::json!({ "code": 0, "msg": "ok", "data": data }),
+    )
+}
+
 pub(crate) fn json(status: StatusCode, body: &Value) -> Response<Bytes> {
     let mut response = Response::new(Bytes::from(body.to_string()));
     *response.status_mut() = status;
