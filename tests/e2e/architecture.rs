@@ -308,6 +308,21 @@ fn part_imports(dir: &str, part: &str) -> Vec<String> {
 }
 
 #[test]
+fn the_route_machinery_never_imports_the_console_or_the_app() {
+    for part in ["console", "app"] {
+        assert_none(
+            &format!("shared/src/http imports {part} (rows carry their handlers in app/routes.rs)"),
+            part_imports("shared/src/http", part),
+        );
+    }
+    let lib = fs::read_to_string(workspace().join("shared/src/lib.rs")).expect("lib.rs");
+    assert!(
+        !lib.contains("#[path"),
+        "lib.rs points a module at another file (the console is one module, built or not)"
+    );
+}
+
+#[test]
 fn config_stands_on_nothing() {
     assert_none(
         "shared/src/config.rs imports the rest of the crate (a setting's default lives with the setting)",

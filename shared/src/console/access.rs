@@ -174,7 +174,7 @@ fn invitations_table(session: &Session, invitations: &[(Invitation, Option<Strin
 }
 
 impl ConsoleApi {
-    pub(super) async fn access_page(&self, session: &Session, request: &Request<Bytes>) -> Answer {
+    pub(crate) async fn access_page(&self, session: &Session, request: &Request<Bytes>) -> Answer {
         let user = &session.user_id;
         let grants = self.accounts.oauth_grants(user).await?;
         let personal = self.accounts.live_personal_url(user).await?;
@@ -310,7 +310,7 @@ impl ConsoleApi {
 
     /// Withdraws an OAuth client's grant, as `DELETE /api/user/oauth-grants/{id}` does:
     /// its tokens and refresh families end.
-    pub(super) async fn grant_revoke(&self, session: &Session, client_id: &str) -> Answer {
+    pub(crate) async fn grant_revoke(&self, session: &Session, client_id: &str) -> Answer {
         let client_id = bounded(Some(client_id).filter(|id| !id.is_empty()))?;
         self.accounts
             .end_client_grant(&session.user_id, client_id)
@@ -321,7 +321,7 @@ impl ConsoleApi {
     /// Ends a share: one the user offered (`direction=granted`, `email` the address: the
     /// invitation and the accepted share) or received (`direction=received`, `user` the
     /// owner), with its delegated URL.
-    pub(super) async fn share_revoke(&self, session: &Session, request: &Request<Bytes>) -> Answer {
+    pub(crate) async fn share_revoke(&self, session: &Session, request: &Request<Bytes>) -> Answer {
         let fields = form(request);
         let me = session.user_id.as_str();
         match field(&fields, "direction") {
@@ -340,7 +340,7 @@ impl ConsoleApi {
     }
 
     /// Shares with an address (issue 27): an invitation, as `POST /api/shares`.
-    pub(super) async fn share_offer(&self, session: &Session, request: &Request<Bytes>) -> Answer {
+    pub(crate) async fn share_offer(&self, session: &Session, request: &Request<Bytes>) -> Answer {
         let fields = form(request);
         let Some(email) = field(&fields, "grantee").and_then(normalise_email) else {
             return Err(ApiError::refused(
@@ -356,7 +356,7 @@ impl ConsoleApi {
     }
 
     /// Accepts an invitation to the signed-in person's confirmed address.
-    pub(super) async fn invitation_accept(
+    pub(crate) async fn invitation_accept(
         &self,
         session: &Session,
         request: &Request<Bytes>,
@@ -369,7 +369,7 @@ impl ConsoleApi {
         Ok(redirect("/console/access?done=accepted#shares-received"))
     }
 
-    pub(super) async fn temporary_url_revoke(
+    pub(crate) async fn temporary_url_revoke(
         &self,
         session: &Session,
         request: &Request<Bytes>,
@@ -384,7 +384,7 @@ impl ConsoleApi {
 
     /// Sign out everywhere (`AccountApi::end_everything`): this cookie's session ends
     /// too, so the browser goes to sign in.
-    pub(super) async fn sign_out_all(&self, session: &Session) -> Answer {
+    pub(crate) async fn sign_out_all(&self, session: &Session) -> Answer {
         self.accounts.end_everything(&session.user_id).await?;
         let mut response = redirect("/console/signin");
         self.end_session_cookie(&mut response);

@@ -44,7 +44,7 @@ impl ConsoleApi {
         WholeAccount::new(&self.uploads, &self.accounts, self.clock.as_ref())
     }
 
-    pub(super) async fn account_page(&self, session: &Session, request: &Request<Bytes>) -> Answer {
+    pub(crate) async fn account_page(&self, session: &Session, request: &Request<Bytes>) -> Answer {
         let notice = redirect_notice(request);
         self.account_page_with(session, notice.as_ref(), StatusCode::OK)
             .await
@@ -116,16 +116,16 @@ impl ConsoleApi {
         ))
     }
 
-    pub(super) async fn export(&self, session: &Session) -> Answer {
+    pub(crate) async fn export(&self, session: &Session) -> Answer {
         self.whole_account().export_api(&session.user_id).await
     }
 
-    pub(super) async fn delete_data(&self, session: &Session, _request: &Request<Bytes>) -> Answer {
+    pub(crate) async fn delete_data(&self, session: &Session, _request: &Request<Bytes>) -> Answer {
         self.whole_account().delete_data(&session.user_id).await?;
         Ok(redirect("/console/account?deleted=data"))
     }
 
-    pub(super) async fn delete_account(
+    pub(crate) async fn delete_account(
         &self,
         session: &Session,
         request: &Request<Bytes>,

@@ -352,7 +352,7 @@ impl ConsoleApi {
         ))
     }
 
-    pub(super) async fn data_page(&self, session: &Session) -> Answer {
+    pub(crate) async fn data_page(&self, session: &Session) -> Answer {
         let user = session.user_id.as_str();
         let (catalogue, genome) =
             tokio::join!(self.data.catalogue(user), self.data.genome_summary(user));
@@ -407,7 +407,7 @@ impl ConsoleApi {
         self.signed_in_page(session, "Your data", None, content)
     }
 
-    pub(super) async fn indicator_page(&self, session: &Session, indicator: &str) -> Answer {
+    pub(crate) async fn indicator_page(&self, session: &Session, indicator: &str) -> Answer {
         let not_found = || {
             ApiError::refused(
                 StatusCode::NOT_FOUND,
@@ -641,7 +641,7 @@ impl ConsoleApi {
         Ok(stages::nights(&[core, deep, rem, awake]))
     }
 
-    pub(super) async fn genome_page(&self, session: &Session, request: &Request<Bytes>) -> Answer {
+    pub(crate) async fn genome_page(&self, session: &Session, request: &Request<Bytes>) -> Answer {
         let user = session.user_id.as_str();
         let asked = query_param(request, "rsid").unwrap_or_default();
         let asked = asked.trim();
