@@ -1,4 +1,4 @@
-//! The route parser (`mirobody::http::resolve`) and the OAuth and account form parsers
+//! The route parser (`mirobody::routes::resolve`) and the OAuth and account form parsers
 //! through `App::handle`. The first byte picks the variant:
 //! - even: the rest is `METHOD PATH` (split at the first space): resolved under a few
 //!   prefixes, then sent through the app with no body (query strings included, so the
@@ -40,7 +40,7 @@ pub fn run(data: &[u8]) {
             return;
         };
         for prefix in PREFIXES {
-            let _ = mirobody::http::resolve(&method, path, prefix);
+            let _ = mirobody::routes::resolve(&method, path, prefix);
         }
         let mut headers = vec![];
         if signed_in {

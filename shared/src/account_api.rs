@@ -17,8 +17,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::clock::Clock;
-use crate::domain::{Account, Invitation, UrlGrant};
-use crate::http::{self as web, ApiError};
+use crate::domain::{Account, ClientGrant, Invitation, PersonalUrl, UrlGrant};
+use crate::http::{ApiError, ok};
 use crate::identity::{
     Caller, Claims, Jwts, MIN_PASSWORD, McpUrls, Passwords, Quota, SignIn, hidden_or_control,
     random_secret,
@@ -57,11 +57,6 @@ pub(crate) struct AccountApi {
     pub mail: Option<Arc<dyn MailSender>>,
     /// The public origin the links in mail point at (the console's).
     pub origin: String,
-}
-
-/// The success envelope, shared with the data API.
-pub(crate) fn ok(status: StatusCode, data: Value) -> Response<Bytes> {
-    web::json(status, &json!({ "code": 0, "msg": "ok", "data": data }))
 }
 
 #[derive(Deserialize)]
@@ -769,6 +764,59 @@ impl AccountApi {
     ) -> Result<Vec<(String, UrlGrant)>, ApiError> {
         let listed = self.store.temporary_urls(user_id, self.clock.now()).await?;
         Ok(self.urls.still_valid(user_id, listed).await?)
+    }
+
+    /// The OAuth clients the user authorised, oldest grant first (what the console's
+    /// access page lists, as `GET /api/user/oauth-grants` does).
+    pub(crate) async fn oauth_grants(
+        &self,
+        user_id: &str,
+    ) -> Result<Vec<(String, ClientGrant)>, ApiError> {
+        let state = self.store.token_state(user_id).await?;
+        let mut grants: Vec<_> = state.grants.into_iter().collect();
+        grants.sort_by_key(|(id, grant)| (grant.granted_at, id.clone()));
+        Ok(grants)
+    }
+
+    /// Ends one OAuth client's tokens and refresh families for the user.
+    pub(crate) async fn end_client_grant(
+        &self,
+        user_id: &str,
+        client_id: &str,
+    ) -> Result<(), ApiError> {
+        let end = TokenChange::EndClient {
+            client_id: client_id.to_string(),
+        };
+        self.store
+            .change_tokens(user_id, &end, self.clock.now())
+            .await?;
+        Ok(())
+    }
+
+    /// The user's personal URL if one is live now (read only: nothing is minted).
+    pub(crate) async fn live_personal_url(
+        &self,
+        user_id: &str,
+    ) -> Result<Option<PersonalUrl>, ApiError> {
+        Ok(self.store.personal_url(user_id, self.clock.now()).await?)
+    }
+
+    /// Ends a share the user received from `owner` (and its delegated URL).
+    pub(crate) async fn leave_share(&self, grantee: &str, owner: &str) -> Result<(), ApiError> {
+        Ok(self.store.delete_share(owner, grantee).await?)
+    }
+
+    /// The user's account, if there is one.
+    pub(crate) async fn account_of(&self, user_id: &str) -> Result<Option<Account>, ApiError> {
+        Ok(self.store.account(user_id).await?)
+    }
+
+    /// Mails a new confirmation link to the user's address, if the account exists.
+    pub(crate) async fn resend_confirmation_to(&self, user_id: &str) -> Result<(), ApiError> {
+        if let Some(account) = self.store.account(user_id).await? {
+            self.send_confirmation(&account).await?;
+        }
+        Ok(())
     }
 
     /// Revokes one of the user's temporary URLs: 404 when it is not a live one of theirs.

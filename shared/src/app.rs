@@ -5,8 +5,8 @@
 //! the route's row: `Origin`/`Host`, the bearer token; then the handler), CORS by
 //! access, and the observation of every request (`observe::Observed`: its log span and
 //! closing line, with the route name, status and duration, never a body, a header value or
-//! a path secret; its trace on the response). Handlers live with their APIs; this file
-//! only picks them.
+//! a path secret; its trace on the response). Handlers live with their APIs; the route
+//! table (`app/routes.rs`) names each row's, and this file calls it.
 
 use std::sync::Arc;
 
@@ -22,14 +22,10 @@ use crate::config::{Config, ConfigError};
 use crate::console::ConsoleApi;
 use crate::data_api::DataApi;
 use crate::external::{CONNECT_BUDGET, ExternalServers, PROBE_BUDGET};
-use crate::http::{
-    self as web, Access, ApiError, CorsOrigin, Handler, Matched, OriginPolicy, Resolved,
-    RouteGroup, Router,
-};
+use crate::http::{self as web, Access, ApiError, CorsOrigin, OriginPolicy, RouteGroup};
 use crate::identity::{
     Caller, CallerResolver, Jwts, LoginPoll, LoginPrompts, McpUrls, Passwords, Sealer,
 };
-use crate::imports::Importer;
 use crate::imports::api::UploadsApi;
 use crate::mcp::{Declaration, Era, Exchange, McpError, McpServer, Reply};
 use crate::oauth::{OAuthApi, OAuthServices};
@@ -40,6 +36,11 @@ use crate::resources::Resources;
 use crate::services::Services;
 use crate::tools::{self, AgentPolicy, Registry, ToolSource, Toolbox};
 use crate::whole_account::WholeAccount;
+
+pub mod routes;
+
+use crate::http::decode_segment;
+use routes::{Call, Matched, ROUTES, Resolved, Router, panicked, speaks_json_rpc};
 
 /// Everything that needs the keys.
 struct Signed {
@@ -72,7 +73,7 @@ pub struct App {
 }
 
 /// Why a request got no answer from its handler.
-enum Refusal {
+pub(crate) enum Refusal {
     /// The handler, or the service it needs, refused: an answer like any other, with
     /// CORS headers.
     Api(ApiError),
@@ -96,7 +97,7 @@ impl App {
         crate::features::check_group(group)?;
         // The measures catalogue is read once per cold start, here, not by the first request.
         let _ = crate::domain::measures::catalogue();
-        let importer = Arc::new(Importer::new(&config, &services));
+        let importer = Arc::new(services.importer());
         let Services {
             store,
             keys,
@@ -181,7 +182,10 @@ impl App {
             let external = Arc::new(external);
             #[cfg(feature = "console")]
             let console = ConsoleApi {
-                store: store.clone(),
+                data: Arc::new(DataApi {
+                    store: store.clone(),
+                    clock: clock.clone(),
+                }),
                 accounts: accounts.clone(),
                 jwts: jwts.clone(),
                 urls: urls.clone(),
@@ -224,7 +228,7 @@ impl App {
             clock: clock.clone(),
         };
         Ok(App {
-            router: Router::new(&config.uri_prefix),
+            router: Router::new(ROUTES, &config.uri_prefix),
             origin: OriginPolicy::new(&config),
             mcp: McpServer {
                 declaration,
@@ -308,8 +312,8 @@ impl App {
                 let route = matched.route;
                 // An MCP body (bounded first) may carry `_meta.traceparent`.
                 let body = request.body();
-                let mcp_body = (route.handler == Handler::McpPost && body.len() <= route.max_body)
-                    .then_some(&body[..]);
+                let mcp_body =
+                    (speaks_json_rpc(route) && body.len() <= route.max_body).then_some(&body[..]);
                 let observed = Observed::begin(
                     route.name,
                     request.headers(),
@@ -320,7 +324,7 @@ impl App {
                 let response = observed
                     .run(web::catch_panic(self.dispatch(&matched, &request)))
                     .await
-                    .unwrap_or_else(|_| panicked(route.handler));
+                    .unwrap_or_else(|_| panicked(route));
                 observed.end(self.user_key.as_ref(), response)
             }
             // No CORS headers and no `Origin` check, as always.
@@ -352,8 +356,7 @@ impl App {
         matches!(
             self.router.resolve(method, path),
             Resolved::Route(matched)
-                if self.serves(matched.route.group)
-                    && matched.route.handler == Handler::UploadContent
+                if self.serves(matched.route.group) && matched.route.streamed
         )
     }
 
@@ -370,8 +373,7 @@ impl App {
         let resolved = self.router.resolve(request.method(), request.uri().path());
         match resolved {
             Resolved::Route(matched)
-                if self.serves(matched.route.group)
-                    && matched.route.handler == Handler::UploadContent =>
+                if self.serves(matched.route.group) && matched.route.streamed =>
             {
                 let headers = request.headers();
                 let observed =
@@ -390,7 +392,7 @@ impl App {
                 let response = observed
                     .run(web::catch_panic(work))
                     .await
-                    .unwrap_or_else(|_| panicked(matched.route.handler));
+                    .unwrap_or_else(|_| panicked(matched.route));
                 observed.end(self.user_key.as_ref(), response)
             }
             _ => {
@@ -482,217 +484,75 @@ impl App {
         }
     }
 
-    /// The handler of each route: one dispatch per route group, compiled in with its group
-    /// (`features.rs`). `caller` is the signed-in caller of a signed-in route.
+    /// The row's handler (`routes.rs`; compiled in with its group, `features.rs`).
+    /// `caller` is the signed-in caller of a signed-in route.
     async fn answer(
         &self,
         matched: &Matched<'_>,
         caller: Option<&Caller>,
         request: &Request<Bytes>,
     ) -> Result<Response<Bytes>, Refusal> {
-        if matched.route.handler == Handler::Preflight {
-            return Ok(web::empty(StatusCode::OK));
-        }
-        match matched.route.group {
-            #[cfg(feature = "group-mcp")]
-            RouteGroup::Mcp => self.answer_mcp(matched, request).await,
-            #[cfg(feature = "group-data")]
-            RouteGroup::Data => self.answer_data(matched, caller, request).await,
-            #[cfg(feature = "group-personal")]
-            RouteGroup::Personal => self.answer_personal(matched, caller, request).await,
-            #[cfg(feature = "group-oauth")]
-            RouteGroup::Oauth => self.answer_oauth(matched, caller, request).await,
-            #[cfg(feature = "group-console")]
-            RouteGroup::Console => match matched.route.handler {
-                Handler::Console(page) => Ok(self.console()?.serve(page, matched, request).await),
-                _ => Err(Refusal::Api(ApiError::NoRoute)),
-            },
-            // Never reached: `App::new` refuses a group this build lacks, and `serves` lets
-            // no other group's route in.
-            #[allow(unreachable_patterns)]
-            _ => Err(Refusal::Api(ApiError::NoRoute)),
-        }
+        let call = Call {
+            app: self,
+            matched,
+            caller,
+            request,
+        };
+        (matched.route.handler.0)(call).await
     }
 
-    /// The MCP group's routes.
-    #[cfg(feature = "group-mcp")]
-    async fn answer_mcp(
+    /// `DELETE /api/data`: the caller's readings, genotypes and uploads.
+    async fn delete_data(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
+        let (store, objects) = (self.uploads.store.as_ref(), self.uploads.objects.as_ref());
+        let now = self.clock.now();
+        crate::whole_account::erase_data(store, objects, now, &caller.user_id).await?;
+        Ok(web::ok(
+            StatusCode::OK,
+            serde_json::json!({ "deleted": true }),
+        ))
+    }
+
+    /// The local PUT of an upload's file with a body already read whole (not the local
+    /// server's streamed path, [`App::handle_streamed`]).
+    async fn upload_content(
         &self,
         matched: &Matched<'_>,
         request: &Request<Bytes>,
-    ) -> Result<Response<Bytes>, Refusal> {
-        Ok(match matched.route.handler {
-            Handler::McpPost => self.mcp_post(matched, request).await,
-            Handler::McpPlaceholder => mcp_placeholder(matched),
-            _ => return Err(Refusal::Api(ApiError::NoRoute)),
-        })
+    ) -> Result<Response<Bytes>, ApiError> {
+        let (sender, chunks) = tokio::sync::mpsc::channel(1);
+        let _ = sender.try_send(Ok(request.body().clone()));
+        drop(sender);
+        let key = decode_segment(matched.param("key").unwrap_or_default());
+        let query = request.uri().query().unwrap_or_default();
+        let max = matched.route.max_body as u64;
+        self.uploads.receive(&key, query, chunks, max).await
     }
 
-    /// The data group's routes: the data API and uploads.
-    #[cfg(feature = "group-data")]
-    async fn answer_data(
+    /// The device-style login poll: the poll secret from the query or the header.
+    async fn check_state(
         &self,
         matched: &Matched<'_>,
-        caller: Option<&Caller>,
         request: &Request<Bytes>,
-    ) -> Result<Response<Bytes>, Refusal> {
-        let body = request.body();
-        // A signed-in route was admitted with its caller (the door answered 401 otherwise).
-        let user = || caller.ok_or_else(|| Refusal::Door(self.callers.unauthorized()));
-        Ok(match matched.route.handler {
-            Handler::DataHealth => self.data.health(user()?, request).await?,
-            Handler::DataGenotype => self.data.genotype(user()?, request).await?,
-            Handler::DataSummary => self.data.summary(user()?).await?,
-            Handler::DataDelete => {
-                let (store, objects) = (self.uploads.store.as_ref(), self.uploads.objects.as_ref());
-                let now = self.clock.now();
-                crate::whole_account::erase_data(store, objects, now, &user()?.user_id).await?;
-                crate::account_api::ok(StatusCode::OK, serde_json::json!({ "deleted": true }))
-            }
-            Handler::UploadCreate => self.uploads.create(user()?, body).await?,
-            Handler::UploadList => self.uploads.list(user()?).await?,
-            Handler::UploadGet => {
-                let id = matched.param("id").unwrap_or_default();
-                self.uploads.get(user()?, id).await?
-            }
-            Handler::UploadContent => {
-                // A body already read whole (not the local server's streamed path).
-                let (sender, chunks) = tokio::sync::mpsc::channel(1);
-                let _ = sender.try_send(Ok(body.clone()));
-                drop(sender);
-                let key = decode_segment(matched.param("key").unwrap_or_default());
-                let query = request.uri().query().unwrap_or_default();
-                let max = matched.route.max_body as u64;
-                self.uploads.receive(&key, query, chunks, max).await?
-            }
-            _ => return Err(Refusal::Api(ApiError::NoRoute)),
-        })
-    }
-
-    /// The personal group's routes: the personal URL, temporary URLs, the registry API.
-    #[cfg(feature = "group-personal")]
-    async fn answer_personal(
-        &self,
-        matched: &Matched<'_>,
-        caller: Option<&Caller>,
-        request: &Request<Bytes>,
-    ) -> Result<Response<Bytes>, Refusal> {
-        let body = request.body();
-        let user = || caller.ok_or_else(|| Refusal::Door(self.callers.unauthorized()));
-        let name = || matched.param("name").unwrap_or_default();
-        Ok(match matched.route.handler {
-            Handler::PersonalUrl => self.accounts()?.personal_url(user()?, body).await?,
-            Handler::PersonalUrlRevoke => {
-                self.accounts()?.revoke_personal_url(user()?, body).await?
-            }
-            Handler::ExternalTable => self.external()?.seed_table(user()?).await?,
-            Handler::ExternalSet => self.external()?.seed_set(user()?, body).await?,
-            Handler::ExternalRemove => self.external()?.seed_delete(user()?, body).await?,
-            Handler::ExternalList => self.external()?.list(user()?).await?,
-            Handler::ExternalCreate => self.external()?.create(user()?, body).await?,
-            Handler::ExternalGet => self.external()?.get(user()?, name()).await?,
-            Handler::ExternalPatch => self.external()?.patch(user()?, name(), body).await?,
-            Handler::ExternalDelete => self.external()?.delete(user()?, name()).await?,
-            Handler::ExternalProbe => self.external()?.reprobe(user()?, name()).await?,
-            Handler::TemporaryUrls => self.accounts()?.list_temporary_urls(user()?).await?,
-            Handler::TemporaryUrlRevoke => {
-                let id = matched.param("id").map(decode_segment).unwrap_or_default();
-                self.accounts()?.delete_temporary_url(user()?, &id).await?
-            }
-            _ => return Err(Refusal::Api(ApiError::NoRoute)),
-        })
-    }
-
-    /// The oauth group's routes: accounts, shares, the authorization server, the whole
-    /// account.
-    #[cfg(feature = "group-oauth")]
-    async fn answer_oauth(
-        &self,
-        matched: &Matched<'_>,
-        caller: Option<&Caller>,
-        request: &Request<Bytes>,
-    ) -> Result<Response<Bytes>, Refusal> {
-        let body = request.body();
-        let user = || caller.ok_or_else(|| Refusal::Door(self.callers.unauthorized()));
-        let path = matched.route.path;
-        Ok(match matched.route.handler {
-            Handler::SignUp => {
-                self.accounts()?
-                    .sign_up(body, web::source_of(request))
-                    .await?
-            }
-            Handler::SignIn => {
-                self.accounts()?
-                    .sign_in(body, web::source_of(request))
-                    .await?
-            }
-            Handler::AddressConfirm => self.accounts()?.confirm_api(body).await?,
-            Handler::AddressConfirmResend => {
-                self.accounts()?.resend_confirmation_api(user()?).await?
-            }
-            Handler::PasswordForgot => {
-                self.accounts()?
-                    .forgot_api(body, web::source_of(request))
-                    .await?
-            }
-            Handler::PasswordReset => self.accounts()?.reset_api(body).await?,
-            Handler::ShareAccept => self.accounts()?.accept_api(user()?, body).await?,
-            Handler::ShareGrant => self.accounts()?.share(user()?, body).await?,
-            Handler::ShareRevoke => self.accounts()?.unshare(user()?, body).await?,
-            Handler::CheckState => {
-                let state = matched.param("state").unwrap_or_default();
-                let query = url::form_urlencoded::parse(
-                    request.uri().query().unwrap_or_default().as_bytes(),
-                )
+    ) -> Result<Response<Bytes>, ApiError> {
+        let state = matched.param("state").unwrap_or_default();
+        let query =
+            url::form_urlencoded::parse(request.uri().query().unwrap_or_default().as_bytes())
                 .find(|(name, _)| name == "poll_secret")
                 .map(|(_, value)| value.into_owned());
-                let header = request
-                    .headers()
-                    .get("x-poll-secret")
-                    .and_then(|v| v.to_str().ok());
-                self.login_poll
-                    .check(state, query.as_deref().or(header))
-                    .await?
-            }
-            Handler::SignOut => {
-                let claims = self.callers.claims(request.headers());
-                let claims = claims.ok_or_else(|| Refusal::Door(self.callers.unauthorized()))?;
-                self.accounts()?.sign_out(&claims).await?
-            }
-            Handler::SignOutAll => self.accounts()?.sign_out_all(user()?).await?,
-            Handler::PasswordChange => {
-                let source = web::source_of(request);
-                self.accounts()?
-                    .change_password(user()?, body, source)
-                    .await?
-            }
-            Handler::OAuthGrants => self.oauth()?.grants(user()?).await?,
-            Handler::OAuthGrantRevoke => {
-                let client_id = matched.param("client_id").map(decode_segment);
-                let client_id = client_id.unwrap_or_default();
-                self.oauth()?.withdraw_grant(user()?, &client_id).await?
-            }
-            Handler::SharesList => self.accounts()?.list_shares(user()?).await?,
-            Handler::AccountExport => self.whole_account()?.export_api(&user()?.user_id).await?,
-            Handler::AccountDelete => {
-                let source = web::source_of(request);
-                self.whole_account()?
-                    .delete_account_api(&user()?.user_id, body, source)
-                    .await?
-            }
+        let header = request
+            .headers()
+            .get("x-poll-secret")
+            .and_then(|v| v.to_str().ok());
+        self.login_poll
+            .check(state, query.as_deref().or(header))
+            .await
+    }
 
-            Handler::OAuthMetadata => self.oauth()?.server_metadata(),
-            Handler::ResourceMetadata => self.oauth()?.resource_metadata(),
-            Handler::OAuthRegister => self.oauth()?.register(body, web::source_of(request)).await,
-            Handler::AuthorizePage => self.oauth()?.authorize_page(request, path).await,
-            Handler::AuthorizeSubmit => self.oauth()?.authorize_submit(request, path).await,
-            Handler::OAuthToken => self.oauth()?.token(request).await,
-            Handler::OAuthIntrospect => self.oauth()?.introspect(request).await,
-            Handler::OAuthRevoke => self.oauth()?.revoke(request).await,
-            Handler::McpLoginPage => self.oauth()?.login_page(request).await,
-            Handler::McpLoginSubmit => self.oauth()?.login_submit(request).await,
-            _ => return Err(Refusal::Api(ApiError::NoRoute)),
-        })
+    /// `POST /auth/signout`: ends the session whose token signed the request.
+    async fn sign_out(&self, request: &Request<Bytes>) -> Result<Response<Bytes>, Refusal> {
+        let claims = self.callers.claims(request.headers());
+        let claims = claims.ok_or_else(|| Refusal::Door(self.callers.unauthorized()))?;
+        Ok(self.accounts()?.sign_out(&claims).await?)
     }
 
     /// The account API; without keys its routes answer 503 (with CORS headers).
@@ -705,12 +565,11 @@ impl App {
 
     /// Export and deletion of the whole account (issue 15); needs the account API.
     fn whole_account(&self) -> Result<WholeAccount<'_>, ApiError> {
-        Ok(WholeAccount {
-            store: self.uploads.store.as_ref(),
-            objects: self.uploads.objects.as_ref(),
-            accounts: self.accounts()?,
-            clock: self.clock.as_ref(),
-        })
+        Ok(WholeAccount::new(
+            &self.uploads,
+            self.accounts()?,
+            self.clock.as_ref(),
+        ))
     }
 
     /// The web console; without keys there are no accounts, and its pages answer 503.
@@ -787,34 +646,11 @@ impl App {
     }
 }
 
-/// A percent-encoded path segment's value (a client id may be a URL); `+` stays `+`.
-fn decode_segment(segment: &str) -> String {
-    let encoded = format!("x={}", segment.replace('+', "%2B"));
-    form_urlencoded::parse(encoded.as_bytes())
-        .next()
-        .map(|(_, value)| value.into_owned())
-        .unwrap_or_default()
-}
-
-/// The answer to a request whose handling panicked: a JSON-RPC internal error on the
-/// MCP endpoint, else the REST envelope's 500.
-fn panicked(handler: Handler) -> Response<Bytes> {
-    if handler == Handler::McpPost {
-        let error = McpError::Internal;
-        return web::json(error.http_status(Era::Unknown), &error.transport_body());
-    }
-    ApiError::refused(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "internal error: the request was not completed",
-    )
-    .into_response()
-}
-
 /// `GET`/`DELETE /mcp`: 405, allowing what the path answers for real.
 fn mcp_placeholder(matched: &Matched<'_>) -> Response<Bytes> {
     let error = McpError::PostOnly;
     let mut response = web::json(error.http_status(Era::Unknown), &error.transport_body());
-    let allow = web::methods_at(matched.route, Handler::McpPlaceholder);
+    let allow = routes::allowed_besides(matched.route);
     if let Ok(allow) = HeaderValue::from_str(&allow) {
         response.headers_mut().insert(ALLOW, allow);
     }

@@ -185,11 +185,17 @@ async fn without_keys_oauth_is_turned_away_but_accounts_answer_with_cors() {
 /// Issue 13: a request whose handling panicked answers 500 in its endpoint's form.
 #[test]
 fn a_panicked_request_answers_500_in_its_endpoints_form() {
-    let mcp = panicked(Handler::McpPost);
+    let row = |method: &str, path: &str| {
+        ROUTES
+            .iter()
+            .find(|r| r.method == method && r.path == path)
+            .unwrap()
+    };
+    let mcp = panicked(row("POST", "/mcp"));
     assert_eq!(mcp.status(), 500);
     let body: Value = serde_json::from_slice(mcp.body()).unwrap();
     assert_eq!(body["error"]["message"], "Internal error", "{body}");
-    let rest = panicked(Handler::DataHealth);
+    let rest = panicked(row("POST", "/api/data/health"));
     assert_eq!(rest.status(), 500);
     let body: Value = serde_json::from_slice(rest.body()).unwrap();
     assert_eq!(body["code"], 500, "{body}");

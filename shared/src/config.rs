@@ -110,6 +110,9 @@ pub enum AllowedOrigins {
 
 /// The largest `MCP_REMOTE_RESULT_MAX_BYTES`: a result must fit Lambda's 6 MB answer.
 const MAX_REMOTE_RESULT_BYTES: usize = 4 * 1024 * 1024;
+/// The default of `MCP_REMOTE_RESULT_MAX_BYTES`: 256 KiB of content (what
+/// `external::results` cuts a forwarded result to when the setting is absent).
+pub(crate) const DEFAULT_REMOTE_RESULT_MAX_BYTES: usize = 256 * 1024;
 
 /// Password hashes running at once unless `MIROBODY_HASH_PERMITS` says otherwise.
 const DEFAULT_HASH_PERMITS: usize = 2;
@@ -291,7 +294,7 @@ impl Config {
             s3_endpoint: get("AWS_ENDPOINT_URL_S3").map(String::from),
             aws_region: get("AWS_REGION").map(String::from),
             remote_result_max_bytes: match get("MCP_REMOTE_RESULT_MAX_BYTES") {
-                None => crate::external::DEFAULT_RESULT_MAX_BYTES,
+                None => DEFAULT_REMOTE_RESULT_MAX_BYTES,
                 Some(raw) => match raw.parse::<usize>() {
                     Ok(bytes @ 1024..=MAX_REMOTE_RESULT_BYTES) => bytes,
                     _ => {

@@ -13,11 +13,13 @@ use http::header::CONTENT_TYPE;
 use http::{Request, Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::account_api;
 use crate::clock::Clock;
-use crate::http::ApiError;
+use crate::domain::{Genotype, Reading};
+use crate::http::{self as web, ApiError};
 use crate::identity::Caller;
-use crate::store::{Store, StoreError};
+use crate::store::{CatalogueEntry, Store, StoreError};
+/// The vocabulary of the typed reads (the console's data pages speak it).
+pub(crate) use crate::store::{GenomeSummary, HourValue, Period, ReadingQuery, Rollup, TIME_MAX};
 use crate::upload::{self, UploadError};
 
 pub(crate) struct DataApi {
@@ -26,7 +28,7 @@ pub(crate) struct DataApi {
 }
 
 fn ok(data: Value) -> Response<Bytes> {
-    account_api::ok(StatusCode::OK, data)
+    web::ok(StatusCode::OK, data)
 }
 
 fn bad_upload(error: UploadError) -> ApiError {
@@ -113,6 +115,68 @@ impl DataApi {
         Ok(ok(
             json!({ "received": genome.len(), "written": genome.len() }),
         ))
+    }
+
+    // The reads the console's data pages draw from (typed: the page renders them).
+
+    /// The user's indicators, one entry each, ordered by key.
+    pub(crate) async fn catalogue(&self, user: &str) -> Result<Vec<CatalogueEntry>, ApiError> {
+        Ok(self.store.catalogue(user).await?)
+    }
+
+    /// The active genome's summary; `None` without one.
+    pub(crate) async fn genome_summary(
+        &self,
+        user: &str,
+    ) -> Result<Option<GenomeSummary>, ApiError> {
+        Ok(self.store.genome_summary(user).await?)
+    }
+
+    /// Genotypes for these rsids (lower-cased); unknown ones are absent.
+    pub(crate) async fn genotypes_by_rsid(
+        &self,
+        user: &str,
+        rsids: &[String],
+    ) -> Result<Vec<Genotype>, ApiError> {
+        Ok(self.store.genotypes_by_rsid(user, rsids).await?)
+    }
+
+    /// One indicator's day or month rollups with `from <= period <= to`.
+    pub(crate) async fn rollups(
+        &self,
+        user: &str,
+        indicator_key: &str,
+        period: Period,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<Rollup>, ApiError> {
+        Ok(self
+            .store
+            .rollups(user, indicator_key, period, from, to)
+            .await?)
+    }
+
+    /// Readings matching the query, ordered by indicator key then time.
+    pub(crate) async fn readings(
+        &self,
+        user: &str,
+        query: &ReadingQuery,
+    ) -> Result<Vec<Reading>, ApiError> {
+        Ok(self.store.readings(user, query).await?)
+    }
+
+    /// One indicator's newest `limit` readings in the window, newest first.
+    pub(crate) async fn latest_readings(
+        &self,
+        user: &str,
+        indicator_key: &str,
+        limit: usize,
+        window: &ReadingQuery,
+    ) -> Result<Vec<Reading>, ApiError> {
+        Ok(self
+            .store
+            .latest_readings(user, indicator_key, limit, window)
+            .await?)
     }
 
     pub(crate) async fn summary(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {

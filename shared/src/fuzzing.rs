@@ -48,7 +48,7 @@ impl Resolver for FixedResolver {
 /// resolver answers at once.
 pub async fn address_guard(raw: &str, resolved: Vec<IpAddr>, insecure_loopback: bool) -> bool {
     let policy = if insecure_loopback {
-        GuardPolicy::insecure_loopback(crate::Runtime::Local).unwrap_or_default()
+        GuardPolicy::insecure_loopback(crate::config::Runtime::Local).unwrap_or_default()
     } else {
         GuardPolicy::strict()
     };

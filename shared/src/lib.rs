@@ -18,10 +18,6 @@ pub mod clock;
 mod config;
 #[cfg(feature = "console")]
 mod console;
-// Without the console, only the page names the route table lists.
-#[cfg(not(feature = "console"))]
-#[path = "console/page.rs"]
-mod console;
 mod data_api;
 mod demo;
 pub mod domain;
@@ -48,8 +44,9 @@ pub mod testing;
 mod tools;
 mod upload;
 mod whole_account;
+mod wire;
 
-pub use app::App;
+pub use app::{App, routes};
 pub use config::{AllowedOrigins, Config, ConfigError, Runtime, StoreKind};
 pub use http::{RouteGroup, SourceAddr};
 pub use imports::{ImportError, ImportSummary, Importer};

@@ -16,9 +16,9 @@ use http::{Response, StatusCode};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::account_api::{AccountApi, normalise_email, ok, refuse_weak_password};
+use crate::account_api::{AccountApi, normalise_email, refuse_weak_password};
 use crate::domain::{Account, MailPurpose, MailToken};
-use crate::http::ApiError;
+use crate::http::{ApiError, ok};
 use crate::identity::{Caller, Quota, random_secret, secret_hash};
 use crate::mail::Letter;
 

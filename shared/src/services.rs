@@ -13,6 +13,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, Runtime};
 use crate::domain::Genome;
 use crate::identity::{Jwts, KeyError, Keys};
+use crate::imports::Importer;
 use crate::mail::{MailDirectory, MailError, MailSender};
 use crate::store::{Store, StoreError, UploadObjects, open_store, open_upload_objects};
 
@@ -75,6 +76,11 @@ pub struct Migrated {
 }
 
 impl Services {
+    /// The import runner over these services' store, upload bucket and clock.
+    pub fn importer(&self) -> Importer {
+        Importer::new(self.store.clone(), self.objects.clone(), self.clock.clone())
+    }
+
     /// Opens the configured store, then loads the keys, with the system clock.
     pub async fn open(config: &Config) -> Result<Services, StartupError> {
         let store = open_store(config).await?;

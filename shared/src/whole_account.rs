@@ -24,10 +24,11 @@ use http::{HeaderValue, Response, StatusCode};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::account_api::{AccountApi, ok};
+use crate::account_api::AccountApi;
 use crate::clock::Clock;
 use crate::domain::{McpAuth, UploadStatus, chromosome_name};
-use crate::http::ApiError;
+use crate::http::{ApiError, ok};
+use crate::imports::api::UploadsApi;
 use crate::store::{ReadingQuery, Store, StoreError, UploadObjects};
 
 /// The export's format name and version (the first field of the file).
@@ -45,6 +46,22 @@ pub(crate) struct WholeAccount<'a> {
     pub objects: &'a dyn UploadObjects,
     pub accounts: &'a AccountApi,
     pub clock: &'a dyn Clock,
+}
+
+impl<'a> WholeAccount<'a> {
+    /// Over the uploads API's store and upload bucket.
+    pub(crate) fn new(
+        uploads: &'a UploadsApi,
+        accounts: &'a AccountApi,
+        clock: &'a dyn Clock,
+    ) -> Self {
+        WholeAccount {
+            store: uploads.store.as_ref(),
+            objects: uploads.objects.as_ref(),
+            accounts,
+            clock,
+        }
+    }
 }
 
 /// A built export: the file's name and its gzip bytes.

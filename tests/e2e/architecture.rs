@@ -19,21 +19,21 @@ fn workspace() -> PathBuf {
 fn sources(dir: &str) -> Vec<(String, Vec<(usize, String)>)> {
     let root = workspace();
     let mut files = Vec::new();
+    // A folder, or one file.
     let mut stack = vec![root.join(dir)];
-    while let Some(dir) = stack.pop() {
-        for entry in fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-            let path = entry.expect("a directory entry").path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                let name = path
-                    .strip_prefix(&root)
-                    .expect("under the root")
-                    .to_string_lossy()
-                    .replace('\\', "/");
-                let text = fs::read_to_string(&path).expect("readable source");
-                files.push((name, code_lines(&text)));
+    while let Some(path) = stack.pop() {
+        if path.is_dir() {
+            for entry in fs::read_dir(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())) {
+                stack.push(entry.expect("a directory entry").path());
             }
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let name = path
+                .strip_prefix(&root)
+                .expect("under the root")
+                .to_string_lossy()
+                .replace('\\', "/");
+            let text = fs::read_to_string(&path).expect("readable source");
+            files.push((name, code_lines(&text)));
         }
     }
     files.sort();
@@ -96,8 +96,12 @@ fn has_json_rpc_number(code: &str) -> bool {
 #[test]
 fn json_rpc_error_numbers_live_only_in_mcp() {
     assert_none(
-        "JSON-RPC error numbers outside shared/src/mcp/ (name them through McpError or mcp::wire)",
-        offenders("shared/src", &["shared/src/mcp/"], has_json_rpc_number),
+        "JSON-RPC error numbers outside shared/src/mcp/ (name them through McpError or crate::wire)",
+        offenders(
+            "shared/src",
+            &["shared/src/mcp/", "shared/src/wire.rs"],
+            has_json_rpc_number,
+        ),
     );
 }
 
@@ -210,5 +214,162 @@ fn only_mail_sends_mail_and_it_never_sees_health_data() {
                 || code.contains("crate::tools")
                 || code.contains("crate::domain")
         }),
+    );
+}
+
+/// The parts table of `ARCHITECTURE.md` ("The house's parts"): each part of `shared/src`
+/// and the parts it may import.
+fn parts_table() -> Vec<(String, Vec<String>)> {
+    let map = fs::read_to_string(workspace().join("ARCHITECTURE.md")).expect("the map");
+    let (_, section) = map
+        .split_once("## The house's parts")
+        .expect("ARCHITECTURE.md has a section \"The house's parts\"");
+    let mut parts = Vec::new();
+    for line in section.lines().skip_while(|l| !l.starts_with('|')) {
+        if !line.starts_with('|') {
+            break;
+        }
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        let part = cells[0].trim_matches('`');
+        if part == "part" || part.starts_with("---") {
+            continue;
+        }
+        let allowed = cells[1]
+            .split(',')
+            .map(|name| name.trim().trim_matches('`').to_string())
+            .filter(|name| !name.is_empty() && name != "—")
+            .collect();
+        parts.push((part.to_string(), allowed));
+    }
+    assert!(!parts.is_empty(), "the parts table is empty");
+    parts
+}
+
+/// The part of `shared/src` a source file belongs to: its folder, or its file at the top.
+fn part_of(name: &str) -> String {
+    let inside = name.strip_prefix("shared/src/").expect("under shared/src");
+    let first = inside.split('/').next().unwrap_or(inside);
+    first.trim_end_matches(".rs").to_string()
+}
+
+/// Every `crate::<part>` a line of code names.
+fn parts_named(code: &str) -> Vec<String> {
+    code.match_indices("crate::")
+        .filter(|(at, _)| {
+            // `crate::` itself, not the end of another path (`mirobody_crate::`).
+            !code[..*at].ends_with(|c: char| c.is_alphanumeric() || c == '_')
+        })
+        .map(|(at, _)| {
+            code[at + "crate::".len()..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect::<String>()
+        })
+        .filter(|part| !part.is_empty())
+        .collect()
+}
+
+#[test]
+fn parts_import_only_what_the_map_allows() {
+    let table = parts_table();
+    let mut found = Vec::new();
+    for (name, lines) in sources("shared/src") {
+        if is_test_file(&name) || name == "shared/src/lib.rs" {
+            continue;
+        }
+        let part = part_of(&name);
+        let Some((_, allowed)) = table.iter().find(|(p, _)| *p == part) else {
+            found.push(format!("{name}: the part `{part}` is not in the table"));
+            continue;
+        };
+        for (number, code) in lines {
+            for named in parts_named(&code) {
+                if named != part && !allowed.contains(&named) {
+                    found.push(format!(
+                        "{name}:{number}: {part} -> {named}: {}",
+                        code.trim()
+                    ));
+                }
+            }
+        }
+    }
+    assert_none(
+        "an import the parts table of ARCHITECTURE.md does not allow",
+        found,
+    );
+}
+
+/// The seven nevers of issue 28, each named (the parts table says them too).
+fn part_imports(dir: &str, part: &str) -> Vec<String> {
+    let needle = format!("crate::{part}");
+    offenders(dir, &[], move |code| {
+        parts_named(code).iter().any(|named| named == part) && code.contains(&needle)
+    })
+}
+
+#[test]
+fn the_route_machinery_never_imports_the_console_or_the_app() {
+    for part in ["console", "app"] {
+        assert_none(
+            &format!("shared/src/http imports {part} (rows carry their handlers in app/routes.rs)"),
+            part_imports("shared/src/http", part),
+        );
+    }
+    let lib = fs::read_to_string(workspace().join("shared/src/lib.rs")).expect("lib.rs");
+    assert!(
+        !lib.contains("#[path"),
+        "lib.rs points a module at another file (the console is one module, built or not)"
+    );
+}
+
+#[test]
+fn config_stands_on_nothing() {
+    assert_none(
+        "shared/src/config.rs imports the rest of the crate (a setting's default lives with the setting)",
+        offenders("shared/src/config.rs", &[], |code| code.contains("crate::")),
+    );
+}
+
+#[test]
+fn observation_never_imports_the_parts_it_observes() {
+    assert_none(
+        "shared/src/observe imports the rest of the crate (its contract types live in observe/)",
+        offenders("shared/src/observe", &[], |code| {
+            code.contains("crate::") && !code.contains("crate::observe")
+        }),
+    );
+}
+
+#[test]
+fn imports_never_reach_the_services_or_the_account_api() {
+    assert_none(
+        "shared/src/imports takes Services (Services::importer builds the runner)",
+        part_imports("shared/src/imports", "services"),
+    );
+    assert_none(
+        "shared/src/imports imports account_api (the envelope is http::ok)",
+        part_imports("shared/src/imports", "account_api"),
+    );
+}
+
+#[test]
+fn the_console_never_calls_the_store() {
+    assert_none(
+        "shared/src/console reaches the store (it calls the typed cores: AccountApi, DataApi, …)",
+        offenders("shared/src/console", &[], |code| {
+            code.contains("crate::store") || code.contains(".store") || code.contains("dyn Store")
+        }),
+    );
+}
+
+#[test]
+fn the_mcp_client_never_imports_the_server_side() {
+    assert_none(
+        "shared/src/remote imports mcp/ (the shared vocabulary is crate::wire)",
+        part_imports("shared/src/remote", "mcp"),
+    );
+    assert_none(
+        "shared/src/wire.rs imports the rest of the crate (it is shared ground)",
+        offenders("shared/src/wire.rs", &[], |code| code.contains("crate::")),
     );
 }

@@ -12,7 +12,7 @@ use e2e::{
     post_json, rpc, send,
 };
 use mirobody::RouteGroup;
-use mirobody::http::templates;
+use mirobody::routes::templates;
 use serde_json::json;
 
 const PASSWORD: &str = "correct-horse-battery-staple";

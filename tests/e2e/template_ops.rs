@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use e2e::root;
 use e2e::template::{of_type, resources, template};
-use mirobody::http::{Resolved, resolve, templates};
+use mirobody::routes::{Resolved, resolve, templates};
 use serde_json::{Value, json};
 
 /// The EMF contract: each metric the functions print, with the dimension sets it is

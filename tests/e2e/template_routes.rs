@@ -1,5 +1,6 @@
-//! `template.yaml` (F1) against the code it deploys: every route of
-//! `mirobody::http::templates()` is an API route and every API route is in the table,
+//! `template.yaml` (F1) against the code it deploys: its routes are what the route table
+//! generates (`mirobody-local routes-template`), every route of
+//! `mirobody::routes::templates()` is an API route and every API route is in the table,
 //! under `HTTP_URI_PREFIX` exactly where the router puts the prefix; each route reaches
 //! the function of its group; the tables are `infra/tables.json`'s definitions; the
 //! upload bucket is private and starts the import function, whose role reaches only
@@ -10,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use e2e::root;
 use e2e::template::{of_type, resources, template};
 use mirobody::RouteGroup;
-use mirobody::http::{Resolved, resolve, templates};
+use mirobody::routes::{Resolved, resolve, templates};
 use serde_json::{Value, json};
 
 /// The resource a `Fn::Sub` string such as `integrations/${McpIntegration}` names.
@@ -116,6 +117,20 @@ fn template_routes(template: &Value) -> BTreeMap<RouteKey, String> {
         assert!(previous.is_none(), "{key} appears twice");
     }
     out
+}
+
+/// The routes in `template.yaml` are generated from the route table: a row added,
+/// changed or removed fails here until `mirobody-local routes-template` wrote them.
+#[test]
+fn the_templates_routes_are_generated_from_the_route_table() {
+    let path = root().join("template.yaml");
+    let text = std::fs::read_to_string(&path).expect("template.yaml");
+    let generated = mirobody::routes::template_with_routes(&text).expect("the routes' markers");
+    assert!(
+        generated == text,
+        "template.yaml's routes are not the route table's: run \
+         `cargo run -p mirobody-local -- routes-template template.yaml`"
+    );
 }
 
 #[test]

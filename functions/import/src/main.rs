@@ -8,12 +8,12 @@
 use std::sync::Arc;
 
 use lambda_glue::ObjectCreated;
-use mirobody::{ImportError, Importer};
+use mirobody::ImportError;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    lambda_glue::run_object_created(|config, services| async move {
-        let importer = Arc::new(Importer::new(&config, &services));
+    lambda_glue::run_object_created(|_config, services| async move {
+        let importer = Arc::new(services.importer());
         Ok(move |object: ObjectCreated| {
             let importer = importer.clone();
             async move {

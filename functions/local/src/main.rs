@@ -108,8 +108,22 @@ async fn main() {
             }
             return;
         }
+        Some("routes-template") => {
+            // template.yaml's routes, generated from the route table.
+            let path = args.get(1).map(String::as_str).unwrap_or("template.yaml");
+            let text =
+                std::fs::read_to_string(path).unwrap_or_else(|e| fail(format!("{path}: {e}")));
+            let routed = mirobody::routes::template_with_routes(&text).unwrap_or_else(|e| fail(e));
+            if routed == text {
+                println!("{path}: its routes are the route table's already");
+            } else {
+                std::fs::write(path, routed).unwrap_or_else(|e| fail(format!("{path}: {e}")));
+                println!("{path}: routes written from the route table");
+            }
+            return;
+        }
         Some(other) => fail(format!(
-            "unknown command {other:?} (commands: mint-token, seed-demo, migrate, temp-url)"
+            "unknown command {other:?} (commands: mint-token, seed-demo, migrate, temp-url, routes-template)"
         )),
         None => {}
     }

@@ -13,7 +13,6 @@ use super::{Answer, ConsoleApi, Session, field, form, html as page, query_param,
 use crate::account_api::{CHAT_PERMISSION, ShareView, normalise_email};
 use crate::domain::Invitation;
 use crate::http::ApiError;
-use crate::store::TokenChange;
 
 const SECTION: &str = "/console/access";
 const TITLE: &str = "Who can act for you";
@@ -175,13 +174,10 @@ fn invitations_table(session: &Session, invitations: &[(Invitation, Option<Strin
 }
 
 impl ConsoleApi {
-    pub(super) async fn access_page(&self, session: &Session, request: &Request<Bytes>) -> Answer {
+    pub(crate) async fn access_page(&self, session: &Session, request: &Request<Bytes>) -> Answer {
         let user = &session.user_id;
-        let now = self.clock.now();
-        let state = self.store.token_state(user).await?;
-        let mut grants: Vec<_> = state.grants.into_iter().collect();
-        grants.sort_by_key(|(id, grant)| (grant.granted_at, id.clone()));
-        let personal = self.store.personal_url(user, now).await?;
+        let grants = self.accounts.oauth_grants(user).await?;
+        let personal = self.accounts.live_personal_url(user).await?;
         let temporary = self.accounts.temporary_urls(user).await?;
         let overview = self.accounts.shares_of(user).await?;
         let granted = granted_rows(overview.granted, overview.pending, overview.lapsed);
@@ -314,13 +310,10 @@ impl ConsoleApi {
 
     /// Withdraws an OAuth client's grant, as `DELETE /api/user/oauth-grants/{id}` does:
     /// its tokens and refresh families end.
-    pub(super) async fn grant_revoke(&self, session: &Session, client_id: &str) -> Answer {
+    pub(crate) async fn grant_revoke(&self, session: &Session, client_id: &str) -> Answer {
         let client_id = bounded(Some(client_id).filter(|id| !id.is_empty()))?;
-        let end = TokenChange::EndClient {
-            client_id: client_id.to_string(),
-        };
-        self.store
-            .change_tokens(&session.user_id, &end, self.clock.now())
+        self.accounts
+            .end_client_grant(&session.user_id, client_id)
             .await?;
         Ok(redirect("/console/access?done=grant"))
     }
@@ -328,7 +321,7 @@ impl ConsoleApi {
     /// Ends a share: one the user offered (`direction=granted`, `email` the address: the
     /// invitation and the accepted share) or received (`direction=received`, `user` the
     /// owner), with its delegated URL.
-    pub(super) async fn share_revoke(&self, session: &Session, request: &Request<Bytes>) -> Answer {
+    pub(crate) async fn share_revoke(&self, session: &Session, request: &Request<Bytes>) -> Answer {
         let fields = form(request);
         let me = session.user_id.as_str();
         match field(&fields, "direction") {
@@ -339,7 +332,7 @@ impl ConsoleApi {
             }
             Some("received") => {
                 let owner = bounded(field(&fields, "user"))?;
-                self.store.delete_share(owner, me).await?;
+                self.accounts.leave_share(me, owner).await?;
             }
             _ => return Err(unnamed()),
         }
@@ -347,7 +340,7 @@ impl ConsoleApi {
     }
 
     /// Shares with an address (issue 27): an invitation, as `POST /api/shares`.
-    pub(super) async fn share_offer(&self, session: &Session, request: &Request<Bytes>) -> Answer {
+    pub(crate) async fn share_offer(&self, session: &Session, request: &Request<Bytes>) -> Answer {
         let fields = form(request);
         let Some(email) = field(&fields, "grantee").and_then(normalise_email) else {
             return Err(ApiError::refused(
@@ -363,7 +356,7 @@ impl ConsoleApi {
     }
 
     /// Accepts an invitation to the signed-in person's confirmed address.
-    pub(super) async fn invitation_accept(
+    pub(crate) async fn invitation_accept(
         &self,
         session: &Session,
         request: &Request<Bytes>,
@@ -376,7 +369,7 @@ impl ConsoleApi {
         Ok(redirect("/console/access?done=accepted#shares-received"))
     }
 
-    pub(super) async fn temporary_url_revoke(
+    pub(crate) async fn temporary_url_revoke(
         &self,
         session: &Session,
         request: &Request<Bytes>,
@@ -391,7 +384,7 @@ impl ConsoleApi {
 
     /// Sign out everywhere (`AccountApi::end_everything`): this cookie's session ends
     /// too, so the browser goes to sign in.
-    pub(super) async fn sign_out_all(&self, session: &Session) -> Answer {
+    pub(crate) async fn sign_out_all(&self, session: &Session) -> Answer {
         self.accounts.end_everything(&session.user_id).await?;
         let mut response = redirect("/console/signin");
         self.end_session_cookie(&mut response);

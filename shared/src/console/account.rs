@@ -41,15 +41,10 @@ fn date(seconds: u64) -> String {
 
 impl ConsoleApi {
     fn whole_account(&self) -> WholeAccount<'_> {
-        WholeAccount {
-            store: self.store.as_ref(),
-            objects: self.uploads.objects.as_ref(),
-            accounts: self.accounts.as_ref(),
-            clock: self.clock.as_ref(),
-        }
+        WholeAccount::new(&self.uploads, &self.accounts, self.clock.as_ref())
     }
 
-    pub(super) async fn account_page(&self, session: &Session, request: &Request<Bytes>) -> Answer {
+    pub(crate) async fn account_page(&self, session: &Session, request: &Request<Bytes>) -> Answer {
         let notice = redirect_notice(request);
         self.account_page_with(session, notice.as_ref(), StatusCode::OK)
             .await
@@ -62,8 +57,8 @@ impl ConsoleApi {
         status: StatusCode,
     ) -> Answer {
         let account = self
-            .store
-            .account(&session.user_id)
+            .accounts
+            .account_of(&session.user_id)
             .await?
             .ok_or_else(|| ApiError::refused(StatusCode::NOT_FOUND, "no such account"))?;
         let content = html! {
@@ -121,16 +116,16 @@ impl ConsoleApi {
         ))
     }
 
-    pub(super) async fn export(&self, session: &Session) -> Answer {
+    pub(crate) async fn export(&self, session: &Session) -> Answer {
         self.whole_account().export_api(&session.user_id).await
     }
 
-    pub(super) async fn delete_data(&self, session: &Session, _request: &Request<Bytes>) -> Answer {
+    pub(crate) async fn delete_data(&self, session: &Session, _request: &Request<Bytes>) -> Answer {
         self.whole_account().delete_data(&session.user_id).await?;
         Ok(redirect("/console/account?deleted=data"))
     }
 
-    pub(super) async fn delete_account(
+    pub(crate) async fn delete_account(
         &self,
         session: &Session,
         request: &Request<Bytes>,

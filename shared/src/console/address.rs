@@ -30,7 +30,7 @@ fn expired_form() -> ApiError {
 impl ConsoleApi {
     /// `GET /console/confirm`: with `?token=`, the button that uses the link; without,
     /// "check your e-mail" (where sign-up lands).
-    pub(super) fn confirm_form(&self, request: &Request<Bytes>, problem: Option<&str>) -> Answer {
+    pub(crate) fn confirm_form(&self, request: &Request<Bytes>, problem: Option<&str>) -> Answer {
         let fields = form(request);
         let token = token_of(
             field(&fields, "token")
@@ -76,7 +76,7 @@ impl ConsoleApi {
     }
 
     /// `POST /console/confirm`: uses the link.
-    pub(super) async fn confirm(&self, request: &Request<Bytes>) -> Answer {
+    pub(crate) async fn confirm(&self, request: &Request<Bytes>) -> Answer {
         if !self.signed_out_csrf_ok(request, "confirm") {
             let error = expired_form();
             return Ok(refused(
@@ -107,14 +107,14 @@ impl ConsoleApi {
     }
 
     /// `POST /console/confirm/resend` (signed in): a new confirmation link.
-    pub(super) async fn confirm_resend(&self, session: &Session) -> Answer {
-        if let Some(account) = self.store.account(&session.user_id).await? {
-            self.accounts.send_confirmation(&account).await?;
-        }
+    pub(crate) async fn confirm_resend(&self, session: &Session) -> Answer {
+        self.accounts
+            .resend_confirmation_to(&session.user_id)
+            .await?;
         Ok(redirect("/console/access?done=confirm-sent"))
     }
 
-    pub(super) fn forgot_form(&self, request: &Request<Bytes>, problem: Option<&str>) -> Answer {
+    pub(crate) fn forgot_form(&self, request: &Request<Bytes>, problem: Option<&str>) -> Answer {
         let fields = form(request);
         let email = field(&fields, "email").unwrap_or_default().to_string();
         Ok(self.signed_out_form(request, "forgot", "Forgot your password?", problem, |csrf| {
@@ -131,7 +131,7 @@ impl ConsoleApi {
     }
 
     /// `POST /console/forgot`: the same page whatever the address.
-    pub(super) async fn forgot(&self, request: &Request<Bytes>) -> Answer {
+    pub(crate) async fn forgot(&self, request: &Request<Bytes>) -> Answer {
         if !self.signed_out_csrf_ok(request, "forgot") {
             let error =
                 ApiError::refused(StatusCode::FORBIDDEN, "The form expired. Please try again.");
@@ -165,7 +165,7 @@ impl ConsoleApi {
     }
 
     /// `GET /console/reset?token=…`: the new password form.
-    pub(super) fn reset_form(&self, request: &Request<Bytes>, problem: Option<&str>) -> Answer {
+    pub(crate) fn reset_form(&self, request: &Request<Bytes>, problem: Option<&str>) -> Answer {
         let fields = form(request);
         let token = token_of(
             field(&fields, "token")
@@ -191,7 +191,7 @@ impl ConsoleApi {
     }
 
     /// `POST /console/reset`: sets the password; this browser's session (if any) ends too.
-    pub(super) async fn reset(&self, request: &Request<Bytes>) -> Answer {
+    pub(crate) async fn reset(&self, request: &Request<Bytes>) -> Answer {
         if !self.signed_out_csrf_ok(request, "reset") {
             let error = expired_form();
             return Ok(refused(

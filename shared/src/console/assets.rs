@@ -12,7 +12,7 @@ use crate::http::ApiError;
 const CSS: &str = include_str!("assets/console.css");
 const JS: &str = include_str!("assets/console.js");
 
-pub(super) fn serve(file: &str) -> Answer {
+pub(crate) fn serve(file: &str) -> Answer {
     let (body, kind) = match file {
         "console.css" => (CSS, "text/css; charset=utf-8"),
         "console.js" => (JS, "text/javascript; charset=utf-8"),

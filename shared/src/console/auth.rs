@@ -30,7 +30,7 @@ fn next_path(next: Option<&str>) -> &str {
 }
 
 /// A refusal shown on a form: its status, its words, and `Retry-After` after a limit.
-pub(super) fn refused(mut response: Response<Bytes>, error: &ApiError) -> Response<Bytes> {
+pub(crate) fn refused(mut response: Response<Bytes>, error: &ApiError) -> Response<Bytes> {
     *response.status_mut() = error.status();
     if let ApiError::TooMany { retry_after, .. } = error {
         response
@@ -42,7 +42,7 @@ pub(super) fn refused(mut response: Response<Bytes>, error: &ApiError) -> Respon
 
 impl ConsoleApi {
     /// A signed-out form page with its CSRF token (and nonce cookie when new).
-    pub(super) fn signed_out_form(
+    pub(crate) fn signed_out_form(
         &self,
         request: &Request<Bytes>,
         form_name: &str,
@@ -62,7 +62,7 @@ impl ConsoleApi {
         response
     }
 
-    pub(super) fn sign_in_form(&self, request: &Request<Bytes>, problem: Option<&str>) -> Answer {
+    pub(crate) fn sign_in_form(&self, request: &Request<Bytes>, problem: Option<&str>) -> Answer {
         let fields = form(request);
         let email = field(&fields, "email").unwrap_or_default().to_string();
         let next = field(&fields, "next")
@@ -86,7 +86,7 @@ impl ConsoleApi {
         }))
     }
 
-    pub(super) async fn sign_in(&self, request: &Request<Bytes>) -> Answer {
+    pub(crate) async fn sign_in(&self, request: &Request<Bytes>) -> Answer {
         if !self.signed_out_csrf_ok(request, "signin") {
             let problem = "The form expired. Please sign in again.";
             return Ok(refused(
@@ -120,7 +120,7 @@ impl ConsoleApi {
         }
     }
 
-    pub(super) fn sign_up_form(&self, request: &Request<Bytes>, problem: Option<&str>) -> Answer {
+    pub(crate) fn sign_up_form(&self, request: &Request<Bytes>, problem: Option<&str>) -> Answer {
         let fields = form(request);
         let email = field(&fields, "email").unwrap_or_default().to_string();
         Ok(self.signed_out_form(request, "signup", "Create your account", problem, |csrf| {
@@ -140,7 +140,7 @@ impl ConsoleApi {
         }))
     }
 
-    pub(super) async fn sign_up(&self, request: &Request<Bytes>) -> Answer {
+    pub(crate) async fn sign_up(&self, request: &Request<Bytes>) -> Answer {
         if !self.signed_out_csrf_ok(request, "signup") {
             let problem = "The form expired. Please try again.";
             return Ok(refused(
@@ -170,14 +170,14 @@ impl ConsoleApi {
         }
     }
 
-    pub(super) async fn sign_out(&self, session: &Session) -> Answer {
+    pub(crate) async fn sign_out(&self, session: &Session) -> Answer {
         self.accounts.end_session(&session.claims).await?;
         let mut response = redirect("/console/signin");
         self.end_session_cookie(&mut response);
         Ok(response)
     }
 
-    pub(super) fn password_form(&self, session: &Session, notice: Option<&Notice<'_>>) -> Answer {
+    pub(crate) fn password_form(&self, session: &Session, notice: Option<&Notice<'_>>) -> Answer {
         let content = html! {
             form method="post" action="/console/password" {
                 input type="hidden" name="csrf" value=(session.csrf);
@@ -208,7 +208,7 @@ impl ConsoleApi {
         ))
     }
 
-    pub(super) async fn password(&self, session: &Session, request: &Request<Bytes>) -> Answer {
+    pub(crate) async fn password(&self, session: &Session, request: &Request<Bytes>) -> Answer {
         let fields = form(request);
         let current = field(&fields, "current_password").unwrap_or_default();
         let new = field(&fields, "new_password")
@@ -236,7 +236,7 @@ impl ConsoleApi {
 }
 
 /// An API message as a sentence: capitalised, with a full stop.
-pub(super) fn sentence(message: &str) -> String {
+pub(crate) fn sentence(message: &str) -> String {
     let mut chars = message.chars();
     let mut text = match chars.next() {
         Some(first) => first.to_uppercase().chain(chars).collect::<String>(),

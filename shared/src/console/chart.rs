@@ -16,12 +16,12 @@ use crate::tools::hours_and_minutes;
 
 /// The drawing's size in SVG units (it scales to the page's width); the profile and the
 /// sleep stages (`agp.rs`, `stages.rs`) draw on the same frame.
-pub(super) const WIDTH: f64 = 720.0;
-pub(super) const HEIGHT: f64 = 300.0;
-pub(super) const LEFT: f64 = 64.0;
-pub(super) const RIGHT: f64 = 16.0;
-pub(super) const TOP: f64 = 14.0;
-pub(super) const BOTTOM: f64 = 34.0;
+pub(crate) const WIDTH: f64 = 720.0;
+pub(crate) const HEIGHT: f64 = 300.0;
+pub(crate) const LEFT: f64 = 64.0;
+pub(crate) const RIGHT: f64 = 16.0;
+pub(crate) const TOP: f64 = 14.0;
+pub(crate) const BOTTOM: f64 = 34.0;
 /// Up to this many points each get a dot (a line alone hides a lone reading).
 const DOTS_UP_TO: usize = 60;
 
@@ -99,13 +99,13 @@ fn drawable(points: &[ChartPoint]) -> Vec<ChartPoint> {
 
 /// A value axis computed on quarter values (so no sum or difference of two finite
 /// values can overflow), never of zero span.
-pub(super) struct Scale {
+pub(crate) struct Scale {
     low: f64,
     span: f64,
 }
 
 impl Scale {
-    pub(super) fn new(mut low: f64, mut high: f64) -> Scale {
+    pub(crate) fn new(mut low: f64, mut high: f64) -> Scale {
         (low, high) = (low * 0.25, high * 0.25);
         if !(low.is_finite() && high.is_finite()) || low > high {
             (low, high) = (0.0, 0.25);
@@ -145,7 +145,7 @@ impl Scale {
 
     /// Round values to label the axis at (steps of 1, 2 or 5 times a power of ten, 4 to
     /// 8 of them); where those cannot be had (absurd magnitudes), five even steps.
-    pub(super) fn ticks(&self) -> Vec<f64> {
+    pub(crate) fn ticks(&self) -> Vec<f64> {
         let (low, high) = (self.value_at(0.0), self.value_at(1.0));
         let even = || (0..5).map(|i| self.value_at(f64::from(i) / 4.0)).collect();
         let span = high - low;
@@ -171,7 +171,7 @@ impl Scale {
         even()
     }
 
-    pub(super) fn y(&self, value: f64) -> f64 {
+    pub(crate) fn y(&self, value: f64) -> f64 {
         let plot = HEIGHT - TOP - BOTTOM;
         TOP + plot * (1.0 - self.fraction(value))
     }
@@ -221,12 +221,12 @@ fn trim(text: String) -> String {
 }
 
 /// A coordinate with one decimal.
-pub(super) fn c(v: f64) -> String {
+pub(crate) fn c(v: f64) -> String {
     format!("{v:.1}")
 }
 
 /// The `d` of a line through `points`.
-pub(super) fn line_path(points: &[(f64, f64)]) -> String {
+pub(crate) fn line_path(points: &[(f64, f64)]) -> String {
     let mut d = String::with_capacity(points.len() * 13);
     for (i, (x, y)) in points.iter().enumerate() {
         d.push(if i == 0 { 'M' } else { 'L' });

@@ -171,14 +171,10 @@ impl ConsoleApi {
 
     /// Whether the user has a live personal URL (read only: nothing is minted).
     async fn personal_url_active(&self, user_id: &str) -> Result<bool, ApiError> {
-        Ok(self
-            .store
-            .personal_url(user_id, self.clock.now())
-            .await?
-            .is_some())
+        Ok(self.accounts.live_personal_url(user_id).await?.is_some())
     }
 
-    pub(super) async fn connect_page(&self, session: &Session) -> Answer {
+    pub(crate) async fn connect_page(&self, session: &Session) -> Answer {
         let active = self.personal_url_active(&session.user_id).await?;
         Ok(page(
             StatusCode::OK,
@@ -188,7 +184,7 @@ impl ConsoleApi {
 
     /// Mints the personal URL, or shows the live one (B1: asking again gives the same
     /// URL): the only answer that carries it.
-    pub(super) async fn url_create(&self, session: &Session) -> Answer {
+    pub(crate) async fn url_create(&self, session: &Session) -> Answer {
         let url = self
             .urls
             .personal(&session.user_id, self.clock.now())
@@ -199,7 +195,7 @@ impl ConsoleApi {
         ))
     }
 
-    pub(super) async fn url_revoke(&self, session: &Session) -> Answer {
+    pub(crate) async fn url_revoke(&self, session: &Session) -> Answer {
         let revoked = self.urls.revoke(&session.user_id).await?;
         let words = if revoked {
             "Your personal URL is revoked: clients using it are refused from now on."

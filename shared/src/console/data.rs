@@ -27,10 +27,10 @@ use super::chart::{self, Chart, ChartPoint, Values};
 use super::layout::{self, Notice};
 use super::stages::{self, Night};
 use super::{Answer, ConsoleApi, Session, html as page, query_param};
+use crate::data_api::{GenomeSummary, HourValue, Period, ReadingQuery, Rollup, TIME_MAX};
 use crate::domain::measures::{self, Kind};
 use crate::domain::{Genotype, Reading, ReadingValue};
 use crate::http::ApiError;
-use crate::store::{GenomeSummary, HourValue, Period, ReadingQuery, Rollup};
 use crate::tools::{
     as_sent, cgm_report, format_number, hours_and_minutes, profile_hours, profile_window,
     reference_range,
@@ -352,10 +352,10 @@ impl ConsoleApi {
         ))
     }
 
-    pub(super) async fn data_page(&self, session: &Session) -> Answer {
+    pub(crate) async fn data_page(&self, session: &Session) -> Answer {
         let user = session.user_id.as_str();
         let (catalogue, genome) =
-            tokio::join!(self.store.catalogue(user), self.store.genome_summary(user));
+            tokio::join!(self.data.catalogue(user), self.data.genome_summary(user));
         let (catalogue, genome) = (catalogue?, genome?);
         let content = html! {
             section aria-labelledby="readings-heading" {
@@ -407,7 +407,7 @@ impl ConsoleApi {
         self.signed_in_page(session, "Your data", None, content)
     }
 
-    pub(super) async fn indicator_page(&self, session: &Session, indicator: &str) -> Answer {
+    pub(crate) async fn indicator_page(&self, session: &Session, indicator: &str) -> Answer {
         let not_found = || {
             ApiError::refused(
                 StatusCode::NOT_FOUND,
@@ -418,7 +418,7 @@ impl ConsoleApi {
             return Err(not_found());
         }
         let user = session.user_id.as_str();
-        let catalogue = self.store.catalogue(user).await?;
+        let catalogue = self.data.catalogue(user).await?;
         // The name as asked, else the measure it is another name of (`HbA1c`).
         let asked = Reading::indicator_key(indicator);
         let measure = measures::catalogue()
@@ -440,11 +440,11 @@ impl ConsoleApi {
         let cutoff_month = cutoff.get(..7).unwrap_or_default().to_string();
         let all = ReadingQuery::default();
         let (months, days, latest) = tokio::join!(
-            self.store
+            self.data
                 .rollups(user, &key, Period::Month, "", &cutoff_month),
-            self.store
-                .rollups(user, &key, Period::Day, &cutoff, crate::store::TIME_MAX),
-            self.store.latest_readings(user, &key, LATEST, &all),
+            self.data
+                .rollups(user, &key, Period::Day, &cutoff, TIME_MAX),
+            self.data.latest_readings(user, &key, LATEST, &all),
         );
         let (months, days, latest) = (months?, days?, latest?);
         let months: Vec<&Rollup> = months.iter().filter(|m| m.period < cutoff_month).collect();
@@ -598,7 +598,7 @@ impl ConsoleApi {
             from: Some(from.clone()),
             to: Some(to.clone()),
         };
-        let readings = self.store.readings(user, &query).await?;
+        let readings = self.data.readings(user, &query).await?;
         let values: Vec<HourValue> = readings.iter().filter_map(HourValue::of).collect();
         let hours = profile_hours(&values);
         if hours.is_empty() {
@@ -630,8 +630,8 @@ impl ConsoleApi {
             if key == shown.0 {
                 return Ok(shown.1.to_vec());
             }
-            self.store
-                .rollups(user, key, Period::Day, from, crate::store::TIME_MAX)
+            self.data
+                .rollups(user, key, Period::Day, from, TIME_MAX)
                 .await
         });
         let [core, deep, rem, awake]: [Vec<Rollup>; 4] = futures_util::future::try_join_all(reads)
@@ -641,18 +641,18 @@ impl ConsoleApi {
         Ok(stages::nights(&[core, deep, rem, awake]))
     }
 
-    pub(super) async fn genome_page(&self, session: &Session, request: &Request<Bytes>) -> Answer {
+    pub(crate) async fn genome_page(&self, session: &Session, request: &Request<Bytes>) -> Answer {
         let user = session.user_id.as_str();
         let asked = query_param(request, "rsid").unwrap_or_default();
         let asked = asked.trim();
         let parsed = (!asked.is_empty()).then(|| parse_rsids(asked));
-        let summary = self.store.genome_summary(user).await?;
+        let summary = self.data.genome_summary(user).await?;
         let found: Option<Vec<String>> = match &parsed {
             Some(Ok(rsids)) if !rsids.is_empty() => Some(rsids.clone()),
             _ => None,
         };
         let genotypes: Vec<Genotype> = match (&found, &summary) {
-            (Some(rsids), Some(_)) => self.store.genotypes_by_rsid(user, rsids).await?,
+            (Some(rsids), Some(_)) => self.data.genotypes_by_rsid(user, rsids).await?,
             _ => Vec::new(),
         };
         let problem = match &parsed {

@@ -12,8 +12,10 @@
 //! every value.
 //!
 //! Must not: accept the cookie anywhere but here (the JSON API and `/mcp` take bearer
-//! tokens only, so a cross-site form can never ride on the cookie there), reach the
-//! database except through the store traits, or log a page, a form value or a cookie.
+//! tokens only, so a cross-site form can never ride on the cookie there), call the
+//! store (it goes through the typed cores of the JSON API's modules: `AccountApi`,
+//! `DataApi`, `UploadsApi`, `ExternalServers`, `WholeAccount`), or log a page, a form
+//! value or a cookie.
 
 mod access;
 mod account;
@@ -25,7 +27,6 @@ mod chart;
 mod connect;
 mod data;
 mod layout;
-mod page;
 mod servers;
 mod session;
 mod stages;
@@ -40,18 +41,18 @@ use maud::Markup;
 
 use crate::account_api::AccountApi;
 use crate::clock::Clock;
+use crate::data_api::DataApi;
 use crate::external::ExternalServers;
-use crate::http::{ApiError, Matched};
+use crate::http::ApiError;
 use crate::identity::{CallerResolver, Jwts, McpUrls};
 use crate::imports::api::UploadsApi;
-use crate::store::Store;
 
-pub(crate) use page::Page;
 pub(crate) use session::Session;
 
 /// The console, built once per process.
 pub(crate) struct ConsoleApi {
-    pub store: Arc<dyn Store>,
+    /// The data pages' reads (the data API's typed cores).
+    pub data: Arc<DataApi>,
     pub accounts: Arc<AccountApi>,
     pub jwts: Arc<Jwts>,
     pub urls: Arc<McpUrls>,
@@ -72,46 +73,39 @@ pub(crate) struct ConsoleApi {
 /// A console handler's answer: a page, or a refusal mapped to a page once here.
 pub(crate) type Answer = Result<Response<Bytes>, ApiError>;
 
-impl ConsoleApi {
-    /// The page of `matched` for `request`: the session from the cookie, the CSRF check
-    /// of a state-changing request, the handler, then the page headers.
-    pub(crate) async fn serve(
-        &self,
-        page: Page,
-        matched: &Matched<'_>,
-        request: &Request<Bytes>,
-    ) -> Response<Bytes> {
-        let answer = self.route(page, matched, request).await;
-        let response = answer.unwrap_or_else(|error| self.error_page(page, error));
-        with_page_headers(response, self.upload_origin.as_deref())
-    }
+/// What a signed-in page answers a visitor without a session (the route table's rows say
+/// which, `app/routes.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SignedOut {
+    /// The sign-in page (`GET /`, sign-out).
+    SignIn,
+    /// The sign-in page, then back here (`?next=`).
+    Back,
+    /// JSON for the page's script: 401, and refusals as JSON too.
+    Script,
+}
 
-    async fn route(&self, page: Page, matched: &Matched<'_>, request: &Request<Bytes>) -> Answer {
-        // Pages anyone may see (the forms before sign-in and the static files).
-        match page {
-            Page::Asset => return assets::serve(matched.param("file").unwrap_or_default()),
-            Page::SignUpForm => return self.sign_up_form(request, None),
-            Page::SignUp => return self.sign_up(request).await,
-            Page::SignInForm => return self.sign_in_form(request, None),
-            Page::SignIn => return self.sign_in(request).await,
-            Page::ConfirmForm => return self.confirm_form(request, None),
-            Page::Confirm => return self.confirm(request).await,
-            Page::ForgotForm => return self.forgot_form(request, None),
-            Page::Forgot => return self.forgot(request).await,
-            Page::ResetForm => return self.reset_form(request, None),
-            Page::Reset => return self.reset(request).await,
-            _ => {}
-        }
+/// The stylesheet and the one script.
+pub(crate) use assets::serve as asset;
+
+impl ConsoleApi {
+    /// The door of a signed-in page: the session from the cookie, then the CSRF check of
+    /// a state-changing request. `Ok(Err(answer))`: no session, and what the visitor gets.
+    pub(crate) async fn admit(
+        &self,
+        request: &Request<Bytes>,
+        signed_out: SignedOut,
+    ) -> Result<Result<Session, Response<Bytes>>, ApiError> {
         let Some(session) = self.session(request).await? else {
-            return Ok(match page {
-                Page::Home | Page::SignOut => redirect("/console/signin"),
-                Page::UploadCreate | Page::UploadStatus => ApiError::refused(
+            return Ok(Err(match signed_out {
+                SignedOut::SignIn => redirect("/console/signin"),
+                SignedOut::Script => ApiError::refused(
                     StatusCode::UNAUTHORIZED,
                     "your session ended: sign in again",
                 )
                 .into_response(),
-                _ => redirect(&format!("/console/signin?next={}", next_of(request))),
-            });
+                SignedOut::Back => redirect(&format!("/console/signin?next={}", next_of(request))),
+            }));
         };
         if request.method() != http::Method::GET && !session.csrf_ok(request, &self.form_key) {
             return Err(ApiError::refused(
@@ -119,67 +113,26 @@ impl ConsoleApi {
                 "this form expired or did not come from this site: reload the page and try again",
             ));
         }
-        let param = |name: &str| matched.param(name).map(decode).unwrap_or_default();
-        match page {
-            // Answered above, before the session.
-            Page::Asset
-            | Page::SignUpForm
-            | Page::SignUp
-            | Page::SignInForm
-            | Page::SignIn
-            | Page::ConfirmForm
-            | Page::Confirm
-            | Page::ForgotForm
-            | Page::Forgot
-            | Page::ResetForm
-            | Page::Reset => Err(ApiError::NoRoute),
-            Page::ConfirmResend => self.confirm_resend(&session).await,
-            Page::ShareOffer => self.share_offer(&session, request).await,
-            Page::InvitationAccept => self.invitation_accept(&session, request).await,
-            Page::Home => Ok(redirect("/console/data")),
-            Page::SignOut => self.sign_out(&session).await,
-            Page::PasswordForm => self.password_form(&session, None),
-            Page::Password => self.password(&session, request).await,
-            Page::Data => self.data_page(&session).await,
-            Page::Indicator => self.indicator_page(&session, &param("indicator")).await,
-            Page::Genome => self.genome_page(&session, request).await,
-            Page::Upload => self.upload_page(&session).await,
-            Page::UploadCreate => self.upload_create(&session, request).await,
-            Page::UploadStatus => self.upload_status(&session, &param("id")).await,
-            Page::Connect => self.connect_page(&session).await,
-            Page::UrlCreate => self.url_create(&session).await,
-            Page::UrlRevoke => self.url_revoke(&session).await,
-            Page::Servers => self.servers_page(&session, request).await,
-            Page::ServerAdd => self.server_add(&session, request).await,
-            Page::ServerEditForm => self.server_edit_form(&session, &param("name")).await,
-            Page::ServerEdit => self.server_edit(&session, &param("name"), request).await,
-            Page::ServerToggle => self.server_toggle(&session, &param("name")).await,
-            Page::ServerProbe => self.server_probe(&session, &param("name")).await,
-            Page::ServerDelete => self.server_delete(&session, &param("name")).await,
-            Page::Access => self.access_page(&session, request).await,
-            Page::GrantRevoke => self.grant_revoke(&session, &param("client_id")).await,
-            Page::ShareRevoke => self.share_revoke(&session, request).await,
-            Page::TemporaryUrlRevoke => self.temporary_url_revoke(&session, request).await,
-            Page::SignOutAll => self.sign_out_all(&session).await,
-            Page::Account => self.account_page(&session, request).await,
-            Page::Export => self.export(&session).await,
-            Page::DeleteData => self.delete_data(&session, request).await,
-            Page::DeleteAccount => self.delete_account(&session, request).await,
-        }
+        Ok(Ok(session))
     }
 
-    /// The one mapping of a refusal to what the console shows: JSON for the upload
-    /// page's script, otherwise a page in the console's frame with the refusal's status.
-    fn error_page(&self, page: Page, error: ApiError) -> Response<Bytes> {
-        if matches!(page, Page::UploadCreate | Page::UploadStatus) {
-            return error.into_response();
-        }
-        let status = error.status();
-        let message = error.message();
-        html(
-            status,
-            layout::message_page("Something went wrong", &message),
-        )
+    /// A page's answer finished: a refusal mapped to what the console shows (JSON for the
+    /// upload page's script, `SignedOut::Script`; otherwise a page in the console's frame
+    /// with the refusal's status), then the page headers. `signed_out`: the page's, `None`
+    /// for a page anyone may see.
+    pub(crate) fn finish(&self, answer: Answer, signed_out: Option<SignedOut>) -> Response<Bytes> {
+        let response = answer.unwrap_or_else(|error| {
+            if signed_out == Some(SignedOut::Script) {
+                return error.into_response();
+            }
+            let status = error.status();
+            let message = error.message();
+            html(
+                status,
+                layout::message_page("Something went wrong", &message),
+            )
+        });
+        with_page_headers(response, self.upload_origin.as_deref())
     }
 }
 
@@ -235,13 +188,8 @@ connect-src {connect}; form-action 'self'; frame-ancestors 'none'; base-uri 'non
 }
 
 /// A percent-encoded path segment's value.
-pub(crate) fn decode(segment: &str) -> String {
-    let encoded = format!("x={}", segment.replace('+', "%2B"));
-    form_urlencoded::parse(encoded.as_bytes())
-        .next()
-        .map(|(_, value)| value.into_owned())
-        .unwrap_or_default()
-}
+#[cfg(test)]
+pub(crate) use crate::http::decode_segment as decode;
 
 /// The fields of a form post (`application/x-www-form-urlencoded`).
 pub(crate) fn form(request: &Request<Bytes>) -> Vec<(String, String)> {

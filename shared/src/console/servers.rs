@@ -117,7 +117,7 @@ fn problem(error: &RegistryError) -> (StatusCode, String) {
     (error.status, words)
 }
 
-pub(super) fn when(secs: Option<u64>) -> String {
+pub(crate) fn when(secs: Option<u64>) -> String {
     secs.and_then(|s| chrono::DateTime::from_timestamp(i64::try_from(s).ok()?, 0))
         .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
         .unwrap_or_else(|| "never".into())
@@ -296,14 +296,14 @@ impl ConsoleApi {
             .await
     }
 
-    pub(super) async fn servers_page(&self, session: &Session, request: &Request<Bytes>) -> Answer {
+    pub(crate) async fn servers_page(&self, session: &Session, request: &Request<Bytes>) -> Answer {
         let done = query_param(request, "done");
         let notice = done.as_deref().and_then(done_words).map(Notice::Done);
         self.servers_view(session, StatusCode::OK, notice.as_ref(), &Draft::fresh())
             .await
     }
 
-    pub(super) async fn server_add(&self, session: &Session, request: &Request<Bytes>) -> Answer {
+    pub(crate) async fn server_add(&self, session: &Session, request: &Request<Bytes>) -> Answer {
         let fields = form(request);
         let draft = Draft::of(&fields);
         let caller = Caller::user(session.user_id.clone());
@@ -381,7 +381,7 @@ impl ConsoleApi {
         ))
     }
 
-    pub(super) async fn server_edit_form(&self, session: &Session, name: &str) -> Answer {
+    pub(crate) async fn server_edit_form(&self, session: &Session, name: &str) -> Answer {
         let caller = Caller::user(session.user_id.clone());
         match self.external.server(&caller, name).await {
             Ok(record) => self.edit_view(session, &record, &record.name, StatusCode::OK, None),
@@ -389,7 +389,7 @@ impl ConsoleApi {
         }
     }
 
-    pub(super) async fn server_edit(
+    pub(crate) async fn server_edit(
         &self,
         session: &Session,
         name: &str,
@@ -438,7 +438,7 @@ impl ConsoleApi {
         }
     }
 
-    pub(super) async fn server_toggle(&self, session: &Session, name: &str) -> Answer {
+    pub(crate) async fn server_toggle(&self, session: &Session, name: &str) -> Answer {
         let caller = Caller::user(session.user_id.clone());
         let outcome = async {
             let record = self.external.server(&caller, name).await?;
@@ -455,7 +455,7 @@ impl ConsoleApi {
         }
     }
 
-    pub(super) async fn server_probe(&self, session: &Session, name: &str) -> Answer {
+    pub(crate) async fn server_probe(&self, session: &Session, name: &str) -> Answer {
         let caller = Caller::user(session.user_id.clone());
         match self.external.reprobe_server(&caller, name).await {
             Ok(_) => Ok(redirect("/console/servers?done=probed")),
@@ -463,7 +463,7 @@ impl ConsoleApi {
         }
     }
 
-    pub(super) async fn server_delete(&self, session: &Session, name: &str) -> Answer {
+    pub(crate) async fn server_delete(&self, session: &Session, name: &str) -> Answer {
         let caller = Caller::user(session.user_id.clone());
         match self.external.remove(&caller, name).await {
             Ok(()) => Ok(redirect("/console/servers?done=deleted")),

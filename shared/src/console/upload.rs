@@ -27,7 +27,7 @@ const KINDS: [(UploadKind, &str); 3] = [
 ];
 
 /// An epoch time as people read it (UTC, to the minute).
-pub(super) fn when(epoch: u64) -> String {
+pub(crate) fn when(epoch: u64) -> String {
     i64::try_from(epoch)
         .ok()
         .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
@@ -101,7 +101,7 @@ fn recent_table(records: &[UploadRecord]) -> Markup {
 }
 
 impl ConsoleApi {
-    pub(super) async fn upload_page(&self, session: &Session) -> Answer {
+    pub(crate) async fn upload_page(&self, session: &Session) -> Answer {
         let recent = self.uploads.recent(&session.user_id).await?;
         let content = html! {
             p { "Bring a file of readings, a genome, or an Apple Health export. The file goes straight to storage (any size), then the server imports it; nothing is saved if a line is wrong." }
@@ -150,7 +150,7 @@ impl ConsoleApi {
 
     /// `POST /console/uploads` for the page's script: what `POST /api/data/uploads`
     /// answers (the body is bounded by the route's cap before it gets here).
-    pub(super) async fn upload_create(
+    pub(crate) async fn upload_create(
         &self,
         session: &Session,
         request: &Request<Bytes>,
@@ -162,7 +162,7 @@ impl ConsoleApi {
 
     /// `GET /console/uploads/{id}` for the page's script: what
     /// `GET /api/data/uploads/{id}` answers (another person's id is 404).
-    pub(super) async fn upload_status(&self, session: &Session, id: &str) -> Answer {
+    pub(crate) async fn upload_status(&self, session: &Session, id: &str) -> Answer {
         let record = self.uploads.upload_record(&session.user_id, id).await?;
         Ok(record_response(&record))
     }

@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 
 use crate::tools::ToolOutput;
 
-/// The default of `MCP_REMOTE_RESULT_MAX_BYTES`: 256 KiB of content.
-pub(crate) const DEFAULT_RESULT_MAX_BYTES: usize = 256 * 1024;
+/// The default of `MCP_REMOTE_RESULT_MAX_BYTES` (a setting, so `config` owns it).
+pub(crate) use crate::config::DEFAULT_REMOTE_RESULT_MAX_BYTES as DEFAULT_RESULT_MAX_BYTES;
 
 /// `output` (a forwarded result) within `max` bytes of content; other outputs as they
 /// are. `declares_output`: the tool declared an `outputSchema`.

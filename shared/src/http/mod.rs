@@ -1,4 +1,4 @@
-//! HTTP concerns shared by every route: the route table, the REST refusals
+//! HTTP concerns shared by every route: what a route is and the router, the REST refusals
 //! (`ApiError`), CORS, `Origin`/`Host` checks and response helpers. Plain `http` types
 //! only; no Lambda, no sockets.
 
@@ -15,8 +15,13 @@ use serde_json::Value;
 pub(crate) use boundary::catch_panic;
 pub(crate) use error::{ApiError, Form, STORAGE_UNAVAILABLE};
 pub(crate) use origin::{CorsOrigin, OriginPolicy};
-pub(crate) use routes::{Accepts, Access, FORM_BODY, Handler, Router, methods_at};
-pub use routes::{Matched, Resolved, RouteGroup, resolve, templates};
+pub(crate) use routes::{
+    Accepts, Access, FORM_BODY, Prefix, REGISTRY_BODY, RPC_BODY, Route, Router, UPLOAD_BODY,
+    methods_at,
+};
+pub use routes::{Matched, Resolved, RouteGroup};
+#[cfg(test)]
+pub(crate) use routes::{Params, captures};
 
 /// Where a request came from, as the binary that received it knows it (the local
 /// server: the peer address; Lambda: API Gateway's `requestContext.http.sourceIp`),
@@ -33,6 +38,24 @@ const ALLOW_HEADERS: &str = "Content-Type, Authorization, Accept, MCP-Protocol-V
 /// What a browser page may read of an answer: `Retry-After` so a page can say when to
 /// try again after a 429.
 const EXPOSE_HEADERS: &str = "MCP-Protocol-Version, WWW-Authenticate, Retry-After";
+
+/// A percent-encoded path segment's value (a client id may be a URL); `+` stays `+`.
+pub(crate) fn decode_segment(segment: &str) -> String {
+    let encoded = format!("x={}", segment.replace('+', "%2B"));
+    form_urlencoded::parse(encoded.as_bytes())
+        .next()
+        .map(|(_, value)| value.into_owned())
+        .unwrap_or_default()
+}
+
+/// The REST success envelope (`{"code": 0, "msg": "ok", "data": …}`), the counterpart of
+/// `ApiError`'s refusal: every JSON API answers with it.
+pub(crate) fn ok(status: StatusCode, data: Value) -> Response<Bytes> {
+    json(
+        status,
+        &serde_json::json!({ "code": 0, "msg": "ok", "data": data }),
+    )
+}
 
 pub(crate) fn json(status: StatusCode, body: &Value) -> Response<Bytes> {
     let mut response = Response::new(Bytes::from(body.to_string()));

@@ -15,10 +15,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Importer;
-use crate::account_api;
 use crate::clock::Clock;
 use crate::domain::{UploadFailure, UploadKind, UploadRecord, UploadStatus};
-use crate::http::ApiError;
+use crate::http::{self as web, ApiError};
 use crate::identity::Caller;
 use crate::store::{BodyChunks, PutTarget, Received, Store, StoreError, UploadObjects};
 
@@ -191,7 +190,7 @@ pub(crate) fn created_response(created: CreatedUpload) -> http::Response<Bytes> 
         .into_iter()
         .map(|(name, value)| (name, Value::String(value)))
         .collect();
-    account_api::ok(
+    web::ok(
         StatusCode::CREATED,
         json!({
             "id": created.id,
@@ -205,7 +204,7 @@ pub(crate) fn created_response(created: CreatedUpload) -> http::Response<Bytes> 
 
 /// The answer to an upload's status (`200`, the data API's envelope).
 pub(crate) fn record_response(record: &UploadRecord) -> http::Response<Bytes> {
-    account_api::ok(StatusCode::OK, record_json(record))
+    web::ok(StatusCode::OK, record_json(record))
 }
 
 impl UploadsApi {
@@ -333,10 +332,7 @@ impl UploadsApi {
     pub(crate) async fn list(&self, caller: &Caller) -> Result<http::Response<Bytes>, ApiError> {
         let records = self.recent(&caller.user_id).await?;
         let uploads: Vec<Value> = records.iter().map(record_json).collect();
-        Ok(account_api::ok(
-            StatusCode::OK,
-            json!({ "uploads": uploads }),
-        ))
+        Ok(web::ok(StatusCode::OK, json!({ "uploads": uploads })))
     }
 
     /// The typed core of listing: the user's recent uploads, newest first.
@@ -392,7 +388,7 @@ impl UploadsApi {
                         tracing::warn!(%error, "background import did not run");
                     }
                 });
-                Ok(account_api::ok(
+                Ok(web::ok(
                     StatusCode::OK,
                     json!({ "id": record.id, "bytes": size, "status": "importing" }),
                 ))

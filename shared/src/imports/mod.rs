@@ -23,9 +23,7 @@ mod readings;
 use std::sync::Arc;
 
 use crate::clock::Clock;
-use crate::config::Config;
 use crate::domain::{ReadingCounts, UploadFailure, UploadKind, UploadRecord, UploadStatus};
-use crate::services::Services;
 use crate::store::{Store, StoreError, StoredObject, UploadObjects, UploadOutcome};
 use crate::upload::{self, UploadError};
 
@@ -59,14 +57,8 @@ impl From<StoreError> for ImportError {
     }
 }
 
-/// What one import did, for its metrics: the rows written (0 for a failed import), how
-/// long it ran (from its start to the outcome recorded), and whether it failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ImportSummary {
-    pub rows: u64,
-    pub duration: std::time::Duration,
-    pub failed: bool,
-}
+/// What one import did, for its metrics: a contract type of `observe`, which writes it.
+pub use crate::observe::ImportSummary;
 
 /// The import runner, built once per process from the services.
 pub struct Importer {
@@ -88,11 +80,17 @@ const DEFAULT_SOURCE: &str = "upload";
 const MAX_GENOTYPE_FILE: u64 = upload::MAX_GENOTYPE_FILE;
 
 impl Importer {
-    pub fn new(_config: &Config, services: &Services) -> Importer {
+    /// The runner over the store, the upload bucket and the clock (a binary gets one
+    /// from `Services::importer`).
+    pub(crate) fn new(
+        store: Arc<dyn Store>,
+        objects: Arc<dyn UploadObjects>,
+        clock: Arc<dyn Clock>,
+    ) -> Importer {
         Importer {
-            store: services.store.clone(),
-            objects: services.objects.clone(),
-            clock: services.clock.clone(),
+            store,
+            objects,
+            clock,
         }
     }
 

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::wire::{META_SERVER_INFO, MODERN_VERSIONS};
+use crate::wire::{META_SERVER_INFO, MODERN_VERSIONS};
 
 /// What the server announces about itself. Built once per process.
 #[derive(Debug, Clone)]

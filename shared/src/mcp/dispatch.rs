@@ -15,14 +15,14 @@ use super::error::McpError;
 use super::jsonrpc::{self, Incoming};
 use super::param_headers;
 use super::results::{self, call_result, mark_input_required};
-use super::wire::{
-    META_LOG_LEVEL, META_PROGRESS_TOKEN, META_SERVER_INFO, META_UNAVAILABLE_SERVERS,
-    MODERN_VERSION, RESULT_COMPLETE,
-};
 use crate::observe;
 use crate::prompts::{PromptOutput, PromptRequest, Prompts};
 use crate::resources::{Resources, Substitutions};
 use crate::tools::{CallContext, Caller, Notifier, Retry, ToolOutput, Toolbox};
+use crate::wire::{
+    META_LOG_LEVEL, META_PROGRESS_TOKEN, META_SERVER_INFO, META_UNAVAILABLE_SERVERS,
+    MODERN_VERSION, RESULT_COMPLETE,
+};
 
 /// How long clients may cache list and discovery results.
 pub(crate) const CACHE_TTL_MS: u64 = 300_000;

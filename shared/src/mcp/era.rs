@@ -3,14 +3,14 @@
 //! Owns which era a request belongs to, the `initialize` version negotiation, and the
 //! validation a modern (2026-07-28) request must pass before dispatch, in the order
 //! clients expect: `_meta` shape, then the mirrored headers, then version support.
-//! The version strings, `_meta` keys and header names themselves are in [`super::wire`].
+//! The version strings, `_meta` keys and header names themselves are in [`crate::wire`].
 //! Knows nothing about tools or storage.
 
 use http::{HeaderMap, HeaderName};
 use serde_json::{Map, Value};
 
 use super::error::McpError;
-use super::wire::{
+use crate::wire::{
     HANDSHAKE_VERSIONS, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION,
     METHOD_HEADER, MODERN_VERSIONS, NAME_HEADER, PROTOCOL_VERSION_HEADER, SUPPORTED_VERSIONS,
     decode_header_value,
@@ -172,7 +172,7 @@ fn decode_sentinel(value: &str) -> Result<String, McpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::wire::MODERN_VERSION;
+    use crate::wire::MODERN_VERSION;
 
     #[test]
     fn initialize_echoes_supported_and_answers_newest_otherwise() {

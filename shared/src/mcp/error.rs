@@ -8,7 +8,7 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 use super::era::Era;
-use super::wire;
+use crate::wire;
 
 /// Everything that can make an MCP request fail at the protocol level.
 /// Tool failures are not here: they are results with `isError: true`.

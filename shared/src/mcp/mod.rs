@@ -1,7 +1,7 @@
 //! The MCP protocol: JSON-RPC envelope, errors, eras and versions, the capabilities
-//! declaration, method dispatch, tool answers shaped as results, and the wire
-//! vocabulary the outbound client shares. Transport-independent: it sees headers and a
-//! body, never a socket or a Lambda event.
+//! declaration, method dispatch, and tool answers shaped as results. The wire
+//! vocabulary it shares with the outbound client is `crate::wire`.
+//! Transport-independent: it sees headers and a body, never a socket or a Lambda event.
 
 mod capabilities;
 mod dispatch;
@@ -10,7 +10,6 @@ mod error;
 mod jsonrpc;
 mod param_headers;
 mod results;
-pub(crate) mod wire;
 
 pub(crate) use capabilities::Declaration;
 pub(crate) use dispatch::{Exchange, McpServer, Reply};

@@ -13,7 +13,7 @@ use http::HeaderMap;
 use serde_json::{Map, Value};
 
 use super::error::McpError;
-use super::wire::{PARAM_HEADER_ANNOTATION, PARAM_HEADER_PREFIX, decode_header_value};
+use crate::wire::{PARAM_HEADER_ANNOTATION, PARAM_HEADER_PREFIX, decode_header_value};
 
 /// At most this many `Mcp-Param-*` headers on one request.
 const MAX_PARAM_HEADERS: usize = 64;

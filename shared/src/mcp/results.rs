@@ -14,8 +14,8 @@ use serde_json::{Map, Value, json};
 
 use super::era::Era;
 use super::error::McpError;
-use super::wire::{MODERN_VERSION, RESULT_INPUT_REQUIRED};
 use crate::tools::{Notification, ToolError, ToolOutput, Unavailable};
+use crate::wire::{MODERN_VERSION, RESULT_INPUT_REQUIRED};
 
 impl From<ToolError> for McpError {
     fn from(error: ToolError) -> Self {

@@ -10,8 +10,7 @@ use http::{Response, StatusCode};
 use serde_json::json;
 
 use super::OAuthApi;
-use crate::account_api::ok;
-use crate::http::ApiError;
+use crate::http::{ApiError, ok};
 use crate::identity::Caller;
 use crate::store::TokenChange;
 

@@ -27,8 +27,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
-use super::{FinishedTrace, SpanKind, SpanRecord};
-use crate::imports::ImportSummary;
+use super::{FinishedTrace, ImportSummary, SpanKind, SpanRecord};
 
 /// The namespace when `MIROBODY_METRICS_NAMESPACE` is not set.
 pub const DEFAULT_NAMESPACE: &str = "Mirobody";

@@ -26,6 +26,16 @@ pub(crate) use context::{
 };
 pub(crate) use request::{Observed, UserKey};
 
+/// What one import did, for its metrics (`metrics::import_line`): the rows written (0
+/// for a failed import), how long it ran (from its start to the outcome recorded), and
+/// whether it failed. `imports::Importer::import_object` answers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImportSummary {
+    pub rows: u64,
+    pub duration: std::time::Duration,
+    pub failed: bool,
+}
+
 /// Set by a Lambda binary on the request: the ids Lambda and API Gateway gave this
 /// invocation. Absent locally (a request id is made up then).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

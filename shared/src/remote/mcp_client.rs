@@ -15,7 +15,7 @@
 //! apply.
 //!
 //! The protocol's versions, `_meta` keys, header names and error codes come from
-//! [`crate::mcp::wire`], the one vocabulary the server side uses too.
+//! [`crate::wire`], the one vocabulary the server side uses too.
 //!
 //! Every request is a span of the request that made it (`observe`: the host only, the
 //! HTTP status) and carries its W3C `traceparent` (in `params._meta` too on 2026-07-28).
@@ -31,13 +31,13 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use serde_json::{Map, Value, json};
 
 use super::client::{DEFAULT_MAX_BYTES, GuardedHttp, HttpError, PinnedEndpoint, RemoteResponse};
-use crate::mcp::wire::{
+use crate::observe::{self, Outcome, SpanKind};
+use crate::wire::{
     self, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION, META_SERVER_INFO,
     METHOD_HEADER, MODERN_VERSION, NAME_HEADER, PARAM_HEADER_ANNOTATION, PARAM_HEADER_PREFIX,
     PROTOCOL_VERSION_HEADER, RESULT_INPUT_REQUIRED, SESSION_ID_HEADER,
     STREAMABLE_HANDSHAKE_VERSIONS, UNSUPPORTED_PROTOCOL_VERSION,
 };
-use crate::observe::{self, Outcome, SpanKind};
 
 /// The version this client asks for on the handshake: the newest one.
 const HANDSHAKE_VERSION: &str = STREAMABLE_HANDSHAKE_VERSIONS[0];
