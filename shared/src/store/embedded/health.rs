@@ -268,18 +268,10 @@ fn write_readings(
             "SELECT value_number, value_text, unit FROM readings \
              WHERE user = ?1 AND indicator_key = ?2 AND time = ?3 AND source = ?4",
         )?;
-        let mut stmt = tx.prepare_cached(
-            "INSERT INTO readings (user, indicator_key, time, source, indicator, value_number, \
-                                   value_text, unit, code_system, code, utc_offset, original) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
-             ON CONFLICT (user, indicator_key, time, source) DO UPDATE SET \
-               indicator = excluded.indicator, value_number = excluded.value_number, \
-               value_text = excluded.value_text, unit = excluded.unit, \
-               code_system = excluded.code_system, code = excluded.code, \
-               utc_offset = excluded.utc_offset, original = excluded.original",
-        )?;
+        // What the store held is read before anything of the chunk is written: a
+        // reading is looked up only at its identity's first row in the chunk, which no
+        // earlier row of the chunk wrote.
         for (r, key) in readings.iter().zip(&keys) {
-            let (number, text) = value_columns(&r.value);
             match last.entry((*key, r.time.as_str(), r.source.as_str())) {
                 Entry::Occupied(mut slot) => {
                     slot.insert(r);
@@ -304,22 +296,9 @@ fn write_readings(
                     slot.insert(r);
                 }
             }
-            stmt.execute(params![
-                user,
-                key,
-                r.time,
-                r.source,
-                r.indicator,
-                number,
-                text,
-                r.unit,
-                r.code_system,
-                r.code,
-                r.offset,
-                r.original.as_ref().map(json_column).transpose()?
-            ])?;
         }
     }
+    insert_readings(&tx, user, readings, &keys)?;
     // Per measure and day: the readings now stored, when the store held none of that
     // day before (the usual import of new data), else read back.
     let mut days: BTreeMap<&str, BTreeMap<&str, DayReadings<'_>>> = BTreeMap::new();
@@ -339,6 +318,95 @@ fn write_readings(
     }
     tx.commit()?;
     Ok(Some(report))
+}
+
+/// Rows per `INSERT` of many rows (12 values each, far below SQLite's bound of 32,766
+/// values a statement): one statement per [`INSERT_BATCH`] rows costs a fraction of one a row.
+const INSERT_BATCH: usize = 32;
+
+/// The upsert of `rows` readings in one statement; a later row of the same identity
+/// replaces an earlier one, as separate statements would.
+fn insert_sql(rows: usize) -> String {
+    let values = (0..rows)
+        .map(|i| {
+            let at = i * 12;
+            format!(
+                "(?{}, ?{}, ?{}, ?{}, ?{}, ?{}, ?{}, ?{}, ?{}, ?{}, ?{}, ?{})",
+                at + 1,
+                at + 2,
+                at + 3,
+                at + 4,
+                at + 5,
+                at + 6,
+                at + 7,
+                at + 8,
+                at + 9,
+                at + 10,
+                at + 11,
+                at + 12
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "INSERT INTO readings (user, indicator_key, time, source, indicator, value_number, \
+                               value_text, unit, code_system, code, utc_offset, original) \
+         VALUES {values} \
+         ON CONFLICT (user, indicator_key, time, source) DO UPDATE SET \
+           indicator = excluded.indicator, value_number = excluded.value_number, \
+           value_text = excluded.value_text, unit = excluded.unit, \
+           code_system = excluded.code_system, code = excluded.code, \
+           utc_offset = excluded.utc_offset, original = excluded.original"
+    )
+}
+
+/// Writes `readings` (each with its measure key) in order, [`INSERT_BATCH`] to a statement.
+fn insert_readings(
+    tx: &Connection,
+    user: &str,
+    readings: &[Reading],
+    keys: &[&str],
+) -> rusqlite::Result<()> {
+    let mut batch = tx.prepare_cached(&insert_sql(INSERT_BATCH))?;
+    let mut single = tx.prepare_cached(&insert_sql(1))?;
+    let mut rows = readings.chunks_exact(INSERT_BATCH);
+    let mut at = 0;
+    for chunk in rows.by_ref() {
+        for (i, r) in chunk.iter().enumerate() {
+            bind_reading(&mut batch, i * 12, user, keys[at + i], r)?;
+        }
+        batch.raw_execute()?;
+        at += INSERT_BATCH;
+    }
+    for (i, r) in rows.remainder().iter().enumerate() {
+        bind_reading(&mut single, 0, user, keys[at + i], r)?;
+        single.raw_execute()?;
+    }
+    Ok(())
+}
+
+/// Binds one reading's 12 values after the first `from` parameters.
+fn bind_reading(
+    stmt: &mut rusqlite::Statement<'_>,
+    from: usize,
+    user: &str,
+    key: &str,
+    r: &Reading,
+) -> rusqlite::Result<()> {
+    let (number, text) = value_columns(&r.value);
+    let original = r.original.as_ref().map(json_column).transpose()?;
+    stmt.raw_bind_parameter(from + 1, user)?;
+    stmt.raw_bind_parameter(from + 2, key)?;
+    stmt.raw_bind_parameter(from + 3, &r.time)?;
+    stmt.raw_bind_parameter(from + 4, &r.source)?;
+    stmt.raw_bind_parameter(from + 5, &r.indicator)?;
+    stmt.raw_bind_parameter(from + 6, number)?;
+    stmt.raw_bind_parameter(from + 7, text)?;
+    stmt.raw_bind_parameter(from + 8, &r.unit)?;
+    stmt.raw_bind_parameter(from + 9, &r.code_system)?;
+    stmt.raw_bind_parameter(from + 10, &r.code)?;
+    stmt.raw_bind_parameter(from + 11, &r.offset)?;
+    stmt.raw_bind_parameter(from + 12, original)
 }
 
 /// Per measure of `readings`, the days of their span on which the store holds a reading
