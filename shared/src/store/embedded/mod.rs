@@ -52,6 +52,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, Row, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
@@ -237,6 +238,11 @@ impl EmbeddedStore {
 fn prepare(conn: &mut Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    // The query planner's stability guarantee (issue 32): a plan never depends on a bound
+    // value. Without it (this SQLite is built with STAT4) a statement whose plan looked at
+    // a bound `LIMIT ?` or range value expires when rusqlite clears its bindings on
+    // returning it to the cache, and is prepared again on its next use, every request.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     // WAL: readers never block the writer, and the setting sticks to the file.
     let mode: String =
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
@@ -457,6 +463,41 @@ mod tests {
             VALUES ('u1', 'glucose', '2024-01-01T08:00:00', 'lab', 'Glucose', 90.0);
         PRAGMA user_version = 1;
     ";
+
+    /// Issue 32: a cached statement with bound range and `LIMIT` values (as the latest
+    /// readings' query) is prepared once, never again when used with other values.
+    #[tokio::test]
+    async fn a_cached_statement_is_never_prepared_again() {
+        let path = temp_path("qpsg");
+        let store = EmbeddedStore::open(&path).unwrap();
+        let readings: Vec<Reading> = (0..300).map(|i| reading(i, "lab")).collect();
+        store.put_readings("u1", &readings).await.unwrap();
+        let key = Reading::indicator_key("Marker 1");
+        let conn = store.conn.lock().unwrap();
+        let sql = "SELECT time FROM readings WHERE user = ?1 AND indicator_key = ?2 \
+                   AND time >= ?3 AND time <= ?4 ORDER BY time DESC, source DESC LIMIT ?5";
+        for limit in 1..=20_i64 {
+            let mut statement = conn.prepare_cached(sql).unwrap();
+            let times: Vec<String> = statement
+                .query_map(
+                    params!["u1", key, "2024", format!("2024-12-{limit:02}"), limit],
+                    |row| row.get(0),
+                )
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap();
+            assert!(!times.is_empty());
+        }
+        let statement = conn.prepare_cached(sql).unwrap();
+        assert_eq!(
+            statement.get_status(rusqlite::StatementStatus::RePrepare),
+            0
+        );
+        drop(statement);
+        drop(conn);
+        drop(store);
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
 
     /// A file written by version 1 opens: its data stays and the new tables work.
     #[tokio::test]
