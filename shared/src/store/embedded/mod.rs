@@ -180,6 +180,8 @@ CREATE TABLE IF NOT EXISTS reading_catalogue (
 #[derive(Clone)]
 pub struct EmbeddedStore {
     conn: Arc<Mutex<Connection>>,
+    /// Locked only while `conn` is.
+    catalogues: Arc<Mutex<health::CatalogueCache>>,
 }
 
 impl std::fmt::Debug for EmbeddedStore {
@@ -202,6 +204,7 @@ impl EmbeddedStore {
         prepare(&mut conn).map_err(|e| sql_error("open", e))?;
         Ok(EmbeddedStore {
             conn: Arc::new(Mutex::new(conn)),
+            catalogues: Arc::default(),
         })
     }
 
@@ -463,6 +466,40 @@ mod tests {
             VALUES ('u1', 'glucose', '2024-01-01T08:00:00', 'lab', 'Glucose', 90.0);
         PRAGMA user_version = 1;
     ";
+
+    /// Issue 32: a catalogue kept decoded is dropped by any write, this store's or another
+    /// connection's (another process on the same file).
+    #[tokio::test]
+    async fn a_kept_catalogue_is_dropped_by_any_write() {
+        let path = temp_path("catalogue");
+        let store = EmbeddedStore::open(&path).unwrap();
+        store
+            .put_readings("u1", &[reading(1, "lab")])
+            .await
+            .unwrap();
+        let first = store.catalogue("u1").await.unwrap();
+        assert_eq!(first.len(), 1);
+        assert_eq!(store.catalogue("u1").await.unwrap(), first);
+        store
+            .put_readings("u1", &[reading(2, "lab")])
+            .await
+            .unwrap();
+        let second = store.catalogue("u1").await.unwrap();
+        assert_eq!(second.len(), 2);
+        let other = EmbeddedStore::open(&path).unwrap();
+        other
+            .put_readings("u1", &[reading(3, "lab")])
+            .await
+            .unwrap();
+        let third = store.catalogue("u1").await.unwrap();
+        assert_eq!(third.len(), 3);
+        assert_eq!(third, other.catalogue("u1").await.unwrap());
+        assert!(store.catalogue("u2").await.unwrap().is_empty());
+        other.delete_user_data("u1").await.unwrap();
+        assert!(store.catalogue("u1").await.unwrap().is_empty());
+        drop((store, other));
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
 
     /// Issue 32: a cached statement with bound range and `LIMIT` values (as the latest
     /// readings' query) is prepared once, never again when used with other values.
