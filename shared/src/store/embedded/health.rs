@@ -467,7 +467,7 @@ impl CatalogueCache {
 impl HealthStore for EmbeddedStore {
     fn data_presence<'a>(&'a self, user: &'a str) -> StoreFuture<'a, DataPresence> {
         let user = user.to_string();
-        Box::pin(self.run("data_presence", move |conn| presence_of(conn, &user)))
+        Box::pin(self.read("data_presence", move |conn| presence_of(conn, &user)))
     }
 
     fn put_readings<'a>(
@@ -590,7 +590,7 @@ impl HealthStore for EmbeddedStore {
     fn catalogue<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Vec<CatalogueEntry>> {
         let user = user.to_string();
         let cache = self.catalogues.clone();
-        Box::pin(self.run("catalogue", move |conn| {
+        Box::pin(self.read("catalogue", move |conn| {
             // One read transaction: the stamp and the rows are of the same snapshot.
             let tx = conn.transaction()?;
             let version: i64 = tx

@@ -49,7 +49,7 @@ mod oauth;
 mod uploads;
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::time::Duration;
 
 use rusqlite::config::DbConfig;
@@ -215,18 +215,62 @@ impl EmbeddedStore {
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     {
-        let conn = self.conn.clone();
+        self.call(op, false, work).await
+    }
+
+    /// As [`EmbeddedStore::run`], for a read of microseconds (a few indexed rows of one
+    /// user: a token's state, the catalogue, a user's servers): run on the calling thread
+    /// when the connection is free, without the hop to the blocking pool and back (issue
+    /// 32: a `tools/list` with a token made two, a dozen futex calls). While another call
+    /// holds the connection (an import writing) it waits on the blocking pool, as `run`.
+    async fn read<T, F>(&self, op: &'static str, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        self.call(op, true, work).await
+    }
+
+    /// `work` done on this thread if the connection is free; else `work` back.
+    fn try_here<T, F>(&self, op: &'static str, work: F) -> Result<Result<T, StoreError>, F>
+    where
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T>,
+    {
+        let mut conn = match self.conn.try_lock() {
+            Ok(conn) => conn,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return Err(work),
+        };
+        Ok(work(&mut conn).map_err(|e| sql_error(op, e)))
+    }
+
+    async fn call<T, F>(&self, op: &'static str, inline: bool, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
         // One span per store call, timed from the request's task (which waits for the worker).
         let span = observe::start(format!("SQLite.{op}"), SpanKind::Store);
-        let result = tokio::task::spawn_blocking(move || {
-            // A panic elsewhere while holding the lock leaves no open transaction behind
-            // (a dropped rusqlite transaction rolls back), so the connection is still good.
-            let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-            work(&mut conn).map_err(|e| sql_error(op, e))
-        })
-        .await
-        .map_err(|_| StoreError::Unavailable(format!("{op}: worker task failed")))
-        .and_then(|result| result);
+        let work = match inline {
+            true => self.try_here(op, work),
+            false => Err(work),
+        };
+        let result = match work {
+            Ok(done) => done,
+            Err(work) => {
+                let conn = self.conn.clone();
+                tokio::task::spawn_blocking(move || {
+                    // A panic elsewhere while holding the lock leaves no open transaction
+                    // behind (a dropped rusqlite transaction rolls back): the connection
+                    // is still good.
+                    let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+                    work(&mut conn).map_err(|e| sql_error(op, e))
+                })
+                .await
+                .map_err(|_| StoreError::Unavailable(format!("{op}: worker task failed")))
+                .and_then(|result| result)
+            }
+        };
         if let Some(span) = span {
             span.finish(Outcome {
                 error: result.is_err(),
