@@ -27,7 +27,7 @@ use crate::identity::{
     Caller, CallerResolver, Jwts, LoginPoll, LoginPrompts, McpUrls, Passwords, Sealer,
 };
 use crate::imports::api::UploadsApi;
-use crate::mcp::{Declaration, Era, Exchange, McpError, McpServer, Reply};
+use crate::mcp::{Declaration, Era, Exchange, McpBody, McpError, McpServer, Reply};
 use crate::oauth::{OAuthApi, OAuthServices};
 use crate::observe::{Observed, UserKey};
 use crate::prompts::Prompts;
@@ -310,19 +310,24 @@ impl App {
         match resolved {
             Resolved::Route(matched) if self.serves(matched.route.group) => {
                 let route = matched.route;
-                // An MCP body (bounded first) may carry `_meta.traceparent`.
+                // An MCP body (bounded first) is parsed once, here: its `_meta` may carry
+                // the trace the request continues, and the dispatcher reads the same parse.
                 let body = request.body();
-                let mcp_body =
-                    (speaks_json_rpc(route) && body.len() <= route.max_body).then_some(&body[..]);
+                let mcp = (speaks_json_rpc(route) && body.len() <= route.max_body)
+                    .then(|| McpBody::parse(body));
                 let observed = Observed::begin(
                     route.name,
                     request.headers(),
                     request.extensions(),
-                    mcp_body,
+                    mcp.as_ref().and_then(|mcp| mcp.meta_trace(body)),
                 );
                 // The panic boundary: a panic ends this request with a 500, never the process.
                 let response = observed
-                    .run(web::catch_panic(self.dispatch(&matched, &request)))
+                    .run(web::catch_panic(self.dispatch(
+                        &matched,
+                        &request,
+                        mcp.as_ref(),
+                    )))
                     .await
                     .unwrap_or_else(|_| panicked(route));
                 observed.end(self.user_key.as_ref(), response)
@@ -408,7 +413,13 @@ impl App {
     }
 
     /// Access, then the handler, then CORS by access on whatever the handler answered.
-    async fn dispatch(&self, matched: &Matched<'_>, request: &Request<Bytes>) -> Response<Bytes> {
+    /// `mcp`: an MCP POST's body, parsed by [`App::handle`].
+    async fn dispatch(
+        &self,
+        matched: &Matched<'_>,
+        request: &Request<Bytes>,
+        mcp: Option<&McpBody>,
+    ) -> Response<Bytes> {
         let access = matched.route.access;
         // Bounded before parsed, and before the caller is even resolved.
         let too_large = request.body().len() > matched.route.max_body;
@@ -419,7 +430,7 @@ impl App {
             false => self.admit(matched, request.headers()).await,
         };
         let answer = match admitted {
-            Ok(caller) => self.answer(matched, caller.as_ref(), request).await,
+            Ok(caller) => self.answer(matched, caller.as_ref(), request, mcp).await,
             Err(refusal) => Err(refusal),
         };
         match answer {
@@ -491,12 +502,14 @@ impl App {
         matched: &Matched<'_>,
         caller: Option<&Caller>,
         request: &Request<Bytes>,
+        mcp: Option<&McpBody>,
     ) -> Result<Response<Bytes>, Refusal> {
         let call = Call {
             app: self,
             matched,
             caller,
             request,
+            mcp,
         };
         (matched.route.handler.0)(call).await
     }
@@ -598,7 +611,13 @@ impl App {
         }
     }
 
-    async fn mcp_post(&self, matched: &Matched<'_>, request: &Request<Bytes>) -> Response<Bytes> {
+    /// `parsed`: the body as [`App::handle`] parsed it (parsed here if it did not).
+    async fn mcp_post(
+        &self,
+        matched: &Matched<'_>,
+        request: &Request<Bytes>,
+        parsed: Option<&McpBody>,
+    ) -> Response<Bytes> {
         let secret = matched.param("secret");
         let accepts = matched.route.accepts;
         let caller = match self
@@ -615,9 +634,17 @@ impl App {
         let server_url = self.server_url(request);
         let agent = caller.as_ref().and_then(|c| c.agent.as_deref());
         let visible = |name: &str| self.agents.allows(agent, name);
+        let parsed_here;
+        let body = match parsed {
+            Some(body) => body,
+            None => {
+                parsed_here = McpBody::parse(request.body());
+                &parsed_here
+            }
+        };
         let exchange = Exchange {
             headers: request.headers(),
-            body: request.body(),
+            body,
             caller: caller.as_ref(),
             visible: &visible,
             server_url: &server_url,

@@ -56,6 +56,8 @@ async fn main() {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
+        // A server's log is read from a file or a collector, not a terminal (issue 32).
+        .with_ansi(false)
         .init();
     let vars = layered::vars().unwrap_or_else(|e| fail(e));
     let limits = ServerLimits::from_vars(&vars).unwrap_or_else(|e| fail(e));

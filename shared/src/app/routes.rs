@@ -32,7 +32,7 @@ use crate::http::{
     UPLOAD_BODY, decode_segment,
 };
 use crate::identity::Caller;
-use crate::mcp::{Era, McpError};
+use crate::mcp::{Era, McpBody, McpError};
 
 /// A row of the table: a route and its handler.
 pub(crate) type Route = crate::http::Route<Handler>;
@@ -50,6 +50,8 @@ pub(crate) struct Call<'a> {
     /// The signed-in caller of a signed-in route (the door answered 401 without one).
     pub caller: Option<&'a Caller>,
     pub request: &'a Request<Bytes>,
+    /// An MCP POST's body as [`App::handle`] parsed it (once, for its trace too).
+    pub mcp: Option<&'a McpBody>,
 }
 
 impl<'a> Call<'a> {
@@ -262,7 +264,7 @@ pub(crate) static ROUTES: &[Route] = {
 
         // The MCP endpoint, under the prefix.
         row!(Mcp "POST" "/mcp", SameOrigin, prefix: Leading, accepts: MCP_TOKENS, max_body: RPC_BODY
-            => |c| c.app.mcp_post(c.matched, c.request).await),
+            => |c| c.app.mcp_post(c.matched, c.request, c.mcp).await),
         row!(Mcp "GET" "/mcp", SameOrigin, prefix: Leading
             => PLACEHOLDER),
         row!(Mcp "DELETE" "/mcp", SameOrigin, prefix: Leading, deployed: false
@@ -270,7 +272,7 @@ pub(crate) static ROUTES: &[Route] = {
         row!(Mcp "OPTIONS" "/mcp", SameOrigin, prefix: Leading
             => PREFLIGHT),
         row!(Mcp "POST" "/mcp/{secret}", SameOrigin, prefix: Leading, accepts: MCP_TOKENS, max_body: RPC_BODY
-            => |c| c.app.mcp_post(c.matched, c.request).await),
+            => |c| c.app.mcp_post(c.matched, c.request, c.mcp).await),
         row!(Mcp "OPTIONS" "/mcp/{secret}" as "OPTIONS /mcp", SameOrigin, prefix: Leading
             => PREFLIGHT),
 

@@ -23,13 +23,17 @@ thread_local! {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Panicked;
 
-/// Runs `work`; a panic while it is polled becomes `Err(Panicked)`.
-pub(crate) async fn catch_panic<T>(work: impl Future<Output = T>) -> Result<T, Panicked> {
+/// Runs `work`; a panic while it is polled becomes `Err(Panicked)`. The request's future
+/// is large (its deepest handler's state, kilobytes): it is moved once, into the box, and
+/// every wrapper around the boundary (the request's context, its log span) moves only the
+/// box (issue 32).
+pub(crate) fn catch_panic<F: Future>(work: F) -> CatchPanic<F> {
     install_hook();
-    CatchPanic(Box::pin(work)).await
+    CatchPanic(Box::pin(work))
 }
 
-struct CatchPanic<F>(Pin<Box<F>>);
+/// The future [`catch_panic`] returns: `work`, boxed, polled inside `catch_unwind`.
+pub(crate) struct CatchPanic<F>(Pin<Box<F>>);
 
 impl<F: Future> Future for CatchPanic<F> {
     type Output = Result<F::Output, Panicked>;

@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use super::capabilities::Declaration;
 use super::era::{self, Era, RequestMeta};
 use super::error::McpError;
-use super::jsonrpc::{self, Incoming};
+use super::jsonrpc::{self, Incoming, McpBody};
 use super::param_headers;
 use super::results::{self, call_result, mark_input_required};
 use crate::observe;
@@ -39,7 +39,8 @@ pub(crate) struct McpServer {
 /// One request as the transport hands it over.
 pub(crate) struct Exchange<'a> {
     pub headers: &'a HeaderMap,
-    pub body: &'a [u8],
+    /// The body, parsed once by `App::handle`.
+    pub body: &'a McpBody,
     /// The resolved caller, when there is one.
     pub caller: Option<&'a Caller>,
     /// Which tools, by name, this request may see and call (agent scoping).
@@ -108,7 +109,7 @@ fn notifier_for(params: Option<&Value>, era: Era) -> Notifier {
 
 impl McpServer {
     pub(crate) async fn handle(&self, exchange: Exchange<'_>) -> Reply {
-        let incoming = match jsonrpc::parse(exchange.body) {
+        let incoming = match exchange.body.request() {
             Ok(incoming) => incoming,
             Err(rejected) => {
                 let era = era::classify(None, exchange.headers);
@@ -140,7 +141,7 @@ impl McpServer {
                 .await;
         }
         let notifier = notifier_for(incoming.params.as_ref(), era);
-        let reply = match self.run(&incoming, era, &meta, &notifier, &exchange).await {
+        let reply = match self.run(incoming, era, &meta, &notifier, &exchange).await {
             Ok(result) => Reply::Json {
                 status: StatusCode::OK,
                 body: jsonrpc::result(&id, self.shape(result, &incoming.method, era)),

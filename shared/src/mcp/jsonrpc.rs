@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::error::McpError;
+use crate::observe::MetaTrace;
 
 /// One parsed JSON-RPC message from a client.
 #[derive(Debug)]
@@ -41,6 +42,31 @@ struct Members<'a> {
     method: Option<&'a RawValue>,
     #[serde(borrow, default)]
     params: Option<&'a RawValue>,
+}
+
+/// An MCP POST's body, parsed once (issue 32): the request, or why it is not one.
+/// `App::handle` parses it before the request's observation starts (its `_meta` names the
+/// trace the request continues) and hands it to the dispatcher.
+#[derive(Debug)]
+pub(crate) struct McpBody(Result<Incoming, Rejected>);
+
+impl McpBody {
+    pub(crate) fn parse(body: &[u8]) -> McpBody {
+        McpBody(parse(body))
+    }
+
+    pub(super) fn request(&self) -> Result<&Incoming, &Rejected> {
+        self.0.as_ref()
+    }
+
+    /// The trace fields of its `params._meta`; `body` is the body it was parsed from,
+    /// read again on its own only when it is not a request.
+    pub(crate) fn meta_trace(&self, body: &[u8]) -> Option<MetaTrace> {
+        match &self.0 {
+            Ok(incoming) => incoming.params.as_ref().and_then(MetaTrace::of_params),
+            Err(_) => MetaTrace::of_body(body),
+        }
+    }
 }
 
 pub(super) fn parse(body: &[u8]) -> Result<Incoming, Rejected> {

@@ -15,3 +15,4 @@ pub(crate) use capabilities::Declaration;
 pub(crate) use dispatch::{Exchange, McpServer, Reply};
 pub(crate) use era::Era;
 pub(crate) use error::McpError;
+pub(crate) use jsonrpc::McpBody;

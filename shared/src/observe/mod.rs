@@ -3,7 +3,8 @@
 //! caller kind, trace context, the store and outbound calls it made) and the formats it is
 //! written in; it never sees a body, a header value, a secret or a health record.
 //!
-//! Files: `trace_context.rs` (W3C `traceparent`/`tracestate` in, X-Ray's root, which source
+//! Files: `ids.rs` (request, trace and span ids: a per-thread generator, hex),
+//! `trace_context.rs` (W3C `traceparent`/`tracestate` in, X-Ray's root, which source
 //! wins), `context.rs` (the request's context in a task-local; spans of store and outbound
 //! calls), `request.rs` (the log span, the closing line, the keyed user hash, the
 //! [`FinishedTrace`]).
@@ -17,14 +18,18 @@ pub mod metrics;
 use std::time::SystemTime;
 
 mod context;
+mod ids;
 mod request;
 mod trace_context;
+
+use ids::random_hex;
 
 pub(crate) use context::{
     CallerKind, Outcome, Started, carry, note_caller, note_mcp_method, note_tool, note_tool_failed,
     start,
 };
 pub(crate) use request::{Observed, UserKey};
+pub(crate) use trace_context::MetaTrace;
 
 /// What one import did, for its metrics (`metrics::import_line`): the rows written (0
 /// for a failed import), how long it ran (from its start to the outcome recorded), and
@@ -103,28 +108,6 @@ pub enum SpanKind {
     Store,
     /// A user's external MCP server.
     Remote,
-}
-
-impl FinishedTrace {
-    /// A trace of its own for a request that continued none: new ids, no spans yet.
-    pub(crate) fn started(route: &'static str, start: SystemTime) -> FinishedTrace {
-        FinishedTrace {
-            trace_id: random_hex::<16>(),
-            span_id: random_hex::<8>(),
-            route,
-            start: Some(start),
-            ..FinishedTrace::default()
-        }
-    }
-}
-
-/// `N` random bytes as lower-case hex (trace ids 16 bytes, span ids 8; never all zero).
-pub(crate) fn random_hex<const N: usize>() -> String {
-    let mut bytes = [0u8; N];
-    if getrandom::fill(&mut bytes).is_err() || bytes.iter().all(|b| *b == 0) {
-        bytes[N - 1] = 1;
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

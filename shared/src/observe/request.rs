@@ -14,8 +14,8 @@ use sha2::Sha256;
 use tracing::Instrument;
 
 use super::context::RequestContext;
-use super::trace_context::TraceContext;
-use super::{FinishedTrace, Invocation, random_hex};
+use super::trace_context::{MetaTrace, TraceContext};
+use super::{FinishedTrace, Invocation, ids, random_hex};
 
 /// An id from outside longer than this is not API Gateway's or Lambda's.
 const REQUEST_ID_MAX: usize = 128;
@@ -37,10 +37,7 @@ impl UserKey {
         let mut mac =
             <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0).expect("HMAC takes any key");
         mac.update(user_id.as_bytes());
-        mac.finalize().into_bytes()[..8]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        ids::hex(&mac.finalize().into_bytes()[..8])
     }
 }
 
@@ -55,13 +52,13 @@ pub(crate) struct Observed {
 
 impl Observed {
     /// Starts observing a request on `route`: its id (API Gateway's or Lambda's from
-    /// [`Invocation`], else a new one) and the trace it continues (`mcp_body`: the body of
-    /// an MCP POST, already bounded, whose `_meta.traceparent` is looked at).
+    /// [`Invocation`], else a new one) and the trace it continues (`mcp_meta`: the trace
+    /// fields of an MCP POST's `params._meta`, from the body the dispatcher parsed).
     pub(crate) fn begin(
         route: &'static str,
         headers: &HeaderMap,
         extensions: &http::Extensions,
-        mcp_body: Option<&[u8]>,
+        mcp_meta: Option<MetaTrace>,
     ) -> Observed {
         let invocation = extensions.get::<Invocation>();
         let request_id = invocation
@@ -70,7 +67,7 @@ impl Observed {
             .map(str::to_string)
             .unwrap_or_else(random_hex::<16>);
         let xray = invocation.and_then(|i| i.xray_trace_header.as_deref());
-        let trace = TraceContext::incoming(headers, mcp_body, xray);
+        let trace = TraceContext::incoming(headers, mcp_meta, xray);
         let context = RequestContext::new(request_id, trace);
         // An ERROR-level span is enabled whenever any line is: warnings carry the fields too.
         let span = tracing::error_span!(
@@ -120,16 +117,19 @@ impl Observed {
             );
         }
         closing.spans.sort_by_key(|span| span.start);
-        let mut trace = FinishedTrace::started(self.route, self.wall_start);
-        trace.trace_id = self.context.trace.trace_id.clone();
-        trace.span_id = self.context.span_id.clone();
-        trace.parent_span_id = self.context.trace.parent_span_id.clone();
-        trace.mcp_method = closing.mcp_method.map(str::to_string);
-        trace.tool = closing.tool.map(str::to_string);
-        trace.tool_failed = closing.tool_failed;
-        trace.status = status;
-        trace.end = Some(SystemTime::now());
-        trace.spans = closing.spans;
+        let trace = FinishedTrace {
+            trace_id: self.context.trace.trace_id.clone(),
+            span_id: self.context.span_id.clone(),
+            parent_span_id: self.context.trace.parent_span_id.clone(),
+            route: self.route,
+            mcp_method: closing.mcp_method.map(str::to_string),
+            tool: closing.tool.map(str::to_string),
+            tool_failed: closing.tool_failed,
+            status,
+            start: Some(self.wall_start),
+            end: Some(SystemTime::now()),
+            spans: closing.spans,
+        };
         response.extensions_mut().insert(trace);
         response
     }

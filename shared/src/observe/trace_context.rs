@@ -15,6 +15,7 @@
 
 use http::HeaderMap;
 use serde::Deserialize;
+use serde_json::Value;
 
 use super::random_hex;
 
@@ -53,10 +54,10 @@ impl TraceContext {
     /// The trace the request continues: see the module comment for the order.
     pub(crate) fn incoming(
         headers: &HeaderMap,
-        mcp_body: Option<&[u8]>,
+        mcp_meta: Option<MetaTrace>,
         xray_header: Option<&str>,
     ) -> TraceContext {
-        if let Some(meta) = mcp_body.and_then(meta_trace)
+        if let Some(meta) = mcp_meta
             && let Some(mut context) = parse_traceparent(&meta.traceparent)
         {
             context.tracestate = meta.tracestate.as_deref().and_then(valid_tracestate);
@@ -160,26 +161,38 @@ pub(crate) fn parse_xray(value: &str) -> Option<TraceContext> {
     })
 }
 
-/// The trace fields of an MCP request's `params._meta`, read without keeping anything
-/// else of the body (which the caller bounded before).
-fn meta_trace(body: &[u8]) -> Option<MetaTrace> {
-    #[derive(Deserialize)]
-    struct Request {
-        params: Option<Params>,
-    }
-    #[derive(Deserialize)]
-    struct Params {
-        #[serde(rename = "_meta")]
-        meta: Option<MetaTrace>,
-    }
-    let request: Request = serde_json::from_slice(body).ok()?;
-    request.params?.meta
+/// The trace fields of an MCP request's `params._meta`, not yet checked: what
+/// [`TraceContext::incoming`] continues first.
+#[derive(Debug, Deserialize)]
+pub(crate) struct MetaTrace {
+    traceparent: String,
+    tracestate: Option<String>,
 }
 
 #[derive(Deserialize)]
-struct MetaTrace {
-    traceparent: String,
-    tracestate: Option<String>,
+struct Params {
+    #[serde(rename = "_meta")]
+    meta: Option<MetaTrace>,
+}
+
+impl MetaTrace {
+    /// From the `params` of a request the MCP dispatcher parsed (issue 32: the body is
+    /// parsed once, and the dispatcher reads the same `params`).
+    pub(crate) fn of_params(params: &Value) -> Option<MetaTrace> {
+        Params::deserialize(params).ok()?.meta
+    }
+
+    /// From a body that is not a JSON-RPC request the dispatcher takes (it answers an
+    /// error): read on its own, without keeping anything else of the body (which the
+    /// caller bounded before).
+    pub(crate) fn of_body(body: &[u8]) -> Option<MetaTrace> {
+        #[derive(Deserialize)]
+        struct Request {
+            params: Option<Params>,
+        }
+        let request: Request = serde_json::from_slice(body).ok()?;
+        request.params?.meta
+    }
 }
 
 #[cfg(test)]
@@ -231,10 +244,14 @@ mod tests {
         headers.insert("traceparent", GOOD.parse().unwrap());
         headers.insert("tracestate", "x=y".parse().unwrap());
         let xray = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
-        let both = TraceContext::incoming(&headers, Some(body.as_bytes()), Some(xray));
+        let both =
+            TraceContext::incoming(&headers, MetaTrace::of_body(body.as_bytes()), Some(xray));
+        let params: Value = serde_json::from_str::<Value>(&body).unwrap()["params"].clone();
+        let parsed = TraceContext::incoming(&headers, MetaTrace::of_params(&params), Some(xray));
+        assert_eq!(parsed, both);
         assert_eq!(both.trace_id, "11111111111111111111111111111111");
         assert_eq!(both.tracestate.as_deref(), Some("a=b"));
-        let header = TraceContext::incoming(&headers, Some(b"{}"), Some(xray));
+        let header = TraceContext::incoming(&headers, MetaTrace::of_body(b"{}"), Some(xray));
         assert_eq!(header.trace_id, "0af7651916cd43dd8448eb211c80319c");
         assert_eq!(header.tracestate.as_deref(), Some("x=y"));
         let from_xray = TraceContext::incoming(&HeaderMap::new(), None, Some(xray));
@@ -254,7 +271,7 @@ mod tests {
         headers.append("traceparent", GOOD.parse().unwrap());
         headers.append("traceparent", GOOD.parse().unwrap());
         let body = br#"{"params":{"_meta":{"traceparent":"00-zz"}}}"#;
-        let context = TraceContext::incoming(&headers, Some(body), None);
+        let context = TraceContext::incoming(&headers, MetaTrace::of_body(body), None);
         assert_ne!(context.trace_id, "0af7651916cd43dd8448eb211c80319c");
         assert_eq!(context.parent_span_id, None);
     }

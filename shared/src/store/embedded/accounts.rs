@@ -673,7 +673,7 @@ impl AccountStore for EmbeddedStore {
 
     fn token_state<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, TokenState> {
         let key = format!("{TOKENS_PREFIX}{user_id}");
-        Box::pin(self.run("token_state", move |conn| token_state_in(conn, &key)))
+        Box::pin(self.read("token_state", move |conn| token_state_in(conn, &key)))
     }
 
     fn change_tokens<'a>(

@@ -16,6 +16,7 @@ use crate::store::{
     CatalogueEntry, HealthStore, HourValue, Period, ReadingQuery, Rollup, StoreError, StoreFuture,
     WriteReport,
 };
+use std::sync::PoisonError;
 
 const DAY: &str = "d";
 const MONTH: &str = "m";
@@ -500,10 +501,47 @@ fn reading_at(row: &Row<'_>, at: usize) -> rusqlite::Result<Reading> {
     })
 }
 
+/// At most this many users' catalogues are kept decoded (more, and all are dropped).
+const CACHED_CATALOGUES: usize = 64;
+
+/// Users' catalogues as decoded (issue 32): `query_health_indicators` reads the whole
+/// catalogue on every call, and decoding each entry's JSON was a seventh of its cost.
+/// Kept only while nothing at all was written to the database since they were read: the
+/// stamp is `PRAGMA data_version` (it moves when another connection, in this process or
+/// another, commits) and this connection's `total_changes` (it moves when this one writes:
+/// an import, an upload, a deletion). Any write drops every entry, so none can be stale.
+#[derive(Default)]
+pub(super) struct CatalogueCache {
+    stamp: Option<(i64, u64)>,
+    by_user: HashMap<String, Vec<CatalogueEntry>>,
+}
+
+impl CatalogueCache {
+    /// `user`'s catalogue, if read at this stamp; a new stamp empties the cache.
+    fn get(&mut self, stamp: (i64, u64), user: &str) -> Option<Vec<CatalogueEntry>> {
+        if self.stamp != Some(stamp) {
+            self.by_user.clear();
+            self.stamp = Some(stamp);
+            return None;
+        }
+        self.by_user.get(user).cloned()
+    }
+
+    fn put(&mut self, stamp: (i64, u64), user: String, entries: &[CatalogueEntry]) {
+        if self.stamp != Some(stamp) {
+            return;
+        }
+        if self.by_user.len() >= CACHED_CATALOGUES {
+            self.by_user.clear();
+        }
+        self.by_user.insert(user, entries.to_vec());
+    }
+}
+
 impl HealthStore for EmbeddedStore {
     fn data_presence<'a>(&'a self, user: &'a str) -> StoreFuture<'a, DataPresence> {
         let user = user.to_string();
-        Box::pin(self.run("data_presence", move |conn| presence_of(conn, &user)))
+        Box::pin(self.read("data_presence", move |conn| presence_of(conn, &user)))
     }
 
     fn put_readings<'a>(
@@ -625,18 +663,32 @@ impl HealthStore for EmbeddedStore {
 
     fn catalogue<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Vec<CatalogueEntry>> {
         let user = user.to_string();
-        Box::pin(self.run("catalogue", move |conn| {
-            conn.prepare_cached(
-                "SELECT indicator_key, summary FROM reading_catalogue WHERE user = ?1 \
-                 ORDER BY indicator_key",
-            )?
-            .query_map([user], |row| {
-                Ok(CatalogueEntry {
-                    key: row.get(0)?,
-                    summary: json_from_column(row, 1)?,
-                })
-            })?
-            .collect()
+        let cache = self.catalogues.clone();
+        Box::pin(self.read("catalogue", move |conn| {
+            // One read transaction: the stamp and the rows are of the same snapshot.
+            let tx = conn.transaction()?;
+            let version: i64 = tx
+                .prepare_cached("PRAGMA data_version")?
+                .query_row([], |row| row.get(0))?;
+            let stamp = (version, tx.total_changes());
+            let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(entries) = cache.get(stamp, &user) {
+                return Ok(entries);
+            }
+            let entries: Vec<CatalogueEntry> = tx
+                .prepare_cached(
+                    "SELECT indicator_key, summary FROM reading_catalogue WHERE user = ?1 \
+                     ORDER BY indicator_key",
+                )?
+                .query_map([&user], |row| {
+                    Ok(CatalogueEntry {
+                        key: row.get(0)?,
+                        summary: json_from_column(row, 1)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            cache.put(stamp, user, &entries);
+            Ok(entries)
         }))
     }
 

@@ -88,7 +88,7 @@ fn mcp_from_row(row: &Row<'_>) -> rusqlite::Result<McpServerRecord> {
 impl McpServerStore for EmbeddedStore {
     fn mcp_servers<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Vec<McpServerRecord>> {
         let user = user.to_string();
-        Box::pin(self.run("mcp_servers", move |conn| mcp_servers_of(conn, &user)))
+        Box::pin(self.read("mcp_servers", move |conn| mcp_servers_of(conn, &user)))
     }
 
     fn presence_and_mcp_servers<'a>(
@@ -96,7 +96,7 @@ impl McpServerStore for EmbeddedStore {
         user: &'a str,
     ) -> StoreFuture<'a, (DataPresence, Vec<McpServerRecord>)> {
         let user = user.to_string();
-        Box::pin(self.run("presence_and_mcp_servers", move |conn| {
+        Box::pin(self.read("presence_and_mcp_servers", move |conn| {
             Ok((presence_of(conn, &user)?, mcp_servers_of(conn, &user)?))
         }))
     }

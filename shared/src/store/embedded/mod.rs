@@ -49,9 +49,10 @@ mod oauth;
 mod uploads;
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::time::Duration;
 
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, Row, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
@@ -179,6 +180,8 @@ CREATE TABLE IF NOT EXISTS reading_catalogue (
 #[derive(Clone)]
 pub struct EmbeddedStore {
     conn: Arc<Mutex<Connection>>,
+    /// Locked only while `conn` is.
+    catalogues: Arc<Mutex<health::CatalogueCache>>,
 }
 
 impl std::fmt::Debug for EmbeddedStore {
@@ -201,6 +204,7 @@ impl EmbeddedStore {
         prepare(&mut conn).map_err(|e| sql_error("open", e))?;
         Ok(EmbeddedStore {
             conn: Arc::new(Mutex::new(conn)),
+            catalogues: Arc::default(),
         })
     }
 
@@ -211,18 +215,62 @@ impl EmbeddedStore {
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     {
-        let conn = self.conn.clone();
+        self.call(op, false, work).await
+    }
+
+    /// As [`EmbeddedStore::run`], for a read of microseconds (a few indexed rows of one
+    /// user: a token's state, the catalogue, a user's servers): run on the calling thread
+    /// when the connection is free, without the hop to the blocking pool and back (issue
+    /// 32: a `tools/list` with a token made two, a dozen futex calls). While another call
+    /// holds the connection (an import writing) it waits on the blocking pool, as `run`.
+    async fn read<T, F>(&self, op: &'static str, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        self.call(op, true, work).await
+    }
+
+    /// `work` done on this thread if the connection is free; else `work` back.
+    fn try_here<T, F>(&self, op: &'static str, work: F) -> Result<Result<T, StoreError>, F>
+    where
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T>,
+    {
+        let mut conn = match self.conn.try_lock() {
+            Ok(conn) => conn,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return Err(work),
+        };
+        Ok(work(&mut conn).map_err(|e| sql_error(op, e)))
+    }
+
+    async fn call<T, F>(&self, op: &'static str, inline: bool, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
         // One span per store call, timed from the request's task (which waits for the worker).
         let span = observe::start(format!("SQLite.{op}"), SpanKind::Store);
-        let result = tokio::task::spawn_blocking(move || {
-            // A panic elsewhere while holding the lock leaves no open transaction behind
-            // (a dropped rusqlite transaction rolls back), so the connection is still good.
-            let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-            work(&mut conn).map_err(|e| sql_error(op, e))
-        })
-        .await
-        .map_err(|_| StoreError::Unavailable(format!("{op}: worker task failed")))
-        .and_then(|result| result);
+        let work = match inline {
+            true => self.try_here(op, work),
+            false => Err(work),
+        };
+        let result = match work {
+            Ok(done) => done,
+            Err(work) => {
+                let conn = self.conn.clone();
+                tokio::task::spawn_blocking(move || {
+                    // A panic elsewhere while holding the lock leaves no open transaction
+                    // behind (a dropped rusqlite transaction rolls back): the connection
+                    // is still good.
+                    let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+                    work(&mut conn).map_err(|e| sql_error(op, e))
+                })
+                .await
+                .map_err(|_| StoreError::Unavailable(format!("{op}: worker task failed")))
+                .and_then(|result| result)
+            }
+        };
         if let Some(span) = span {
             span.finish(Outcome {
                 error: result.is_err(),
@@ -237,6 +285,11 @@ impl EmbeddedStore {
 fn prepare(conn: &mut Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    // The query planner's stability guarantee (issue 32): a plan never depends on a bound
+    // value. Without it (this SQLite is built with STAT4) a statement whose plan looked at
+    // a bound `LIMIT ?` or range value expires when rusqlite clears its bindings on
+    // returning it to the cache, and is prepared again on its next use, every request.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     // WAL: readers never block the writer, and the setting sticks to the file.
     let mode: String =
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
@@ -457,6 +510,75 @@ mod tests {
             VALUES ('u1', 'glucose', '2024-01-01T08:00:00', 'lab', 'Glucose', 90.0);
         PRAGMA user_version = 1;
     ";
+
+    /// Issue 32: a catalogue kept decoded is dropped by any write, this store's or another
+    /// connection's (another process on the same file).
+    #[tokio::test]
+    async fn a_kept_catalogue_is_dropped_by_any_write() {
+        let path = temp_path("catalogue");
+        let store = EmbeddedStore::open(&path).unwrap();
+        store
+            .put_readings("u1", &[reading(1, "lab")])
+            .await
+            .unwrap();
+        let first = store.catalogue("u1").await.unwrap();
+        assert_eq!(first.len(), 1);
+        assert_eq!(store.catalogue("u1").await.unwrap(), first);
+        store
+            .put_readings("u1", &[reading(2, "lab")])
+            .await
+            .unwrap();
+        let second = store.catalogue("u1").await.unwrap();
+        assert_eq!(second.len(), 2);
+        let other = EmbeddedStore::open(&path).unwrap();
+        other
+            .put_readings("u1", &[reading(3, "lab")])
+            .await
+            .unwrap();
+        let third = store.catalogue("u1").await.unwrap();
+        assert_eq!(third.len(), 3);
+        assert_eq!(third, other.catalogue("u1").await.unwrap());
+        assert!(store.catalogue("u2").await.unwrap().is_empty());
+        other.delete_user_data("u1").await.unwrap();
+        assert!(store.catalogue("u1").await.unwrap().is_empty());
+        drop((store, other));
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    /// Issue 32: a cached statement with bound range and `LIMIT` values (as the latest
+    /// readings' query) is prepared once, never again when used with other values.
+    #[tokio::test]
+    async fn a_cached_statement_is_never_prepared_again() {
+        let path = temp_path("qpsg");
+        let store = EmbeddedStore::open(&path).unwrap();
+        let readings: Vec<Reading> = (0..300).map(|i| reading(i, "lab")).collect();
+        store.put_readings("u1", &readings).await.unwrap();
+        let key = Reading::indicator_key("Marker 1");
+        let conn = store.conn.lock().unwrap();
+        let sql = "SELECT time FROM readings WHERE user = ?1 AND indicator_key = ?2 \
+                   AND time >= ?3 AND time <= ?4 ORDER BY time DESC, source DESC LIMIT ?5";
+        for limit in 1..=20_i64 {
+            let mut statement = conn.prepare_cached(sql).unwrap();
+            let times: Vec<String> = statement
+                .query_map(
+                    params!["u1", key, "2024", format!("2024-12-{limit:02}"), limit],
+                    |row| row.get(0),
+                )
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap();
+            assert!(!times.is_empty());
+        }
+        let statement = conn.prepare_cached(sql).unwrap();
+        assert_eq!(
+            statement.get_status(rusqlite::StatementStatus::RePrepare),
+            0
+        );
+        drop(statement);
+        drop(conn);
+        drop(store);
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
 
     /// A file written by version 1 opens: its data stays and the new tables work.
     #[tokio::test]
