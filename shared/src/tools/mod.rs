@@ -10,6 +10,8 @@ mod agents;
 pub(crate) mod fixtures;
 mod genetics;
 mod health;
+#[cfg(test)]
+mod listing_tests;
 mod notifier;
 mod output;
 mod registry;
