@@ -10,8 +10,11 @@ mod agents;
 pub(crate) mod fixtures;
 mod genetics;
 mod health;
+#[cfg(test)]
+mod listing_tests;
 mod notifier;
 mod output;
+mod params;
 mod registry;
 pub(crate) mod request_state;
 mod source;
@@ -29,6 +32,7 @@ pub(crate) use notifier::Notification;
 pub(crate) use notifier::Notifier;
 pub(crate) use output::ToolError;
 pub(crate) use output::ToolOutput;
+pub(crate) use params::input_schema;
 pub(crate) use registry::{Caller, DataKind, Registry, Tool, ToolCall, ToolSpec};
 #[cfg(feature = "fixtures")]
 pub(crate) use request_state::StateSeal;

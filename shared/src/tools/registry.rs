@@ -22,7 +22,8 @@ pub(crate) struct ToolSpec {
     pub name: &'static str,
     pub title: Option<&'static str>,
     pub description: &'static str,
-    /// A JSON Schema object. Argument names outside `properties` are refused unless
+    /// A JSON Schema object; a built-in tool's is derived from its `Params` type
+    /// (`input_schema`). Argument names outside `properties` are refused unless
     /// the schema sets `additionalProperties` to anything but `false`.
     pub input_schema: Value,
     pub output_schema: Option<Value>,
@@ -280,8 +281,10 @@ fn branch<'s>(schema: &'s Value, value: &Value) -> &'s Value {
         .unwrap_or(schema)
 }
 
-/// The schema's `maxLength` (strings, in characters) and `maxItems` (arrays, then each
-/// item against `items`), checked before the tool does any work (issue 13, finding 3).
+/// The schema's bounds, checked before the tool does any work (issue 13, finding 3):
+/// `maxLength` and `enum` (strings, the length in characters), `minimum` and `maximum`
+/// (numbers), `maxItems` (arrays, then each item against `items`). A tool's schema is
+/// derived from its `Params` type (`params.rs`), so these are the bounds it declares.
 /// Counting stops at the limit, so an oversized argument costs no more than the limit.
 fn check_bounds(name: &str, schema: &Value, value: &Value) -> Result<(), String> {
     let schema = branch(schema, value);
@@ -292,12 +295,39 @@ fn check_bounds(name: &str, schema: &Value, value: &Value) -> Result<(), String>
             .and_then(|n| usize::try_from(n).ok())
     };
     match value {
-        Value::String(text) => match limit("maxLength") {
-            Some(max) if text.chars().nth(max).is_some() => {
-                Err(format!("{name} is longer than {max} characters"))
+        Value::String(text) => {
+            if let Some(max) = limit("maxLength")
+                && text.chars().nth(max).is_some()
+            {
+                return Err(format!("{name} is longer than {max} characters"));
             }
-            _ => Ok(()),
-        },
+            match schema.get("enum").and_then(Value::as_array) {
+                Some(allowed) if !allowed.contains(value) => {
+                    let allowed: Vec<String> = allowed.iter().map(Value::to_string).collect();
+                    Err(format!("{name} must be one of {}", allowed.join(", ")))
+                }
+                _ => Ok(()),
+            }
+        }
+        Value::Number(number) => {
+            let (Some(n), minimum, maximum) = (
+                number.as_f64(),
+                schema.get("minimum").and_then(Value::as_number),
+                schema.get("maximum").and_then(Value::as_number),
+            ) else {
+                return Ok(());
+            };
+            let below = minimum.is_some_and(|min| min.as_f64().is_some_and(|min| n < min));
+            let above = maximum.is_some_and(|max| max.as_f64().is_some_and(|max| n > max));
+            if !below && !above {
+                return Ok(());
+            }
+            Err(match (minimum, maximum) {
+                (Some(min), Some(max)) => format!("{name} must be between {min} and {max}"),
+                (Some(min), None) => format!("{name} must be at least {min}"),
+                (None, _) => format!("{name} must be at most {}", maximum.expect("above it")),
+            })
+        }
         Value::Array(items) => {
             if let Some(max) = limit("maxItems")
                 && items.len() > max
@@ -430,6 +460,49 @@ mod tests {
                 .contains("longer than 3")
         );
         assert!(check(json!(42)).is_ok());
+    }
+
+    #[test]
+    fn ranges_and_enums_are_enforced() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "limit": { "type": "integer", "minimum": 1, "maximum": 500 },
+                "floor": { "type": "integer", "minimum": 0 },
+                "aggregate": { "type": "string", "enum": ["none", "day"] }
+            }
+        });
+        let check = |name: &str, value: Value| {
+            let mut arguments = Map::new();
+            arguments.insert(name.into(), value);
+            check_arguments(&schema, true, &arguments)
+        };
+        assert!(check("limit", json!(1)).is_ok());
+        assert!(check("limit", json!(500)).is_ok());
+        for refused in [
+            json!(0),
+            json!(501),
+            json!(-3),
+            json!(9_223_372_036_854_775_807_u64),
+        ] {
+            assert_eq!(
+                check("limit", refused).unwrap_err(),
+                "limit must be between 1 and 500"
+            );
+        }
+        assert_eq!(
+            check("floor", json!(-1)).unwrap_err(),
+            "floor must be at least 0"
+        );
+        assert!(check("aggregate", json!("day")).is_ok());
+        assert_eq!(
+            check("aggregate", json!("hour")).unwrap_err(),
+            "aggregate must be one of \"none\", \"day\""
+        );
+        assert!(
+            check("limit", json!("ten")).is_ok(),
+            "types are the tool's own business"
+        );
     }
 
     #[tokio::test]

@@ -6,11 +6,13 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::domain::Genotype;
 use crate::store::GenomeStore;
-use crate::tools::{DataKind, Tool, ToolCall, ToolOutput, ToolSpec};
+use crate::tools::{DataKind, Tool, ToolCall, ToolOutput, ToolSpec, input_schema};
 use crate::upload::is_rsid;
 
 const DEFAULT_LIMIT: u64 = 100;
@@ -24,6 +26,40 @@ const MAX_RSIDS: usize = 1000;
 const MAX_RSID_LENGTH: usize = 40;
 const MAX_RSID_TEXT: usize = 40_000;
 
+// The tool's arguments: what it reads and, derived from the same declaration, the input
+// schema `tools/list` shows and the registry checks (the bounds above). A plain comment:
+// a doc comment here would become the schema's `description`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    /// One rsid, a list, or a comma-separated string
+    rsid: Rsids,
+    #[schemars(range(min = 1, max = MAX_LIMIT), extend("default" = DEFAULT_LIMIT))]
+    limit: Option<u64>,
+    #[schemars(extend("default" = true))]
+    include_nearby: Option<bool>,
+    /// Base pairs each side
+    #[schemars(range(min = 0, max = MAX_RANGE), extend("default" = DEFAULT_RANGE))]
+    nearby_range: Option<u64>,
+}
+
+/// One rsid (or several, comma-separated) or a list of them.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged, expecting = "rsid must be a string or a list of strings")]
+#[schemars(transform = one_of)]
+enum Rsids {
+    Text(#[schemars(length(max = MAX_RSID_TEXT))] String),
+    List(#[schemars(length(max = MAX_RSIDS), inner(length(max = MAX_RSID_LENGTH)))] Vec<String>),
+}
+
+/// An untagged enum's branches as `oneOf` (schemars writes `anyOf`): a string and an
+/// array are never both, and `oneOf` is what the listing has always said.
+fn one_of(schema: &mut schemars::Schema) {
+    if let Some(branches) = schema.remove("anyOf") {
+        schema.insert("oneOf".into(), branches);
+    }
+}
+
 pub(super) struct GetGeneticData {
     pub store: Arc<dyn GenomeStore>,
 }
@@ -35,23 +71,7 @@ impl Tool for GetGeneticData {
             "Read the user's own genotype data by rsid (e.g. \"rs429358\" or [\"rs429358\", \"rs7412\"]; \
              a comma-separated string also works). For each variant found, optionally lists up to 20 \
              other variants nearby on the same chromosome, nearest first. Keys are short; see legend.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "rsid": {
-                        "oneOf": [
-                            { "type": "string", "maxLength": MAX_RSID_TEXT },
-                            { "type": "array", "maxItems": MAX_RSIDS, "items": { "type": "string", "maxLength": MAX_RSID_LENGTH } }
-                        ],
-                        "description": "One rsid, a list, or a comma-separated string"
-                    },
-                    "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT },
-                    "include_nearby": { "type": "boolean", "default": true },
-                    "nearby_range": { "type": "integer", "minimum": 0, "maximum": MAX_RANGE, "default": DEFAULT_RANGE, "description": "Base pairs each side" }
-                },
-                "required": ["rsid"],
-                "additionalProperties": false
-            }),
+            input_schema::<Params>(),
         )
         .read_only()
         .needs_caller()
@@ -63,40 +83,22 @@ impl Tool for GetGeneticData {
             let Some(caller) = call.caller else {
                 return ToolOutput::sign_in_first();
             };
-            ToolOutput::data(self.run(&caller.user_id, &call.arguments).await)
+            let params: Params = match serde_json::from_value(Value::Object(call.arguments)) {
+                Ok(params) => params,
+                Err(e) => return ToolOutput::Error(format!("invalid arguments: {e}")),
+            };
+            ToolOutput::data(self.run(&caller.user_id, params).await)
         })
     }
 }
 
-fn integer(
-    arguments: &serde_json::Map<String, Value>,
-    key: &str,
-    default: u64,
-    max: u64,
-) -> Result<u64, String> {
-    match arguments.get(key) {
-        None | Some(Value::Null) => Ok(default),
-        Some(v) => v
-            .as_u64()
-            .filter(|n| *n <= max)
-            .ok_or_else(|| format!("{key} must be an integer between 0 and {max}")),
-    }
-}
-
 /// Accepted rsids: `rs` or `i` followed by digits (anything else is reported, never queried).
-fn parse_rsids(value: &Value) -> Result<(Vec<String>, Vec<String>), String> {
-    let raw: Vec<String> = match value {
-        Value::String(s) => s.split(',').map(String::from).collect(),
-        Value::Array(items) => items
-            .iter()
-            .map(|i| {
-                i.as_str()
-                    .map(String::from)
-                    .ok_or("rsid list items must be strings")
-            })
-            .collect::<Result<_, _>>()?,
-        _ => return Err("rsid must be a string or a list of strings".into()),
+fn parse_rsids(rsids: &Rsids) -> Result<(Vec<String>, Vec<String>), String> {
+    let raw: Vec<&str> = match rsids {
+        Rsids::Text(text) => text.split(',').collect(),
+        Rsids::List(items) => items.iter().map(String::as_str).collect(),
     };
+    // A comma-separated text within its `maxLength` may still name more than `maxItems`.
     if raw.len() > MAX_RSIDS {
         return Err(format!("rsid may list at most {MAX_RSIDS} items"));
     }
@@ -185,19 +187,13 @@ impl GetGeneticData {
         GetGeneticData { store }
     }
 
-    async fn run(
-        &self,
-        user: &str,
-        arguments: &serde_json::Map<String, Value>,
-    ) -> Result<Value, String> {
-        let (rsids, invalid) = parse_rsids(arguments.get("rsid").unwrap_or(&Value::Null))?;
-        let limit = integer(arguments, "limit", DEFAULT_LIMIT, MAX_LIMIT)?.max(1) as usize;
-        let range = integer(arguments, "nearby_range", DEFAULT_RANGE, MAX_RANGE)?;
-        let include_nearby = match arguments.get("include_nearby") {
-            None | Some(Value::Null) => true,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => return Err("include_nearby must be true or false".into()),
-        };
+    /// `params` within the schema's bounds: the registry checked them before the call.
+    async fn run(&self, user: &str, params: Params) -> Result<Value, String> {
+        let (rsids, invalid) = parse_rsids(&params.rsid)?;
+        let limit =
+            usize::try_from(params.limit.unwrap_or(DEFAULT_LIMIT).max(1)).unwrap_or(usize::MAX);
+        let range = params.nearby_range.unwrap_or(DEFAULT_RANGE);
+        let include_nearby = params.include_nearby.unwrap_or(true);
         let unavailable = |e: crate::store::StoreError| {
             tracing::warn!(error = %e, "get_genetic_data: store read failed");
             "your genotype data could not be read right now; try again shortly".to_string()
@@ -291,10 +287,13 @@ mod tests {
 
     #[test]
     fn rsids_are_parsed_and_odd_input_is_reported_not_queried() {
-        let (valid, invalid) = parse_rsids(&json!("rs429358, RS7412,rs1' OR 1=1 --")).unwrap();
+        let rsids =
+            |value: Value| serde_json::from_value::<Rsids>(value).map_err(|e| e.to_string());
+        let (valid, invalid) =
+            parse_rsids(&rsids(json!("rs429358, RS7412,rs1' OR 1=1 --")).unwrap()).unwrap();
         assert_eq!(valid, vec!["rs429358", "rs7412"]);
         assert_eq!(invalid.len(), 1);
-        assert!(parse_rsids(&json!(42)).is_err());
+        assert!(rsids(json!(42)).and_then(|r| parse_rsids(&r)).is_err());
     }
 
     #[test]
@@ -355,7 +354,8 @@ mod tests {
         arguments.insert("rsid".into(), json!(rsids));
         arguments.insert("nearby_range".into(), json!(range));
         arguments.insert("limit".into(), json!(MAX_LIMIT));
-        let out = tool.run("u", &arguments).await.unwrap();
+        let params = serde_json::from_value(Value::Object(arguments)).unwrap();
+        let out = tool.run("u", params).await.unwrap();
         let variants = out["variants"].as_array().unwrap();
         assert_eq!(variants.len(), rsids.len());
         for variant in variants {

@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use chrono::NaiveDate;
 use futures_util::future::BoxFuture;
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::answers::{self, Bucket, Median};
@@ -21,7 +22,7 @@ use crate::domain::{FIRST_DAY, LAST_DAY, Reading, day_accepted};
 use crate::store::{
     CatalogueEntry, HealthStore, Period, ReadingQuery, Rollup, StoreError, TIME_MAX,
 };
-use crate::tools::{DataKind, Tool, ToolCall, ToolOutput, ToolSpec};
+use crate::tools::{DataKind, Tool, ToolCall, ToolOutput, ToolSpec, input_schema};
 
 const DEFAULT_LIMIT: u32 = 50;
 const MAX_LIMIT: u32 = 500;
@@ -36,19 +37,33 @@ pub(crate) struct QueryHealthIndicators {
     pub store: Arc<dyn HealthStore>,
 }
 
-#[derive(Debug, Deserialize)]
+// The tool's arguments: what it reads and, derived from the same declaration, the input
+// schema `tools/list` shows and the registry checks (the bounds above). A plain comment:
+// a doc comment here would become the schema's `description`.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Params {
+    /// Indicator names to search for, fuzzy (any language, abbreviations)
+    #[schemars(length(max = MAX_KEYWORDS), inner(length(max = MAX_NAME)))]
     keywords: Option<Vec<String>>,
+    /// Exact measure names from the catalogue (or a name the measure is known by)
+    #[schemars(length(max = MAX_INDICATORS), inner(length(max = MAX_NAME)))]
     indicators: Option<Vec<String>>,
+    /// First day, YYYY-MM-DD (inclusive, from 1900-01-01)
+    #[schemars(length(max = MAX_DATE))]
     start_time: Option<String>,
+    /// Last day, YYYY-MM-DD (inclusive, up to 2200-12-31)
+    #[schemars(length(max = MAX_DATE))]
     end_time: Option<String>,
+    /// none: latest readings; stats: the period's statistics (totals for cumulative measures, mean/min/max/median/latest for discrete ones, the CGM report for CGM glucose); day/week/month: buckets (totals, or avg/min/max); profile: the days overlaid by hour of day (median and 25-75, 5-95 percentiles: the ambulatory glucose profile), at most 90 days, by default the last 14
     #[serde(default)]
     aggregate: Aggregate,
+    /// Readings per indicator (aggregate none)
+    #[schemars(range(min = 1, max = MAX_LIMIT), extend("default" = DEFAULT_LIMIT))]
     limit: Option<u32>,
 }
 
-#[derive(Debug, Default, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 enum Aggregate {
     #[default]
@@ -57,7 +72,8 @@ enum Aggregate {
     Day,
     Week,
     Month,
-    /// The ambulatory profile: the days of a window overlaid by hour of day.
+    // The ambulatory profile: the days of a window overlaid by hour of day. (A plain
+    // comment: a doc comment on one variant would turn the schema's `enum` into `oneOf`.)
     Profile,
 }
 
@@ -82,18 +98,7 @@ impl Tool for QueryHealthIndicators {
              above 180/250, GMI and CV (cgm). Sleep answers one value per night, dated by the \
              morning it ends. none: the latest readings with their UTC offset. Dates are \
              YYYY-MM-DD local days, inclusive, between 1900-01-01 and 2200-12-31.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "keywords": { "type": "array", "maxItems": MAX_KEYWORDS, "items": { "type": "string", "maxLength": MAX_NAME }, "description": "Indicator names to search for, fuzzy (any language, abbreviations)" },
-                    "indicators": { "type": "array", "maxItems": MAX_INDICATORS, "items": { "type": "string", "maxLength": MAX_NAME }, "description": "Exact measure names from the catalogue (or a name the measure is known by)" },
-                    "start_time": { "type": "string", "maxLength": MAX_DATE, "description": "First day, YYYY-MM-DD (inclusive, from 1900-01-01)" },
-                    "end_time": { "type": "string", "maxLength": MAX_DATE, "description": "Last day, YYYY-MM-DD (inclusive, up to 2200-12-31)" },
-                    "aggregate": { "type": "string", "enum": ["none", "stats", "day", "week", "month", "profile"], "default": "none", "description": "none: latest readings; stats: the period's statistics (totals for cumulative measures, mean/min/max/median/latest for discrete ones, the CGM report for CGM glucose); day/week/month: buckets (totals, or avg/min/max); profile: the days overlaid by hour of day (median and 25-75, 5-95 percentiles: the ambulatory glucose profile), at most 90 days, by default the last 14" },
-                    "limit": { "type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT, "description": "Readings per indicator (aggregate none)" }
-                },
-                "additionalProperties": false
-            }),
+            input_schema::<Params>(),
         )
         .read_only()
         .needs_caller()
@@ -120,10 +125,8 @@ impl QueryHealthIndicators {
     }
 
     async fn run(&self, user: &str, params: Params) -> Result<Value, String> {
+        // Within 1..=MAX_LIMIT: the registry checked the schema's bounds before the call.
         let limit = params.limit.unwrap_or(DEFAULT_LIMIT);
-        if !(1..=MAX_LIMIT).contains(&limit) {
-            return Err(format!("limit must be between 1 and {MAX_LIMIT}"));
-        }
         let start = params
             .start_time
             .as_deref()
