@@ -1,8 +1,12 @@
 //! Accounts and what they grant (A7, B1, B2): sign-up and sign-in with e-mail and
-//! password, sign-out (this session, or everywhere) and password change (issue 12),
+//! password, sign-out (this session, or everywhere) and password change,
 //! sharing the "chat" permission with another account, and the personal MCP URL
 //! endpoint (`POST /personal/mcp` to get it, `DELETE` to revoke it; with an owner's
 //! `user_id`, a grantee's own delegated URL on that owner's data).
+//!
+//! Shares are invitations: `offer_share` writes one and mails it, `accept_invitation`
+//! makes the share for a confirmed account with that address; share, list and unshare
+//! answer alike for every address and never name an account.
 //!
 //! Owns request validation and the response shapes (`{"code": 0, "msg": "ok",
 //! "data": …}`; failures are a non-zero `code` with `msg`). Never logs a password,
@@ -28,7 +32,7 @@ use crate::store::{AccountStore, Created, TokenChange};
 
 /// Lifetime of a token from sign-in.
 pub(crate) const SESSION_TOKEN_SECS: u64 = 24 * 3600;
-/// Accounts one source address may create in an hour (issue 12): each costs an Argon2
+/// Accounts one source address may create in an hour: each costs an Argon2
 /// hash and a row, and nobody signs up twenty times an hour from one address.
 pub(crate) const SIGN_UPS_PER_HOUR: u32 = 20;
 const SIGN_UPS: Quota = Quota {
@@ -39,7 +43,7 @@ const SIGN_UPS: Quota = Quota {
 /// The permission B2 checks before minting a URL for another account.
 pub(crate) const CHAT_PERMISSION: &str = "chat";
 
-/// Invitations one owner may send in a day (issue 27): each is a mail to an address the
+/// Invitations one owner may send in a day: each is a mail to an address the
 /// owner names.
 const INVITATIONS: Quota = Quota {
     kind: "invite-owner",
@@ -53,7 +57,7 @@ pub(crate) struct AccountApi {
     pub urls: Arc<McpUrls>,
     pub clock: Arc<dyn Clock>,
     pub passwords: Arc<Passwords>,
-    /// How mail leaves (issue 27); `None`: no mail is sent.
+    /// How mail leaves; `None`: no mail is sent.
     pub mail: Option<Arc<dyn MailSender>>,
     /// The public origin the links in mail point at (the console's).
     pub origin: String,
@@ -227,7 +231,7 @@ impl AccountApi {
             json!({
                 "user_id": user_id, "token": token, "token_type": "Bearer",
                 "expires_in": SESSION_TOKEN_SECS,
-                // Issue 27: the address is unproven until the mailed link is used.
+                // The address is unproven until the mailed link is used.
                 "email_confirmed": false, "confirmation_sent": confirmation_sent,
             }),
         ))
@@ -435,7 +439,7 @@ impl AccountApi {
         }
     }
 
-    /// `POST /api/shares` `{"grantee": <e-mail>}` (issue 27, findings 1 and 4): no grant
+    /// `POST /api/shares` `{"grantee": <e-mail>}`: no grant
     /// is made here. The address gets an invitation (a mail with a link to the console)
     /// that a confirmed account with exactly that address accepts; only then is there a
     /// share. Answers the same whether or not the address has an account
@@ -573,7 +577,7 @@ impl AccountApi {
         Ok(())
     }
 
-    /// Accepts invitation `id` for the caller (issue 27): only a confirmed account, and
+    /// Accepts invitation `id` for the caller: only a confirmed account, and
     /// only an invitation to its own address. The owner's id and address (the grantee
     /// needs the id for `POST /personal/mcp`).
     pub(crate) async fn accept_invitation(
@@ -698,7 +702,7 @@ pub(crate) struct SharesOverview {
     pub email_confirmed: bool,
 }
 
-/// Who can act for a user (issue 15): the typed cores the console's access page and
+/// Who can act for a user: the typed cores the console's access page and
 /// `GET /api/shares`, `GET /api/user/urls`, `DELETE /api/user/urls/{id}` share.
 impl AccountApi {
     async fn share_views(
@@ -717,7 +721,7 @@ impl AccountApi {
         Ok(views)
     }
 
-    /// Everything shared by and with `user_id` (issue 27): accepted shares both ways,
+    /// Everything shared by and with `user_id`: accepted shares both ways,
     /// the invitations the user sent that wait, and the invitations waiting for the
     /// user's address (only once it is confirmed: an unconfirmed account receives none).
     pub(crate) async fn shares_of(&self, user_id: &str) -> Result<SharesOverview, ApiError> {
@@ -841,7 +845,7 @@ impl AccountApi {
         }
     }
 
-    /// `GET /api/shares` (issue 27): `granted` (what the caller offers: `{email,
+    /// `GET /api/shares`: `granted` (what the caller offers: `{email,
     /// permissions, status: "accepted" | "pending" | "expired", invited_at?}`, by address and never
     /// an account id, finding 4), `received` (`{user_id, email, permissions}` of the
     /// owners who share with the caller: the id is what `POST /personal/mcp` takes),

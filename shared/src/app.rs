@@ -576,7 +576,7 @@ impl App {
             .ok_or(ApiError::NoKeys)
     }
 
-    /// Export and deletion of the whole account (issue 15); needs the account API.
+    /// Export and deletion of the whole account; needs the account API.
     fn whole_account(&self) -> Result<WholeAccount<'_>, ApiError> {
         Ok(WholeAccount::new(
             &self.uploads,

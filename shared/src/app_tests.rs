@@ -175,14 +175,14 @@ async fn without_keys_oauth_is_turned_away_but_accounts_answer_with_cors() {
     let sign_up = send(&app, "POST", "/auth/signup", &[("origin", PAGE)]).await;
     assert_eq!(sign_up.status(), 503);
     assert_eq!(header(&sign_up, "access-control-allow-origin"), Some(PAGE));
-    // A page can read when to try again after a 429 (issue 12).
+    // A page can read when to try again after a 429.
     assert!(
         header(&sign_up, "access-control-expose-headers")
             .is_some_and(|h| h.contains("Retry-After"))
     );
 }
 
-/// Issue 13: a request whose handling panicked answers 500 in its endpoint's form.
+/// A request whose handling panicked answers 500 in its endpoint's form.
 #[test]
 fn a_panicked_request_answers_500_in_its_endpoints_form() {
     let row = |method: &str, path: &str| {

@@ -57,7 +57,7 @@ pub struct Config {
     /// probe). `None` keeps the defaults.
     pub remote_timeout_secs: Option<u64>,
     /// `MIROBODY_IMPORT_STALL_SECS` (10 to 3600, default 300): an import that has not
-    /// reported for this long was stopped (its process killed, issue 26); the next read
+    /// reported for this long was stopped (its process killed); the next read
     /// of its upload fails it. Longer than any pause between reports (one chunk's write).
     pub import_stall_secs: u64,
     /// `MIROBODY_HASH_PERMITS` (1 to 256, default 2): how many Argon2 password hashes
@@ -73,18 +73,18 @@ pub struct Config {
     /// `AWS_REGION`: where the upload bucket is (the console's upload script PUTs there).
     pub aws_region: Option<String>,
     /// `MCP_REMOTE_RESULT_MAX_BYTES`: a forwarded tool result's content is cut to this
-    /// many bytes, with a note (issue 16); 256 KiB unless set, 1 KiB to 4 MiB.
+    /// many bytes, with a note; 256 KiB unless set, 1 KiB to 4 MiB.
     pub remote_result_max_bytes: usize,
     /// `MIROBODY_SNAPSHOT_TTL_SECS` (1 to 60): how long a user's MCP server's tool list is
     /// reused on `/mcp` before it is fetched again (a failed server is left out for 15 s,
     /// or this if shorter). `None` keeps the default, 60 s. Tests set a few seconds to
     /// see a server's new tools without waiting a minute.
     pub snapshot_ttl_secs: Option<u64>,
-    /// `MCP_ALLOWED_ORIGINS` (issue 16, item 6): browser origins beyond loopback and the
+    /// `MCP_ALLOWED_ORIGINS`: browser origins beyond loopback and the
     /// public URL that may call the bearer-token routes (`/mcp`, the API), or any origin.
     pub allowed_origins: AllowedOrigins,
     /// `MIROBODY_MAIL_DIR` (local only): where the local server writes each message it
-    /// sends (issue 27); `<data dir>/mail` unless set.
+    /// sends; `<data dir>/mail` unless set.
     pub mail_dir: Option<PathBuf>,
     /// `MIROBODY_MAIL_FROM` (deployed): the SES identity (a verified address) mail is sent
     /// from; without it a deployed function sends no mail.
@@ -357,7 +357,7 @@ impl Config {
         })
     }
 
-    /// Where the local server writes the messages it sends (issue 27).
+    /// Where the local server writes the messages it sends.
     pub fn local_mail_dir(&self) -> PathBuf {
         self.mail_dir
             .clone()
@@ -526,7 +526,7 @@ mod tests {
         assert_eq!(config.remote_result_max_bytes, 256 * 1024);
     }
 
-    /// Issue 16, item 5: the result limit is checked at start.
+    /// The result limit is checked at start.
     #[test]
     fn the_remote_result_limit_is_bounded() {
         let with = |value: &str| {

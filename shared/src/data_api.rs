@@ -84,7 +84,7 @@ impl DataApi {
             .put_readings(&caller.user_id, &readings)
             .await
             .map_err(store_failed("saving readings"))?;
-        // What happened to every row (issue 25): nothing is lost without a word.
+        // What happened to every row: nothing is lost without a word.
         Ok(ok(json!({
             "received": rows,
             "written": report.written,
@@ -100,7 +100,7 @@ impl DataApi {
         caller: &Caller,
         request: &Request<Bytes>,
     ) -> Result<Response<Bytes>, ApiError> {
-        // The file replaces the user's genome as a whole (issue 14: a new version, then
+        // The file replaces the user's genome as a whole (a new version, then
         // one switch); a repeated rsid counts once.
         let genome = upload::parse_genotype_file(request.body()).map_err(bad_upload)?;
         self.store

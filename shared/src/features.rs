@@ -1,7 +1,14 @@
-//! What this build of the crate links (issue 17, "lean functions"): each Lambda function
+//! What this build of the crate links ("lean functions"): each Lambda function
 //! enables its route group's Cargo feature (`group-mcp`, …), which implies the dependency
 //! boundaries the group needs (`s3`, `console`); the local server, the tests and the fuzz
-//! targets build `full` (every group, and `sqlite` for the embedded store).
+//! targets build `full` (every group, and `sqlite` for the embedded store). `mail` (Amazon
+//! SES) is the oauth and console groups' only.
+//!
+//! The cfgs sit at module and dispatch boundaries only: each row's handler is compiled in
+//! with its group (`gate!` in `app/routes.rs`; another group's row answers `NOT_BUILT`),
+//! and without `console` there is no `crate::console`. A single-group build allows dead
+//! code (what only other groups use); the full build checks it.
+//! `tests/e2e/lean_functions.rs` reads each function's dependency tree.
 //!
 //! Owns the one start-up check that the group a binary serves was compiled in: `App::new`
 //! refuses any other, so a route never reaches a handler the build left out.

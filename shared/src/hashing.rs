@@ -1,4 +1,4 @@
-//! The keyed hash of the per-row maps of an import (issue 26): foldhash, several times
+//! The keyed hash of the per-row maps of an import: foldhash, several times
 //! faster than the standard library's SipHash on short keys, with a per-map seed from the
 //! operating system's random source, so nobody can choose rows that pile into one bucket.
 //!

@@ -1,4 +1,4 @@
-//! Links that prove an address (issue 27, finding 1): the confirmation link a sign-up
+//! Links that prove an address: the confirmation link a sign-up
 //! mails, and the "forgot password" link that sets a new password.
 //!
 //! Owns each link's life: a 32-byte random secret in the link, only its SHA-256 stored

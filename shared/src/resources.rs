@@ -7,7 +7,7 @@
 //! loaded text is never changed. `{{JWT_TOKEN}}` becomes a fixed placeholder
 //! ([`WITHHELD_TOKEN`]), never the caller's bearer token: resource text goes into a
 //! model's context, and a credential there can be repeated, logged or exfiltrated by a
-//! prompt injection (issue 12).
+//! prompt injection.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;

@@ -24,9 +24,9 @@ pub struct Services {
     /// account endpoints answer 503.
     pub keys: Option<Keys>,
     pub clock: Arc<dyn Clock>,
-    /// Where uploaded files wait for their import (issue 14).
+    /// Where uploaded files wait for their import.
     pub objects: Arc<dyn UploadObjects>,
-    /// How mail leaves (issue 27): SES deployed, a directory locally; `None` when this
+    /// How mail leaves: SES deployed, a directory locally; `None` when this
     /// process sends none (a function without `MIROBODY_MAIL_FROM` or the `mail`
     /// feature): then no confirmation, reset or invitation mail goes out.
     pub mail: Option<Arc<dyn MailSender>>,
@@ -67,11 +67,11 @@ impl From<KeyError> for StartupError {
 /// What `migrate` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Migrated {
-    /// Readings moved from the per-reading layout (issue 14).
+    /// Readings moved from the per-reading layout.
     pub readings: u64,
-    /// Users whose genotypes became their genome (issue 14).
+    /// Users whose genotypes became their genome.
     pub genomes: usize,
-    /// Readings the measures catalogue renamed, converted or moved (issue 25).
+    /// Readings the measures catalogue renamed, converted or moved.
     pub canonical: u64,
 }
 
@@ -131,8 +131,8 @@ impl Services {
         Ok((readings.len(), genotypes.len()))
     }
 
-    /// Moves data stored in an older layout into the current one (issue 14: DynamoDB's
-    /// per-reading items and per-rsid genotype items; issue 25: readings made canonical by
+    /// Moves data stored in an older layout into the current one (DynamoDB's
+    /// per-reading items and per-rsid genotype items; readings made canonical by
     /// the measures catalogue, rollups rebuilt). Safe to run again.
     pub async fn migrate_legacy_data(&self) -> Result<Migrated, StoreError> {
         let readings = self.store.migrate_legacy_readings().await?;

@@ -1,4 +1,4 @@
-//! The whole account (issue 15): export everything the product holds about a user as
+//! The whole account: export everything the product holds about a user as
 //! one download, delete all of a user's data, delete the account.
 //!
 //! Owns the typed cores the console's account page and the JSON API (`GET
@@ -11,7 +11,12 @@
 //! `[time, value]`. Three years of five-minute readings are ~630k rows, tens of MB as
 //! JSON, more than a Lambda response may carry (6 MB); gzip takes it to a few MB. It is
 //! built one indicator at a time straight into the compressor, so memory holds one
-//! indicator's readings and the compressed output, never the whole JSON.
+//! indicator's readings and the compressed output, never the whole JSON. An export larger
+//! than a Lambda response (4 MiB of gzip) waits under `exports/` in the upload bucket and
+//! is answered `303` to a presigned GET (`UploadObjects::put_download`).
+//!
+//! Deleting the account is the store's `delete_account_everything`: a token-state
+//! tombstone first, so every credential is refused before anything else goes.
 
 use std::io::Write;
 use std::net::IpAddr;
@@ -206,7 +211,7 @@ impl WholeAccount<'_> {
                         r.code.as_deref(),
                     ))
             });
-            // Issue 25: the UTC offset and what was sent (before the catalogue made the
+            // The UTC offset and what was sent (before the catalogue made the
             // reading canonical) travel with each reading when any has them.
             let sent = readings
                 .iter()
@@ -381,7 +386,7 @@ impl WholeAccount<'_> {
             })
             .collect();
         let records = store.account_records(user_id).await?;
-        // By the address of who accepted, never an account id (issue 27, finding 4);
+        // By the address of who accepted, never an account id;
         // then the invitations that wait.
         let mut shares: Vec<Value> = Vec::with_capacity(records.shares_granted.len());
         for (grantee, permissions) in records.shares_granted {

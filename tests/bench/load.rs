@@ -1,4 +1,4 @@
-//! Load and soak, long form (issue 13): the `e2e::load` mix against a running server for a
+//! Load and soak, long form: the `e2e::load` mix against a running server for a
 //! number of seconds at a number of connections; prints requests, status classes, p50/p99
 //! and, given the server's pid, its resident size at the start and the end. Measures and
 //! prints; asserts nothing. `scripts/load` starts a release server and runs this.

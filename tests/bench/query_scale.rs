@@ -1,4 +1,4 @@
-//! Scale figure for `query_health_indicators` (issue 3): time and DynamoDB requests
+//! Scale figure for `query_health_indicators`: time and DynamoDB requests
 //! for `aggregate: "stats"` over 10 indicators x 1,000 readings, on the embedded store
 //! and on DynamoDB (moto). Measures and prints; asserts nothing.
 //!

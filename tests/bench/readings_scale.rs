@@ -1,4 +1,4 @@
-//! Scale figures for readings (issue 14, section 3): three years of 5-minute CGM
+//! Scale figures for readings: three years of 5-minute CGM
 //! glucose and heart rate, daily steps, weekly weight and quarterly labs (about 632,000
 //! readings, synthetic) on the embedded store, then each `query_health_indicators`
 //! shape 20 times through `App::handle`: median and p99. Measures and prints; asserts

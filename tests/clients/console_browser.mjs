@@ -1,17 +1,17 @@
 #!/usr/bin/env node
-// The web console of issue 15 end to end in headless Chromium (Debian's /usr/bin/chromium,
+// The web console end to end in headless Chromium (Debian's /usr/bin/chromium,
 // driven by playwright-core; nothing is downloaded), through the DOM contract of the pages.
 //
 // Usage: node console_browser.mjs BASE_URL --screenshots DIR --python PYTHON
 //            --remote MCP_URL --remote-token TOKEN --mail-dir DIR
 //
-// Named steps, in order: signup, signout_signin, password, confirm_address (issue 27: the
+// Named steps, in order: signup, signout_signin, password, confirm_address (the
 // link from the sign-up mail, read from the local server's mail directory, confirms the
 // address once), accept_invitation (another account shares with this address: the access
 // page shows the invitation, accepting makes the share; a share offered here waits as an
 // invitation), forgot_reset (the reset link mailed from "forgot password" sets a new
 // password and ends the session), upload_genome, upload_readings,
-// chart, truthful_numbers (issue 25: an Apple Health export's step totals, time in range,
+// chart, truthful_numbers (an Apple Health export's step totals, time in range,
 // glucose profile and sleep stages read off the pages and through /mcp), genome_lookup,
 // personal_url (minted, copied, used from the Python SDK client), mcp_server (a local Python SDK server registered, its tools shown), oauth_revoke (a client
 // authorised through the consent page in this browser, revoked on the access page, its
@@ -65,7 +65,7 @@ const READINGS_CSV = [
   '"Glucose, fasting",96,mg/dL,2026-03-12,City Lab',
 ].join('\n') + '\n';
 const READING_ROWS = 14;
-// Issue 25's numbers, from an Apple Health export (export.xml) a person could have written,
+// Truthful numbers, from an Apple Health export (export.xml) a person could have written,
 // every answer worked out by hand here; the Rust test asserts the same values.
 //
 // Steps (local days, +01:00): on 2026-03-26 the iPhone counted 500 in each hour 08:00 to
@@ -510,7 +510,7 @@ async function caption(flow, figure) {
 }
 
 /**
- * Issue 25 on the page: uploads the export above, then reads the daily step totals, the
+ * Truthful numbers on the page: uploads the export above, then reads the daily step totals, the
  * time in range, the glucose profile at 08:00 and each night's stages off the rendered
  * pages, and the same numbers through `/mcp`. The Rust test asserts the hand-worked values.
  */
@@ -779,7 +779,7 @@ async function deleteAccount(flow) {
 }
 
 
-// ---------------------------------------------------------------- e-mail (issue 27)
+// ---------------------------------------------------------------- e-mail
 
 /** The newest link to `path` the server mailed to `to` (its mail directory), waiting 5 s. */
 async function mailedLink(flow, to, path) {

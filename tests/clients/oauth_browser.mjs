@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The OAuth 2.1 flows of issue 5 end to end, through the server's real HTML pages in headless
+// The OAuth 2.1 flows end to end, through the server's real HTML pages in headless
 // Chromium (Debian's /usr/bin/chromium, driven by playwright-core; nothing is downloaded).
 //
 // Usage: node oauth_browser.mjs BASE_URL [--screenshots DIR]
@@ -295,7 +295,7 @@ async function codeFlow(base, context, callback, email, screenshots) {
   });
   check(family.status === 400 && family.body.error === 'invalid_grant', `new refresh token after reuse: ${family.status} ${family.text}`);
 
-  // Introspection needs a confidential client's authentication (issue 12): this public
+  // Introspection needs a confidential client's authentication: this public
   // client is refused, and the token's audience is read from its own payload instead.
   const introspected = await http('POST', `${base}/oauth/introspect`, { form: { token: second.access_token } });
   check(introspected.status === 401 && introspected.body.error === 'invalid_client', `introspection: ${introspected.status} ${introspected.text}`);

@@ -11,10 +11,10 @@ with --header, they need that header; otherwise 401. While --hang-file exists, e
 request hangs (a server that stopped answering). Tools: lookup_order, create_ticket,
 always_fails (raises, so the result is isError), stall (never finishes); with --bulk K,
 also bulk_000 … (K tools, each with a 15 kB description: a listing that must be bounded).
-Issue 16: with --metadata, also describe_order (a title, annotations, an output schema
+With --metadata, also describe_order (a title, annotations, an output schema
 and structured content) and big_result(size) (plain text of `size` bytes, no structured
 content) and big_structured(size) (the same as structured content, with an output
-schema); with --long-name, also a tool whose name is 200 characters long. Issue 17: with
+schema); with --long-name, also a tool whose name is 200 characters long. With
 --trace-log, each POST appends one JSON line to PATH: its JSON-RPC method, its `traceparent`
 header, its `tracestate` header and its `params._meta.traceparent` (null when absent).
 """

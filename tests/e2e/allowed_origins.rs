@@ -1,4 +1,4 @@
-//! Issue 16, item 6, end to end: `MCP_ALLOWED_ORIGINS` lets browser-based MCP clients on
+//! End to end: `MCP_ALLOWED_ORIGINS` lets browser-based MCP clients on
 //! other origins reach `/mcp` and the bearer-token API (preflight and request), answers
 //! `*` without credentials for `*`, never widens the console's pages or the OAuth forms
 //! (cookie routes), and a bad value stops start-up naming the setting.

@@ -196,7 +196,7 @@ fn upload_parsers_stay_pure() {
     );
 }
 
-/// Issue 27: mail leaves only through `mail/` (SES in `mail/ses.rs`), and `mail/` knows
+/// Mail leaves only through `mail/` (SES in `mail/ses.rs`), and `mail/` knows
 /// nothing of the store, the tools or the domain records: a message can carry a link
 /// and an address, never a reading or a genotype.
 #[test]
@@ -299,7 +299,7 @@ fn parts_import_only_what_the_map_allows() {
     );
 }
 
-/// The seven nevers of issue 28, each named (the parts table says them too).
+/// The seven nevers that were once broken, each named (the parts table says them too).
 fn part_imports(dir: &str, part: &str) -> Vec<String> {
     let needle = format!("crate::{part}");
     offenders(dir, &[], move |code| {

@@ -1,4 +1,4 @@
-//! Issue 15, the console's "Who can act for you" page over HTTP with a cookie session: an
+//! The console's "Who can act for you" page over HTTP with a cookie session: an
 //! OAuth client authorised through the real consent form is listed and withdrawn (its
 //! refresh token then refused); the personal URL's status; a temporary agent URL listed
 //! and revoked (it stops resolving); shares granted and received listed by e-mail and
@@ -315,7 +315,7 @@ async fn console_access_lists_and_revokes_who_can_act_for_you() {
         )
         .await;
     assert_eq!(back.status, 200, "{}", back.body);
-    // Issue 27: each waits as an invitation until accepted with a confirmed address.
+    // Each waits as an invitation until accepted with a confirmed address.
     server.accept_invitations(&bob.email, &bob.token).await;
     server.accept_invitations(&alice.email, &alice.token).await;
 
@@ -481,7 +481,7 @@ async fn shares_and_temporary_urls_through_the_json_api() {
     assert_eq!(shared.status, 200, "{}", shared.body);
     server.accept_invitations(&bob.email, &bob.token).await;
 
-    // Issue 27, finding 4: the owner sees who accepted by address, never an account id.
+    // The owner sees who accepted by address, never an account id.
     let alices = alice.api(&server, "GET", "/api/shares", None).await;
     assert_eq!(alices.status, 200, "{}", alices.body);
     assert_eq!(

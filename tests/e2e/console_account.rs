@@ -1,4 +1,4 @@
-//! The console's account page (issue 15) over HTTP against `mirobody-local`: the
+//! The console's account page over HTTP against `mirobody-local`: the
 //! export (what was uploaded, no secret), deleting all data, deleting the account
 //! (password confirmed; afterwards every credential of it refused, the e-mail free),
 //! CSRF, and the JSON API forms (`GET /api/user/export`, `DELETE /api/user`).
@@ -261,7 +261,7 @@ async fn console_export_holds_what_was_uploaded_and_no_secret() {
         glucose["readings"],
         json!([["2026-03-01T08:00:00", 91.0], ["2026-03-02T08:00:00", 97.0]])
     );
-    // Issue 25: the measure's name; what was sent is kept beside it.
+    // The measure's name; what was sent is kept beside it.
     let heart = readings
         .iter()
         .find(|r| r["indicator"] == "Heart rate")

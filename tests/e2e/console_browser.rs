@@ -1,9 +1,9 @@
-//! The web console end to end in headless Chromium (issue 15): Debian's `chromium`
+//! The web console end to end in headless Chromium: Debian's `chromium`
 //! through playwright-core drives `tests/clients/console_browser.mjs` against
 //! `mirobody-local`: sign up, sign out and in, change the password, confirm the address
 //! through the link in the mail directory, accept an invitation and offer a share, reset
-//! the password through a mailed link (issue 27), upload a genome and a
-//! readings file (the progress bar to 100 %), the chart, issue 25's numbers read off the
+//! the password through a mailed link, upload a genome and a
+//! readings file (the progress bar to 100 %), the chart, the truthful numbers read off the
 //! pages (an Apple Health export's day totals of steps, time in range, the glucose profile
 //! at 08:00 and each night's sleep stages, against answers worked out by hand, and the
 //! same through `/mcp`), the rsid look-up, the personal URL
@@ -74,7 +74,7 @@ fn screenshot_dir() -> PathBuf {
         .join("screenshots")
 }
 
-/// The numbers of issue 25 read off the rendered pages and through `/mcp`, against the
+/// The truthful numbers read off the rendered pages and through `/mcp`, against the
 /// answers worked out by hand beside the export in `console_browser.mjs` (steps counted once
 /// across the phone and the watch, time in range, the glucose profile at 08:00, each night's
 /// stages).

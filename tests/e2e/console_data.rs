@@ -1,11 +1,11 @@
-//! Issue 15, the console's data pages over HTTP against `mirobody-local`: a person signs
+//! The console's data pages over HTTP against `mirobody-local`: a person signs
 //! up through the console's form (a cookie session), uploads readings and a small genome
 //! through the JSON API, and sees them: the catalogue's rows and values, an indicator's
 //! chart (its points, the reference band) and latest readings, the genome summary and
 //! the rsid look-up. Another person's session never sees any of it; unknown indicators
 //! are 404 pages; invalid rsids are answered in words; every page is under 50 KB.
 //!
-//! Issue 25: the pages show what `query_health_indicators` answers, by the measure's
+//! The pages show what `query_health_indicators` answers, by the measure's
 //! kind: steps as daily totals, sleep by the night in hours, glucose in mg/dL whatever
 //! unit it was sent in, and a CGM's glucose with its time in range.
 

@@ -1,4 +1,4 @@
-//! The web console's defences (issue 15), each attack over HTTP against the real
+//! The web console's defences, each attack over HTTP against the real
 //! `mirobody-local`: CSRF on every console POST of the route table (no token, another
 //! session's token: 403, nothing changed), the session cookie's flags (`HttpOnly`,
 //! `SameSite=Lax`, `Path=/`, `Secure` exactly on https), sign-out ending the session on

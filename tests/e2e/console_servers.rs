@@ -1,10 +1,10 @@
-//! Issue 15, the console's "Your MCP servers" page over HTTP with a cookie session: a real
+//! The console's "Your MCP servers" page over HTTP with a cookie session: a real
 //! MCP server on loopback (`tests/clients/remote_server.py`, reached through
 //! `MIROBODY_REMOTE_DEV_LOOPBACK`) is added through the form and its tools appear in the
 //! table; a dead URL is refused in words with what was typed kept (never the credential);
 //! edit, switch off and on, probe again (also failing: the error in the row), delete; a
 //! post without the CSRF token is refused and changes nothing; another user never sees
-//! the row and cannot touch it. Issue 16: a server added switched off is saved without a
+//! the row and cannot touch it. A server added switched off is saved without a
 //! probe; the toggle probes it; the edit form renames.
 
 use e2e::remote_server::RemoteServer;
@@ -360,7 +360,7 @@ async fn console_servers_add_edit_toggle_probe_and_delete() {
     assert_eq!(anonymous.status, 303);
 }
 
-/// Issue 16 item 1 on the page: a server added with "Enabled" unchecked is saved without
+/// Saving switched off, on the page: a server added with "Enabled" unchecked is saved without
 /// contacting it (a loopback listener counts connections); the toggle then probes, and a
 /// server that does not answer is refused in words and stays switched off.
 #[tokio::test(flavor = "multi_thread")]
@@ -414,7 +414,7 @@ async fn console_adds_switched_off_without_a_probe_and_the_toggle_probes() {
     assert_eq!(cell(row(&on.body, "later").unwrap(), "enabled"), "no");
 }
 
-/// Issue 16 item 4 on the page: the edit form's name field renames the server (then the
+/// Renaming, on the page: the edit form's name field renames the server (then the
 /// edit page of the new name), its credential kept; a taken name is refused in words
 /// with what was typed kept.
 #[tokio::test(flavor = "multi_thread")]

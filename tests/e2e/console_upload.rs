@@ -1,4 +1,4 @@
-//! Issue 15, the console's upload and connect pages over HTTP with a cookie session (a
+//! The console's upload and connect pages over HTTP with a cookie session (a
 //! person signed up through the console's own form): the upload page's script endpoints
 //! (create with the CSRF header, PUT, poll until done; the same answers as the JSON
 //! API; refused without the CSRF header, for another person's upload, signed out), the

@@ -1,4 +1,4 @@
-//! Issue 17's cost model (`scripts/cost-model`): the README's "Cost" section is exactly
+//! The cost model (`scripts/cost-model`): the README's "Cost" section is exactly
 //! what the model prints for the committed benchmark output (`docs/cost/bench.json`), so a
 //! price, profile or measurement change without regenerating the README fails here; and
 //! the model's arithmetic on a tiny hand-made benchmark matches numbers worked out by hand.

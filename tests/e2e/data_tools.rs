@@ -131,7 +131,7 @@ async fn a5_e1_e2_e4_upload_gate_query_delete() {
     assert_eq!(catalogue["indicator_count"], 3, "{catalogue}");
     let by_synonym = query_health(json!({ "keywords": ["glycated haemoglobin"] })).await;
     let hba1c = &by_synonym["indicators"][0];
-    // Issue 25: uploaded as HbA1c, kept as the catalogue's measure.
+    // Uploaded as HbA1c, kept as the catalogue's measure.
     assert_eq!(hba1c["name"], "Hemoglobin A1c", "{by_synonym}");
     assert_eq!(
         hba1c["rows"].as_array().unwrap().len(),
@@ -160,7 +160,7 @@ async fn a5_e1_e2_e4_upload_gate_query_delete() {
         s["change"].as_f64().unwrap() + 0.4 < 1e-9,
         "change is a number: {stats}"
     );
-    // Uploaded as "Glucose, fasting": the measure Glucose (issue 25), found by either name.
+    // Uploaded as "Glucose, fasting": the measure Glucose, found by either name.
     let monthly =
         query_health(json!({ "indicators": ["Glucose, fasting"], "aggregate": "month" })).await;
     assert_eq!(monthly["indicators"][0]["name"], "Glucose", "{monthly}");
@@ -174,7 +174,7 @@ async fn a5_e1_e2_e4_upload_gate_query_delete() {
         weekly["indicators"][0]["rows"][0], "2026-W02|128|128|128|1",
         "{weekly}"
     );
-    // Issue 25: days are the person's local days, so the window is exact (no padding).
+    // Days are the person's local days, so the window is exact (no padding).
     let daily = query_health(json!({ "keywords": ["HbA1c"], "aggregate": "day", "start_time": "2026-02-11", "end_time": "2026-03-12" })).await;
     assert_eq!(
         daily["indicators"][0]["rows"],
@@ -367,7 +367,7 @@ async fn without_data_table(moto: &Moto, label: &str) -> Vec<(String, String)> {
     ]
 }
 
-/// Issue 14 (part genome): a genotype file replaces the user's genome as a whole (a new
+/// A genotype file replaces the user's genome as a whole (a new
 /// version, then one switch), whatever the backend; a bigger file (100,000 rows) reads
 /// back with neighbours; deleting the data removes the genome.
 async fn a_genotype_file_replaces_the_genome(server: &Server) {
@@ -479,7 +479,7 @@ async fn e4_a_genotype_file_replaces_the_genome_dynamodb() {
     a_genotype_file_replaces_the_genome(&Server::start(&settings)).await;
 }
 
-/// Issue 14: readings stored on DynamoDB in the per-reading layout before it (`h#`
+/// Readings stored on DynamoDB in the per-reading layout before it (`h#`
 /// items) are moved by `mirobody-local migrate`; the tool then finds all of them, and
 /// a second run moves nothing.
 #[tokio::test]
@@ -553,7 +553,7 @@ async fn migrate_moves_readings_of_the_old_layout() {
         (json!(12), json!(5.1), json!(5.12)),
         "{stats}"
     );
-    // Issue 25: the readings moved to their measure's key; nothing is left under the old one.
+    // The readings moved to their measure's key; nothing is left under the old one.
     let catalogue = call(&server, &token, "query_health_indicators", json!({})).await;
     assert_eq!(catalogue["indicator_count"], json!(1), "{catalogue}");
     assert!(

@@ -609,7 +609,7 @@ async fn a_hanging_server_is_left_out_and_the_others_still_answer() {
         "{}",
         view.body
     );
-    // Issue 16, item 2: the call that got no answer in time is on the record (a hung
+    // The call that got no answer in time is on the record (a hung
     // server and a tool that runs too long look the same), until the next exchange.
     let path = "/api/user/mcp-servers/steady";
     let late = api(&server, "GET", path, &token, None).await;
@@ -806,7 +806,7 @@ async fn an_unreadable_server_list_degrades_to_a_note() {
     assert_eq!(called["result"]["isError"], true, "{called}");
 }
 
-/// Issue 13, finding 4: one user's servers cannot blow up a `tools/list` answer. Seven
+/// One user's servers cannot blow up a `tools/list` answer. Seven
 /// servers each listing 200 tools with 15 kB descriptions (21 MB of listings before)
 /// come back within about 1 MiB: descriptions cut, each server's tools bounded, servers
 /// past the total left out, and every cut said in `_meta`.

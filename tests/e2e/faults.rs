@@ -1,4 +1,4 @@
-//! Faults (issue 13): the real `mirobody-local` on DynamoDB (moto) and real remote MCP
+//! Faults: the real `mirobody-local` on DynamoDB (moto) and real remote MCP
 //! servers, with a loopback TCP proxy in between that the test turns into the fault: the
 //! store unreachable, slow or throttling; a remote server that resets, trickles bytes or
 //! answers garbage. And a Lambda function whose keys secret cannot be read at cold start.
@@ -406,7 +406,7 @@ async fn fault_2_a_slow_store_still_answers_in_bounded_time() {
 /// Fault 3, a throttling store (DynamoDB's `ProvisionedThroughputExceededException`,
 /// HTTP 400). What the code does: the SDK retries the throttled request (standard retry
 /// mode), then the store reports it unavailable. Expected: an upload while every write
-/// (readings go out as TransactWriteItems since issue 14) is throttled answers 503
+/// (readings go out as TransactWriteItems) is throttled answers 503
 /// "retry the same upload" within [`BOUND`], after more than one attempt; reads throttled the same way answer 503 on `/api/data` and on `/mcp` for
 /// a token. Afterwards nothing is half-written: the store holds exactly the readings of
 /// the uploads that answered 200, and the refused upload, retried, is written once.

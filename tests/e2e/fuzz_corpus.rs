@@ -1,4 +1,4 @@
-//! The fuzz seeds as regression tests (issue 28): every input in `fuzz/corpus/<target>/`
+//! The fuzz seeds as regression tests: every input in `fuzz/corpus/<target>/`
 //! (the committed `seed-*` files, and whatever a local fuzz run left there) and in
 //! `fuzz/artifacts/<target>/` (a crash a local run found; git ignores that directory) goes
 //! through that target's body, on the stable toolchain and the ordinary test build: no

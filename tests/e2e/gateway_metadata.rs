@@ -1,4 +1,4 @@
-//! Issue 16, items 5 and 8 (tool names): remote tools keep what they say about
+//! Remote tools keep what they say about
 //! themselves, and their results stay bounded, over HTTP against the real
 //! `mirobody-local` and the Python SDK's MCP server on 127.0.0.1
 //! (`tests/clients/remote_server.py`, reached through `MIROBODY_REMOTE_DEV_LOOPBACK`):

@@ -1,4 +1,4 @@
-//! Issue 16, items 2 and 3: the user's MCP gateway tells the truth and stays fresh, over
+//! The user's MCP gateway tells the truth and stays fresh, over
 //! HTTP against the real `mirobody-local`, with MCP servers on loopback
 //! (`MIROBODY_REMOTE_DEV_LOOPBACK`):
 //! - a small MCP server stub here that speaks either era (2026-07-28 `server/discover`,

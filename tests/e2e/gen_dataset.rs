@@ -1,4 +1,4 @@
-//! Issue 14's benchmark dataset (`scripts/gen-dataset`) in a tiny run, through today's
+//! The readings benchmark's dataset (`scripts/gen-dataset`) in a tiny run, through today's
 //! upload API: the three-year readings file and the 23andMe genome upload, and the
 //! data tools find them (a CGM glucose by a synonym, a quarterly lab, the well-known
 //! rsids the benchmark looks up). The Apple Health files are parsed in

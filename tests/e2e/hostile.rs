@@ -1,4 +1,4 @@
-//! Hostile input as data (issue 13): every file in `tests/data/hostile/` is one request an
+//! Hostile input as data: every file in `tests/data/hostile/` is one request an
 //! attacker might send, and what a safe answer looks like: a clear 4xx (or a JSON-RPC
 //! error), within a time bound, with the server still alive afterwards. The whole corpus
 //! runs against one server, whose peak resident memory may grow by at most

@@ -192,7 +192,7 @@ async fn b2_a_url_for_another_account_needs_its_chat_share() {
     )
     .await;
     assert_eq!(shared.status, 200, "{}", shared.body);
-    // Issue 27: the share waits as an invitation until the friend accepts it.
+    // The share waits as an invitation until the friend accepts it.
     server
         .accept_invitations("friend@example.com", &friend_token)
         .await;
@@ -205,7 +205,7 @@ async fn b2_a_url_for_another_account_needs_its_chat_share() {
     .await;
     assert_eq!(allowed.status, 200, "{}", allowed.body);
     let owners_own = post(&server, "/personal/mcp", Some(&owner_token), json!({})).await;
-    // Issue 12, finding 4: this used to be the owner's own URL; it is the grantee's own
+    // This used to be the owner's own URL; it is the grantee's own
     // delegated URL now (`security_shares.rs` follows it through its life).
     assert_ne!(
         allowed.json()["data"]["url"],
@@ -339,7 +339,7 @@ async fn a7_an_anonymous_call_gets_the_login_prompt_and_a_pollable_state() {
             .unwrap()
             .contains(state)
     );
-    // Issue 12, finding 3: the prompt carries a user code to show and a poll URL with
+    // The prompt carries a user code to show and a poll URL with
     // a poll secret that the link does not carry; the poll needs that secret.
     let code = prompt["user_code"].as_str().unwrap();
     assert!(

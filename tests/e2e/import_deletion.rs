@@ -1,4 +1,4 @@
-//! Issue 26, finding 1: deleting deletes, even during an import. A large CSV is uploaded
+//! Deleting deletes, even during an import. A large CSV is uploaded
 //! through the two-step flow; once its second pass is writing, the person deletes their
 //! data (`DELETE /api/data`) or their account (`DELETE /api/user`). Afterwards nothing of
 //! the user is in the store: no reading, no rollup or catalogue entry, no presence, no
@@ -217,7 +217,7 @@ async fn deleting_during_an_import_leaves_nothing_on_dynamodb() {
     drop(moto);
 }
 
-/// Issue 26, finding 4: an import killed mid-way (the process SIGKILLed while its
+/// An import killed mid-way (the process SIGKILLed while its
 /// second pass writes, as a crash or the import function's timeout does) is failed
 /// within the stall time (`MIROBODY_IMPORT_STALL_SECS`, 10 s here) instead of importing
 /// for ever, and leaves the store consistent: the catalogue's count, through the store
@@ -312,7 +312,7 @@ async fn a_killed_import_is_failed_and_leaves_the_store_consistent_on_dynamodb()
     drop(moto);
 }
 
-/// Issue 26, finding 6: a PUT that completes after its account was deleted leaves no
+/// A PUT that completes after its account was deleted leaves no
 /// file. The body is sent in two halves over a raw connection; between them the person
 /// deletes their account. The server stores the completed file (the URL was valid when
 /// the PUT began), and its import, finding no upload that owns it, deletes it. Without

@@ -1,4 +1,4 @@
-//! Issue 26, finding 7: a year of readings imported at real size on DynamoDB (moto,
+//! A year of readings imported at real size on DynamoDB (moto,
 //! through `infra/moto-serial` and its patch of moto's transactions). A year of 5-minute
 //! glucose readings and a year of 5-minute step counts (2 × 365 × 288 = 210,240 rows,
 //! generated here deterministically) go through the whole-file flow (create the upload,

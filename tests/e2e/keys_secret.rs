@@ -1,4 +1,4 @@
-//! Keys from Secrets Manager (issue 4): the secret the SAM template generates
+//! Keys from Secrets Manager: the secret the SAM template generates
 //! (`{"master": …}`) is read through the AWS SDK from a local moto, and tokens
 //! signed with the derived key verify while the dev key's do not.
 

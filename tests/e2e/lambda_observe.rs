@@ -1,4 +1,4 @@
-//! Issue 17, the Lambda side of metrics and traces: the `mcp`, `data`, `oauth` and `import`
+//! The Lambda side of metrics and traces: the `mcp`, `data`, `oauth` and `import`
 //! binaries run the way Lambda runs them (the Runtime API harness of
 //! `support/runtime_api.rs`, moto for the store), with `Lambda-Runtime-Trace-Id` headers
 //! and `AWS_XRAY_DAEMON_ADDRESS` pointing at a loopback UDP socket this test reads.
@@ -332,7 +332,7 @@ async fn functions_print_their_metrics_and_send_sampled_requests_to_xray() {
     }
 }
 
-/// The import function (issue 14's S3 path): each import prints one EMF line with its
+/// The import function (the S3 path): each import prints one EMF line with its
 /// rows, its rate, its duration and whether it failed.
 #[tokio::test]
 async fn the_import_function_prints_each_imports_metrics() {

@@ -49,14 +49,14 @@ fn expected_as_written(name: &str) -> u16 {
         | "oauth-oauth2-authorize-get"
         | "oauth-oauth2-authorize-post" => 400,
         "oauth-token" => 401,
-        // Introspection needs a confidential client's authentication (issue 12).
+        // Introspection needs a confidential client's authentication.
         "oauth-introspect" => 401,
         // A sign-in form posted without the page's CSRF token.
         "oauth-mcplogin-post" => 403,
-        // The page of a login state nobody made (issue 12, finding 3: the page reads
+        // The page of a login state nobody made (the page reads
         // the state to say who asked; it used to show the form for any state).
         "oauth-mcplogin-get" => 410,
-        // The console (issue 15): SAMPLE_TOKEN is no session, so a page sends the
+        // The console: SAMPLE_TOKEN is no session, so a page sends the
         // browser to sign in; a sign-in form posted without its CSRF token is refused.
         "console-data-get" => 303,
         "console-signin-post" => 403,
@@ -178,7 +178,7 @@ async fn every_function_serves_its_sample_events_through_the_runtime_api() {
         "gating sees the uploaded data through the personal URL: {names:?}"
     );
 
-    // The console function (issue 15) takes the session token as its cookie: the
+    // The console function takes the session token as its cookie: the
     // signed-in page, framed by nobody.
     let page = functions["console"]
         .invoke(&with_token("console-data-get"))
@@ -188,7 +188,7 @@ async fn every_function_serves_its_sample_events_through_the_runtime_api() {
     assert_eq!(page.header("x-frame-options"), Some("DENY"));
 
     // No account named by the grantee: the e-mail lookup ran, and the answer is the
-    // same as for an existing account (issue 12; this used to assert 404).
+    // same as for an existing account (this used to assert 404).
     let share = functions["oauth"]
         .invoke(&with_token("oauth-shares-post"))
         .await;
@@ -263,8 +263,8 @@ async fn every_function_serves_its_sample_events_through_the_runtime_api() {
     let introspected = functions["oauth"]
         .invoke(&with_token("oauth-introspect"))
         .await;
-    // Introspection needs a confidential client's authentication (issue 12, finding 6;
-    // this used to assert `active: true` for the sample event, which carries none).
+    // Introspection needs a confidential client's authentication
+    // (this used to assert `active: true` for the sample event, which carries none).
     assert_eq!(introspected.status, 401, "{}", introspected.body);
     assert_eq!(introspected.json()["error"], "invalid_client");
     let login_page = functions["oauth"]
@@ -333,7 +333,7 @@ fn object_created(bucket: &str, key: &str, size: usize) -> String {
     e.to_string()
 }
 
-/// Issue 14, the deployed upload path: a file PUT to a presigned URL of the upload bucket
+/// The deployed upload path: a file PUT to a presigned URL of the upload bucket
 /// (moto's S3), then S3's ObjectCreated event through the Runtime API to the `import`
 /// binary, which imports it as a stream: the upload is done, its rows landed and the
 /// file is removed (DynamoDB on moto too).
@@ -480,7 +480,7 @@ async fn the_import_function_imports_an_uploaded_object_named_by_an_s3_event() {
     assert!(!output.contains("7f3a"), "the key was logged:\n{output}");
 }
 
-/// Issue 26, finding 6, deployed: an object no upload owns (a PUT that completed after
+/// Deployed: an object no upload owns (a PUT that completed after
 /// its account was deleted, a stray object) and a replayed PUT after its upload's import
 /// ended are deleted by the `import` function when S3 reports them, so nothing is left
 /// for the bucket's day-long lifecycle rule. Without that both stayed in the bucket.

@@ -1,4 +1,4 @@
-//! Issue 16, item 7, end to end: `mirobody-local` says where it is. The banner shows the
+//! End to end: `mirobody-local` says where it is. The banner shows the
 //! listening address, the public URL, the MCP endpoint and the console; with
 //! `HTTP_HOST=0.0.0.0` and no `MCP_PUBLIC_URL` it warns that the URLs it hands out read
 //! `http://0.0.0.0:…` and LAN names are refused, and says what to set; with

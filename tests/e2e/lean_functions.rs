@@ -1,4 +1,4 @@
-//! Lean functions (issue 17): each Lambda function links what its route group needs and
+//! Lean functions: each Lambda function links what its route group needs and
 //! nothing else. Reads each function's dependency tree as `cargo build -p <function>`
 //! resolves it (its own features: `cargo build --workspace` unifies them, so the workspace
 //! build proves nothing about one function) and checks what it must link and what it must
@@ -83,7 +83,7 @@ fn each_function_links_its_groups_needs_only() {
         // S3 only where files are uploaded, imported or exported.
         let s3 = matches!(function, "oauth" | "data" | "console" | "import");
         check(function, &tree, "aws-sdk-s3", s3);
-        // Issue 27: only the functions that send mail (sign-up, reset, invitations).
+        // Only the functions that send mail (sign-up, reset, invitations).
         let ses = matches!(function, "oauth" | "console");
         check(function, &tree, "aws-sdk-sesv2", ses);
 

@@ -1,4 +1,4 @@
-//! Issue 13, "Load and soak", short form (the test command runs it): 64 concurrent
+//! Load and soak, short form (the test command runs it): 64 concurrent
 //! clients for 10 s against the debug `mirobody-local` on its embedded store, the mix of
 //! `e2e::load` (anonymous and signed-in MCP calls, data tools through a token and through
 //! the personal URL, the data summary, discovery). Zero 5xx, zero transport errors, and

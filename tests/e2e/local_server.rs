@@ -1,4 +1,4 @@
-//! Issue 13, findings 2 and 6, end to end against the real local server: bodies are
+//! End to end against the real local server: bodies are
 //! bounded per route before anything parses them (a 6 MB hostile JSON body no longer
 //! grows the process by hundreds of MiB), and slow or idle clients cannot hold it
 //! (header and body read timeouts, a connection limit, graceful shutdown on SIGTERM).

@@ -1,4 +1,4 @@
-//! Issue 25, truthful answers: a small synthetic golden dataset whose every answer is
+//! Truthful answers: a small synthetic golden dataset whose every answer is
 //! worked out by hand in the comments (never copied from the program's output), asked of
 //! `query_health_indicators` over `/mcp` on both stores (the embedded one and DynamoDB on
 //! moto). Each case is a user of its own: step totals from a phone and a watch, glucose

@@ -260,7 +260,7 @@ async fn c2_code_flow_with_pkce_then_mcp_refresh_rotation_and_introspection() {
         "reuse revoked the whole family"
     );
 
-    // Introspection needs a confidential client (issue 12, finding 6): this public
+    // Introspection needs a confidential client: this public
     // client, and nobody at all, are refused (this used to answer `active: true` to an
     // unauthenticated call). tests/e2e/security_small.rs covers the confidential client.
     for pairs in [
@@ -294,8 +294,8 @@ async fn c2_refusals_carry_rfc6749_error_codes() {
         }
     };
     // Plain and missing PKCE are refused at the authorize step, on a page naming the
-    // error: never redirected before the user has interacted (issue 12, finding 6;
-    // this assertion used to expect a redirect with `error=invalid_request`).
+    // error: never redirected before the user has interacted
+    // (this assertion used to expect a redirect with `error=invalid_request`).
     let refused_page = |params: Vec<(&'static str, String)>| {
         let server = &server;
         async move {
@@ -404,8 +404,8 @@ async fn c2_refusals_carry_rfc6749_error_codes() {
     assert_eq!(unknown_grant.json()["error"], "unsupported_grant_type");
 }
 
-/// C2 as amended by issues 12 and 16: the client-credentials grant is not offered (an app's
-/// own token would have no route to reach): registering it succeeds (RFC 7591, issue 16),
+/// C2 as amended: the client-credentials grant is not offered (an app's
+/// own token would have no route to reach): registering it succeeds (RFC 7591),
 /// asking the token endpoint for it is `unsupported_grant_type`; a wrong client secret is
 /// still `invalid_client`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -469,7 +469,7 @@ async fn c3_login_prompt_flow_through_mcplogin_and_check_state() {
     let url = prompt["authorization_url"].as_str().unwrap();
     let poll_url = prompt["auto_polling"]["poll_url"].as_str().unwrap();
     let poll_path = &poll_url[poll_url.find("/oauth2/").unwrap()..];
-    // Issue 12, finding 3: the page asks for the code the client shows.
+    // The page asks for the code the client shows.
     let user_code = prompt["user_code"].as_str().unwrap();
     let path = &url[url.find("/mcplogin").unwrap()..];
     let page = get(&server.url(path)).await;
@@ -493,8 +493,8 @@ async fn c3_login_prompt_flow_through_mcplogin_and_check_state() {
     let poll = get(&server.url(poll_path)).await.json();
     assert_eq!(poll["status"], "completed", "{poll}");
     let token = poll["token"].as_str().unwrap();
-    // Issue 12, finding 3: the token is handed out once; a second poll is told the
-    // token was already collected (410 `collected`, issue 16) and gets no token.
+    // The token is handed out once; a second poll is told the
+    // token was already collected (410 `collected`) and gets no token.
     let again = get(&server.url(poll_path)).await;
     assert_eq!(again.status, 410, "{}", again.body);
     assert_eq!(again.json()["status"], "collected");
@@ -582,7 +582,7 @@ async fn c2_a_client_id_metadata_document_is_fetched_through_the_guard() {
     ];
     let tokens = token(&server, &exchange).await;
     assert_eq!(tokens.status, 200, "{}", tokens.body);
-    // Issue 12, finding 6: the page, the sign-in post and the token request all found the
+    // The page, the sign-in post and the token request all found the
     // client, and one more authorize request does too, yet the document was fetched once.
     let query = encode(&[
         ("response_type", "code"),

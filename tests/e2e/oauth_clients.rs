@@ -1,4 +1,4 @@
-//! Real OAuth clients against `mirobody-local` (issue 5): headless Chromium (Debian's
+//! Real OAuth clients against `mirobody-local`: headless Chromium (Debian's
 //! `chromium`, driven by playwright-core) signs in through the server's HTML pages for the
 //! authorization-code flow and for the login prompt (`tests/clients/oauth_browser.mjs`),
 //! and the Python SDK's own OAuth support (`mcp` 2.3.0) completes the flow and lists tools
@@ -60,7 +60,7 @@ fn chromium_completes_the_code_flow_and_the_login_prompt_through_the_pages() {
     assert_eq!(code["refresh"]["rotated"], true);
     assert_eq!(code["refresh"]["old_refresh_error"], "invalid_grant");
     assert_eq!(code["refresh"]["family_revoked_error"], "invalid_grant");
-    // Introspection needs a confidential client (issue 12, finding 6): the public client
+    // Introspection needs a confidential client: the public client
     // is refused (this used to assert `active: true` for an unauthenticated call).
     assert_eq!(
         code["introspection"]["unauthenticated_status"], 401,
@@ -76,7 +76,7 @@ fn chromium_completes_the_code_flow_and_the_login_prompt_through_the_pages() {
     assert_eq!(login["ok"], true, "login prompt: {login}");
     assert_eq!(login["prompt"]["has_authorization_url"], true);
     assert_eq!(login["check_state_before"], "pending");
-    // Issue 12, finding 3: the page says who asked, the browser typed the user code from
+    // The page says who asked, the browser typed the user code from
     // the tool result, the poll needs the poll secret and hands the token out once.
     assert!(
         login["page"]["asked"]

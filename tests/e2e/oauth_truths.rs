@@ -1,4 +1,4 @@
-//! Issue 16, item 8 (the smaller truths of the authorization server), end to end: the
+//! The smaller truths of the authorization server, end to end: the
 //! login poll hands its token out once and then says it was collected (also to racing
 //! polls); a `client_credentials`-only client registers without `redirect_uris` (and
 //! gets `unsupported_grant_type` at the token endpoint), while `authorization_code`

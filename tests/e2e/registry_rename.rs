@@ -1,4 +1,4 @@
-//! Issue 16 item 4, rename: over HTTP against `mirobody-local` with the Python SDK's MCP
+//! Rename: over HTTP against `mirobody-local` with the Python SDK's MCP
 //! server on loopback, requiring a bearer token (`tests/clients/remote_server.py`). A
 //! PATCH with a new name keeps the sealed credential, url, auth, allowed tools and status
 //! fields; the tools' names follow (`mcp__<new>__<tool>`) and the old ones are gone from

@@ -1,4 +1,4 @@
-//! Issue 16 item 1, the registry records configurations: over HTTP against `mirobody-local`,
+//! The registry records configurations: over HTTP against `mirobody-local`,
 //! an entry saved switched off (REST form and the seed's table form) is stored without a
 //! probe and never contacted (a loopback listener counts connections); an empty url only
 //! while switched off, given later (checked, unique, its credential kept); the url guard

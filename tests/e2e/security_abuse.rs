@@ -1,18 +1,18 @@
-//! Issue 12, finding 5 ("no limits on the expensive doors"), end to end against the
-//! real local server: the attacks as the issue writes them, and that they now fail.
+//! Limits on the expensive doors, end to end against the
+//! real local server: the attacks as they were written, and that they now fail.
 //!
 //! - The eleventh failed sign-in in a minute from a source answers 429 with
 //!   `Retry-After`, before any password check: even the right password is refused, and
 //!   no Argon2 runs for it (counted in the server's debug log). Once an e-mail has ten
 //!   failures, a source with three of them is refused for it; the person, from a source
-//!   that has not failed, is not (issue 27, finding 5).
+//!   that has not failed, is not.
 //! - The same on `/mcplogin` and on the consent form.
 //! - A registration with a 700 KB redirect URI is refused unread (413) and stores
 //!   nothing; a long one under the body cap is refused (400).
 //! - Sign-ups per source address are capped (429 with `Retry-After`).
 //! - Registrations per source address are capped (429 with `Retry-After`), and a
 //!   registration nobody uses lapses (a week unused, 31 days idle).
-//! - Issue 26, finding 6: login states per source address are capped (an anonymous
+//! - Login states per source address are capped (an anonymous
 //!   data tool call past the cap is a tool error, and stores nothing).
 
 use std::net::{IpAddr, Ipv4Addr};
@@ -81,7 +81,7 @@ const HOME: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 1);
 /// e-mail is over [`FAILURES`] (the server's `PAIR_FAILURES`).
 const PAIR_FAILURES: usize = 3;
 
-/// Guesses spread over many sources (issue 27, finding 5: the e-mail's counter no longer
+/// Guesses spread over many sources (the e-mail's counter no longer
 /// refuses everyone): once the e-mail has ten failures, each source that guessed it
 /// three times is refused with 429, before any password check; a source that has not
 /// failed for it, the person's own, still signs in.
@@ -145,7 +145,7 @@ async fn guesses_for_an_email_from_many_sources_are_429_without_a_password_check
     assert_eq!(status, 200);
 }
 
-/// Issue 27, finding 5, as written: ten wrong sign-ins a minute for a person's address
+/// As written: ten wrong sign-ins a minute for a person's address
 /// made sign-in, password change and account deletion answer 429 for that person from
 /// everywhere. Now the guessing sources are refused and the person is not: they sign
 /// in, and their session confirms a password change, from their own address.
@@ -357,7 +357,7 @@ async fn registration_with_a_700_kb_redirect_uri_is_refused_and_stores_nothing()
     for _ in 0..10 {
         let reply = register(&server, &huge).await;
         assert_eq!(reply.status, 413, "{}", reply.body);
-        // The route table's cap (issue 13), before the registration handler sees it.
+        // The route table's cap, before the registration handler sees it.
         assert!(
             reply.json()["msg"].as_str().unwrap().contains("16 KiB"),
             "{}",
@@ -562,7 +562,7 @@ async fn anonymous_call_from(server: &Server, from: Ipv4Addr) -> (String, bool) 
     (text, result["isError"] == json!(true))
 }
 
-/// Issue 26, finding 6: every anonymous `tools/call` of a data tool stored a login
+/// Every anonymous `tools/call` of a data tool stored a login
 /// state, without limit per source (3,000 calls: +3.1 MB of states). Now a source starts
 /// at most 30 in ten minutes; the next call answers a tool error saying so, and stores
 /// nothing; another source is not affected.

@@ -1,4 +1,4 @@
-//! Issue 27, findings 6 and 7, end to end against the real local server: the consent page
+//! End to end against the real local server: the consent page
 //! says what it grants in words (and asks separately for the person's own MCP servers,
 //! which are now a scope of their own), shows a client's name cleaned and the host it
 //! answers to; on an https deployment a loopback page cannot post the cookie-bound forms;

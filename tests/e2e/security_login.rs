@@ -1,4 +1,4 @@
-//! Issue 12, finding 3, end to end: the login prompt's sign-in link can no longer be
+//! End to end: the login prompt's sign-in link can no longer be
 //! phished (RFC 8628 §5.4). The attack as the issue writes it: an attacker makes an
 //! anonymous `tools/call`, sends the victim the `/mcplogin` link it got, the victim
 //! signs in, and whoever polls `/oauth2/check_state/{state}` collects a token,

@@ -1,10 +1,10 @@
-//! Issue 12, revocation: sign-out, sign-out everywhere, password change, withdrawing an
+//! Revocation: sign-out, sign-out everywhere, password change, withdrawing an
 //! OAuth client's grant, and RFC 7009 revocation, each over HTTP against the real
 //! binary. Before, a JWT worked until it expired whatever the user did; each test shows
 //! the token the user ended now answers 401 (and its refresh token `invalid_grant`),
 //! while what the user did not end keeps working.
 //!
-//! Issue 27, findings 2 and 3: a grantee's delegated URL, a temporary agent URL and an
+//! A grantee's delegated URL, a temporary agent URL and an
 //! authorization code not yet exchanged answer to their holder's remedies too.
 
 use e2e::oauth_flow;
@@ -434,7 +434,7 @@ async fn introspection_calls_an_ended_token_inactive() {
     assert_eq!(introspect().await.json(), json!({ "active": false }));
 }
 
-// ------------------------------------------------------------- issue 27, findings 2 and 3
+// ------------------------------------------------------------- epochs: delegated and temporary URLs, codes
 
 /// `tools/list` through an MCP URL this server minted: its status.
 async fn url_status(server: &Server, url: &str) -> u16 {

@@ -1,4 +1,4 @@
-//! Issue 13, findings 1, 3 and 5, each attack reproduced over HTTP against the real
+//! Each attack reproduced over HTTP against the real
 //! binary and shown to fail: a date that overflowed the calendar killed the process;
 //! unbounded tool arguments made quadratic work; unbounded upload fields reached the
 //! store's key and item limits.
@@ -162,8 +162,8 @@ async fn finding_3_list_arguments_are_bounded_and_the_work_stays_linear() {
     .await;
     assert_eq!(reply.status, 200, "{}", reply.body);
 
-    // The issue's 100k rsids do not even reach the tool since the body caps (issue 13,
-    // finding 2): /mcp takes 256 KiB, and the answer is a quick 413.
+    // The issue's 100k rsids do not even reach the tool since the body caps:
+    // /mcp takes 256 KiB, and the answer is a quick 413.
     let hundred_k: Vec<String> = (0..100_000).map(|i| format!("rs{i}")).collect();
     let params = json!({ "name": "get_genetic_data", "arguments": { "rsid": hundred_k } });
     let started = Instant::now();

@@ -1,4 +1,4 @@
-//! Issue 12, finding 4 (B2): a share hands the grantee a delegated URL of their own,
+//! A share (B2) hands the grantee a delegated URL of their own,
 //! never the owner's key, and unsharing ends it. Each attack over HTTP against the real
 //! `mirobody-local`, with a real external MCP server (`tests/clients/remote_server.py`
 //! on loopback, through `MIROBODY_REMOTE_DEV_LOOPBACK`) registered by the owner:
@@ -209,7 +209,7 @@ async fn a_grantee_gets_a_url_of_their_own_that_dies_with_the_share() {
     let shared = share(&server, &owner_token, "friend@example.com").await;
     assert_eq!(shared["grant_url_active"], false, "{shared}");
     assert_eq!(shared["status"], "invited", "{shared}");
-    // Issue 27: an invitation grants nothing until the grantee accepts it.
+    // An invitation grants nothing until the grantee accepts it.
     let waiting = api(
         &server,
         "POST",
@@ -402,7 +402,7 @@ async fn a_grantee_revokes_their_own_url_and_the_owners_url_is_untouched() {
     assert_eq!(revoked.json()["data"]["revoked"], false, "{}", revoked.body);
 }
 
-// ---------------------------------------------------------------- issue 27
+// ---------------------------------------------------------------- invitations
 
 /// `GET /api/shares` as `token` sees it.
 async fn shares_seen(server: &Server, token: &str) -> Value {
@@ -423,7 +423,7 @@ async fn hba1c_at(server: &Server, url: &str) -> String {
     reply.body
 }
 
-/// Issue 27, finding 1 as written: an attacker signs up as the doctor's address before
+/// The address takeover: an attacker signs up as the doctor's address before
 /// the doctor does; the patient shares with that address. The attacker gets nothing:
 /// no listing, no invitation, no delegated URL, no data (the share waits as an
 /// invitation, and only a confirmed address may accept). The real doctor, whose address
@@ -533,7 +533,7 @@ async fn finding_1_a_share_to_an_address_someone_else_registered_first_grants_th
     );
 }
 
-/// Issue 27, finding 4: share, list and unshare answer alike for an address with a
+/// Share, list and unshare answer alike for an address with a
 /// confirmed account, one with an unconfirmed account and one with none; no answer
 /// carries an account id; a user id given as grantee is refused alike whether or not
 /// it exists, and never answers an e-mail.
@@ -615,7 +615,7 @@ async fn finding_4_share_list_and_unshare_answer_alike_for_every_address() {
     assert_eq!(by_id[2], by_id[3]);
 }
 
-/// Issue 27: the whole e-mail flow, end to end through the local mail directory: sign
+/// The whole e-mail flow, end to end through the local mail directory: sign
 /// up (a confirmation mail), confirm (the link works once), share (an invitation mail),
 /// accept, forgot password (the same answer for an unknown address, which gets no mail),
 /// reset (the link works once; every session and the personal URL end; the old
@@ -787,7 +787,7 @@ async fn reset_requests_are_limited_per_source_and_per_address() {
     assert_eq!(ask("someone-else@example.com").await.status, 429);
 }
 
-// ------------------------------------------------- issue 27: invitations lapse
+// ------------------------------------------------- invitations lapse
 
 /// An invitation nobody accepts lapses after 30 days: the invitee no longer sees it and
 /// cannot accept it (a mailbox that changes hands later finds nothing waiting), the owner

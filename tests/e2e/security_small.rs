@@ -1,4 +1,4 @@
-//! Issue 12, finding 6 (the smaller holes) and the share's account oracle (finding 4),
+//! The smaller holes and the share's account oracle,
 //! each attack reproduced over HTTP against the real binary and shown to fail: no open
 //! redirector on the authorize endpoint, no control or bidi characters in e-mails,
 //! introspection only for an authenticated client, and sharing that tells nothing about
@@ -423,8 +423,8 @@ async fn sharing_is_not_an_account_oracle() {
             existing.body
         );
         assert_eq!(existing.json()["data"]["grantee"], "friend@example.com");
-        // Named by user id, a known and an unknown id are refused alike (issue 27:
-        // a grantee is an address), and never with the account's e-mail.
+        // Named by user id, a known and an unknown id are refused alike (a
+        // grantee is an address), and never with the account's e-mail.
         let by_id = share(method, friend.clone()).await;
         let unknown_id = share(method, "u_doesnotexist".into()).await;
         assert_eq!((by_id.status, unknown_id.status), (400, 400));

@@ -1,4 +1,4 @@
-//! Issue 12, findings 1 and 2: token kinds and scopes, checked in one place. An app never
+//! Token kinds and scopes, checked in one place. An app never
 //! client-credentials token is never a person; an OAuth access token a user consented to
 //! for a client reaches `/mcp` with `mcp:tools` and nothing else; a session signed for
 //! another origin with the same key is refused.
@@ -137,7 +137,7 @@ fn assert_insufficient(reply: &Reply, what: &str) {
 }
 
 /// Finding 1 as the issue writes it: an open registration with `client_credentials`, then
-/// its token. The grant is no longer offered: the registration succeeds (issue 16, RFC
+/// its token. The grant is no longer offered: the registration succeeds (RFC
 /// 7591) but yields no token; a confidential client registered the usual way cannot ask
 /// for it either. (A token that
 /// says `kind: client`, signed before, does not verify:

@@ -1,4 +1,4 @@
-//! Issue 17, the smoke test for a deployment, end to end: `scripts/smoke` runs the README's
+//! The smoke test for a deployment, end to end: `scripts/smoke` runs the README's
 //! first-call sequence (metadata, anonymous `tools/list`, sign-up, upload, personal URL, a
 //! data tool through it, deletion) against `mirobody-local`, so it is known to work before
 //! anyone deploys. Given `--url` it uses that server; given a stack name it reads the

@@ -1,4 +1,4 @@
-//! The stdio bridge (issue 16, item 9): Claude Desktop and Cursor reach the server
+//! The stdio bridge: Claude Desktop and Cursor reach the server
 //! through `mcp-remote` from npm, as README's "Point a client at it" tells them to. Each
 //! test runs `mcp-remote` (pinned in `tests/clients/package.json`) as a stdio child
 //! process against `mirobody-local`, once with the plain URL and the token in

@@ -1,4 +1,4 @@
-//! Issue 17 (telemetry part): logs and traces over HTTP against `mirobody-local`. A
+//! Telemetry: logs and traces over HTTP against `mirobody-local`. A
 //! request's W3C trace context (the `traceparent` header, or `params._meta.traceparent`,
 //! which wins) is continued in every log line of the request and sent on to a person's own
 //! MCP server (the Python SDK's server records what reached it); garbage is ignored; the

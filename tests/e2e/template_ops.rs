@@ -1,4 +1,4 @@
-//! Issue 17, the template: `template.yaml`'s operations side against the code it deploys.
+//! The template: `template.yaml`'s operations side against the code it deploys.
 //! Every function is traced (`Tracing: Active`, and its role may upload segments) and
 //! knows its metrics namespace; every alarm notifies the alarm topic, which mails
 //! `AlarmEmail` when one is given; every function has a Lambda errors and throttles alarm,
@@ -842,7 +842,7 @@ fn the_dashboard_parses_shows_every_alarm_and_names_only_contract_or_aws_metrics
         assert!(searched(name, &["Function", "Tool"]), "{name} per tool");
     }
     for name in ["ForwardedCalls", "ForwardedFailures", "ForwardedLatency"] {
-        // Never per host (issue 27, finding 7): a host is a name a user chose.
+        // Never per host: a host is a name a user chose.
         assert!(searched(name, &["Function"]), "{name} per function");
     }
     // Imports.

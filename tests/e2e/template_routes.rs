@@ -4,7 +4,7 @@
 //! under `HTTP_URI_PREFIX` exactly where the router puts the prefix; each route reaches
 //! the function of its group; the tables are `infra/tables.json`'s definitions; the
 //! upload bucket is private and starts the import function, whose role reaches only
-//! the uploads (issue 14).
+//! the uploads.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -217,7 +217,7 @@ fn every_function_is_a_workspace_binary_built_by_cargo_lambda_and_invocable_by_t
     );
 }
 
-/// The one function no route reaches: S3 starts it (issue 14).
+/// The one function no route reaches: S3 starts it.
 const IMPORT_FUNCTION: &str = "ImportFunction";
 
 /// The upload bucket's name as the template spells it everywhere but the bucket's own
@@ -388,7 +388,7 @@ fn only_the_roles_that_need_the_bucket_reach_it_and_only_under_uploads_and_expor
         let want: Vec<(Vec<String>, Value)> = match name.as_str() {
             "DataRole" => vec![(vec!["s3:PutObject".into()], uploads.clone())],
             // The console's upload page presigns the same PUT as the data API, and
-            // deleting the data or the account removes files waiting for import (issue 15).
+            // deleting the data or the account removes files waiting for import.
             // An export larger than a Lambda response waits under exports/ for one
             // presigned GET (the console's and GET /api/user/export's).
             "ConsoleRole" => vec![

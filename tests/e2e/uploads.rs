@@ -1,9 +1,9 @@
-//! Issue 14, uploads of any real size: the two-step flow (create, PUT the whole file,
+//! Uploads of any real size: the two-step flow (create, PUT the whole file,
 //! poll until done) on the local server, for a readings CSV, the same gzip-compressed,
 //! a JSON file and a genotype file; a bad line deep in a large file fails the upload
 //! with its line and saves nothing; only the owner sees an upload; a forged, altered or
 //! expired URL is refused; a re-upload never duplicates; the small-body endpoints
-//! still work. Issue 26: a file cannot blow up the server (a 256 MB line, a gzip bomb of
+//! still work. A file cannot blow up the server (a 256 MB line, a gzip bomb of
 //! blank rows: failed fast, in flat memory); finding 6: the PUT URL lives 15 minutes
 //! and takes exactly the size the upload states.
 
@@ -435,7 +435,7 @@ async fn stats_of(server: &Server, token: &str, name: &str) -> Value {
     reply.json()["result"]["structuredContent"]["indicators"][0].clone()
 }
 
-/// Issue 14: an Apple Health export, as `export.xml` or as the Health app's
+/// An Apple Health export, as `export.xml` or as the Health app's
 /// `export.zip`, imports its records of known types with units and LOINC codes; records
 /// of unknown types are skipped, not an error; a damaged export fails with its line.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -528,7 +528,7 @@ async fn upload_measured(
     (done, grown, server.cpu_time().saturating_sub(cpu))
 }
 
-/// Issue 26, findings 2 and 3, over the two-step flow on the debug server: a 261 KB gzip
+/// Over the two-step flow on the debug server: a 261 KB gzip
 /// file holding one 256 MB line (before: +790 MB of peak memory) and a 64 KB gzip bomb
 /// of 22 million blank rows (before: seconds of CPU) each end `failed` saying what was
 /// too large, with the server's peak memory up by less than 16 MiB and its CPU under a
@@ -609,7 +609,7 @@ async fn a_huge_line_and_a_gzip_bomb_fail_fast_in_flat_memory() {
     );
 }
 
-/// Issue 26, finding 6: the PUT is bounded. An upload created with its file's `size`
+/// The PUT is bounded. An upload created with its file's `size`
 /// takes a body of exactly that size (as S3 checks the signed Content-Length): a larger
 /// one is refused with 413, a smaller one with 400, and neither is kept; the URL cannot
 /// be altered to another size. A size past the kind's cap is refused at creation.

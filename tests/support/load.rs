@@ -1,4 +1,4 @@
-//! A bounded loopback load run against a running server (issue 13, "Load and soak"):
+//! A bounded loopback load run against a running server ("Load and soak"):
 //! `connections` clients each send requests back to back for `duration`, a mix of
 //! anonymous and signed-in MCP calls, data-tool calls through a token and through the
 //! personal URL, the data summary, and discovery. Counts answers by status class and

@@ -632,7 +632,7 @@ pub fn in_process(env: &[(&str, &str)]) -> InProcess {
     }
 }
 
-// ---------------------------------------------------------------- mail (issue 27)
+// ---------------------------------------------------------------- mail
 
 impl Server {
     /// Where the server writes each message it sends (`<data dir>/mail`).

@@ -1,6 +1,6 @@
 //! `tests/clients/remote_server.py` (the Python SDK's MCP server: tools `lookup_order`,
 //! `create_ticket`, `always_fails`, `stall`; `--metadata` and `--long-name` add the
-//! issue 16 tools) on a free loopback port, for tests that
+//! metadata and long-name tools) on a free loopback port, for tests that
 //! register a person's own MCP server; killed on drop.
 
 use std::io::Read;

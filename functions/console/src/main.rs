@@ -1,5 +1,5 @@
 //! The `console` Lambda function: the routes of `RouteGroup::Console` in the route table
-//! (the web console's pages, issue 15).
+//! (the web console's pages).
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {

@@ -20,8 +20,8 @@ async fn main() -> Result<(), lambda_http::Error> {
                 match importer.import_object(&object.key).await {
                     Ok(summary) => Ok(summary),
                     // No live upload names this object (expired, deleted with its
-                    // account, or never created): the importer deleted it (issue 26,
-                    // finding 6). Nothing to retry.
+                    // account, or never created): the importer deleted it.
+                    // Nothing to retry.
                     Err(ImportError::UnknownObject) => {
                         tracing::warn!("an object no upload names");
                         Ok(None)

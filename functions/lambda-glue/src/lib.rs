@@ -2,7 +2,7 @@
 //! every function shares (`s3`: the run loop of a function started by S3 events). The
 //! `mirobody` crate never sees a Lambda type.
 //!
-//! Per invocation (issue 17) the glue puts the [`Invocation`] on the request (API
+//! Per invocation the glue puts the [`Invocation`] on the request (API
 //! Gateway's request id, Lambda's, the X-Ray trace header), and takes the response's
 //! [`FinishedTrace`] to the two exporters: its EMF metric lines
 //! (`mirobody::observe::metrics`), printed to stdout in one write, and its X-Ray

@@ -1,4 +1,4 @@
-//! Issue 17: Lambda's JSON log lines, through `App::handle`: every line of a request has
+//! Lambda's JSON log lines, through `App::handle`: every line of a request has
 //! the request's `span` object (`request_id`, `trace_id`, `route`), the closing line its
 //! fields at the top level, where CloudWatch Logs Insights finds them.
 

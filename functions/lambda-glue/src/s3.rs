@@ -1,4 +1,4 @@
-//! The run loop of a function started by S3 `ObjectCreated` notifications (issue 14: the
+//! The run loop of a function started by S3 `ObjectCreated` notifications (the
 //! `import` function): the one place that reads an S3 event. Each record becomes an
 //! [`ObjectCreated`] (its key URL-decoded, its size) handed to the function's handler;
 //! the handler never sees a Lambda type.
@@ -10,7 +10,7 @@
 //! only for what may pass (the store or S3 unavailable): the import is idempotent, so a
 //! retried object is imported once. Nothing here logs a key: keys carry upload ids.
 //!
-//! Metrics (issue 17): a handler answers the [`ImportSummary`] of an import it ran, and
+//! Metrics: a handler answers the [`ImportSummary`] of an import it ran, and
 //! the invocation prints their EMF lines (`ImportRows`, `ImportRowsPerSecond`,
 //! `ImportFailures`, `ImportDuration`) to stdout in one write at its end; the lines carry
 //! Lambda's request id, which the invocation's log lines carry in their `invocation` span.

@@ -1,4 +1,4 @@
-//! The X-Ray export of a request's [`FinishedTrace`], without a sidecar (issue 17).
+//! The X-Ray export of a request's [`FinishedTrace`], without a sidecar.
 //!
 //! The path: segment documents over UDP to the daemon address Lambda provides
 //! (`AWS_XRAY_DAEMON_ADDRESS`; with active tracing Lambda runs the daemon for the

@@ -1,4 +1,4 @@
-//! What `mirobody-local` says when it starts (issue 16, item 7): where it listens, the
+//! What `mirobody-local` says when it starts: where it listens, the
 //! public URL it hands out (`MCP_PUBLIC_URL`, or the one derived from the listening
 //! address), the MCP endpoint and the console; and, when it listens on every interface
 //! without a public URL, a warning that says what goes wrong and what to set.
@@ -22,7 +22,7 @@ pub(crate) fn lines(config: &Config) -> Vec<String> {
         format!("  public URL:   {origin}   ({source})"),
         format!("  MCP endpoint: {origin}{}/mcp", config.uri_prefix),
         format!("  web console:  {origin}/"),
-        // Issue 27: confirmation, reset and invitation mails land here, one file each.
+        // Confirmation, reset and invitation mails land here, one file each.
         format!(
             "  mail:         {}   (every message this server sends, one file each)",
             config.local_mail_dir().display()

@@ -1,4 +1,4 @@
-//! The local server's connection hygiene (issue 13, finding 6): how long a client may
+//! The local server's connection hygiene: how long a client may
 //! take to send its headers and its body, how many connections are served at once, and
 //! how large and how idle an upload's streamed PUT may be.
 //! Read from the same layered settings as everything else; Lambda has none of this
@@ -19,7 +19,7 @@ pub struct ServerLimits {
     /// once; further ones wait in the listen backlog until one closes.
     pub max_connections: usize,
     /// `MIROBODY_UPLOAD_MAX_BYTES` (1 to 64 GiB, default 4 GiB): the largest file one
-    /// upload PUT stores (issue 14); streamed to disk, never held in memory.
+    /// upload PUT stores; streamed to disk, never held in memory.
     pub upload_max_bytes: u64,
     /// `MIROBODY_UPLOAD_IDLE_SECS` (1 to 600, default 30): an upload PUT whose client
     /// sends nothing for this long is cut (instead of the whole-body timeout).

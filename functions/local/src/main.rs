@@ -56,7 +56,7 @@ async fn main() {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
-        // A server's log is read from a file or a collector, not a terminal (issue 32).
+        // A server's log is read from a file or a collector, not a terminal.
         .with_ansi(false)
         .init();
     let vars = layered::vars().unwrap_or_else(|e| fail(e));
@@ -146,7 +146,7 @@ async fn main() {
     let shutdown =
         shutdown_signal().unwrap_or_else(|e| fail(format!("cannot handle signals: {e}")));
     println!("mirobody-local listening on http://{local}");
-    // The rest of the banner (issue 16, item 7); a reader that stopped after the first
+    // The rest of the banner; a reader that stopped after the first
     // line (the tests) must not stop the server, so write errors are ignored.
     {
         use std::io::Write;

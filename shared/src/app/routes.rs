@@ -366,7 +366,7 @@ pub(crate) static ROUTES: &[Route] = {
         row!(Oauth "DELETE" "/api/user", SignedIn
             => |c| c.app.whole_account()?.delete_account_api(&c.user()?.user_id, c.body(), c.source()).await),
 
-        // The web console (issue 15): pages on the same origin; the console checks its
+        // The web console: pages on the same origin; the console checks its
         // session cookie and CSRF token itself (`console/mod.rs`).
         row!(Console "GET" "/", Page
             => signed_in(SignIn) |_, _, _| Ok(crate::console::redirect("/console/data"))),

@@ -339,7 +339,7 @@ impl ConsoleApi {
         Ok(redirect("/console/access?done=share"))
     }
 
-    /// Shares with an address (issue 27): an invitation, as `POST /api/shares`.
+    /// Shares with an address: an invitation, as `POST /api/shares`.
     pub(crate) async fn share_offer(&self, session: &Session, request: &Request<Bytes>) -> Answer {
         let fields = form(request);
         let Some(email) = field(&fields, "grantee").and_then(normalise_email) else {

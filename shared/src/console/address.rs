@@ -1,4 +1,4 @@
-//! Proving an address (issue 27): "check your e-mail" after sign-up, the landing page of
+//! Proving an address: "check your e-mail" after sign-up, the landing page of
 //! a confirmation link, "forgot password" and the landing page of a reset link. The
 //! checks and their limits are the account API's (`mailed_links.rs`). A link's page shows
 //! a form and changes nothing until it is posted (a mail scanner that fetches the link

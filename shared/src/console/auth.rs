@@ -157,7 +157,7 @@ impl ConsoleApi {
             .await
         {
             Ok((user_id, _sent)) => {
-                // Issue 27: the address is unproven until the mailed link is used.
+                // The address is unproven until the mailed link is used.
                 let mut response = redirect("/console/confirm");
                 self.start_session(&mut response, &user_id, 0);
                 Ok(response)

@@ -1,7 +1,7 @@
 //! Charts as SVG, drawn on the server from the rollups: a line of day points for a
 //! year or month points beyond, a range band where there is one, the reference range
 //! shaded where the synonym table knows one. What a point stands for follows the
-//! measure's kind (issue 25): a day's mean with its extremes, a day's total, or a
+//! measure's kind: a day's mean with its extremes, a day's total, or a
 //! night's sleep in hours ([`Values`]). Pure: numbers in, markup out.
 //!
 //! Every number is checked before it is drawn: non-finite values are dropped, equal

@@ -3,7 +3,7 @@
 //! latest readings, and the genome summary with the rsid look-up. Reads the store's
 //! catalogue, rollups and genome; renders with `chart.rs`, `agp.rs` and `stages.rs`.
 //!
-//! Shows what `query_health_indicators` answers (issue 25), with the tool's own rules
+//! Shows what `query_health_indicators` answers, with the tool's own rules
 //! and arithmetic: a cumulative measure (steps) by its day totals, counted once across
 //! sources ([`Rollup::total`]); sleep by the night, dated by the morning it ends; a
 //! discrete measure by its readings (a day's mean, least and greatest); a CGM's glucose

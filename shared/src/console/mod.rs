@@ -1,4 +1,4 @@
-//! The web console (issue 15): server-rendered pages for people, on the same origin as
+//! The web console: server-rendered pages for people, on the same origin as
 //! the APIs. Sign up, in and out with a session cookie; see your data; upload; connect
 //! your AI; your MCP servers; who can act for you; export and delete your account.
 //!

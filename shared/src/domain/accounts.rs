@@ -17,15 +17,15 @@ pub struct Account {
     /// An Argon2id PHC string; never the password.
     pub password_hash: String,
     pub created_at: u64,
-    /// Whether the owner of the address proved it (issue 27, finding 1): a confirmation
+    /// Whether the owner of the address proved it: a confirmation
     /// link from the sign-up mail, or a password reset through a mailed link. Only a
-    /// confirmed account may accept a share. Accounts made before issue 27 read as
+    /// confirmed account may accept a share. Accounts made before address confirmation read as
     /// unconfirmed until they confirm.
     #[serde(default)]
     pub email_confirmed: bool,
 }
 
-/// What a mailed link is for (issue 27). Each is single use and short-lived.
+/// What a mailed link is for. Each is single use and short-lived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MailPurpose {
@@ -45,7 +45,7 @@ pub struct MailToken {
     pub expires_at: u64,
 }
 
-/// A share waiting for its grantee (issue 27): the owner offered `permissions` to
+/// A share waiting for its grantee: the owner offered `permissions` to
 /// whoever proves `email`; no grant exists until a confirmed account with that address
 /// accepts. Found by owner and address; `id` (random) names it to the invitee, so that
 /// nothing names an account.
@@ -82,7 +82,7 @@ pub struct UrlGrant {
     pub delegation: Option<Delegation>,
     /// Epoch seconds; from then on the grant resolves to nothing.
     pub expires_at: u64,
-    /// The holder's token epoch when the grant was made (issue 27, finding 2): the
+    /// The holder's token epoch when the grant was made: the
     /// grantee's for a delegated URL, the user's for a temporary one. A holder who
     /// signs out everywhere, changes or resets the password moves to a newer epoch, and
     /// the grant resolves to nothing. 0 for grants stored before epochs existed.
@@ -148,7 +148,7 @@ pub enum LoginStatus {
     Collected,
 }
 
-/// What ends a user's tokens before they expire (issue 12, revocation), and the OAuth
+/// What ends a user's tokens before they expire (revocation), and the OAuth
 /// clients the user authorised. One small record per user, read once per request that
 /// carries a bearer token; a user without one has never revoked anything (epoch 0).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -170,7 +170,7 @@ pub struct TokenState {
 }
 
 impl TokenState {
-    /// The epoch of a deleted account's token state (issue 15): above every epoch a
+    /// The epoch of a deleted account's token state: above every epoch a
     /// token can carry, and never moved again, so every token, refresh family and
     /// session of the account is refused, including one minted after the deletion.
     pub const DELETED_EPOCH: u64 = u64::MAX;

@@ -1,4 +1,4 @@
-//! The catalogue of measures (issue 25): what each uploaded name is, how its values add
+//! The catalogue of measures: what each uploaded name is, how its values add
 //! up, and which units it takes. The data is `shared/measures/measures.csv`, one row per
 //! measure, reviewable as a table; this module reads it once per process and answers
 //! lookups. [`Catalogue::canonical`] turns an uploaded reading into the measure's own

@@ -38,7 +38,7 @@ pub struct AuthCode {
     /// RFC 8707 `resource`, bound into the token audience.
     pub resource: Option<String>,
     pub expires_at: u64,
-    /// The user's token epoch when the code was made (issue 27, finding 3): a code from
+    /// The user's token epoch when the code was made: a code from
     /// an older epoch (the user signed out everywhere, changed or reset the password
     /// since) is refused at the exchange. 0 for codes stored before epochs existed.
     #[serde(default)]

@@ -1,4 +1,4 @@
-//! Uploads of whole files (issue 14): what kind of file, where it waits, and how its
+//! Uploads of whole files: what kind of file, where it waits, and how its
 //! import went. The file itself waits in [`crate::store::UploadObjects`]; the record
 //! is what its owner polls.
 //!
@@ -81,7 +81,7 @@ pub struct UploadFailure {
     pub message: String,
 }
 
-/// What a finished readings import did to the store (issue 25), so "done" never hides
+/// What a finished readings import did to the store, so "done" never hides
 /// a loss: readings that were new, already there with the same value, replaced (the
 /// store held another value for the same measure, time and source), and identical
 /// repeats inside the file merged into one.
@@ -118,7 +118,7 @@ pub struct UploadRecord {
     pub created_at: u64,
     /// When the running import last reported (its start, then every progress report);
     /// an import silent for too long was stopped (its process killed) and is failed by
-    /// the next read of its record (issue 26). `None` before the import starts.
+    /// the next read of its record. `None` before the import starts.
     pub active_at: Option<u64>,
     pub finished_at: Option<u64>,
     /// The record is gone (reads answer none) from this time on (epoch seconds).

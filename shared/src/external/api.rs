@@ -669,7 +669,7 @@ impl ExternalServers {
                 }
             }
         }
-        // An entry that is already switched on (stored before issue 16 with an empty
+        // An entry that is already switched on (stored by an older version with an empty
         // url) is probed when it gets its url, like any switch-on.
         let mut reprobe = url_given;
         if let Some(input) = &changes.auth {
@@ -732,7 +732,7 @@ impl ExternalServers {
         Ok(record)
     }
 
-    /// D7 and issue 16: one conditional store write moves the record (its sealed
+    /// D7: one conditional store write moves the record (its sealed
     /// credential is bound to the account and the url, not the name, so it opens as
     /// before); both names' snapshots are dropped.
     async fn rename(

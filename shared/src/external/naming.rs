@@ -92,7 +92,7 @@ mod tests {
         assert!(long.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
     }
 
-    /// Issue 16, item 8: a 200-character tool of a longest-named server is exposed
+    /// A 200-character tool of a longest-named server is exposed
     /// within the spec's 128 characters and charset, the same each time.
     #[test]
     fn long_names_stay_within_the_spec() {

@@ -1,4 +1,4 @@
-//! A forwarded tool result cut down to the gateway's result limit (issue 16, item 5).
+//! A forwarded tool result cut down to the gateway's result limit.
 //!
 //! Owns the rule: a remote `tools/call` result whose content and `structuredContent`
 //! serialise to more than the limit (`MCP_REMOTE_RESULT_MAX_BYTES`, 256 KiB by default)

@@ -708,7 +708,7 @@ mod tests {
         Arc::new(Snapshot::new(record, Dialect::Stateless, list))
     }
 
-    /// Issue 13, finding 4: one user's servers cannot grow the per-process cache past
+    /// One user's servers cannot grow the per-process cache past
     /// its byte budget; the oldest entries go first.
     #[test]
     fn the_snapshot_cache_is_bounded_by_bytes() {
@@ -736,7 +736,7 @@ mod tests {
         assert!(cache.weight() <= CACHE_BYTES - one);
     }
 
-    /// Issue 16, item 3: a listing's validity is the least left of its entries', a
+    /// A listing's validity is the least left of its entries', a
     /// failure's at most [`FAILURE_TTL`]; a server with no entry leaves nothing.
     #[test]
     fn a_listing_is_valid_for_what_is_left_of_its_snapshots() {
@@ -753,7 +753,7 @@ mod tests {
         assert!(short.valid_for("u", ["down"]) <= Duration::from_secs(2));
     }
 
-    /// Issue 16, item 2: a success is written only when it changes what the record
+    /// A success is written only when it changes what the record
     /// says; a failure always is.
     #[test]
     fn only_successes_that_change_the_record_are_written() {

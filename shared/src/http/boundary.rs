@@ -1,4 +1,4 @@
-//! The panic boundary (issue 13, finding 1): a panic while one request is handled ends
+//! The panic boundary: a panic while one request is handled ends
 //! that request, not the process. `App::handle` polls each request's handling through
 //! [`catch_panic`] and answers 500; the local server keeps serving and a Lambda
 //! instance keeps its other invocations. Needs `panic = "unwind"` (the release profile).
@@ -26,7 +26,7 @@ pub(crate) struct Panicked;
 /// Runs `work`; a panic while it is polled becomes `Err(Panicked)`. The request's future
 /// is large (its deepest handler's state, kilobytes): it is moved once, into the box, and
 /// every wrapper around the boundary (the request's context, its log span) moves only the
-/// box (issue 32).
+/// box.
 pub(crate) fn catch_panic<F: Future>(work: F) -> CatchPanic<F> {
     install_hook();
     CatchPanic(Box::pin(work))

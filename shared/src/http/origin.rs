@@ -2,7 +2,7 @@
 //! origin a CORS answer names.
 //!
 //! Owns which origins and hosts may reach each kind of route: loopback and the configured
-//! public URL always; the origins of `MCP_ALLOWED_ORIGINS` (issue 16, item 6) only where
+//! public URL always; the origins of `MCP_ALLOWED_ORIGINS` only where
 //! no cookie is ever read. A present, foreign `Origin` is refused with 403; a foreign
 //! `Host` is refused too whenever the set of expected hosts is known (the setting never
 //! widens the `Host` check: it names other sites, not this server).
@@ -17,7 +17,7 @@
 //! - `Form` (the OAuth sign-in and consent forms, `/oauth/authorize` and `/mcplogin`) and
 //!   `Page` (the console): cookie-bound (CSRF and session cookies), so the public URL
 //!   only, whatever the setting, and loopback only while the public URL is not https
-//!   (issue 27, finding 7: on an https deployment a page on the person's own machine is
+//!   (on an https deployment a page on the person's own machine is
 //!   another site, which must not post a form their cookies ride on).
 
 use http::HeaderMap;
@@ -209,7 +209,7 @@ mod tests {
         assert!(p.allows(Access::SameOrigin, &headers(&[])));
     }
 
-    /// Issue 27, finding 7: on an https deployment a loopback page is another site, so
+    /// On an https deployment a loopback page is another site, so
     /// it may not post the cookie-bound forms; locally (no https) it is the server's own.
     #[test]
     fn loopback_origins_reach_cookie_routes_only_without_https() {

@@ -20,7 +20,7 @@ pub enum RouteGroup {
     Personal,
     Oauth,
     Data,
-    /// The web console's pages (issue 15).
+    /// The web console's pages.
     Console,
     All,
 }
@@ -37,12 +37,12 @@ pub(crate) enum Access {
     SameOrigin,
     /// Same-origin, and a valid bearer token is required (401 without one).
     SignedIn,
-    /// A console page (issue 15): the `Origin`/`Host` check, and no CORS headers at all
+    /// A console page: the `Origin`/`Host` check, and no CORS headers at all
     /// (a page and its forms are for this origin's own tabs); the console checks its
     /// session cookie and CSRF token itself.
     Page,
     /// The OAuth sign-in and consent forms (CSRF cookie): like `SameOrigin`, but
-    /// `MCP_ALLOWED_ORIGINS` never widens their `Origin` check (issue 16, item 6).
+    /// `MCP_ALLOWED_ORIGINS` never widens their `Origin` check.
     Form,
 }
 
@@ -94,7 +94,7 @@ pub(crate) struct Route<H: 'static> {
     pub deployed: bool,
     /// The largest request body it takes, in bytes: checked before anything parses it
     /// (the local server stops reading there; Lambda's already-read body is refused
-    /// unparsed). Issue 13: a 6 MB hostile JSON body must never reach a parser.
+    /// unparsed). A 6 MB hostile JSON body must never reach a parser.
     pub max_body: usize,
     /// The local server streams its body to the handler as it arrives instead of
     /// reading it whole (`App::handle_streamed`: an upload's file).

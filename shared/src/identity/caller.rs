@@ -39,7 +39,7 @@ pub(crate) struct Caller {
     /// grantee reaches, with this permission, and never the owner's external servers.
     pub delegation: Option<Delegation>,
     /// Whether the credential may reach the user's own MCP servers with the credentials
-    /// stored for them (issue 27, finding 6): the person's own session and URLs; an app's
+    /// stored for them: the person's own session and URLs; an app's
     /// token only when the person granted [`SERVERS_SCOPE`] (the login prompt's token
     /// never does).
     pub servers: bool,

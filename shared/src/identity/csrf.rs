@@ -24,7 +24,7 @@ pub(crate) fn csrf_token(key: &[u8], nonce: &str, binding: &str, issued: u64) ->
 
 /// Whether `token` is a CSRF token for this nonce and binding at most `max_age_secs` old. The MAC is compared
 /// in constant time (`verify_slice`), so how long a refusal takes says nothing about how
-/// much of a forged tag was right (issue 12).
+/// much of a forged tag was right.
 pub(crate) fn csrf_valid(
     key: &[u8],
     nonce: &str,

@@ -304,7 +304,7 @@ mod tests {
         let legacy =
             jsonwebtoken::encode(&Header::new(Algorithm::HS256), &legacy, &jwts.encoding).unwrap();
         assert!(jwts.verify(&legacy).is_err(), "no kind");
-        // Client-credentials tokens signed before the grant was withdrawn (issue 12).
+        // Client-credentials tokens signed before the grant was withdrawn.
         let app = serde_json::json!({ "sub": "client:c1", "kind": "client",
             "iss": "https://a.example", "aud": "https://a.example/mcp",
             "iat": now(), "nbf": now(), "exp": now() + 60 });

@@ -3,7 +3,7 @@
 //! `/oauth2/check_state/{state}` answers, and a `/mcplogin` link built from the
 //! public URL. The poll that answers it is here too.
 //!
-//! Limits (issue 26, finding 6): every prompt stores a state, so a source address may
+//! Limits: every prompt stores a state, so a source address may
 //! start at most [`LOGIN_STATES_PER_SOURCE`] of them in a fixed ten-minute window (a
 //! state's lifetime; counted in the store like failed sign-ins, keyed by a hash of
 //! `login-ip:<address>`), so at most twice that many are live per source; past it the
@@ -31,8 +31,8 @@ use crate::store::{AccountStore, StoreError, window};
 
 /// How long the browser step may take.
 pub(crate) const LOGIN_STATE_SECS: u64 = 600;
-/// Login states one source address may start in one window of [`LOGIN_STATE_SECS`]
-/// (issue 26, finding 6): a person retrying, or several behind one address, stays far
+/// Login states one source address may start in one window of [`LOGIN_STATE_SECS`]:
+/// a person retrying, or several behind one address, stays far
 /// below it.
 pub(crate) const LOGIN_STATES_PER_SOURCE: u32 = 30;
 
@@ -84,7 +84,7 @@ impl LoginPrompts {
     /// The prompt, shaped as the original Python server's: `authorization_url`,
     /// `auto_open_browser` and an `auto_polling` block (docs/REQUIREMENTS.md, A7).
     ///
-    /// Phishing-resistant (issue 12, finding 3): the link carries only the state; the
+    /// Phishing-resistant: the link carries only the state; the
     /// poll also needs `auto_polling.poll_secret`, which only this answer (to the
     /// initiating client) holds; and the page completes the login only with the
     /// `user_code` this client shows its user. Only hashes of both are stored.
@@ -120,7 +120,7 @@ impl LoginPrompts {
             poll_secret_hash: secret_hash(&poll_secret),
             user_code_hash: user_code_hash(&state, &user_code),
         };
-        // Stored under its hash (issue 12, finding 3): a leaked store row or key list
+        // Stored under its hash: a leaked store row or key list
         // cannot be polled or completed.
         self.store
             .put_login_state(&secret_hash(&state), &record)
@@ -212,8 +212,8 @@ impl LoginPoll {
                     StatusCode::OK,
                     &json!({"status": "pending", "message": "waiting for the browser sign-in"}),
                 )),
-                // Handed out once (issue 12, finding 3): a later poll, or the loser of
-                // two racing polls, is told the token was already collected (issue 16).
+                // Handed out once: a later poll, or the loser of
+                // two racing polls, is told the token was already collected.
                 LoginStatus::Collected => Err(collected()),
                 LoginStatus::Completed { .. } => {
                     let sealed_token = self
@@ -242,7 +242,7 @@ impl LoginPoll {
     }
 }
 
-/// A login whose token was already collected (issue 16, item 8): 410 like an expired
+/// A login whose token was already collected: 410 like an expired
 /// login, so a poller stops, with its own status so it knows why.
 fn collected() -> ApiError {
     ApiError::LoginPoll(
@@ -258,7 +258,7 @@ mod tests {
     use crate::clock::FakeClock;
     use crate::store::EmbeddedStore;
 
-    /// Issue 12, finding 3: the state is stored under its hash, never its raw value,
+    /// The state is stored under its hash, never its raw value,
     /// and the poll still answers the raw state the client holds.
     #[tokio::test]
     async fn login_state_is_stored_under_its_hash_not_the_raw_value() {

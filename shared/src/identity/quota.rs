@@ -29,7 +29,7 @@ impl Quota {
         self.spend_on(store, &source_key(source), now).await
     }
 
-    /// Counts one event for `value` (an address, an account: issue 27's mail limits);
+    /// Counts one event for `value` (an address, an account: the mail limits);
     /// `Some(retry_after_secs)` if that went over. The key is a hash of `value`.
     pub(crate) async fn spend_on(
         &self,

@@ -2,7 +2,7 @@
 //! shared by the account API, the OAuth consent page and `/mcplogin`, with its abuse
 //! limits and the queue every password hash waits in.
 //!
-//! Limits (issue 27, finding 5): failed sign-ins are counted in fixed one-minute windows
+//! Limits: failed sign-ins are counted in fixed one-minute windows
 //! in the store, per source (an IPv4 address, or the /64 an IPv6 address is in:
 //! [`source_key`]), per e-mail, and per e-mail and source together; each counter is keyed
 //! by a SHA-256 of its kind and value, never the raw value. Counted over this window and
@@ -279,7 +279,7 @@ fn counters(email: &str, source: Option<IpAddr>) -> Counters {
     }
 }
 
-/// What a per-source counter is keyed by (issue 27, finding 5): an IPv4 address as it
+/// What a per-source counter is keyed by: an IPv4 address as it
 /// is (an IPv4-mapped IPv6 address as its IPv4 address), an IPv6 address by the /64 it
 /// is in, which one subscriber is given whole.
 pub(crate) fn source_key(source: IpAddr) -> String {

@@ -7,7 +7,7 @@
 //! stored only as a hash, plus a sealed copy for re-issue; it never reaches a log line
 //! (B4).
 //!
-//! Delegated and temporary URLs carry their holder's token epoch (issue 27, finding 2):
+//! Delegated and temporary URLs carry their holder's token epoch:
 //! the grantee's, or the temporary URL's user's. Lookup reads the holder's token state
 //! and refuses a grant from an older epoch, so the holder's sign-out everywhere, password
 //! change or reset, and account deletion end them with everything else. (The personal

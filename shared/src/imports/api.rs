@@ -1,6 +1,6 @@
-//! The uploads API (issue 14): `POST /api/data/uploads` (an upload record and where to
+//! The uploads API: `POST /api/data/uploads` (an upload record and where to
 //! PUT the file: for 15 minutes, and of exactly the `size` the request states, if it
-//! states one, within its kind's cap; issue 26, finding 6), `GET /api/data/uploads/{id}` (its status, owner only),
+//! states one, within its kind's cap), `GET /api/data/uploads/{id}` (its status, owner only),
 //! `GET /api/data/uploads` (the caller's recent ones), and the local server's
 //! `PUT /api/data/objects/{key}` that stores the file and starts its import.
 //!
@@ -22,8 +22,8 @@ use crate::identity::Caller;
 use crate::store::{BodyChunks, PutTarget, Received, Store, StoreError, UploadObjects};
 
 /// How long the PUT URL stays valid (to start the PUT: S3 and the local server check
-/// the expiry when the request arrives, so a slow transfer may run on). Issue 26,
-/// finding 6: short, so a leaked or replayed URL soon lapses.
+/// the expiry when the request arrives, so a slow transfer may run on).
+/// Short, so a leaked or replayed URL soon lapses.
 const PUT_LIFETIME: u64 = 15 * 60;
 /// How long an upload record is kept.
 const RECORD_LIFETIME: u64 = 30 * 24 * 3600;
@@ -60,7 +60,7 @@ pub(crate) struct NewUpload {
     pub size: Option<u64>,
 }
 
-/// The largest file a kind's upload may state (issue 26, finding 6): what its import
+/// The largest file a kind's upload may state: what its import
 /// reads at most (readings 4 GiB and a genotype file 128 MiB decompressed, so at most
 /// that compressed), and for an Apple Health export S3's largest single PUT (5 GiB).
 pub(crate) fn max_size(kind: UploadKind) -> u64 {
@@ -117,7 +117,7 @@ fn record_json(record: &UploadRecord) -> Value {
         "rows_written": record.rows_written,
         "progress": record.progress,
         "error": record.error.as_ref().map(|e| json!({ "line": e.line, "message": e.message })),
-        // What the import did to the store (issue 25): new readings, ones already there
+        // What the import did to the store: new readings, ones already there
         // with the same value, ones that replaced another value, repeats merged in the file.
         "readings": record.counts.map(|c| json!({
             "new": c.new,
@@ -286,7 +286,7 @@ impl UploadsApi {
 
     /// The record as it stands: an import that stopped reporting (its process was
     /// killed: the local server stopped, or the import function ran out of time or
-    /// memory) is failed now, so nobody waits on it for ever (issue 26). What it wrote
+    /// memory) is failed now, so nobody waits on it for ever. What it wrote
     /// stays, consistent; uploading the file again completes it without duplicates.
     async fn settled(&self, mut record: UploadRecord) -> Result<UploadRecord, ApiError> {
         let now = self.clock.now();

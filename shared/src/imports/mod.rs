@@ -1,11 +1,11 @@
-//! Importing uploaded files (issue 14): the one runner both places use. Locally the
+//! Importing uploaded files: the one runner both places use. Locally the
 //! server starts it as a background task once a PUT has stored the file; deployed, the
 //! `import` function calls [`Importer::import_object`] for each S3 `ObjectCreated`
 //! event.
 //!
 //! Owns the order of an import: find the upload by its object key, start it exactly
 //! once (a duplicate event during the import does nothing; an object no upload owns, or
-//! one that arrives after its upload's import ended, is deleted: issue 26, finding 6), read the file through
+//! one that arrives after its upload's import ended, is deleted), read the file through
 //! [`UploadObjects::open`] (gzip detected by its magic bytes and decompressed as a
 //! stream), parse by kind and write, record progress and the outcome, then delete the
 //! file. Parsing runs on the blocking pool and hands rows over a bounded channel, so
@@ -102,7 +102,7 @@ impl Importer {
     /// Answers the import's [`ImportSummary`] when this call ran it.
     pub async fn import_object(&self, key: &str) -> Result<Option<ImportSummary>, ImportError> {
         let Some(record) = self.store.upload_by_object(key, self.clock.now()).await? else {
-            // Issue 26, finding 6: no live upload owns the object (a PUT that completed
+            // No live upload owns the object (a PUT that completed
             // after its account or data was deleted, an expired upload): nothing will
             // ever read it, so it goes now.
             self.objects.remove(key).await?;
@@ -111,7 +111,7 @@ impl Importer {
         match record.status {
             UploadStatus::Waiting => {}
             // A repeated event or a replayed PUT after the import ended: the object is
-            // a copy nothing reads (issue 26, finding 6).
+            // a copy nothing reads.
             UploadStatus::Done | UploadStatus::Failed => {
                 self.objects.remove(key).await?;
                 return Ok(None);
@@ -237,7 +237,7 @@ fn failure_of(error: UploadError) -> UploadFailure {
     UploadFailure { line, message }
 }
 
-/// A read that failed: the bound it passed (issue 26: a decompression bomb, a zip inside
+/// A read that failed: the bound it passed (a decompression bomb, a zip inside
 /// gzip), else a damaged file.
 fn read_failure(error: std::io::Error) -> UploadFailure {
     if let Some(refused) = upload::refusal(&error, || "file".into()) {
@@ -386,7 +386,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(dir);
     }
 
-    /// Issue 26, finding 6: an object no live upload owns is deleted (a PUT that
+    /// An object no live upload owns is deleted (a PUT that
     /// completed after its account was deleted), and so is one that arrives again after
     /// its upload's import ended (a replayed PUT, a repeated S3 event); the file of an
     /// upload whose import runs is never touched by another event (the import reads it
@@ -475,7 +475,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(dir);
     }
 
-    /// Issue 26, finding 5: the counts an upload reports are what was stored, when a
+    /// The counts an upload reports are what was stored, when a
     /// file repeats readings across its 5,000-row write chunks. 12,000 rows: 10,000
     /// distinct readings (one a minute), then the first 2,000 again, identical, in the
     /// third chunk. Stored: 10,000; reported: 10,000 written, 10,000 new, 2,000 merged.

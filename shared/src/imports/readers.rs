@@ -1,7 +1,7 @@
 //! Reading a stored object from blocking code: the async body bridged to
 //! `std::io::Read` (on the blocking pool, so the runtime keeps serving), counted, and
 //! decompressed when it starts with the gzip magic bytes, within
-//! [`upload::INFLATION`] (issue 26: a ratio and a size, so a decompression bomb fails
+//! [`upload::INFLATION`] (a ratio and a size, so a decompression bomb fails
 //! after a few hundred KiB). A zip inside gzip is refused: its own inflation would multiply
 //! the bound.
 
@@ -136,7 +136,7 @@ mod tests {
         gz.finish().unwrap()
     }
 
-    /// Issue 26: a gzip bomb fails once it passes the ratio, before the parser sees more
+    /// A gzip bomb fails once it passes the ratio, before the parser sees more
     /// than about a MiB; a zip inside gzip is refused as it opens.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_gzip_bomb_and_a_zip_inside_gzip_are_refused() {

@@ -1,4 +1,4 @@
-//! Local mail (issue 27): every message becomes one file in a directory (`<data
+//! Local mail: every message becomes one file in a directory (`<data
 //! dir>/mail` unless `MIROBODY_MAIL_DIR` says otherwise), which `mirobody-local` prints
 //! at start-up, so that the whole e-mail flow works offline; the end-to-end tests read it.
 //!

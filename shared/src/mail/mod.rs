@@ -1,4 +1,4 @@
-//! E-mail that proves an address (issue 27): the one way the product sends mail, and the
+//! E-mail that proves an address: the one way the product sends mail, and the
 //! only messages it sends (a sign-up's confirmation link, a password reset link, a share
 //! invitation). Built once per cold start (`Services::open`).
 //!

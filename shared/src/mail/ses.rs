@@ -1,4 +1,4 @@
-//! Deployed mail (issue 27): Amazon SES v2 `SendEmail` from the verified identity
+//! Deployed mail: Amazon SES v2 `SendEmail` from the verified identity
 //! `MIROBODY_MAIL_FROM`, with the configuration set `MIROBODY_SES_CONFIGURATION_SET`
 //! when given (where bounces and complaints are published; see README "E-mail").
 //! The client is built once per cold start, like the store's.

@@ -31,7 +31,7 @@ pub(super) struct Rejected {
 
 /// The envelope's members as they appear in the body, unparsed: only `params` (and a
 /// small `id`) ever become a `Value` tree, so a hostile body (a batch, or junk members)
-/// costs no more memory than its own bytes (issue 13).
+/// costs no more memory than its own bytes.
 #[derive(Deserialize)]
 struct Members<'a> {
     #[serde(borrow, default)]
@@ -44,7 +44,7 @@ struct Members<'a> {
     params: Option<&'a RawValue>,
 }
 
-/// An MCP POST's body, parsed once (issue 32): the request, or why it is not one.
+/// An MCP POST's body, parsed once: the request, or why it is not one.
 /// `App::handle` parses it before the request's observation starts (its `_meta` names the
 /// trace the request continues) and hands it to the dispatcher.
 #[derive(Debug)]

@@ -6,7 +6,7 @@
 //! Every error found before the user has interacted is shown on a page, never
 //! redirected: every client this server knows is dynamically registered or a Client ID
 //! Metadata Document, so redirecting an invalid request to its redirect URI would make
-//! our origin an open redirector (issue 12). Only the user's own answer on the form
+//! our origin an open redirector. Only the user's own answer on the form
 //! (deny, or a code) is redirected. Does not issue tokens; the token endpoint exchanges
 //! the code.
 
@@ -209,7 +209,7 @@ impl OAuthApi {
         error: Option<&str>,
     ) -> Response<Bytes> {
         // Cleaned as the login prompt's names are: no control, bidi or zero-width
-        // characters, so one name cannot display as another (issue 27, finding 6).
+        // characters, so one name cannot display as another.
         let name = auth
             .client
             .client_name
@@ -279,7 +279,7 @@ impl OAuthApi {
             }
             Err(e) => return unavailable(e),
         };
-        // Stamped with the user's epoch (issue 27, finding 3): a sign-out everywhere or a
+        // Stamped with the user's epoch: a sign-out everywhere or a
         // password change before the exchange ends the code too.
         let epoch = match self.store.token_state(&user_id).await {
             Ok(state) => state.epoch,

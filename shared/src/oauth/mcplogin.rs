@@ -2,7 +2,7 @@
 //! MCP client's self-given name) and when, and asks for the user code that client
 //! shows; signing in with the right code completes the login state named in
 //! `oauth_params` with a token sealed to that state, which the initiating client then
-//! collects once with its poll secret (issue 12, finding 3).
+//! collects once with its poll secret.
 //!
 //! Does not involve an OAuth client, a code or a redirect.
 

@@ -43,7 +43,7 @@ pub(crate) use metadata::SCOPES;
 pub(crate) const CODE_SECS: u64 = 600;
 pub(crate) const ACCESS_TOKEN_SECS: u64 = 3600;
 pub(crate) const REFRESH_TOKEN_SECS: u64 = 30 * 24 * 3600;
-/// A dynamically registered client nobody uses lapses after a week (issue 12: anonymous
+/// A dynamically registered client nobody uses lapses after a week (anonymous
 /// registrations must not pile up for ever).
 pub(crate) const UNUSED_CLIENT_SECS: u64 = 7 * 24 * 3600;
 /// Once used at the token endpoint, a client lapses when idle for longer than its newest

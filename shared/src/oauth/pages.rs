@@ -49,7 +49,7 @@ pub(super) struct Asked<'a> {
     pub(super) at: &'a str,
 }
 
-/// What an OAuth client asks for, as the consent page shows it (issue 27, finding 6).
+/// What an OAuth client asks for, as the consent page shows it.
 pub(super) struct Consent<'a> {
     /// The client's self-given name, already cleaned of hidden characters, or its id.
     pub(super) client: &'a str,
@@ -198,7 +198,7 @@ mod tests {
         }
     }
 
-    /// Issue 27, finding 6: the page says in words what each scope grants, asks
+    /// The page says in words what each scope grants, asks
     /// separately for the person's own MCP servers, and names what grants nothing.
     #[test]
     fn the_consent_page_says_what_it_grants() {

@@ -76,9 +76,9 @@ impl OAuthApi {
                 .collect(),
             None => vec!["authorization_code".into(), "refresh_token".into()],
         };
-        // A client_credentials client registers (issue 16, RFC 7591) but gets no token: the
+        // A client_credentials client registers (RFC 7591) but gets no token: the
         // token endpoint answers `unsupported_grant_type`, since every resource here
-        // belongs to a person (issue 12).
+        // belongs to a person.
         let known = ["authorization_code", "refresh_token", "client_credentials"];
         if grant_types.is_empty() || grant_types.iter().any(|g| !known.contains(&g.as_str())) {
             return oauth_error(

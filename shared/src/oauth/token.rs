@@ -103,8 +103,8 @@ impl OAuthApi {
                 "unauthorized_client",
                 "this client may not use that grant",
             ),
-            // Even for a client registered with it (issue 16): an app's own token has
-            // nothing here to reach (issue 12), so the grant is not offered at all.
+            // Even for a client registered with it: an app's own token has
+            // nothing here to reach, so the grant is not offered at all.
             ("client_credentials", _) => oauth_error(
                 StatusCode::BAD_REQUEST,
                 "unsupported_grant_type",
@@ -194,7 +194,7 @@ impl OAuthApi {
             Some(audience) => audience,
             None => return wrong_target(),
         };
-        // Issue 27, finding 3: a code made before the user's sign-out everywhere, password
+        // A code made before the user's sign-out everywhere, password
         // change or reset, or before they withdrew this client, grants nothing.
         let stamp = Stamp {
             epoch: record.epoch,
@@ -381,7 +381,7 @@ fn token_response(body: Value) -> Response<Bytes> {
 mod tests {
     use super::*;
 
-    /// A deleted account's refresh families are all ended (issue 15), whatever epoch
+    /// A deleted account's refresh families are all ended, whatever epoch
     /// they carry.
     #[test]
     fn a_deleted_accounts_refresh_families_are_ended() {

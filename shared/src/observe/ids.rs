@@ -1,4 +1,4 @@
-//! The ids a request is known by (issue 32): request ids, trace ids and span ids. What they
+//! The ids a request is known by: request ids, trace ids and span ids. What they
 //! need is to be unique, not secret (they are written into log lines and sent on in
 //! `traceparent`), so they come from a fast per-thread generator (wyrand) seeded once per
 //! thread from the operating system, and are written as lower-case hex into one allocation.

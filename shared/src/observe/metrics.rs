@@ -1,4 +1,4 @@
-//! Metrics without a metrics server (issue 17): a request's numbers as CloudWatch Embedded
+//! Metrics without a metrics server: a request's numbers as CloudWatch Embedded
 //! Metric Format (EMF) lines, which CloudWatch Logs turns into metrics when a Lambda
 //! function prints them to stdout. This module only builds the lines (from a
 //! [`FinishedTrace`] and the function's name, or from an import's [`ImportSummary`]); the
@@ -12,7 +12,7 @@
 //! - the request's store calls: `[["Function"]]`: `StoreCalls`, `StoreLatency` (one value
 //!   per call), `StoreThrottles`;
 //! - forwarded MCP calls (to users' own MCP servers): `[["Function"]]`: `ForwardedCalls`,
-//!   `ForwardedLatency`, `ForwardedFailures`. Never per host (issue 27, finding 7): a host
+//!   `ForwardedLatency`, `ForwardedFailures`. Never per host: a host
 //!   is a name a user chose, so as a dimension it would make one custom metric per name
 //!   anyone registers and write every user's server host into CloudWatch;
 //! - an import: `[["Function"]]`: `ImportRows`, `ImportRowsPerSecond`, `ImportFailures`,
@@ -345,7 +345,7 @@ mod tests {
         );
     }
 
-    /// Issue 27, finding 7: forwarded calls are counted per function, and no line names
+    /// Forwarded calls are counted per function, and no line names
     /// the host a user chose.
     #[test]
     fn forwarded_calls_are_per_function_and_name_no_host() {

@@ -1,4 +1,4 @@
-//! What a request leaves behind for operators (issue 17): its log lines, its metrics and
+//! What a request leaves behind for operators: its log lines, its metrics and
 //! its trace. This module owns the request's observation context (request id, route,
 //! caller kind, trace context, the store and outbound calls it made) and the formats it is
 //! written in; it never sees a body, a header value, a secret or a health record.
@@ -7,7 +7,9 @@
 //! `trace_context.rs` (W3C `traceparent`/`tracestate` in, X-Ray's root, which source
 //! wins), `context.rs` (the request's context in a task-local; spans of store and outbound
 //! calls), `request.rs` (the log span, the closing line, the keyed user hash, the
-//! [`FinishedTrace`]).
+//! [`FinishedTrace`]), `metrics.rs` (the CloudWatch EMF lines of a finished trace and of
+//! an import's summary, which the Lambda glue prints). `store/dynamo/spans.rs` is its
+//! SDK interceptor.
 //!
 //! The binaries hand it what only Lambda knows through plain `http` extensions:
 //! [`Invocation`] on the request, and take the finished trace back as [`FinishedTrace`] on

@@ -1,4 +1,4 @@
-//! A request observed from its start to its closing log line (issue 17): the tracing span
+//! A request observed from its start to its closing log line: the tracing span
 //! every line of the request is logged in (`request_id`, `trace_id`, `route`), the one
 //! closing `request` line (caller kind, keyed user hash, status, duration, MCP method and
 //! tool), and the [`FinishedTrace`] put on the response for an exporter.

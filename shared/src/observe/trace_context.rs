@@ -1,4 +1,4 @@
-//! W3C Trace Context in (issue 17): which trace a request continues.
+//! W3C Trace Context in: which trace a request continues.
 //!
 //! Sources, in order of precedence:
 //! 1. the MCP request's `params._meta.traceparent` (the 2026-07-28 convention): the context
@@ -176,7 +176,7 @@ struct Params {
 }
 
 impl MetaTrace {
-    /// From the `params` of a request the MCP dispatcher parsed (issue 32: the body is
+    /// From the `params` of a request the MCP dispatcher parsed (the body is
     /// parsed once, and the dispatcher reads the same `params`).
     pub(crate) fn of_params(params: &Value) -> Option<MetaTrace> {
         Params::deserialize(params).ok()?.meta

@@ -48,7 +48,7 @@ pub(crate) const MAX_TOOL_PAGES: usize = 10;
 /// At most this many tools are kept (D6).
 pub(crate) const MAX_TOOLS: usize = 256;
 
-/// A kept tool's description is cut to this many characters (issue 13: a server's
+/// A kept tool's description is cut to this many characters (a server's
 /// listing must not fill the caller's answer or our memory).
 pub(crate) const MAX_TOOL_DESCRIPTION: usize = 2_000;
 
@@ -62,7 +62,7 @@ pub(crate) const MAX_LISTING_BYTES: usize = 256 * 1024;
 /// A tool's `title` (and `annotations.title`) is cut to this many characters.
 pub(crate) const MAX_TOOL_TITLE: usize = 200;
 
-/// A `tools/call` answer is read up to this many bytes (issue 16: a large result is
+/// A `tools/call` answer is read up to this many bytes (a large result is
 /// cut down to the gateway's result limit after it is read, so this bound is what a
 /// result may reach before the call fails instead; at most 4 MiB of content plus the
 /// JSON-RPC envelope, JSON escaping and the event-stream framing).

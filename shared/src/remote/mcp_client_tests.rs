@@ -381,7 +381,7 @@ async fn tool_lists_follow_cursors_up_to_the_bounds() {
     assert!(listed.truncated);
 }
 
-/// Issue 13, finding 4: a server listing 256 tools with 15 kB descriptions (3.9 MB) is
+/// A server listing 256 tools with 15 kB descriptions (3.9 MB) is
 /// kept to 256 KiB: descriptions cut to 2,000 characters, a tool with a 20 KiB schema left
 /// out, tools past the budget left out, and the caller told.
 #[tokio::test]
@@ -499,7 +499,7 @@ async fn a_legacy_session_is_ended_on_close() {
     assert!(last.contains(&format!("bearer {SECRET}")), "{last}");
 }
 
-/// Issue 16, item 5: a tool's title, annotations and output schema are kept, reduced to
+/// A tool's title, annotations and output schema are kept, reduced to
 /// the spec's keys and types and bounded; anything else is dropped, the tool stays.
 #[test]
 fn tool_metadata_is_kept_typed_and_bounded() {

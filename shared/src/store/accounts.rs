@@ -51,7 +51,7 @@ pub enum TokenChange {
     },
     /// The user withdrew `client_id`'s grant: its tokens and refresh families end.
     EndClient { client_id: String },
-    /// The account is being deleted (issue 15): the state becomes the tombstone
+    /// The account is being deleted: the state becomes the tombstone
     /// ([`TokenState::DELETED_EPOCH`], nothing else), which refuses every token for good.
     Deleted,
 }
@@ -212,10 +212,10 @@ pub trait AccountStore: Send + Sync {
 
     /// Completed and unexpired at `now` → collected (the sealed token is dropped from
     /// the store), answering the sealed token; else `None`. Atomic: of two concurrent
-    /// takes exactly one gets the token (issue 12, finding 3).
+    /// takes exactly one gets the token.
     fn take_login_token<'a>(&'a self, state: &'a str, now: u64) -> StoreFuture<'a, Option<String>>;
 
-    // ----- Housekeeping (issue 26, finding 6) -----
+    // ----- Housekeeping -----
 
     /// Deletes a bounded batch of rows that expired a day or more before `now` (login
     /// states, URL grants, codes, refresh tokens, lapsed clients, counters, upload
@@ -300,7 +300,7 @@ pub trait AccountStore: Send + Sync {
         now: u64,
     ) -> StoreFuture<'a, Option<TokenState>>;
 
-    // ----- Who can act for a user (issue 15: the console's access page, `/api/shares`,
+    // ----- Who can act for a user (the console's access page, `/api/shares`,
     // `/api/user/urls`) -----
 
     /// The shares `user_id` granted: (grantee, permissions), ordered by grantee.
@@ -339,7 +339,7 @@ pub trait AccountStore: Send + Sync {
         user_id: &'a str,
         now: u64,
     ) -> StoreFuture<'a, Option<PersonalUrl>>;
-    // ----- Proving an address, and shares as invitations (issue 27) -----
+    // ----- Proving an address, and shares as invitations -----
 
     /// Marks the account confirmed (at `now`) when its e-mail is still exactly `email`; true if it
     /// is confirmed afterwards (already was, or now), false when there is no such account.
@@ -394,7 +394,7 @@ pub trait AccountStore: Send + Sync {
         grantee: &'a str,
     ) -> StoreFuture<'a, Option<Invitation>>;
 
-    // ----- The whole account (issue 15) -----
+    // ----- The whole account -----
 
     /// The shares the user granted and the personal URL's status, for the export.
     fn account_records<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, AccountRecords>;
@@ -410,7 +410,7 @@ pub trait AccountStore: Send + Sync {
     fn delete_account_everything<'a>(&'a self, user_id: &'a str, now: u64) -> StoreFuture<'a, ()>;
 }
 
-/// What an account's export shows that no other read answers (issue 15).
+/// What an account's export shows that no other read answers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AccountRecords {
     /// The shares the user granted: grantee and permissions, ordered by grantee.

@@ -200,7 +200,7 @@ pub trait HealthStore: Send + Sync {
     fn migrate_legacy_readings(&self) -> StoreFuture<'_, u64>;
 
     /// Makes every stored reading canonical by the measures catalogue and rebuilds every
-    /// rollup (issue 25; the embedded store does it when it opens a file, schema step 7);
+    /// rollup (the embedded store does it when it opens a file, schema step 7);
     /// idempotent and resumable. Returns how many readings changed.
     fn migrate_measures(&self) -> StoreFuture<'_, u64>;
 }
@@ -241,7 +241,7 @@ pub struct RollupPoint {
     pub value: ReadingValue,
 }
 
-/// A day's total of a summed measure (issue 25).
+/// A day's total of a summed measure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DayTotal {
     #[serde(rename = "p")]

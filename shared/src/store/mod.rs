@@ -6,7 +6,7 @@
 //!   data), [`AccountStore`] (accounts, shares, URL grants, personal URLs, login
 //!   states, abuse counters), [`OAuthStore`] (clients, codes, refresh tokens) and
 //!   [`McpServerStore`] (a user's external MCP servers, and presence with them in one
-//!   read), [`GenomeStore`] (a user's genome, versioned). [`Store`] is all five: consumers hold an `Arc<dyn Store>`, and one that needs a single
+//!   read), [`GenomeStore`] (a user's genome, versioned). [`Store`] is all of them (with [`UploadStore`], below): consumers hold an `Arc<dyn Store>`, and one that needs a single
 //!   domain can take that trait instead. The records are [`crate::domain`]'s.
 //! - The backends, one folder each with one file per domain: `dynamo` (DynamoDB, a
 //!   `keys` table found by opaque key and a `data` table keyed by user with
@@ -19,6 +19,11 @@
 //! A new operation is a method on its domain's trait, its implementation in that
 //! domain's file of each backend, and a case in that domain's contract file, listed
 //! in `contract/mod.rs`.
+//!
+//! `uploads` ([`UploadStore`], upload records) is a domain like the others; `objects`
+//! ([`UploadObjects`]: where uploaded files wait) has backends of its own: S3 deployed,
+//! `objects_local` locally (a directory; a PUT to a signed, expiring URL that may state
+//! the exact size, never replacing a stored file).
 //!
 //! Only this module talks to a database. It never sees an HTTP type and never logs
 //! user data (health readings and genotypes are health data); its errors and log

@@ -1,4 +1,4 @@
-//! Uploaded files waiting for their import (issue 14): the one interface both places a
+//! Uploaded files waiting for their import: the one interface both places a
 //! file can wait in implement. Deployed, a private S3 bucket (the client PUTs to a
 //! presigned URL); locally, a directory under the data directory (the client PUTs to
 //! the local server itself, with a signed, expiring URL). The same client code works
@@ -43,7 +43,7 @@ impl std::fmt::Debug for StoredObject {
 pub trait UploadObjects: Send + Sync {
     /// Where a client sends the bytes of object `key` with one PUT, valid until
     /// `expires_at` (epoch seconds). With `size`, the URL admits a body of exactly that
-    /// many bytes and no other (issue 26, finding 6: S3 checks the signed
+    /// many bytes and no other (S3 checks the signed
     /// `Content-Length`, the local server the signed `size`); without, any size up to
     /// the backend's own cap.
     fn put_target<'a>(
@@ -60,7 +60,7 @@ pub trait UploadObjects: Send + Sync {
     fn remove<'a>(&'a self, key: &'a str) -> StoreFuture<'a, ()>;
 
     /// Keeps `bytes` as object `key` and answers a URL that downloads it with one GET
-    /// until `expires_at`, saved as `filename` (issue 15: an export larger than a Lambda
+    /// until `expires_at`, saved as `filename` (an export larger than a Lambda
     /// response may carry). `None` where the server can answer with the bytes itself
     /// (the local directory: no response limit there).
     fn put_download<'a>(

@@ -6,7 +6,7 @@
 //! the directory (created the first time, readable by the owner only), so it survives a
 //! restart and needs no stored secret per upload; a forged, altered or expired URL is
 //! refused. A URL that states a size takes a body of exactly that size (as S3 checks a
-//! signed `Content-Length`, issue 26, finding 6). A body is streamed to a temporary file
+//! signed `Content-Length`). A body is streamed to a temporary file
 //! and linked into place only when it is complete and only if no file is there yet, so
 //! an import never opens half a file and a replayed PUT never replaces the file an
 //! import reads. File names are the SHA-256 of the key, so no key ever becomes a path.
@@ -352,7 +352,7 @@ mod tests {
             send(&objects, "uploads/abc", "expires=1000", 1, &["x"]).await,
             Received::Refused
         );
-        // Issue 26, finding 6: a replayed PUT never replaces the stored file.
+        // A replayed PUT never replaces the stored file.
         assert_eq!(
             send(&objects, "uploads/abc", &query, 1, &["other file"]).await,
             Received::Exists
@@ -384,7 +384,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(dir);
     }
 
-    /// Issue 26, finding 6: a URL that states a size takes exactly that many bytes (as
+    /// A URL that states a size takes exactly that many bytes (as
     /// S3 checks a signed Content-Length); its size cannot be altered.
     #[tokio::test]
     async fn a_sized_url_takes_exactly_its_size() {

@@ -1,4 +1,4 @@
-//! The deployed place uploaded files wait in (issue 14): a private S3 bucket. A client
+//! The deployed place uploaded files wait in: a private S3 bucket. A client
 //! sends the file with one PUT to a presigned URL (no other credential); the `import`
 //! function reads it back as a stream when S3 reports the object created.
 //!
@@ -54,7 +54,7 @@ pub(crate) async fn open_s3_objects(config: &Config) -> Result<S3Objects, StoreE
         // No checksum of an empty body signed into a presigned PUT: the client's bytes
         // are not known when the URL is made.
         .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
-        // Each call a span of the request it was made for (issue 17).
+        // Each call a span of the request it was made for.
         .interceptor(super::dynamo::CallSpans)
         .build();
     Ok(S3Objects {
@@ -100,7 +100,7 @@ impl UploadObjects for S3Objects {
             let (presigning, expires_at) = presigning_until(expires_at, "presign upload")?;
             let mut put = self.client.put_object().bucket(&self.bucket).key(key);
             if let Some(size) = size {
-                // Signed (issue 26, finding 6): S3 refuses a body of any other length, so
+                // Signed: S3 refuses a body of any other length, so
                 // a leaked or replayed URL stores at most this many bytes.
                 put = put.content_length(i64::try_from(size).unwrap_or(i64::MAX));
             }
@@ -319,7 +319,7 @@ mod tests {
         objects.remove(key).await.unwrap();
     }
 
-    /// Issue 26, finding 6: a stated size is signed into the presigned PUT as its
+    /// A stated size is signed into the presigned PUT as its
     /// Content-Length (S3 refuses a body of another length; moto does not check
     /// signatures, so that refusal is S3's and is not tested here), and the client is
     /// not asked to send a header it sends anyway.

@@ -1,4 +1,4 @@
-//! Upload records (issue 14): one per file a user sends, polled by its owner while
+//! Upload records: one per file a user sends, polled by its owner while
 //! the import runs.
 //!
 //! Owns the [`UploadStore`] trait. Starting an import is a conditional change from
@@ -73,7 +73,7 @@ pub trait UploadStore: Send + Sync {
     ) -> StoreFuture<'a, ()>;
 
     /// `importing` -> `failed` with `failure`, when the import was last active before
-    /// `silent_since` (its process was killed: issue 26). `true` when this call failed
+    /// `silent_since` (its process was killed). `true` when this call failed
     /// it; `false` when it is not importing or reported since.
     fn fail_stalled_upload<'a>(
         &'a self,
@@ -95,7 +95,7 @@ pub trait UploadStore: Send + Sync {
     ) -> StoreFuture<'a, ()>;
 
     /// Deletes every upload record of the user (expired or not) and the pointers from
-    /// their files to them (issue 15: delete all data); the files themselves are the
+    /// their files to them (delete all data); the files themselves are the
     /// caller's to delete.
     fn delete_uploads<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()>;
 }

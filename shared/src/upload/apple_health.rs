@@ -24,7 +24,7 @@
 //! Bounds: one tag (or the DTD) at most [`MAX_EVENT_BYTES`], elements at most
 //! [`MAX_DEPTH`] deep, at most [`MAX_RECORDS`] records, at most [`MAX_XML_NODES`] nodes of
 //! any kind (every element, `Record` or not, every text run and comment: none is free)
-//! and [`MAX_XML_BYTES`] bytes (issue 26); the zip's entries inflate within
+//! and [`MAX_XML_BYTES`] bytes; the zip's entries inflate within
 //! `bounds::INFLATION`, one budget for the archive; no entity is expanded (only the
 //! five predefined ones and character references, in the attributes read). A record of
 //! a known type whose value, time, unit or source is unusable is counted as invalid and

@@ -96,7 +96,7 @@ fn quantity_records_become_readings_with_units_and_codes() {
             ("Resting heart rate", 55.0, "/min", "40443-4"),
             ("Heart rate variability SDNN", 48.5, "ms", "80404-7"),
             ("Steps", 1234.0, "steps", "55423-8"),
-            // The catalogue's names and canonical units (issue 25):
+            // The catalogue's names and canonical units:
             ("Glucose", 104.0, "mg/dL", "2339-0"),
             // 5.8 mmol/L × 18.016 = 104.4928 mg/dL
             ("Glucose", 104.4928, "mg/dL", "2339-0"),
@@ -737,7 +737,7 @@ fn depth_and_tag_length_are_bounded() {
     assert_eq!(err.problem, EventTooLong.to_string());
 }
 
-/// Issue 26: elements of any name count, and so do the bytes, against the export's
+/// Elements of any name count, and so do the bytes, against the export's
 /// bounds; a real export's records pass at the same bounds.
 #[test]
 fn many_non_record_elements_and_too_many_bytes_are_refused() {
@@ -776,7 +776,7 @@ fn many_non_record_elements_and_too_many_bytes_are_refused() {
     assert!(exact.is_ok(), "a file of exactly the bound passes");
 }
 
-/// Issue 26: an `export.xml` that inflates past the ratio, or an entry before it that
+/// An `export.xml` that inflates past the ratio, or an entry before it that
 /// does, fails fast with what was too large.
 #[test]
 fn a_zip_bomb_is_refused_by_its_ratio() {

@@ -1,4 +1,4 @@
-//! Bounds on what reading one upload may cost (issue 26), shared by every format: how
+//! Bounds on what reading one upload may cost, shared by every format: how
 //! far a compressed file may inflate ([`Inflation`]), and the error a bound raises from
 //! inside a reader ([`Exceeded`], carried in a `std::io::Error`) so that each parser
 //! reports what was too large instead of a damaged file.

@@ -1,4 +1,4 @@
-//! Rows of one file that are the same reading (issue 25): same measure, time and source.
+//! Rows of one file that are the same reading: same measure, time and source.
 //! An identical repeat is counted and kept once; the same reading with two different
 //! values refuses the file naming both lines (three glucose values on one date without a
 //! time of day would otherwise be stored as one, the other two lost without a word).

@@ -2,7 +2,7 @@
 //! AncestryDNA (`rsid chromosome position allele1 allele2`, chromosomes 23-26 for
 //! X, Y, XY, MT), tab- or comma-separated, `#` comments and a header row allowed.
 //!
-//! Bounded as it is read (issue 26): a line at most [`MAX_LINE`] bytes, at most
+//! Bounded as it is read: a line at most [`MAX_LINE`] bytes, at most
 //! [`MAX_LINES`] lines of any kind (blank and comment ones count) and
 //! [`MAX_GENOTYPE_FILE`] bytes once decompressed.
 
@@ -269,7 +269,7 @@ mod tests {
         );
     }
 
-    /// Issue 26: blank and comment lines count against the file's lines; none is free.
+    /// Blank and comment lines count against the file's lines; none is free.
     #[test]
     fn every_line_counts_against_the_line_cap() {
         let mut blank = b"rs1\t1\t5\tAA\n".to_vec();

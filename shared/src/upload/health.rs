@@ -1,7 +1,7 @@
 //! Health readings from JSON (`{"readings": [...]}` or a bare array) or CSV with a
 //! header row (`indicator,value,unit,time[,code_system,code,source]`).
 //!
-//! CSV is bounded before the parser buffers it (issue 26): one row at most [`MAX_ROW`]
+//! CSV is bounded before the parser buffers it: one row at most [`MAX_ROW`]
 //! bytes, the file at most [`MAX_READINGS_FILE`], and every row, blank ones included,
 //! counted against the row cap, so no line and no run of empty rows is free.
 
@@ -22,7 +22,7 @@ pub(super) fn error(location: String, problem: impl Into<String>) -> UploadError
     }
 }
 
-/// Every uploaded string is bounded (issue 13, finding 5), in UTF-8 bytes, so a reading
+/// Every uploaded string is bounded, in UTF-8 bytes, so a reading
 /// can never reach the store's limits (DynamoDB: a 1,024-byte sort key made of the
 /// indicator key, the time and the source; a 400 KB item): at most 2 + 300 (a lower-cased
 /// 200-byte indicator) + 21 + 200 bytes of key and a few KB of item.
@@ -566,7 +566,7 @@ mod tests {
         for_each_csv_reading(input, "upload", max_rows, &mut Repeats::default(), |_| true)
     }
 
-    /// Issue 26: an endless row (one line, or a quoted field of endless short lines) is
+    /// An endless row (one line, or a quoted field of endless short lines) is
     /// refused with its line once the parser holds the bound, never the whole of it.
     #[test]
     fn a_row_over_the_limit_is_refused_by_line_before_it_is_buffered() {

@@ -2,7 +2,10 @@
 //! consumer raw data file (23andMe, AncestryDNA), Apple Health exports (streamed:
 //! `apple_health`). Every row is checked before anything is written; a bad row is
 //! reported by line (JSON: by index) and the whole upload is refused, so nothing is
-//! partially written unreported.
+//! partially written unreported. Each reading is made canonical (`domain::measures`);
+//! `collisions` refuses two rows of one file that are the same reading with different
+//! values; `bounds` guards every decompressor (a ratio and a size); each parser bounds
+//! its own lines, rows and size.
 //!
 //! Pure functions: no storage, no HTTP. Error messages name the line and the field,
 //! never echo the value (it is health data).
@@ -38,7 +41,7 @@ impl std::fmt::Display for UploadError {
 /// The most rows one upload may carry (API Gateway's payload limits come first).
 pub(crate) const MAX_ROWS: usize = 1_000_000;
 
-/// The most bytes a readings file (CSV or JSON) may hold once decompressed (issue 26):
+/// The most bytes a readings file (CSV or JSON) may hold once decompressed:
 /// 4 GiB, the largest file the local server stores by default
 /// (`MIROBODY_UPLOAD_MAX_BYTES`), so gzip buys no more parsing than the plain file would.
 /// A real three-year CSV is 27 MB; twenty million rows of 100 bytes are 2 GB.

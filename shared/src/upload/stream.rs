@@ -1,9 +1,9 @@
-//! JSON readings read as a stream (issue 14): the `readings` array of
+//! JSON readings read as a stream: the `readings` array of
 //! `{"readings": [...]}` (or a bare array) visited one element at a time through a
 //! serde seed, never as one tree of the whole file. Each element is bounded
 //! ([`MAX_ELEMENT`] bytes) before it is parsed, so no single reading can take the
 //! memory a whole file would, and the file is bounded ([`MAX_READINGS_FILE`]) once
-//! decompressed (issue 26).
+//! decompressed.
 
 use std::cell::Cell;
 use std::fmt;
@@ -238,7 +238,7 @@ mod tests {
         let row = r#"{"indicator":"LDL","value":3,"unit":"mmol/L","time":"2026-02-01"}"#;
         let other = r#"{"indicator":"LDL","value":3,"unit":"mmol/L","time":"2026-02-02"}"#;
         assert_eq!(all(&format!("[{row},{other}]")).unwrap().len(), 2);
-        // An identical repeat is kept once (issue 25).
+        // An identical repeat is kept once.
         assert_eq!(all(&format!("[{row},{row}]")).unwrap().len(), 1);
         let doc = format!(r#"{{"note":{{"x":[1,2]}},"readings":[{row}],"after":"x"}}"#);
         assert_eq!(all(&doc).unwrap()[0].indicator, "LDL cholesterol");

@@ -30,7 +30,7 @@
 })();
 
 // ----- Upload page (console/upload.rs) -----
-// The upload flow of issue 14 from the browser: create the upload (POST /console/uploads
+// The upload flow from the browser: create the upload (POST /console/uploads
 // with the page's CSRF token), PUT the file to the returned URL with XMLHttpRequest so
 // the transfer reports progress (the bar's first half), then poll the upload every second
 // (the second half) until it is done or failed. Does nothing on other pages.
@@ -153,7 +153,7 @@
       method: "POST",
       credentials: "same-origin",
       headers: { "content-type": "application/json", "x-csrf-token": csrf },
-      // The size is signed into the PUT (issue 26, finding 6): no other size is taken.
+      // The size is signed into the PUT: no other size is taken.
       body: JSON.stringify({ kind: kind.value, filename: chosen.name, size: chosen.size })
     })
       .then(answer)

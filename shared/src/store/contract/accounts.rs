@@ -176,7 +176,7 @@ pub(super) async fn shares_follow_owner_and_grantee(
     store.delete_share(owner, grantee).await.unwrap();
 }
 
-/// Issue 26, finding 6: purging expired rows (the embedded store's; DynamoDB's TTL
+/// Purging expired rows (the embedded store's; DynamoDB's TTL
 /// does its own) never removes a live row, nor one expired less than a day ago (an
 /// expired login still answers `expired`); what it removes reads as it did (expired).
 pub(super) async fn purging_keeps_what_is_live(store: &dyn Store, user: &str, now: u64) {
@@ -237,7 +237,7 @@ pub(super) async fn url_grants_expire(store: &dyn Store, user: &str, now: u64) {
         agent_name: Some("Claude".to_string()),
         delegation: None,
         expires_at: now + 600,
-        // Kept as it is given (issue 27: the holder's epoch when it was made).
+        // Kept as it is given (the holder's epoch when it was made).
         epoch: 4,
     };
     let hash = format!("{user}-temporary");
@@ -473,7 +473,7 @@ pub(super) async fn login_state_completes_once(store: &dyn Store, run: &str, now
     assert_eq!(store.login_state(&unknown).await.unwrap(), None);
 }
 
-/// Issue 12, finding 3: a completed login's token is handed out once, also to two
+/// A completed login's token is handed out once, also to two
 /// racing polls; nothing else can be taken.
 pub(super) async fn login_token_is_taken_once(store: &dyn Store, run: &str, now: u64) {
     let state = format!("{run}-state");
@@ -669,7 +669,7 @@ pub(super) async fn share_url_is_the_grantees_own_and_needs_the_share(
         None
     );
 
-    // Issue 27, finding 2: a claim from an older epoch (the grantee signed out everywhere
+    // A claim from an older epoch (the grantee signed out everywhere
     // since) is dead: a candidate at the newer epoch replaces it, in the same write as
     // the old secret's grant goes, and the new grant carries its epoch.
     let newer = PersonalUrl {
@@ -983,7 +983,7 @@ pub(super) async fn password_change_ends_every_token(store: &dyn Store, user: &s
     assert_eq!(by_email.password_hash, "new-hash");
 }
 
-/// Issue 15: the shares a user granted and received, each listed by the other user,
+/// The shares a user granted and received, each listed by the other user,
 /// and gone from both lists with the share.
 pub(super) async fn shares_are_listed_both_ways(store: &dyn Store, a: &str, b: &str, c: &str) {
     assert!(store.shares_granted(a).await.unwrap().is_empty());
@@ -1039,7 +1039,7 @@ pub(super) async fn shares_are_listed_both_ways(store: &dyn Store, a: &str, b: &
     );
 }
 
-/// Issue 15: a user's live temporary URLs (never personal or delegated ones, never
+/// A user's live temporary URLs (never personal or delegated ones, never
 /// another user's), soonest expiry first; revoked one at a time, only by their user.
 pub(super) async fn temporary_urls_are_listed_and_revoked(
     store: &dyn Store,
@@ -1185,7 +1185,7 @@ pub(super) async fn temporary_urls_are_listed_and_revoked(
     assert_eq!(store.temporary_urls(other, now).await.unwrap().len(), 1);
 }
 
-/// Issue 15: the personal URL read as it is (nothing minted), hidden once expired.
+/// The personal URL read as it is (nothing minted), hidden once expired.
 pub(super) async fn personal_url_is_read_without_minting(store: &dyn Store, user: &str, now: u64) {
     assert_eq!(store.personal_url(user, now).await.unwrap(), None);
     assert_eq!(

@@ -1,4 +1,4 @@
-//! Proving an address and shares as invitations (issue 27): confirmation, mailed links
+//! Proving an address and shares as invitations: confirmation, mailed links
 //! (single use, expiring, atomic), invitations that grant nothing until accepted.
 
 use super::strings;

@@ -151,7 +151,7 @@ pub(super) async fn upload_records_follow_an_import(
     assert!(!store.start_upload(user, &second.id, 99, now).await.unwrap());
 }
 
-/// Issue 26, finding 4: an import whose process was killed reports no more. It is
+/// An import whose process was killed reports no more. It is
 /// failed once silent since a time after its last report, and only then: a finished
 /// upload, or one that reported since, is left alone. Once failed it stays failed (the
 /// import's own end, if it was only slow, changes nothing) and its guarded writes are
@@ -241,7 +241,7 @@ fn other_user(user: &str) -> String {
     format!("{user}-other")
 }
 
-/// An import's guarded writes (issue 26): they land while its upload is importing, and
+/// An import's guarded writes: they land while its upload is importing, and
 /// once the user's uploads are deleted (what a deletion does first) they are refused
 /// with `ImportStopped` and write nothing: no reading, no presence, no genome.
 pub(super) async fn import_writes_stop_once_the_upload_is_gone(store: &dyn Store, user: &str) {

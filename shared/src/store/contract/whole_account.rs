@@ -1,4 +1,4 @@
-//! Contract cases for the whole account (issue 15): what the export reads
+//! Contract cases for the whole account: what the export reads
 //! ([`AccountStore::account_records`](crate::store::AccountStore::account_records)) and
 //! deleting everything of a user
 //! ([`AccountStore::delete_account_everything`](crate::store::AccountStore::delete_account_everything),

@@ -57,12 +57,12 @@ fn account_from_item(op: &'static str, user_id: &str, item: &Item) -> Result<Acc
         email: get_s(op, item, "email")?,
         password_hash: get_s(op, item, "password_hash")?,
         created_at: get_u64(op, item, "created_at")?,
-        // Issue 27: absent on accounts from before, which count as unconfirmed.
+        // Absent on accounts from before, which count as unconfirmed.
         email_confirmed: item.contains_key(EMAIL_CONFIRMED_AT),
     })
 }
 
-/// When the account's address was confirmed (issue 27); absent until then.
+/// When the account's address was confirmed; absent until then.
 const EMAIL_CONFIRMED_AT: &str = "email_confirmed_at";
 
 fn purpose_name(purpose: MailPurpose) -> &'static str {
@@ -144,7 +144,7 @@ fn url_grant_from_item(op: &'static str, item: &Item) -> Result<UrlGrant, StoreE
             None => None,
         },
         expires_at: get_u64(op, item, EXPIRES_AT)?,
-        // Absent on grants stored before issue 27.
+        // Absent on grants stored before they carried an epoch.
         epoch: get_opt_u64(op, item, "epoch")?.unwrap_or(0),
     })
 }
@@ -181,7 +181,7 @@ fn personal_url_from_item(op: &'static str, item: &Item) -> Result<PersonalUrl, 
         sealed_secret: get_s(op, item, "sealed_secret")?,
         secret_hash: get_s(op, item, "secret_hash")?,
         expires_at: get_u64(op, item, EXPIRES_AT)?,
-        // Absent on claims stored before issue 27.
+        // Absent on claims stored before they carried an epoch.
         epoch: get_opt_u64(op, item, "epoch")?.unwrap_or(0),
     })
 }

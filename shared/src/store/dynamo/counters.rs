@@ -1,5 +1,5 @@
 //! Counts the DynamoDB requests a store makes and the bytes it receives, so a benchmark
-//! can read them before and after a query (issue 14: a query's cost must follow its
+//! can read them before and after a query (a query's cost must follow its
 //! answer). An SDK interceptor on the store's one client; counts only, never content.
 
 use std::sync::Arc;

@@ -21,7 +21,7 @@ use crate::store::{
     StoreFuture, WriteReport,
 };
 
-/// A reading from an item of the layout before issue 14 (`h#`).
+/// A reading from an item of the per-reading layout (`h#`).
 pub(super) fn legacy_reading(op: &'static str, item: &Item) -> Result<Reading, StoreError> {
     let value = match item.get("value") {
         Some(AttributeValue::N(n)) => ReadingValue::Number(n.parse().map_err(|_| corrupt(op))?),
@@ -247,7 +247,7 @@ pub(super) mod tests {
         }
     }
 
-    /// A reading as the layout before issue 14 kept it (tests write legacy data with it).
+    /// A reading as the per-reading layout kept it (tests write legacy data with it).
     pub(in crate::store) fn reading_item(user: &str, sk: String, r: &Reading) -> Item {
         let mut item = HashMap::from([
             (PK.to_string(), s(user)),

@@ -6,7 +6,11 @@
 //! `accounts`, `oauth`, `mcp_servers`) over the shared machinery: `schema` (key
 //! layout and attribute names, table definitions), `codec` (attribute values),
 //! `batch` (batch requests, pagination, retries of unprocessed items) and `transact`
-//! (conditional writes and transactions, retried when contended).
+//! (conditional writes and transactions, retried when contended). `readings` is the
+//! readings layout (day items, day and month rollups, the catalogue), `pending` the month
+//! and catalogue rebuilds a day write owes until it has done them (a writer stopped
+//! half-way leaves them to the next catalogue read), `counters` the requests and bytes a
+//! benchmark reads, and `spans` the SDK interceptor behind `observe`'s store-call spans.
 //!
 //! Uniqueness and single use are conditional writes or TransactWriteItems, never
 //! read-then-write; a transaction cancelled by a conflicting one is retried with backoff.

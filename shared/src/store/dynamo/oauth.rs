@@ -95,7 +95,7 @@ fn code_from_item(op: &'static str, item: &Item) -> Result<AuthCode, StoreError>
         code_challenge: get_s(op, item, "code_challenge")?,
         resource: get_opt_s(op, item, "resource")?,
         expires_at: get_u64(op, item, EXPIRES_AT)?,
-        // Absent on codes stored before issue 27.
+        // Absent on codes stored before they carried an epoch.
         epoch: get_opt_u64(op, item, "epoch")?.unwrap_or(0),
         issued_at: get_opt_u64(op, item, "issued_at")?.unwrap_or(0),
     })

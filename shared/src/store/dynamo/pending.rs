@@ -1,4 +1,4 @@
-//! Rebuilds owed (issue 26, finding 4): the months and catalogue entries that day
+//! Rebuilds owed: the months and catalogue entries that day
 //! writes have yet to bring up to date, recorded so that a writer that fails or is
 //! killed half-way leaves nothing inconsistent behind.
 //!
@@ -156,7 +156,7 @@ mod tests {
             .collect()
     }
 
-    /// Issue 26, finding 4: a writer stopped after its day transactions (a failed or
+    /// A writer stopped after its day transactions (a failed or
     /// killed import) leaves months and the catalogue owing. The next catalogue read
     /// rebuilds them: 28 January days written whole, then 56 days of February and March
     /// whose writer stopped; the catalogue then counts 84 readings, the sum is

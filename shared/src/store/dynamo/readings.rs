@@ -1,4 +1,4 @@
-//! Readings on DynamoDB, laid out so a query costs what its answer costs (issue 14):
+//! Readings on DynamoDB, laid out so a query costs what its answer costs:
 //! one item per indicator per day holding that day's readings (a CGM's 288 readings a
 //! day are one write), a rollup item per day and per month, and one catalogue item per
 //! indicator (keys in [`schema`](super::schema)).
@@ -60,9 +60,9 @@ const MERGE_ATTEMPTS: u32 = 8;
 enum Merge {
     /// A written reading replaces the held one of its identity (uploads).
     Replace,
-    /// A held reading stays (the issue 14 migration).
+    /// A held reading stays (the migration from the per-reading layout).
     KeepExisting,
-    /// The day holds exactly the written readings afterwards (the issue 25 migration,
+    /// The day holds exactly the written readings afterwards (the measures catalogue migration,
     /// moving readings to their measure's key); an empty day is deleted.
     WholeDay,
 }
@@ -1040,7 +1040,7 @@ impl DynamoStore {
 }
 
 impl DynamoStore {
-    /// Issue 25: every day item's readings made canonical by the measures catalogue and
+    /// Every day item's readings made canonical by the measures catalogue and
     /// every rollup rebuilt (they now carry totals, bands and days), page by page over the
     /// table. A reading whose measure has another key (`Weight` is `Body weight`) is
     /// written under it first, then its old day keeps only what stays (an emptied day and
@@ -1128,7 +1128,7 @@ mod tests {
     use crate::store::dynamo::batch::put_request;
     use crate::store::dynamo::health::tests::reading_item;
 
-    /// A reading's sort key in the layout before issue 14.
+    /// A reading's sort key in the per-reading layout.
     fn reading_sk(r: &Reading) -> String {
         format!(
             "{READING_PREFIX}{}#{}#{}",
@@ -1152,7 +1152,7 @@ mod tests {
         }
     }
 
-    /// Readings written in the layout before issue 14 (one `h#` item each) move into
+    /// Readings written in the per-reading layout (one `h#` item each) move into
     /// day items: nothing lost, a reading already in the new layout wins, no `h#` item
     /// left, and a second run finds nothing to do.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,12 +9,12 @@
 //! - `hy#<key>#<YYYY-MM-DD>`, `hm#<key>#<YYYY-MM>`: the day's and the month's rollup
 //!   (`s`: JSON; the month's `v`), and `hc#<key>`: the indicator's catalogue entry (`s`,
 //!   `v`): rebuilt from the level below on every write, so they stay exact.
-//! - `h#<indicator key>#<time>#<source>`: one reading in the layout before issue 14
+//! - `h#<indicator key>#<time>#<source>`: one reading in the older per-reading layout
 //!   (`indicator`, `time`, `source`, `value` as N or S, optional `unit`, `code_system`,
 //!   `code`); no longer written, moved by `migrate_legacy_readings`.
 //! - `g#<rsid>`: one genotype (`chromosome`, `genotype`, and `gpk` = `<user>#<chromosome>`,
 //!   `gpos` = position: the keys of the `by_position` index, which projects `genotype`).
-//!   The layout before genome versions (issue 14); `migrate_legacy_genotypes` moves
+//!   The layout before genome versions; `migrate_legacy_genotypes` moves
 //!   these items into a version and deletes them.
 //! - `genome`: the active genome version's pointer (`version`, `variants`, `source`,
 //!   `imported_at`, `buckets`, `blocks`); `gv#<version>#b#<block>.<part>`: one chromosome
@@ -24,10 +24,10 @@
 //!   at its switch) and cleared with it, so availability gating (A5) is one GetItem.
 //! - `account`: `email`, `password_hash`, `created_at` (N).
 //! - `share#<grantee>`: `permissions`, a list of strings (a string set is read too).
-//! - `shared-by#<owner>` (issue 15): in the grantee's partition, the share seen from the
+//! - `shared-by#<owner>`: in the grantee's partition, the share seen from the
 //!   grantee's side (`permissions`), written and deleted in one transaction with the
 //!   owner's `share#<grantee>`, so shares received are one Query.
-//! - `temp-url#<secret hash>` (issue 15): a live temporary URL of the user (`session_id`,
+//! - `temp-url#<secret hash>`: a live temporary URL of the user (`session_id`,
 //!   `agent_name`, `expires_at`), written in one transaction with its `url#` grant, so
 //!   the user's temporary URLs are one Query; entries a day past expiry are deleted as
 //!   they are listed (the data table has no TTL).
@@ -57,7 +57,7 @@
 //! - `client#<client id>`: `client_id`, optional `secret_hash` / `client_name`,
 //!   `redirect_uris` and `grant_types` (lists of strings), `token_endpoint_auth_method`,
 //!   `created_at` (N), `expires_at` (an unused registration lapses; each use moves it
-//!   on; absent on clients registered before issue 12, which never lapse).
+//!   on; absent on clients registered before registrations lapsed, which never lapse).
 //! - `code#<code hash>`: `client_id`, `user_id`, `scope`, `redirect_uri`,
 //!   `code_challenge`, optional `resource`, `expires_at`; deleted by its single use.
 //! - `refresh#<token hash>`: `user_id`, `client_id`, `scope`, optional `resource`,
@@ -107,7 +107,7 @@ pub(super) const MONTH_ROLLUP_PREFIX: &str = "hm#";
 /// One indicator's catalogue entry: `hc#<key>`.
 pub(super) const CATALOGUE_PREFIX: &str = "hc#";
 
-/// A rebuild owed (issue 26): `hc#~<key>#<month>#<token>`, written with day items whose
+/// A rebuild owed: `hc#~<key>#<month>#<token>`, written with day items whose
 /// month and catalogue entry are still to be rebuilt. Inside the catalogue's range, so
 /// the catalogue read sees any left behind; `~` never occurs in a key (alphanumerics
 /// and spaces).
@@ -151,7 +151,7 @@ pub(super) const SHARED_BY_PREFIX: &str = "shared-by#";
 
 pub(super) const TEMP_URL_PREFIX: &str = "temp-url#";
 
-/// An invitation the user sent (issue 27): `<owner>/invite#<email>`; the address's
+/// An invitation the user sent: `<owner>/invite#<email>`; the address's
 /// view of it is `invitee#<email>/invite#<owner>` (user ids never hold `#`, so that
 /// partition is never a user's).
 pub(super) const INVITE_PREFIX: &str = "invite#";
@@ -192,7 +192,7 @@ pub(super) const SHARE_URL_PREFIX: &str = "share-url#";
 
 pub(super) const STATE_PREFIX: &str = "state#";
 
-/// A mailed link (issue 27): `mail#<sha256(secret)>`, purpose, user, address.
+/// A mailed link: `mail#<sha256(secret)>`, purpose, user, address.
 pub(super) const MAIL_PREFIX: &str = "mail#";
 
 pub(super) const CLIENT_PREFIX: &str = "client#";
@@ -508,7 +508,7 @@ mod tests {
             (ttl.attribute_name.as_str(), ttl.enabled),
             ("expires_at", true)
         );
-        // Issue 26, finding 6: upload records, in the data table, expire too.
+        // Upload records, in the data table, expire too.
         let ttl = defs
             .tables
             .data

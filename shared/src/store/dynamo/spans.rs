@@ -1,4 +1,4 @@
-//! The spans of the store's AWS calls (issue 17): an SDK interceptor on the DynamoDB and
+//! The spans of the store's AWS calls: an SDK interceptor on the DynamoDB and
 //! S3 clients records each attempt as a [`SpanRecord`](crate::observe::SpanRecord) of the
 //! request it was made for (`DynamoDB.Query`, `S3.PutObject`), with whether it failed and
 //! whether it was throttled. Names and status only, never a key, an item or a body.

@@ -70,7 +70,7 @@ struct GrantValue {
     grantee: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     permission: Option<String>,
-    /// The holder's token epoch (absent on grants stored before issue 27).
+    /// The holder's token epoch (absent on grants stored before grants carried one).
     #[serde(default)]
     epoch: u64,
 }
@@ -115,7 +115,7 @@ impl GrantValue {
 struct PersonalUrlValue {
     sealed_secret: String,
     secret_hash: String,
-    /// Absent on claims stored before issue 27.
+    /// Absent on claims stored before they carried an epoch.
     #[serde(default)]
     epoch: u64,
 }

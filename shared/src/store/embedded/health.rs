@@ -133,7 +133,7 @@ fn rollups_between(
     .collect()
 }
 
-/// Schema step 7 (issue 25): every stored reading made canonical by the measures
+/// Schema step 7: every stored reading made canonical by the measures
 /// catalogue (its measure's name and key, the canonical unit, what was sent kept as its
 /// original). A reading the catalogue refuses (a text value of a numeric measure, a unit
 /// it does not take) stays as it was. When the canonical reading's identity is already
@@ -504,7 +504,7 @@ fn reading_at(row: &Row<'_>, at: usize) -> rusqlite::Result<Reading> {
 /// At most this many users' catalogues are kept decoded (more, and all are dropped).
 const CACHED_CATALOGUES: usize = 64;
 
-/// Users' catalogues as decoded (issue 32): `query_health_indicators` reads the whole
+/// Users' catalogues as decoded: `query_health_indicators` reads the whole
 /// catalogue on every call, and decoding each entry's JSON was a seventh of its cost.
 /// Kept only while nothing at all was written to the database since they were read: the
 /// stamp is `PRAGMA data_version` (it moves when another connection, in this process or

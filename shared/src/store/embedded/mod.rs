@@ -20,7 +20,7 @@
 //!   `user-url#<user>`, `share-url#<owner>#<grantee>`, `state#<state>`, `client#<id>`, `code#<hash>`, `refresh#<hash>`,
 //!   `family#<id>`), the attributes as a JSON object and `expires_at` as a column (NULL
 //!   for what does not expire). Every read checks `expires_at`, and expired rows are
-//!   purged a day after they expire (issue 26, finding 6: as DynamoDB's TTL deletes
+//!   purged a day after they expire (as DynamoDB's TTL deletes
 //!   late): [`purge_expired_rows`], at most [`PURGE_BATCH`] rows of `keys` and of
 //!   `uploads` per call, through an index on `expires_at`; the login prompt calls it
 //!   (`AccountStore::purge_expired`), so what anonymous callers store is removed at
@@ -39,7 +39,9 @@
 //! to keep in step). Every statement is parameterised and prepared once per connection
 //! (cached); batch writes are one transaction. The blocking SQLite calls run on tokio's
 //! blocking pool, one connection per store behind a mutex; several processes coordinate
-//! through WAL and a busy timeout.
+//! through WAL and a busy timeout. Plans never depend on bound values (QPSG); short reads
+//! run on the calling thread when the connection is free; a user's catalogue is kept
+//! decoded until any write.
 
 mod accounts;
 mod genome;
@@ -84,11 +86,11 @@ CREATE INDEX IF NOT EXISTS invitations_by_email ON invitations (email, owner);
 /// 1: readings, genotypes. 2: adds accounts, shares, keys. 3: adds mcp_servers.
 /// 4: adds reading_rollups and reading_catalogue, built from the readings already there.
 /// 5: genomes in versions (`genomes`, `genome_items`), `genotypes` moved into them.
-/// 6: adds uploads (issue 14).
-/// 7: readings keep their UTC offset and what was sent (issue 25); rollups rebuilt.
-/// 8: uploads record when a running import last reported (issue 26).
-/// 9: accounts record when their address was confirmed; shares wait as invitations
-/// (issue 27). Existing accounts stay unconfirmed until they confirm; existing shares
+/// 6: adds uploads.
+/// 7: readings keep their UTC offset and what was sent; rollups rebuilt.
+/// 8: uploads record when a running import last reported.
+/// 9: accounts record when their address was confirmed; shares wait as invitations.
+/// Existing accounts stay unconfirmed until they confirm; existing shares
 /// stay accepted grants.
 const SCHEMA_VERSION: i64 = 9;
 
@@ -285,7 +287,7 @@ impl EmbeddedStore {
 fn prepare(conn: &mut Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-    // The query planner's stability guarantee (issue 32): a plan never depends on a bound
+    // The query planner's stability guarantee: a plan never depends on a bound
     // value. Without it (this SQLite is built with STAT4) a statement whose plan looked at
     // a bound `LIMIT ?` or range value expires when rusqlite clears its bindings on
     // returning it to the cache, and is prepared again on its next use, every request.
@@ -317,7 +319,7 @@ fn prepare(conn: &mut Connection) -> rusqlite::Result<()> {
         tx.execute_batch(uploads::SCHEMA_STEP_6)?;
     }
     if (1..7).contains(&version) {
-        // Step 7 (issue 25): the offset and the original of a reading; the rollups of
+        // Step 7: the offset and the original of a reading; the rollups of
         // what is stored rebuilt, as they now carry what each measure's kind needs.
         // and an upload's counts of what its import did.
         for (table, column) in [
@@ -331,12 +333,12 @@ fn prepare(conn: &mut Connection) -> rusqlite::Result<()> {
         health::rebuild_rollups(&tx)?;
     }
     if (1..8).contains(&version) {
-        // Step 8 (issue 26): when a running import last reported, so a killed one is
+        // Step 8: when a running import last reported, so a killed one is
         // failed instead of importing for ever.
         add_column(&tx, "uploads", "active_at", "INTEGER")?;
     }
     if version < 9 {
-        // Step 9 (issue 27): when the account's address was confirmed (NULL: not yet;
+        // Step 9: when the account's address was confirmed (NULL: not yet;
         // accounts from before stay unconfirmed until they confirm). The `invitations`
         // table is in `SCHEMA`; existing `shares` rows stay accepted grants.
         add_column(&tx, "accounts", "email_confirmed_at", "INTEGER")?;
@@ -511,7 +513,7 @@ mod tests {
         PRAGMA user_version = 1;
     ";
 
-    /// Issue 32: a catalogue kept decoded is dropped by any write, this store's or another
+    /// A catalogue kept decoded is dropped by any write, this store's or another
     /// connection's (another process on the same file).
     #[tokio::test]
     async fn a_kept_catalogue_is_dropped_by_any_write() {
@@ -545,7 +547,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 
-    /// Issue 32: a cached statement with bound range and `LIMIT` values (as the latest
+    /// A cached statement with bound range and `LIMIT` values (as the latest
     /// readings' query) is prepared once, never again when used with other values.
     #[tokio::test]
     async fn a_cached_statement_is_never_prepared_again() {
@@ -642,7 +644,7 @@ mod tests {
         PRAGMA user_version = 2;
     ";
 
-    /// Schema step 9 (issue 27) on a file from before it: its accounts start unconfirmed
+    /// Schema step 9 on a file from before it: its accounts start unconfirmed
     /// (they confirm by a mailed link), its shares stay accepted grants, and invitations
     /// work.
     #[tokio::test]
@@ -804,7 +806,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 
-    /// Issue 25, schema step 7: a version 6 file's readings become canonical when it
+    /// Schema step 7: a version 6 file's readings become canonical when it
     /// opens: `Weight` in lb is `Body weight` in kg with what was sent kept, glucose in
     /// mmol/L is mg/dL, and a value the catalogue refuses stays as it was.
     #[tokio::test]
@@ -951,7 +953,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(dir);
     }
 
-    /// Issue 26, finding 6: expired rows of every kind are purged a day after they
+    /// Expired rows of every kind are purged a day after they
     /// expire (3,000 anonymous calls once grew the file by 3.1 MB for good), at most
     /// `PURGE_BATCH` rows a table per call; live rows, rows without an expiry and rows
     /// expired less than a day ago stay.

@@ -31,7 +31,7 @@ struct CodeValue {
     code_challenge: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     resource: Option<String>,
-    /// Absent on codes stored before issue 27.
+    /// Absent on codes stored before they carried an epoch.
     #[serde(default)]
     epoch: u64,
     #[serde(default)]
