@@ -1,6 +1,6 @@
 //! The built-in tools' `tools/list` entries against `listing.json`, the entries as they
-//! were written by hand before the schemas were derived from each tool's `Params` type
-//! (issue 28, item 6): a derived schema must say what the hand-written one said.
+//! were written by hand before the schemas were derived from each tool's `Params` type:
+//! a derived schema must say what the hand-written one said.
 
 use std::sync::Arc;
 

@@ -23,7 +23,7 @@ mod toolbox;
 pub(crate) use agents::AgentPolicy;
 /// The console's charts shade the reference range the synonym table knows.
 pub(crate) use health::reference_range;
-/// The console's data pages answer as `query_health_indicators` does (issue 25).
+/// The console's data pages answer as `query_health_indicators` does.
 pub(crate) use health::{
     HourProfile, as_sent, cgm_report, format_number, hours_and_minutes, profile_hours,
     profile_window,

@@ -281,7 +281,7 @@ fn branch<'s>(schema: &'s Value, value: &Value) -> &'s Value {
         .unwrap_or(schema)
 }
 
-/// The schema's bounds, checked before the tool does any work (issue 13, finding 3):
+/// The schema's bounds, checked before the tool does any work:
 /// `maxLength` and `enum` (strings, the length in characters), `minimum` and `maximum`
 /// (numbers), `maxItems` (arrays, then each item against `items`). A tool's schema is
 /// derived from its `Params` type (`params.rs`), so these are the bounds it declares.

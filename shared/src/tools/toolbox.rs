@@ -492,7 +492,7 @@ mod tests {
         assert!(own.is_ok(), "the owner's built-in tools answer");
     }
 
-    /// Issue 27, finding 6: an app's token without `mcp:servers` (the login prompt's
+    /// An app's token without `mcp:servers` (the login prompt's
     /// token among them) gets the built-in tools and nothing of the person's own servers.
     #[tokio::test]
     async fn a_caller_without_the_servers_scope_never_reaches_the_external_tools() {

@@ -20,8 +20,8 @@ const MAX_LIMIT: u64 = 1000;
 const DEFAULT_RANGE: u64 = 1_000_000;
 const MAX_RANGE: u64 = 10_000_000;
 const NEARBY_PER_HIT: usize = 20;
-/// Argument bounds, declared in the schema and enforced before any work (issue 13,
-/// finding 3): rsids per call, one rsid's length, a comma-separated string's length.
+/// Argument bounds, declared in the schema and enforced before any work:
+/// rsids per call, one rsid's length, a comma-separated string's length.
 const MAX_RSIDS: usize = 1000;
 const MAX_RSID_LENGTH: usize = 40;
 const MAX_RSID_TEXT: usize = 40_000;
@@ -133,8 +133,8 @@ fn distance(from: u64, to: u64) -> i64 {
 
 /// The `NEARBY_PER_HIT` variants of `read` (in position order) nearest to `hit` within
 /// `from..=to`, nearest first, the lower position first at equal distance: the order of a
-/// stable sort by distance, found by walking outwards from the hit (issue 13, finding 3:
-/// no sort of the whole window per hit).
+/// stable sort by distance, found by walking outwards from the hit (no
+/// sort of the whole window per hit).
 fn nearest<'g>(read: &'g [Genotype], hit: &Genotype, from: u64, to: u64) -> Vec<&'g Genotype> {
     let lo = read.partition_point(|g| g.position < from);
     let hi = read.partition_point(|g| g.position <= to).max(lo);
@@ -199,7 +199,7 @@ impl GetGeneticData {
             "your genotype data could not be read right now; try again shortly".to_string()
         };
         let nearby = include_nearby && range > 0;
-        // One read: the hits and every variant within `range` of them (issue 14: a few
+        // One read: the hits and every variant within `range` of them (a few
         // requests, however many hits).
         let neighbourhood = self
             .store

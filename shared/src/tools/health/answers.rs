@@ -1,4 +1,4 @@
-//! What `query_health_indicators` answers, by the measure's kind (issue 25): the catalogue,
+//! What `query_health_indicators` answers, by the measure's kind: the catalogue,
 //! the latest readings, a period's statistics and day/week/month buckets. Every answer
 //! names its unit and its period. Cumulative measures (steps, distance, energy) answer
 //! totals: a day's, a week's or a month's, and the mean daily total; several sources are
@@ -387,7 +387,7 @@ pub(super) fn stats(
 
 /// Said when a summed measure's rollups were written before totals were kept.
 const OLD_ROLLUPS: &str = "these totals add every reading, several sources included: the \
-                           rollups predate issue 25 (the operator's `migrate` rebuilds them)";
+                           rollups were written before totals were kept (the operator's `migrate` rebuilds them)";
 
 fn summed_stats(s: &Rollup, kind: Kind, total: f64, out: &mut Map<String, Value>) {
     let days = s.days.max(1);

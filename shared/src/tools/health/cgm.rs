@@ -1,4 +1,4 @@
-//! The CGM report a clinic reads (issue 25), from a glucose series' rollup over a period:
+//! The CGM report a clinic reads, from a glucose series' rollup over a period:
 //! the International Consensus on Time in Range (Battelino et al., Diabetes Care
 //! 2019;42:1593): time in range 70-180 mg/dL, below 70 and below 54, above 180 and above
 //! 250; mean glucose; GMI (%) = 3.31 + 0.02392 × mean mg/dL (Bergenstal 2018); the

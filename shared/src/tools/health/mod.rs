@@ -9,7 +9,7 @@ mod profile;
 mod query;
 mod reference;
 
-/// The console shows the numbers the tool answers (issue 25): its number and night
+/// The console shows the numbers the tool answers: its number and night
 /// wording, what a converted reading was sent as, the CGM report and the profile.
 pub(crate) use answers::{as_sent, format_number, hours_and_minutes};
 pub(crate) use cgm::report as cgm_report;

@@ -1,4 +1,4 @@
-//! The ambulatory profile (issue 25): a window's days overlaid by local hour of day, each
+//! The ambulatory profile: a window's days overlaid by local hour of day, each
 //! hour's 5th, 25th, 50th, 75th and 95th percentile by nearest rank (for CGM glucose, the
 //! ambulatory glucose profile, AGP). `aggregate: profile` answers it and the console draws
 //! it; both call [`hours`], so they give the same numbers.

@@ -26,8 +26,7 @@ use crate::tools::{DataKind, Tool, ToolCall, ToolOutput, ToolSpec, input_schema}
 
 const DEFAULT_LIMIT: u32 = 50;
 const MAX_LIMIT: u32 = 500;
-/// Argument bounds, declared in the schema and enforced by the registry before any work
-/// (issue 13, finding 3).
+/// Argument bounds, declared in the schema and enforced by the registry before any work.
 const MAX_KEYWORDS: usize = 50;
 const MAX_INDICATORS: usize = 200;
 const MAX_NAME: usize = 200;
@@ -143,7 +142,7 @@ impl QueryHealthIndicators {
             return Err("start_time is after end_time".into());
         }
         // The window is inclusive, in whole local days: a reading's day is the date of
-        // its local time (kept with its UTC offset since issue 25), so day and month
+        // its local time (kept with its UTC offset), so day and month
         // rollups cover the window exactly.
         let window = Window {
             from: start,
@@ -172,7 +171,7 @@ impl QueryHealthIndicators {
             .collect();
         let prepared: Vec<Keyword<'_>> = keywords.iter().map(|k| Keyword::new(k)).collect();
         // Keywords are matched once per indicator the user has (the catalogue), never
-        // per reading (issue 13, finding 3; issue 14).
+        // per reading.
         let matched: Vec<CatalogueEntry> = catalogue
             .into_iter()
             .filter(|e| {
@@ -465,8 +464,8 @@ fn unreadable(e: StoreError) -> String {
     "your health data could not be read right now; try again shortly".to_string()
 }
 
-/// A window bound: `YYYY-MM-DD` inside the accepted calendar window (issue 13, finding 1:
-/// the padding below must never overflow).
+/// A window bound: `YYYY-MM-DD` inside the accepted calendar window (the
+/// padding below must never overflow).
 fn parse_day(field: &str, value: &str) -> Result<NaiveDate, String> {
     NaiveDate::parse_from_str(value.trim(), "%Y-%m-%d")
         .ok()
@@ -522,7 +521,7 @@ mod tests {
         out
     }
 
-    /// The query shapes of issue 14, section 3.
+    /// The query shapes the readings benchmark measures.
     fn shapes() -> Vec<(&'static str, Value)> {
         vec![
             ("catalogue", json!({})),
