@@ -6,7 +6,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::secret::{hex, random_bytes};
+use super::secret::random_bytes;
+use crate::observe::hex;
 
 #[derive(Clone)]
 pub struct Keys {

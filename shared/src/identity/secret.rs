@@ -27,10 +27,7 @@ pub(crate) fn random_secret(bytes: usize) -> String {
     URL_SAFE_NO_PAD.encode(buffer)
 }
 
-/// Lower-case hex.
-pub(super) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+use crate::observe::hex;
 
 /// The storage key of a secret: hex SHA-256. The secret itself is never stored.
 pub(crate) fn secret_hash(secret: &str) -> String {

@@ -37,7 +37,8 @@ fn next_u64() -> u64 {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
-/// `bytes` as lower-case hex, in one allocation.
+/// `bytes` as lower-case hex, in one allocation: the one way the crate writes ids,
+/// digests and keys (`observe` imports nothing, so every part may use it).
 pub(crate) fn hex(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() * 2);
     for byte in bytes {
@@ -50,7 +51,7 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 /// `N` random bytes (`N` at most 16) as lower-case hex: trace ids and request ids 16
 /// bytes, span ids 8; never all zero, which W3C Trace Context forbids.
 pub(crate) fn random_hex<const N: usize>() -> String {
-    const { assert!(N <= 16) };
+    const { assert!(N >= 1 && N <= 16) };
     let mut bytes = [0u8; 16];
     bytes[..8].copy_from_slice(&next_u64().to_le_bytes());
     if N > 8 {

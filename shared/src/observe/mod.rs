@@ -24,6 +24,7 @@ mod ids;
 mod request;
 mod trace_context;
 
+pub(crate) use ids::hex;
 use ids::random_hex;
 
 pub(crate) use context::{

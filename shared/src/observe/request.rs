@@ -15,7 +15,7 @@ use tracing::Instrument;
 
 use super::context::RequestContext;
 use super::trace_context::{MetaTrace, TraceContext};
-use super::{FinishedTrace, Invocation, ids, random_hex};
+use super::{FinishedTrace, Invocation, hex, random_hex};
 
 /// An id from outside longer than this is not API Gateway's or Lambda's.
 const REQUEST_ID_MAX: usize = 128;
@@ -37,7 +37,7 @@ impl UserKey {
         let mut mac =
             <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0).expect("HMAC takes any key");
         mac.update(user_id.as_bytes());
-        ids::hex(&mac.finalize().into_bytes()[..8])
+        hex(&mac.finalize().into_bytes()[..8])
     }
 }
 

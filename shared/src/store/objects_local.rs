@@ -21,6 +21,7 @@ use tokio::io::AsyncWriteExt;
 
 use super::objects::{BodyChunks, PutTarget, Received, StoredObject, UploadObjects};
 use super::{StoreError, StoreFuture};
+use crate::observe::hex;
 
 /// The local PUT route's path before the key (the route table's
 /// `PUT /api/data/objects/{key}` row).
@@ -40,10 +41,6 @@ impl std::fmt::Debug for LocalObjects {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalObjects").finish_non_exhaustive()
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn unavailable(op: &'static str) -> impl Fn(std::io::Error) -> StoreError {

@@ -43,7 +43,7 @@ impl Position {
 /// The positions of a file's identical repeats, found by one pass over it and replayed
 /// by the next: a bit per position up to the last repeat (at most 2.5 MB for the
 /// largest file an import reads, nothing for a file without repeats).
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub(crate) struct Repeats {
     words: Vec<u64>,
     /// Whether a whole pass filled these in (a second pass replays them).
@@ -137,10 +137,10 @@ impl Collisions {
 
     /// For a pass over a file an earlier pass read whole: `repeats` from it are replayed
     /// (complete ones; others are found afresh).
-    pub(crate) fn after(position: Position, repeats: &Repeats) -> Self {
+    pub(crate) fn after(position: Position, repeats: Repeats) -> Self {
         let mut collisions = Collisions::new(position);
         if repeats.complete {
-            collisions.replay = Some(repeats.clone());
+            collisions.replay = Some(repeats);
         }
         collisions
     }
@@ -260,7 +260,7 @@ mod tests {
             .collect();
         assert_eq!(kept, [true, true, false, false]);
         let repeats = first.into_repeats();
-        let mut second = Collisions::after(Position::Line, &repeats);
+        let mut second = Collisions::after(Position::Line, repeats);
         // Rows the replay is not shown differ: it goes by position alone.
         let other = glucose("2027-01-01T00:00:00", 1.0);
         let replayed: Vec<bool> = (1000..1004)
@@ -269,7 +269,7 @@ mod tests {
         assert_eq!(replayed, kept);
         assert_eq!(second.repeats, 2);
         // Repeats of a pass that did not finish are found afresh.
-        let mut afresh = Collisions::after(Position::Line, &Repeats::default());
+        let mut afresh = Collisions::after(Position::Line, Repeats::default());
         assert!(afresh.check(&other, 1).unwrap());
         assert!(!afresh.check(&other, 2).unwrap());
     }

@@ -402,7 +402,7 @@ pub(crate) fn for_each_csv_reading(
     let mut count = 0usize;
     let mut rows = 0usize;
     let mut record = csv::StringRecord::new();
-    let mut collisions = Collisions::after(Position::Line, repeats);
+    let mut collisions = Collisions::after(Position::Line, std::mem::take(repeats));
     loop {
         let end = reader.position().byte();
         reader.get_mut().row_ended(end);

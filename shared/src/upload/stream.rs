@@ -175,7 +175,7 @@ impl<'de, F: FnMut(Reading) -> bool> Visitor<'de> for Rows<'_, F> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let mut index = 0usize;
-        let mut collisions = Collisions::after(Position::Index, self.repeats);
+        let mut collisions = Collisions::after(Position::Index, std::mem::take(self.repeats));
         loop {
             self.since.set(0);
             let Some(element) = seq.next_element::<Value>()? else {

@@ -329,23 +329,9 @@ const INSERT_BATCH: usize = 32;
 /// replaces an earlier one, as separate statements would.
 fn insert_sql(rows: usize) -> String {
     let values = (0..rows)
-        .map(|i| {
-            let at = i * 12;
-            format!(
-                "(?{}, ?{}, ?{}, ?{}, ?{}, ?{}, ?{}, ?{}, ?{}, ?{}, ?{}, ?{})",
-                at + 1,
-                at + 2,
-                at + 3,
-                at + 4,
-                at + 5,
-                at + 6,
-                at + 7,
-                at + 8,
-                at + 9,
-                at + 10,
-                at + 11,
-                at + 12
-            )
+        .map(|row| {
+            let marks: Vec<String> = (1..=12).map(|c| format!("?{}", row * 12 + c)).collect();
+            format!("({})", marks.join(", "))
         })
         .collect::<Vec<_>>()
         .join(", ");
