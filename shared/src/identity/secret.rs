@@ -1,9 +1,11 @@
 //! Bearer secrets for URLs: random, URL-safe, stored only as a SHA-256 hash. Also the
-//! one source of random bytes (keys, nonces, salts) and of hex text.
+//! one source of random bytes (keys, nonces, salts); hex text is `observe::hex`'s.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest, Sha256};
+
+use crate::observe::hex;
 
 /// A personal URL secret: 96 random bytes (B1), 128 URL-safe characters.
 pub(super) const PERSONAL_SECRET_BYTES: usize = 96;
@@ -26,8 +28,6 @@ pub(crate) fn random_secret(bytes: usize) -> String {
     fill(&mut buffer);
     URL_SAFE_NO_PAD.encode(buffer)
 }
-
-use crate::observe::hex;
 
 /// The storage key of a secret: hex SHA-256. The secret itself is never stored.
 pub(crate) fn secret_hash(secret: &str) -> String {
