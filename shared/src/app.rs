@@ -15,18 +15,19 @@ use http::header::{ALLOW, HOST};
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use sha2::{Digest, Sha256};
 
-use crate::account_api::AccountApi;
+use crate::api::accounts::AccountApi;
+use crate::api::data::DataApi;
+use crate::api::uploads::UploadsApi;
+use crate::api::whole_account::WholeAccount;
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
 #[cfg(feature = "console")]
 use crate::console::ConsoleApi;
-use crate::data_api::DataApi;
 use crate::external::{CONNECT_BUDGET, ExternalServers, PROBE_BUDGET};
-use crate::http::{self as web, Access, ApiError, CorsOrigin, OriginPolicy, RouteGroup};
+use crate::http::{self as web, Access, ApiError, CorsOrigin, OriginPolicy, RouteGroup, Success};
 use crate::identity::{
     Caller, CallerResolver, Jwts, LoginPoll, LoginPrompts, McpUrls, Passwords, Sealer,
 };
-use crate::imports::api::UploadsApi;
 use crate::mcp::{Declaration, Era, Exchange, McpBody, McpError, McpServer, Reply};
 use crate::oauth::{OAuthApi, OAuthServices};
 use crate::observe::{Observed, UserKey};
@@ -35,7 +36,6 @@ use crate::remote::{AddressGuard, GuardPolicy, GuardedHttp};
 use crate::resources::Resources;
 use crate::services::Services;
 use crate::tools::{self, AgentPolicy, Registry, ToolSource, Toolbox};
-use crate::whole_account::WholeAccount;
 
 pub mod routes;
 
@@ -188,7 +188,6 @@ impl App {
                 }),
                 accounts: accounts.clone(),
                 jwts: jwts.clone(),
-                urls: urls.clone(),
                 external: external.clone(),
                 uploads: uploads.clone(),
                 callers: Arc::new(CallerResolver::new(
@@ -391,7 +390,9 @@ impl App {
                     let key = decode_segment(matched.param("key").unwrap_or_default());
                     let query = request.uri().query().unwrap_or_default();
                     let answer = self.uploads.receive(&key, query, body, max_bytes).await;
-                    let response = answer.unwrap_or_else(ApiError::into_response);
+                    let response = answer
+                        .map(Success::into_response)
+                        .unwrap_or_else(ApiError::into_response);
                     self.with_cors(matched.route.access, headers, response)
                 };
                 let response = observed
@@ -515,14 +516,11 @@ impl App {
     }
 
     /// `DELETE /api/data`: the caller's readings, genotypes and uploads.
-    async fn delete_data(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
+    async fn delete_data(&self, caller: &Caller) -> Result<Success, ApiError> {
         let (store, objects) = (self.uploads.store.as_ref(), self.uploads.objects.as_ref());
         let now = self.clock.now();
-        crate::whole_account::erase_data(store, objects, now, &caller.user_id).await?;
-        Ok(web::ok(
-            StatusCode::OK,
-            serde_json::json!({ "deleted": true }),
-        ))
+        crate::api::whole_account::erase_data(store, objects, now, &caller.user_id).await?;
+        Ok(Success::ok(serde_json::json!({ "deleted": true })))
     }
 
     /// The local PUT of an upload's file with a body already read whole (not the local
@@ -531,7 +529,7 @@ impl App {
         &self,
         matched: &Matched<'_>,
         request: &Request<Bytes>,
-    ) -> Result<Response<Bytes>, ApiError> {
+    ) -> Result<Success, ApiError> {
         let (sender, chunks) = tokio::sync::mpsc::channel(1);
         let _ = sender.try_send(Ok(request.body().clone()));
         drop(sender);
@@ -562,7 +560,7 @@ impl App {
     }
 
     /// `POST /auth/signout`: ends the session whose token signed the request.
-    async fn sign_out(&self, request: &Request<Bytes>) -> Result<Response<Bytes>, Refusal> {
+    async fn sign_out(&self, request: &Request<Bytes>) -> Result<Success, Refusal> {
         let claims = self.callers.claims(request.headers());
         let claims = claims.ok_or_else(|| Refusal::Door(self.callers.unauthorized()))?;
         Ok(self.accounts()?.sign_out(&claims).await?)
@@ -609,6 +607,13 @@ impl App {
             Some(signed) => Ok(&signed.oauth),
             None => Err(Refusal::Door(ApiError::NoKeys)),
         }
+    }
+
+    /// The OAuth grants' routes: the account API's handlers behind the authorization
+    /// server's door (without keys, 503 at the door, as every OAuth route).
+    fn oauth_grants(&self) -> Result<&AccountApi, Refusal> {
+        self.oauth()?;
+        Ok(self.accounts()?)
     }
 
     /// `parsed`: the body as [`App::handle`] parsed it (parsed here if it did not).

@@ -12,13 +12,12 @@
     allow(dead_code, unused_imports, unused_variables)
 )]
 
-mod account_api;
+mod api;
 mod app;
 pub mod clock;
 mod config;
 #[cfg(feature = "console")]
 mod console;
-mod data_api;
 mod demo;
 pub mod domain;
 mod external;
@@ -30,7 +29,6 @@ pub mod http;
 pub mod identity;
 mod imports;
 pub mod mail;
-mod mailed_links;
 mod mcp;
 mod oauth;
 pub mod observe;
@@ -43,7 +41,6 @@ pub mod store;
 pub mod testing;
 mod tools;
 mod upload;
-mod whole_account;
 mod wire;
 
 pub use app::{App, routes};

@@ -341,14 +341,26 @@ fn observation_never_imports_the_parts_it_observes() {
 }
 
 #[test]
-fn imports_never_reach_the_services_or_the_account_api() {
+fn imports_never_reach_the_services_or_the_api() {
     assert_none(
         "shared/src/imports takes Services (Services::importer builds the runner)",
         part_imports("shared/src/imports", "services"),
     );
     assert_none(
-        "shared/src/imports imports account_api (the envelope is http::ok)",
-        part_imports("shared/src/imports", "account_api"),
+        "shared/src/imports imports api (the REST side stands on the runner; the envelope is http::Success)",
+        part_imports("shared/src/imports", "api"),
+    );
+}
+
+/// One envelope: the REST success body is written in `http/success.rs` only (handlers
+/// answer `Success`), as the refusals are in `http/error.rs`.
+#[test]
+fn the_success_envelope_is_rendered_once() {
+    assert_none(
+        "a success envelope written outside shared/src/http/success.rs (return http::Success)",
+        offenders("shared/src", &["shared/src/http/success.rs"], |code| {
+            code.contains("\"msg\": \"ok\"") || code.contains("http::ok(") || code.contains("web::ok(")
+        }),
     );
 }
 

@@ -8,8 +8,10 @@
 //! fields not given take the defaults of [`ROW`]. The handler is one of:
 //!
 //! - `|c| expr`: `c` is the [`Call`] (the app, the row and its path parameters, the
-//!   signed-in caller, the request); `expr` answers a response or a
-//!   `Result<Response, ApiError>` (`c.user()?` is the signed-in caller of a signed-in route);
+//!   signed-in caller, the request); `expr` answers a response, a
+//!   `Result<Response, ApiError>`, or a REST handler's `Result<Success<T>, ApiError>`
+//!   that [`IntoReply`] renders in its envelope (`c.user()?` is the signed-in caller of a
+//!   signed-in route);
 //! - `public |console, c| expr` and `signed_in(SignedOut) |console, session, c| expr`: a
 //!   console page (`console::SignedOut` says what a signed-out visitor gets), whose
 //!   answer the console's door finishes (the session and CSRF check, the error page, the
@@ -25,11 +27,12 @@ use std::pin::Pin;
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
+use serde::Serialize;
 
 use super::{App, Refusal};
 use crate::http::{
     self as web, Accepts, ApiError, FORM_BODY, Prefix, REGISTRY_BODY, RPC_BODY, RouteGroup,
-    UPLOAD_BODY, decode_segment,
+    Success, UPLOAD_BODY, decode_segment,
 };
 use crate::identity::Caller;
 use crate::mcp::{Era, McpBody, McpError};
@@ -122,6 +125,20 @@ impl IntoReply for Result<Response<Bytes>, Refusal> {
 impl IntoReply for Result<Response<Bytes>, ApiError> {
     fn into_reply(self) -> Result<Response<Bytes>, Refusal> {
         self.map_err(Refusal::Api)
+    }
+}
+
+/// A REST handler's success, rendered in its envelope (`Success::into_response`, the
+/// one place the envelopes are written).
+impl<T: Serialize> IntoReply for Result<Success<T>, ApiError> {
+    fn into_reply(self) -> Result<Response<Bytes>, Refusal> {
+        self.map(Success::into_response).map_err(Refusal::Api)
+    }
+}
+
+impl<T: Serialize> IntoReply for Result<Success<T>, Refusal> {
+    fn into_reply(self) -> Result<Response<Bytes>, Refusal> {
+        self.map(Success::into_response)
     }
 }
 
@@ -356,9 +373,9 @@ pub(crate) static ROUTES: &[Route] = {
         row!(Oauth "POST" "/auth/password", SignedIn
             => |c| c.app.accounts()?.change_password(c.user()?, c.body(), c.source()).await),
         row!(Oauth "GET" "/api/user/oauth-grants", SignedIn
-            => |c| c.app.oauth()?.grants(c.user()?).await),
+            => |c| c.app.oauth_grants()?.list_oauth_grants(c.user()?).await),
         row!(Oauth "DELETE" "/api/user/oauth-grants/{client_id}", SignedIn
-            => |c| c.app.oauth()?.withdraw_grant(c.user()?, &c.decoded("client_id")).await),
+            => |c| c.app.oauth_grants()?.withdraw_oauth_grant(c.user()?, &c.decoded("client_id")).await),
         row!(Oauth "GET" "/api/shares", SignedIn
             => |c| c.app.accounts()?.list_shares(c.user()?).await),
         row!(Oauth "GET" "/api/user/export", SignedIn

@@ -10,7 +10,7 @@ use maud::{Markup, html};
 use super::layout::{self, Notice};
 use super::servers::when;
 use super::{Answer, ConsoleApi, Session, field, form, html as page, query_param, redirect};
-use crate::account_api::{CHAT_PERMISSION, ShareView, normalise_email};
+use crate::api::accounts::{CHAT_PERMISSION, ShareView, normalise_email};
 use crate::domain::Invitation;
 use crate::http::ApiError;
 

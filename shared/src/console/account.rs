@@ -10,8 +10,8 @@ use maud::html;
 use super::auth::sentence;
 use super::layout::{self, Notice};
 use super::{Answer, ConsoleApi, Session, field, form, html as page, query_param, redirect};
+use crate::api::whole_account::WholeAccount;
 use crate::http::{ApiError, source_of};
-use crate::whole_account::WholeAccount;
 
 const DELETE_DATA_QUESTION: &str =
     "Delete all your readings, your genome and your uploads? This cannot be undone.";

@@ -1,6 +1,6 @@
 //! Proving an address: "check your e-mail" after sign-up, the landing page of
 //! a confirmation link, "forgot password" and the landing page of a reset link. The
-//! checks and their limits are the account API's (`mailed_links.rs`). A link's page shows
+//! checks and their limits are the account API's (`api/mailed_links.rs`). A link's page shows
 //! a form and changes nothing until it is posted (a mail scanner that fetches the link
 //! uses nothing). Every form carries the signed-out CSRF token of its own name.
 
@@ -11,9 +11,9 @@ use maud::html;
 use super::auth::{refused, sentence};
 use super::layout::{self, Notice};
 use super::{Answer, ConsoleApi, Session, field, form, html as page, query_param, redirect};
+use crate::api::mailed_links::{RESET_SECS, RESET_SENT};
 use crate::http::{ApiError, source_of};
 use crate::identity::MIN_PASSWORD;
-use crate::mailed_links::{RESET_SECS, RESET_SENT};
 
 /// The link's token as the form or query carries it (bounded; checked by the store).
 fn token_of(value: Option<&str>) -> String {

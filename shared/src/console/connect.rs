@@ -185,10 +185,7 @@ impl ConsoleApi {
     /// Mints the personal URL, or shows the live one (B1: asking again gives the same
     /// URL): the only answer that carries it.
     pub(crate) async fn url_create(&self, session: &Session) -> Answer {
-        let url = self
-            .urls
-            .personal(&session.user_id, self.clock.now())
-            .await?;
+        let url = self.accounts.own_personal_url(&session.user_id).await?;
         Ok(page(
             StatusCode::OK,
             self.connect_view(session, true, Some(&url), None),
@@ -196,7 +193,10 @@ impl ConsoleApi {
     }
 
     pub(crate) async fn url_revoke(&self, session: &Session) -> Answer {
-        let revoked = self.urls.revoke(&session.user_id).await?;
+        let revoked = self
+            .accounts
+            .revoke_own_personal_url(&session.user_id)
+            .await?;
         let words = if revoked {
             "Your personal URL is revoked: clients using it are refused from now on."
         } else {

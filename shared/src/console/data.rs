@@ -27,7 +27,7 @@ use super::chart::{self, Chart, ChartPoint, Values};
 use super::layout::{self, Notice};
 use super::stages::{self, Night};
 use super::{Answer, ConsoleApi, Session, html as page, query_param};
-use crate::data_api::{GenomeSummary, HourValue, Period, ReadingQuery, Rollup, TIME_MAX};
+use crate::api::data::{GenomeSummary, HourValue, Period, ReadingQuery, Rollup, TIME_MAX};
 use crate::domain::measures::{self, Kind};
 use crate::domain::{Genotype, Reading, ReadingValue};
 use crate::http::ApiError;

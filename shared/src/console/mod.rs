@@ -39,13 +39,13 @@ use http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION};
 use http::{HeaderValue, Request, Response, StatusCode};
 use maud::Markup;
 
-use crate::account_api::AccountApi;
+use crate::api::accounts::AccountApi;
+use crate::api::data::DataApi;
+use crate::api::uploads::UploadsApi;
 use crate::clock::Clock;
-use crate::data_api::DataApi;
 use crate::external::ExternalServers;
 use crate::http::ApiError;
-use crate::identity::{CallerResolver, Jwts, McpUrls};
-use crate::imports::api::UploadsApi;
+use crate::identity::{CallerResolver, Jwts};
 
 pub(crate) use session::Session;
 
@@ -55,7 +55,6 @@ pub(crate) struct ConsoleApi {
     pub data: Arc<DataApi>,
     pub accounts: Arc<AccountApi>,
     pub jwts: Arc<Jwts>,
-    pub urls: Arc<McpUrls>,
     pub external: Arc<ExternalServers>,
     pub uploads: Arc<UploadsApi>,
     pub callers: Arc<CallerResolver>,

@@ -13,7 +13,7 @@ use http::header::SET_COOKIE;
 use http::{HeaderValue, Request, Response};
 
 use super::{ConsoleApi, field, form};
-use crate::account_api::SESSION_TOKEN_SECS;
+use crate::api::accounts::SESSION_TOKEN_SECS;
 use crate::http::{ApiError, cookie};
 use crate::identity::{Claims, csrf_token, csrf_valid, random_secret};
 

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use maud::{Markup, html};
 
 use super::chart::{BOTTOM, HEIGHT, LEFT, RIGHT, Scale, TOP, WIDTH, c, format_value};
-use crate::data_api::Rollup;
+use crate::api::data::Rollup;
 use crate::tools::hours_and_minutes;
 
 /// The nights drawn at most (the latest ones with stage data).

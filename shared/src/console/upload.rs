@@ -2,7 +2,7 @@
 //! upload, PUTs the file with transfer progress, then polls the import), the person's
 //! recent uploads, and the two JSON answers the script calls with the session cookie
 //! and the CSRF header. Those answer exactly what `POST /api/data/uploads` and
-//! `GET /api/data/uploads/{id}` answer: the same typed cores of `imports::api`, the
+//! `GET /api/data/uploads/{id}` answer: the same typed cores of `api::uploads`, the
 //! same envelope.
 use bytes::Bytes;
 use http::{Request, StatusCode};
@@ -10,8 +10,8 @@ use maud::{Markup, html};
 
 use super::layout::{self, Notice};
 use super::{Answer, ConsoleApi, Session, html as page};
+use crate::api::uploads::{created_response, parse_new_upload, record_response};
 use crate::domain::{UploadKind, UploadRecord, UploadStatus};
-use crate::imports::api::{created_response, parse_new_upload, record_response};
 
 /// The kinds the picker offers: (wire name, label).
 const KINDS: [(UploadKind, &str); 3] = [
@@ -157,14 +157,14 @@ impl ConsoleApi {
     ) -> Answer {
         let upload = parse_new_upload(request.body())?;
         let created = self.uploads.new_upload(&session.user_id, upload).await?;
-        Ok(created_response(created))
+        Ok(created_response(created).into_response())
     }
 
     /// `GET /console/uploads/{id}` for the page's script: what
     /// `GET /api/data/uploads/{id}` answers (another person's id is 404).
     pub(crate) async fn upload_status(&self, session: &Session, id: &str) -> Answer {
         let record = self.uploads.upload_record(&session.user_id, id).await?;
-        Ok(record_response(&record))
+        Ok(record_response(&record).into_response())
     }
 }
 

@@ -1,7 +1,8 @@
 //! The user's external MCP servers (requirements D1-D9): the registry API and their tools on `/mcp`.
 //!
-//! Owns the per-account registry (the seed's `/api/user/mcp*` table form and the
-//! richer `/api/user/mcp-servers` form, both over the same stored records), the
+//! Owns the per-account registry (the typed cores under the seed's `/api/user/mcp*`
+//! table form and the richer `/api/user/mcp-servers` form, both over the same stored
+//! records; their handlers are `api/registry.rs`), the
 //! registration probe, sealed credentials, tool namespacing, and listing and forwarding
 //! calls for `/mcp` as the toolbox's `tools::ToolSource`. Every connection goes through
 //! `remote` (the address guard, pinned and redirect-free); only `store` keeps the
@@ -11,10 +12,10 @@
 //! only), log a tool's arguments or results (health data may pass through), or let one
 //! failing server affect another.
 
-mod api;
 mod credentials;
 mod naming;
 mod probe;
+mod registry;
 mod results;
 mod tool_source;
 
@@ -30,9 +31,9 @@ use crate::identity::Sealer;
 use crate::remote::{GuardedHttp, INVALID_URL_CODE};
 use crate::store::{McpServerStore, StoreError};
 
-pub(crate) use api::{Changes, Registration};
 pub(crate) use credentials::AuthInput;
 pub(crate) use probe::PROBE_BUDGET;
+pub(crate) use registry::{Changes, Registration};
 pub(crate) use results::DEFAULT_RESULT_MAX_BYTES;
 pub(crate) use tool_source::CONNECT_BUDGET;
 

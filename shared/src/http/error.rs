@@ -18,11 +18,12 @@ use serde_json::json;
 use super::json;
 use crate::store::StoreError;
 
-/// What every endpoint says when the store fails (the data API says more: see there).
+/// What every endpoint says when the store fails (the data API's uploads say more:
+/// [`ApiError::unavailable_while`]).
 pub(crate) const STORAGE_UNAVAILABLE: &str = "storage is unavailable; try again shortly";
 
-/// A refusal of a REST endpoint. Handlers return `Result<Response<Bytes>, ApiError>`
-/// and use `?`; a store failure becomes the one 503.
+/// A refusal of a REST endpoint. Handlers return `Result<Success<…>, ApiError>` (or a
+/// `Response` of their own) and use `?`; a store failure becomes the one 503.
 #[derive(Debug)]
 pub(crate) enum ApiError {
     /// No route (or not in this function's group): 404 `{"error": "not found"}`.
@@ -36,6 +37,9 @@ pub(crate) enum ApiError {
     Forbidden(&'static str, HeaderValue),
     /// The store failed: 503, [`STORAGE_UNAVAILABLE`].
     Unavailable,
+    /// The store failed during this step of the data API: 503 saying what failed and
+    /// that retrying the same upload is safe ([`ApiError::unavailable_while`]).
+    UnavailableWhile(&'static str),
     /// No signing keys on this deployment: accounts, OAuth and sign-in are off (503).
     NoKeys,
     /// A refusal with a stable machine code (the registry API's), in one of its forms.
@@ -79,6 +83,15 @@ impl ApiError {
         ApiError::Refused(status, msg.into())
     }
 
+    /// The data API's store failure while doing `what` (`"saving readings"`): logged,
+    /// then [`ApiError::UnavailableWhile`].
+    pub(crate) fn unavailable_while(what: &'static str) -> impl FnOnce(StoreError) -> Self {
+        move |error| {
+            tracing::warn!(%error, what, "data API store failure");
+            ApiError::UnavailableWhile(what)
+        }
+    }
+
     pub(crate) fn status(&self) -> StatusCode {
         match self {
             ApiError::Refused(status, _)
@@ -88,7 +101,9 @@ impl ApiError {
             ApiError::Unauthorized(..) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(..) => StatusCode::FORBIDDEN,
             ApiError::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Unavailable | ApiError::NoKeys => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable | ApiError::UnavailableWhile(_) | ApiError::NoKeys => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
         }
     }
 
@@ -100,6 +115,7 @@ impl ApiError {
             ApiError::Unauthorized(msg, _) | ApiError::Forbidden(msg, _) => msg.to_string(),
             ApiError::TooMany { msg, .. } => msg.to_string(),
             ApiError::Unavailable => STORAGE_UNAVAILABLE.to_string(),
+            ApiError::UnavailableWhile(what) => failed_while(what),
             ApiError::NoKeys => {
                 "accounts are not configured on this deployment (no signing keys)".to_string()
             }
@@ -127,6 +143,7 @@ impl ApiError {
                 response
             }
             ApiError::Unavailable => account(STORAGE_UNAVAILABLE),
+            ApiError::UnavailableWhile(what) => account(&failed_while(what)),
             ApiError::NoKeys => {
                 account("accounts are not configured on this deployment (no signing keys)")
             }
@@ -158,6 +175,13 @@ impl ApiError {
             }
         }
     }
+}
+
+/// What [`ApiError::UnavailableWhile`] says.
+fn failed_while(what: &str) -> String {
+    format!(
+        "{what} failed: storage is unavailable; retry the same upload (it never duplicates rows)"
+    )
 }
 
 impl From<StoreError> for ApiError {

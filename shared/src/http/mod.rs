@@ -1,11 +1,12 @@
 //! HTTP concerns shared by every route: what a route is and the router, the REST refusals
-//! (`ApiError`), CORS, `Origin`/`Host` checks and response helpers. Plain `http` types
+//! (`ApiError`) and successes (`Success`, the envelopes), CORS, `Origin`/`Host` checks and response helpers. Plain `http` types
 //! only; no Lambda, no sockets.
 
 mod boundary;
 mod error;
 mod origin;
 mod routes;
+mod success;
 
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
@@ -22,6 +23,7 @@ pub(crate) use routes::{
 pub use routes::{Matched, Resolved, RouteGroup};
 #[cfg(test)]
 pub(crate) use routes::{Params, captures};
+pub(crate) use success::Success;
 
 /// Where a request came from, as the binary that received it knows it (the local
 /// server: the peer address; Lambda: API Gateway's `requestContext.http.sourceIp`),
@@ -46,15 +48,6 @@ pub(crate) fn decode_segment(segment: &str) -> String {
         .next()
         .map(|(_, value)| value.into_owned())
         .unwrap_or_default()
-}
-
-/// The REST success envelope (`{"code": 0, "msg": "ok", "data": …}`), the counterpart of
-/// `ApiError`'s refusal: every JSON API answers with it.
-pub(crate) fn ok(status: StatusCode, data: Value) -> Response<Bytes> {
-    json(
-        status,
-        &serde_json::json!({ "code": 0, "msg": "ok", "data": data }),
-    )
 }
 
 pub(crate) fn json(status: StatusCode, body: &Value) -> Response<Bytes> {

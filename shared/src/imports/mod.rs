@@ -11,12 +11,11 @@
 //! file. Parsing runs on the blocking pool and hands rows over a bounded channel, so
 //! memory stays bounded whatever the file's size. Readings go in two passes: the first
 //! validates every row (a bad row fails the upload with its line and nothing is saved),
-//! the second writes them in chunks. `api` is the REST side (create, poll, list, and
-//! the local PUT). [`Importer::import_object`] answers an [`ImportSummary`] (rows, duration,
+//! the second writes them in chunks. The REST side (create, poll, list, and the local
+//! PUT) is `api/uploads.rs`; this part never imports it. [`Importer::import_object`] answers an [`ImportSummary`] (rows, duration,
 //! failed) for the import function's metrics. Never logs a user id, an object key or any
 //! content.
 
-pub(crate) mod api;
 mod readers;
 mod readings;
 

@@ -2,8 +2,7 @@
 //! `metadata` (discovery documents), `register` (dynamic client registration),
 //! `authorize` (the sign-in and consent page and its post), `token` (authorization code
 //! with PKCE S256, refresh rotation and reuse detection; never client credentials),
-//! `introspect`, `revoke` (RFC 7009), `grants` (the clients a user authorised, and
-//! withdrawing one), and `mcplogin` (the page the login prompt opens, which completes a
+//! `introspect`, `revoke` (RFC 7009), and `mcplogin` (the page the login prompt opens, which completes a
 //! device-style login state). `clients` finds a client and checks its redirect URIs,
 //! `signin` is the CSRF-protected sign-in form both pages share, `pages` renders HTML.
 //!
@@ -14,7 +13,6 @@
 
 mod authorize;
 mod clients;
-mod grants;
 mod introspect;
 mod mcplogin;
 mod metadata;

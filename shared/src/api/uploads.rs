@@ -4,7 +4,8 @@
 //! `GET /api/data/uploads` (the caller's recent ones), and the local server's
 //! `PUT /api/data/objects/{key}` that stores the file and starts its import.
 //!
-//! Answers in the data API's envelope (`{"code": 0, "msg": "ok", "data": …}`). Never
+//! Handlers answer `Success` in the REST envelope (`{"code": 0, "msg": "ok", "data":
+//! …}`); the typed cores beside them are the console's too. Never
 //! logs a user id, a file name, an object key or a URL.
 
 use std::sync::Arc;
@@ -14,12 +15,12 @@ use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::Importer;
 use crate::clock::Clock;
 use crate::domain::{UploadFailure, UploadKind, UploadRecord, UploadStatus};
-use crate::http::{self as web, ApiError};
+use crate::http::{ApiError, Success};
 use crate::identity::Caller;
-use crate::store::{BodyChunks, PutTarget, Received, Store, StoreError, UploadObjects};
+use crate::imports::Importer;
+use crate::store::{BodyChunks, PutTarget, Received, Store, UploadObjects};
 
 /// How long the PUT URL stays valid (to start the PUT: S3 and the local server check
 /// the expiry when the request arrives, so a slow transfer may run on).
@@ -73,14 +74,6 @@ pub(crate) fn max_size(kind: UploadKind) -> u64 {
 
 fn refused(status: StatusCode, msg: &'static str) -> ApiError {
     ApiError::refused(status, msg)
-}
-
-fn store_failed(error: StoreError) -> ApiError {
-    tracing::warn!(%error, "uploads API store failure");
-    refused(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "storage is unavailable; try again shortly",
-    )
 }
 
 fn already_sent() -> ApiError {
@@ -182,38 +175,31 @@ pub(crate) fn parse_new_upload(body: &[u8]) -> Result<NewUpload, ApiError> {
     })
 }
 
-/// The answer to a created upload (`201`, the data API's envelope).
-pub(crate) fn created_response(created: CreatedUpload) -> http::Response<Bytes> {
+/// The answer to a created upload (`201`, the REST envelope).
+pub(crate) fn created_response(created: CreatedUpload) -> Success {
     let headers: serde_json::Map<String, Value> = created
         .target
         .headers
         .into_iter()
         .map(|(name, value)| (name, Value::String(value)))
         .collect();
-    web::ok(
-        StatusCode::CREATED,
-        json!({
-            "id": created.id,
-            "upload_url": created.target.url,
-            "method": "PUT",
-            "headers": headers,
-            "expires_at": created.target.expires_at,
-        }),
-    )
+    Success::created(json!({
+        "id": created.id,
+        "upload_url": created.target.url,
+        "method": "PUT",
+        "headers": headers,
+        "expires_at": created.target.expires_at,
+    }))
 }
 
-/// The answer to an upload's status (`200`, the data API's envelope).
-pub(crate) fn record_response(record: &UploadRecord) -> http::Response<Bytes> {
-    web::ok(StatusCode::OK, record_json(record))
+/// The answer to an upload's status (`200`, the REST envelope).
+pub(crate) fn record_response(record: &UploadRecord) -> Success {
+    Success::ok(record_json(record))
 }
 
 impl UploadsApi {
     /// `POST /api/data/uploads`.
-    pub(crate) async fn create(
-        &self,
-        caller: &Caller,
-        body: &[u8],
-    ) -> Result<http::Response<Bytes>, ApiError> {
+    pub(crate) async fn create(&self, caller: &Caller, body: &[u8]) -> Result<Success, ApiError> {
         let upload = parse_new_upload(body)?;
         let created = self.new_upload(&caller.user_id, upload).await?;
         Ok(created_response(created))
@@ -246,21 +232,17 @@ impl UploadsApi {
         self.store
             .create_upload(&record)
             .await
-            .map_err(store_failed)?;
+            .map_err(ApiError::from)?;
         let target = self
             .objects
             .put_target(&object_key, now.saturating_add(PUT_LIFETIME), size)
             .await
-            .map_err(store_failed)?;
+            .map_err(ApiError::from)?;
         Ok(CreatedUpload { id, target })
     }
 
     /// `GET /api/data/uploads/{id}`.
-    pub(crate) async fn get(
-        &self,
-        caller: &Caller,
-        id: &str,
-    ) -> Result<http::Response<Bytes>, ApiError> {
+    pub(crate) async fn get(&self, caller: &Caller, id: &str) -> Result<Success, ApiError> {
         let record = self.upload_record(&caller.user_id, id).await?;
         Ok(record_response(&record))
     }
@@ -279,7 +261,7 @@ impl UploadsApi {
             .store
             .upload(user_id, id, self.clock.now())
             .await
-            .map_err(store_failed)?
+            .map_err(ApiError::from)?
             .ok_or_else(not_found)?;
         self.settled(record).await
     }
@@ -308,7 +290,7 @@ impl UploadsApi {
             .store
             .fail_stalled_upload(&record.user, &record.id, silent_since, &failure, now)
             .await
-            .map_err(store_failed)?;
+            .map_err(ApiError::from)?;
         if failed {
             tracing::info!(kind = record.kind.as_str(), "import stalled: failed");
             // Its file is nobody's now (best effort: an object left expires anyway).
@@ -324,15 +306,15 @@ impl UploadsApi {
         self.store
             .upload(&record.user, &record.id, now)
             .await
-            .map_err(store_failed)?
+            .map_err(ApiError::from)?
             .ok_or_else(not_found)
     }
 
     /// `GET /api/data/uploads`.
-    pub(crate) async fn list(&self, caller: &Caller) -> Result<http::Response<Bytes>, ApiError> {
+    pub(crate) async fn list(&self, caller: &Caller) -> Result<Success, ApiError> {
         let records = self.recent(&caller.user_id).await?;
         let uploads: Vec<Value> = records.iter().map(record_json).collect();
-        Ok(web::ok(StatusCode::OK, json!({ "uploads": uploads })))
+        Ok(Success::ok(json!({ "uploads": uploads })))
     }
 
     /// The typed core of listing: the user's recent uploads, newest first.
@@ -341,7 +323,7 @@ impl UploadsApi {
             .store
             .recent_uploads(user_id, LISTED, self.clock.now())
             .await
-            .map_err(store_failed)?;
+            .map_err(ApiError::from)?;
         let mut settled = Vec::with_capacity(records.len());
         for record in records {
             settled.push(self.settled(record).await?);
@@ -357,7 +339,7 @@ impl UploadsApi {
         query: &str,
         body: BodyChunks,
         max_bytes: u64,
-    ) -> Result<http::Response<Bytes>, ApiError> {
+    ) -> Result<Success, ApiError> {
         let now = self.clock.now();
         let forbidden = || {
             refused(
@@ -369,7 +351,7 @@ impl UploadsApi {
             .store
             .upload_by_object(key, now)
             .await
-            .map_err(store_failed)?
+            .map_err(ApiError::from)?
             .ok_or_else(forbidden)?;
         if record.status != UploadStatus::Waiting {
             return Err(already_sent());
@@ -378,7 +360,7 @@ impl UploadsApi {
             .objects
             .receive(key, query, now, body, max_bytes)
             .await
-            .map_err(store_failed)?
+            .map_err(ApiError::from)?
         {
             Received::Stored { size } => {
                 let importer = self.importer.clone();
@@ -388,8 +370,7 @@ impl UploadsApi {
                         tracing::warn!(%error, "background import did not run");
                     }
                 });
-                Ok(web::ok(
-                    StatusCode::OK,
+                Ok(Success::ok(
                     json!({ "id": record.id, "bytes": size, "status": "importing" }),
                 ))
             }

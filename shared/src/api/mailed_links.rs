@@ -12,13 +12,13 @@
 use std::net::IpAddr;
 
 use bytes::Bytes;
-use http::{Response, StatusCode};
+use http::StatusCode;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::account_api::{AccountApi, normalise_email, refuse_weak_password};
+use crate::api::accounts::{AccountApi, normalise_email, refuse_weak_password};
 use crate::domain::{Account, MailPurpose, MailToken};
-use crate::http::{ApiError, ok};
+use crate::http::{ApiError, Success};
 use crate::identity::{Caller, Quota, random_secret, secret_hash};
 use crate::mail::Letter;
 
@@ -244,26 +244,25 @@ impl AccountApi {
     }
 
     /// `POST /auth/confirm` `{"token"}`.
-    pub(crate) async fn confirm_api(&self, body: &[u8]) -> Result<Response<Bytes>, ApiError> {
+    pub(crate) async fn confirm_api(&self, body: &[u8]) -> Result<Success, ApiError> {
         let request = serde_json::from_slice::<TokenBody>(body)
             .map_err(|_| ApiError::refused(StatusCode::BAD_REQUEST, "send {\"token\": …}"))?;
         self.confirm_address(&request.token).await?;
-        Ok(ok(StatusCode::OK, json!({ "email_confirmed": true })))
+        Ok(Success::ok(json!({ "email_confirmed": true })))
     }
 
     /// `POST /auth/confirm/resend`: a new confirmation link to the caller's address.
     pub(crate) async fn resend_confirmation_api(
         &self,
         caller: &Caller,
-    ) -> Result<Response<Bytes>, ApiError> {
+    ) -> Result<Success, ApiError> {
         let account = self
             .store
             .account(&caller.user_id)
             .await?
             .ok_or(ApiError::NoRoute)?;
         let sent = self.send_confirmation(&account).await?;
-        Ok(ok(
-            StatusCode::ACCEPTED,
+        Ok(Success::accepted(
             json!({ "email_confirmed": account.email_confirmed, "confirmation_sent": sent }),
         ))
     }
@@ -273,15 +272,15 @@ impl AccountApi {
         &self,
         body: &[u8],
         source: Option<IpAddr>,
-    ) -> Result<Response<Bytes>, ApiError> {
+    ) -> Result<Success, ApiError> {
         let request = serde_json::from_slice::<ForgotBody>(body)
             .map_err(|_| ApiError::refused(StatusCode::BAD_REQUEST, "send {\"email\": …}"))?;
         self.request_reset(&request.email, source).await?;
-        Ok(ok(StatusCode::ACCEPTED, json!({ "sent": RESET_SENT })))
+        Ok(Success::accepted(json!({ "sent": RESET_SENT })))
     }
 
     /// `POST /auth/reset` `{"token", "new_password"}`.
-    pub(crate) async fn reset_api(&self, body: &[u8]) -> Result<Response<Bytes>, ApiError> {
+    pub(crate) async fn reset_api(&self, body: &[u8]) -> Result<Success, ApiError> {
         let request = serde_json::from_slice::<ResetBody>(body).map_err(|_| {
             ApiError::refused(
                 StatusCode::BAD_REQUEST,
@@ -290,8 +289,7 @@ impl AccountApi {
         })?;
         self.reset_password(&request.token, request.new_password)
             .await?;
-        Ok(ok(
-            StatusCode::OK,
+        Ok(Success::ok(
             json!({ "password_reset": true, "signed_out": "everywhere" }),
         ))
     }

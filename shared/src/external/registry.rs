@@ -1,33 +1,22 @@
-//! The registry API (D1, D4-D7): the seed's table form and the richer REST form.
+//! The registry's typed cores (D1, D4-D7): what the registry API's handlers
+//! (`api/registry.rs`, both forms) and the console's servers pages call.
 //!
-//! - `GET`/`POST /api/user/mcp`: the whole table `{name: entry}`;
-//!   `POST /api/user/mcp/set`: add or replace one entry; `POST /api/user/mcp/delete`:
-//!   remove one. Envelope `{success, code, msg, data}`.
-//! - `POST`/`GET /api/user/mcp-servers`, `GET`/`PATCH`/`DELETE
-//!   /api/user/mcp-servers/{name}`, `POST /api/user/mcp-servers/{name}/probe`.
-//!
-//! Owns request parsing and validation and the order of a write: check the url with
+//! Owns validation and the order of a write: check the url with
 //! the guard (every non-empty url), seal the credential, probe (only an entry that is
 //! or becomes enabled: a disabled one is recorded as given, an empty url allowed only
 //! while disabled; a failed switch-on leaves the entry as it was), then one
-//! conditional store write. A view shows the auth type and header name only, never a
-//! credential.
-
-use bytes::Bytes;
-use http::{Response, StatusCode};
-use serde::{Deserialize, Deserializer};
-use serde_json::{Map, Value, json};
+//! conditional store write. Must not: parse a request body or shape an answer (the
+//! handlers do), or return a credential.
 
 use super::credentials::{self, AuthInput};
 use super::naming::namespace;
 use super::probe::{self, Probe};
 use super::{ExternalServers, RegistryError};
 use crate::domain::{MAX_MCP_SERVERS, McpAuth, McpServerRecord, McpServerWrite};
-use crate::http::{self as web, ApiError};
 use crate::identity::Caller;
 
 /// Longest server name: the namespace must leave room for tool names within 64.
-pub(super) const MAX_SERVER_NAME: usize = 32;
+const MAX_SERVER_NAME: usize = 32;
 
 /// At most this many `allowed_tools` names (the tool bound, D6).
 const MAX_ALLOWED: usize = 256;
@@ -55,96 +44,6 @@ fn too_many_servers() -> RegistryError {
     RegistryError::bad_request(format!(
         "an account may register at most {MAX_MCP_SERVERS} MCP servers"
     ))
-}
-
-/// `Some(None)` for an explicit `null`, `None` when the field is absent.
-fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    deserializer: D,
-) -> Result<Option<Option<T>>, D::Error> {
-    Ok(Some(Option::deserialize(deserializer)?))
-}
-
-/// `POST /api/user/mcp-servers`.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CreateRequest {
-    name: String,
-    url: String,
-    #[serde(default)]
-    auth: Option<AuthInput>,
-    #[serde(default)]
-    allowed_tools: Option<Vec<String>>,
-    #[serde(default)]
-    enabled: Option<bool>,
-    #[serde(default)]
-    order: Option<i64>,
-}
-
-/// `PATCH /api/user/mcp-servers/{name}`. `url` may be sent unchanged; another `name`
-/// renames the server.
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct UpdateRequest {
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    url: Option<String>,
-    #[serde(default)]
-    auth: Option<AuthInput>,
-    #[serde(default, deserialize_with = "nullable")]
-    allowed_tools: Option<Option<Vec<String>>>,
-    #[serde(default)]
-    enabled: Option<bool>,
-    #[serde(default)]
-    order: Option<i64>,
-}
-
-/// One entry of the seed's table (`token` is the optional bearer; the richer fields
-/// are accepted too). An absent `token` keeps the stored credential on a replace;
-/// `null` or `""` removes it.
-#[derive(Deserialize, Default)]
-struct SeedEntry {
-    #[serde(default)]
-    url: Option<String>,
-    #[serde(default, deserialize_with = "nullable")]
-    token: Option<Option<String>>,
-    #[serde(default)]
-    auth: Option<AuthInput>,
-    #[serde(default, deserialize_with = "nullable")]
-    allowed_tools: Option<Option<Vec<String>>>,
-    #[serde(default)]
-    enabled: Option<bool>,
-    #[serde(default)]
-    order: Option<i64>,
-}
-
-fn parse<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, RegistryError> {
-    serde_json::from_slice(body).map_err(|err| {
-        RegistryError::bad_request(format!(
-            "the body is not a valid request: {}",
-            unquoted(&err.to_string())
-        ))
-    })
-}
-
-/// serde's message with every quoted value blanked: it names fields (in backticks) and
-/// positions, but `invalid type: string "…"` would echo what was sent, maybe a secret.
-fn unquoted(message: &str) -> String {
-    let mut out = String::with_capacity(message.len());
-    let mut inside = false;
-    for c in message.chars() {
-        if c == '"' {
-            if inside {
-                out.push_str("…\"");
-            } else {
-                out.push('"');
-            }
-            inside = !inside;
-        } else if !inside {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// A name whose namespace cannot be confused with another's: `mcp__<ns>__<tool>` is
@@ -187,64 +86,6 @@ fn check_allowed_shape(allowed: Option<&Vec<String>>) -> Result<(), RegistryErro
     Ok(())
 }
 
-fn rfc3339(secs: Option<u64>) -> Value {
-    secs.and_then(|s| chrono::DateTime::from_timestamp(s as i64, 0))
-        .map(|t| Value::String(t.to_rfc3339()))
-        .unwrap_or(Value::Null)
-}
-
-/// A record as clients see it: the auth type and header name, never the credential.
-fn view(record: &McpServerRecord) -> Map<String, Value> {
-    let auth = match &record.auth {
-        McpAuth::None => json!({"type": "NONE"}),
-        McpAuth::Bearer => json!({"type": "BEARER"}),
-        McpAuth::Header { name } => json!({"type": "HEADER", "name": name}),
-    };
-    let tools: Vec<Value> = record
-        .tools
-        .iter()
-        .map(|tool| json!({"name": tool.name, "description": tool.description}))
-        .collect();
-    let mut view = Map::new();
-    view.insert("name".into(), record.name.clone().into());
-    view.insert("url".into(), record.url.clone().into());
-    view.insert("auth".into(), auth);
-    view.insert("allowed_tools".into(), json!(record.allowed_tools));
-    view.insert("enabled".into(), record.enabled.into());
-    view.insert("order".into(), record.order.into());
-    view.insert("server_name".into(), json!(record.server_name));
-    view.insert("tools".into(), tools.into());
-    view.insert("created_at".into(), rfc3339(Some(record.created_at)));
-    view.insert("updated_at".into(), rfc3339(Some(record.updated_at)));
-    view.insert(
-        "last_connected_at".into(),
-        rfc3339(record.last_connected_at),
-    );
-    view.insert(
-        "last_connect_error".into(),
-        json!(record.last_connect_error),
-    );
-    view
-}
-
-/// The seed's table: `{name: entry}` (the entry without its `name`).
-fn table(records: &[McpServerRecord]) -> Value {
-    let mut table = Map::new();
-    for record in records {
-        let mut entry = view(record);
-        entry.remove("name");
-        table.insert(record.name.clone(), Value::Object(entry));
-    }
-    Value::Object(table)
-}
-
-fn seed_ok(data: Value) -> Response<Bytes> {
-    web::json(
-        StatusCode::OK,
-        &json!({"success": true, "code": 0, "msg": "ok", "data": data}),
-    )
-}
-
 /// What a registration asks for, whichever form it came in (the JSON API or the console).
 pub(crate) struct Registration {
     pub name: String,
@@ -267,185 +108,49 @@ pub(crate) struct Changes {
 }
 
 impl ExternalServers {
-    // ----- the seed's table form -----
+    // ----- the typed cores both forms and the console share -----
 
-    /// `GET`/`POST /api/user/mcp`.
-    pub(crate) async fn seed_table(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
-        let records = self
-            .store
+    /// The caller's servers as the store keeps them (the seed's table).
+    pub(crate) async fn table_records(
+        &self,
+        caller: &Caller,
+    ) -> Result<Vec<McpServerRecord>, RegistryError> {
+        self.store
             .mcp_servers(&caller.user_id)
             .await
-            .map_err(|error| RegistryError::unavailable(error).seed())?;
-        Ok(seed_ok(table(&records)))
+            .map_err(RegistryError::unavailable)
     }
 
-    /// `POST /api/user/mcp/set`: `{"name": …, "url": …, …}` or `{"<name>": {…}}`.
-    pub(crate) async fn seed_set(
+    /// The seed's set: the name checked, then the caller's server `name` changed by
+    /// `changes` ([`Self::update`]), or registered with them if there is none (a field
+    /// not given takes its default: no url, no auth, every tool, enabled, order 0).
+    pub(crate) async fn set_server(
         &self,
         caller: &Caller,
-        body: &[u8],
-    ) -> Result<Response<Bytes>, ApiError> {
-        let outcome = async {
-            let (name, entry) = seed_entry(body)?;
-            check_name(&name)?;
-            let auth = entry.auth.or_else(|| match &entry.token {
-                Some(Some(token)) if !token.is_empty() => Some(AuthInput::Bearer {
-                    token: token.clone(),
-                }),
-                Some(_) => Some(AuthInput::None),
-                None => None,
-            });
-            let existing = self
-                .store
-                .mcp_server(&caller.user_id, &name)
-                .await
-                .map_err(RegistryError::unavailable)?;
-            if let Some(record) = existing {
-                let changes = Changes {
-                    url: entry.url,
-                    name: None,
-                    auth,
-                    allowed_tools: entry.allowed_tools,
-                    enabled: entry.enabled,
-                    order: entry.order,
-                };
-                self.update(caller, record, changes).await?;
-            } else {
-                let registration = Registration {
-                    name,
-                    url: entry.url.unwrap_or_default(),
-                    auth: auth.unwrap_or(AuthInput::None),
-                    allowed_tools: entry.allowed_tools.flatten(),
-                    enabled: entry.enabled.unwrap_or(true),
-                    order: entry.order.unwrap_or(0),
-                };
-                self.register(caller, registration).await?;
-            }
-            self.store
-                .mcp_servers(&caller.user_id)
-                .await
-                .map_err(RegistryError::unavailable)
-        };
-        let records = outcome.await.map_err(RegistryError::seed)?;
-        Ok(seed_ok(table(&records)))
-    }
-
-    /// `POST /api/user/mcp/delete`: `{"name": …}`.
-    pub(crate) async fn seed_delete(
-        &self,
-        caller: &Caller,
-        body: &[u8],
-    ) -> Result<Response<Bytes>, ApiError> {
-        #[derive(Deserialize)]
-        struct Named {
-            name: String,
-        }
-        let outcome = async {
-            let Named { name } = parse(body)?;
-            self.remove(caller, &name).await?;
-            self.store
-                .mcp_servers(&caller.user_id)
-                .await
-                .map_err(RegistryError::unavailable)
-        };
-        let records = outcome.await.map_err(RegistryError::seed)?;
-        Ok(seed_ok(table(&records)))
-    }
-
-    // ----- the REST form -----
-
-    /// `GET /api/user/mcp-servers`: `{"servers": [...]}` in listing order.
-    pub(crate) async fn list(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
-        let records = self.servers(caller).await.map_err(RegistryError::rest)?;
-        let servers: Vec<Value> = records.iter().map(|r| Value::Object(view(r))).collect();
-        Ok(web::json(StatusCode::OK, &json!({ "servers": servers })))
-    }
-
-    /// `POST /api/user/mcp-servers`: 201 with the server, its tools and its self-reported name.
-    pub(crate) async fn create(
-        &self,
-        caller: &Caller,
-        body: &[u8],
-    ) -> Result<Response<Bytes>, ApiError> {
-        let outcome = async {
-            let request: CreateRequest = parse(body)?;
+        name: String,
+        changes: Changes,
+    ) -> Result<(), RegistryError> {
+        check_name(&name)?;
+        let existing = self
+            .store
+            .mcp_server(&caller.user_id, &name)
+            .await
+            .map_err(RegistryError::unavailable)?;
+        if let Some(record) = existing {
+            self.update(caller, record, changes).await?;
+        } else {
             let registration = Registration {
-                name: request.name,
-                url: request.url,
-                auth: request.auth.unwrap_or(AuthInput::None),
-                allowed_tools: request.allowed_tools,
-                enabled: request.enabled.unwrap_or(true),
-                order: request.order.unwrap_or(0),
+                name,
+                url: changes.url.unwrap_or_default(),
+                auth: changes.auth.unwrap_or(AuthInput::None),
+                allowed_tools: changes.allowed_tools.flatten(),
+                enabled: changes.enabled.unwrap_or(true),
+                order: changes.order.unwrap_or(0),
             };
-            self.create_server(caller, registration).await
-        };
-        let record = outcome.await.map_err(RegistryError::rest)?;
-        Ok(web::json(
-            StatusCode::CREATED,
-            &Value::Object(view(&record)),
-        ))
+            self.register(caller, registration).await?;
+        }
+        Ok(())
     }
-
-    /// `GET /api/user/mcp-servers/{name}`.
-    pub(crate) async fn get(
-        &self,
-        caller: &Caller,
-        name: &str,
-    ) -> Result<Response<Bytes>, ApiError> {
-        let record = self.load(caller, name).await.map_err(RegistryError::rest)?;
-        Ok(web::json(StatusCode::OK, &Value::Object(view(&record))))
-    }
-
-    /// `PATCH /api/user/mcp-servers/{name}`.
-    pub(crate) async fn patch(
-        &self,
-        caller: &Caller,
-        name: &str,
-        body: &[u8],
-    ) -> Result<Response<Bytes>, ApiError> {
-        let outcome = async {
-            let request: UpdateRequest = parse(body)?;
-            let changes = Changes {
-                url: request.url,
-                name: request.name,
-                auth: request.auth,
-                allowed_tools: request.allowed_tools,
-                enabled: request.enabled,
-                order: request.order,
-            };
-            self.update_server(caller, name, changes).await
-        };
-        let record = outcome.await.map_err(RegistryError::rest)?;
-        Ok(web::json(StatusCode::OK, &Value::Object(view(&record))))
-    }
-
-    /// `POST /api/user/mcp-servers/{name}/probe`: probe again with the stored
-    /// credential and keep the fresh tool snapshot.
-    pub(crate) async fn reprobe(
-        &self,
-        caller: &Caller,
-        name: &str,
-    ) -> Result<Response<Bytes>, ApiError> {
-        let record = self
-            .reprobe_server(caller, name)
-            .await
-            .map_err(RegistryError::rest)?;
-        Ok(web::json(StatusCode::OK, &Value::Object(view(&record))))
-    }
-
-    /// `DELETE /api/user/mcp-servers/{name}`.
-    pub(crate) async fn delete(
-        &self,
-        caller: &Caller,
-        name: &str,
-    ) -> Result<Response<Bytes>, ApiError> {
-        self.remove(caller, name)
-            .await
-            .map_err(RegistryError::rest)?;
-        Ok(web::json(StatusCode::OK, &json!({"deleted": name})))
-    }
-
-    // ----- the typed cores both forms and the console share -----
 
     /// The caller's servers in listing order.
     pub(crate) async fn servers(
@@ -810,36 +515,6 @@ impl ExternalServers {
     }
 }
 
-/// The seed's set body: `{"name": …, …}` or `{"<name>": {…}}`.
-fn seed_entry(body: &[u8]) -> Result<(String, SeedEntry), RegistryError> {
-    let value: Value = parse(body)?;
-    let Value::Object(mut object) = value else {
-        return Err(RegistryError::bad_request("the body must be a JSON object"));
-    };
-    let entry_of = |value: Value| {
-        serde_json::from_value::<SeedEntry>(value).map_err(|err| {
-            RegistryError::bad_request(format!(
-                "the entry is not valid: {}",
-                unquoted(&err.to_string())
-            ))
-        })
-    };
-    match object.remove("name") {
-        Some(Value::String(name)) => Ok((name, entry_of(Value::Object(object))?)),
-        Some(_) => Err(RegistryError::bad_request("name must be a string")),
-        None if object.len() == 1 => {
-            let (name, entry) = object.into_iter().next().expect("one entry");
-            if !entry.is_object() {
-                return Err(RegistryError::bad_request("the entry must be an object"));
-            }
-            Ok((name, entry_of(entry)?))
-        }
-        None => Err(RegistryError::bad_request(
-            "send {\"name\": …, \"url\": …} or {\"<name>\": {\"url\": …}}",
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -871,15 +546,5 @@ mod tests {
         ] {
             assert!(check_name(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn parse_errors_never_echo_values() {
-        let err =
-            parse::<CreateRequest>(br#"{"name": "shop", "url": "https://x", "enabled": "s3cr3t"}"#)
-                .err()
-                .unwrap();
-        assert!(!err.message.contains("s3cr3t"), "{}", err.message);
-        assert!(err.message.contains("invalid type"), "{}", err.message);
     }
 }

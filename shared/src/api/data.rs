@@ -1,8 +1,9 @@
 //! The data API (E4): a signed-in user uploads, inspects and deletes their own
 //! health readings and genotypes. The same data the tools read and gating probes.
 //!
-//! Owns the request and response shapes (the account API's envelope: `{"code": 0,
-//! "msg": "ok", "data": …}`, failures as a non-zero `code` with `msg`). Every row is
+//! Owns the request and response shapes (handlers answer `Success` in the REST envelope
+//! `{"code": 0, "msg": "ok", "data": …}`, failures a non-zero `code` with `msg`; a store
+//! failure says what failed, `ApiError::unavailable_while`). Every row is
 //! validated before anything is written; a failed write reports how far it got. Never
 //! logs bodies or values.
 
@@ -10,14 +11,14 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
-use http::{Request, Response, StatusCode};
-use serde_json::{Value, json};
+use http::{Request, StatusCode};
+use serde_json::json;
 
 use crate::clock::Clock;
 use crate::domain::{Genotype, Reading};
-use crate::http::{self as web, ApiError};
+use crate::http::{ApiError, Success};
 use crate::identity::Caller;
-use crate::store::{CatalogueEntry, Store, StoreError};
+use crate::store::{CatalogueEntry, Store};
 /// The vocabulary of the typed reads (the console's data pages speak it).
 pub(crate) use crate::store::{GenomeSummary, HourValue, Period, ReadingQuery, Rollup, TIME_MAX};
 use crate::upload::{self, UploadError};
@@ -27,28 +28,11 @@ pub(crate) struct DataApi {
     pub clock: Arc<dyn Clock>,
 }
 
-fn ok(data: Value) -> Response<Bytes> {
-    web::ok(StatusCode::OK, data)
-}
-
 fn bad_upload(error: UploadError) -> ApiError {
     ApiError::refused(
         StatusCode::BAD_REQUEST,
         format!("nothing was saved: {error}"),
     )
-}
-
-/// The data API's own 503: it says what failed and that retrying is safe.
-fn store_failed(what: &'static str) -> impl FnOnce(StoreError) -> ApiError {
-    move |error| {
-        tracing::warn!(%error, what, "data API store failure");
-        ApiError::refused(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "{what} failed: storage is unavailable; retry the same upload (it never duplicates rows)"
-            ),
-        )
-    }
 }
 
 /// Where an upload came from: the `x-source` header (first 100 characters) or `upload`.
@@ -66,7 +50,7 @@ impl DataApi {
         &self,
         caller: &Caller,
         request: &Request<Bytes>,
-    ) -> Result<Response<Bytes>, ApiError> {
+    ) -> Result<Success, ApiError> {
         let content_type = request
             .headers()
             .get(CONTENT_TYPE)
@@ -83,9 +67,9 @@ impl DataApi {
             .store
             .put_readings(&caller.user_id, &readings)
             .await
-            .map_err(store_failed("saving readings"))?;
+            .map_err(ApiError::unavailable_while("saving readings"))?;
         // What happened to every row: nothing is lost without a word.
-        Ok(ok(json!({
+        Ok(Success::ok(json!({
             "received": rows,
             "written": report.written,
             "new": report.new,
@@ -99,7 +83,7 @@ impl DataApi {
         &self,
         caller: &Caller,
         request: &Request<Bytes>,
-    ) -> Result<Response<Bytes>, ApiError> {
+    ) -> Result<Success, ApiError> {
         // The file replaces the user's genome as a whole (a new version, then
         // one switch); a repeated rsid counts once.
         let genome = upload::parse_genotype_file(request.body()).map_err(bad_upload)?;
@@ -111,8 +95,8 @@ impl DataApi {
                 self.clock.now(),
             )
             .await
-            .map_err(store_failed("saving genotypes"))?;
-        Ok(ok(
+            .map_err(ApiError::unavailable_while("saving genotypes"))?;
+        Ok(Success::ok(
             json!({ "received": genome.len(), "written": genome.len() }),
         ))
     }
@@ -179,12 +163,14 @@ impl DataApi {
             .await?)
     }
 
-    pub(crate) async fn summary(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
+    pub(crate) async fn summary(&self, caller: &Caller) -> Result<Success, ApiError> {
         let p = self
             .store
             .data_presence(&caller.user_id)
             .await
-            .map_err(store_failed("reading the summary"))?;
-        Ok(ok(json!({ "health": p.health, "genotype": p.genotype })))
+            .map_err(ApiError::unavailable_while("reading the summary"))?;
+        Ok(Success::ok(
+            json!({ "health": p.health, "genotype": p.genotype }),
+        ))
     }
 }

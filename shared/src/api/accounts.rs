@@ -16,13 +16,13 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::{Response, StatusCode};
+use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::clock::Clock;
 use crate::domain::{Account, ClientGrant, Invitation, PersonalUrl, UrlGrant};
-use crate::http::{ApiError, ok};
+use crate::http::{ApiError, Success};
 use crate::identity::{
     Caller, Claims, Jwts, MIN_PASSWORD, McpUrls, Passwords, Quota, SignIn, hidden_or_control,
     random_secret,
@@ -202,11 +202,11 @@ pub(crate) fn refuse_weak_password(password: &str) -> Result<(), ApiError> {
 
 impl AccountApi {
     /// A new session for `user_id` at the user's token `epoch`.
-    fn token_response(&self, status: StatusCode, user_id: &str, epoch: u64) -> Response<Bytes> {
+    fn token_response(&self, status: StatusCode, user_id: &str, epoch: u64) -> Success {
         let token = self
             .jwts
             .session(user_id, epoch, SESSION_TOKEN_SECS, self.clock.now());
-        ok(
+        Success::with_status(
             status,
             json!({ "user_id": user_id, "token": token, "token_type": "Bearer", "expires_in": SESSION_TOKEN_SECS }),
         )
@@ -218,7 +218,7 @@ impl AccountApi {
         &self,
         body: &[u8],
         source: Option<IpAddr>,
-    ) -> Result<Response<Bytes>, ApiError> {
+    ) -> Result<Success, ApiError> {
         let request = serde_json::from_slice::<Credentials>(body).map_err(|_| bad_credentials())?;
         let (user_id, confirmation_sent) = self
             .create_account(&request.email, request.password, source)
@@ -226,15 +226,12 @@ impl AccountApi {
         let token = self
             .jwts
             .session(&user_id, 0, SESSION_TOKEN_SECS, self.clock.now());
-        Ok(ok(
-            StatusCode::CREATED,
-            json!({
-                "user_id": user_id, "token": token, "token_type": "Bearer",
-                "expires_in": SESSION_TOKEN_SECS,
-                // The address is unproven until the mailed link is used.
-                "email_confirmed": false, "confirmation_sent": confirmation_sent,
-            }),
-        ))
+        Ok(Success::created(json!({
+            "user_id": user_id, "token": token, "token_type": "Bearer",
+            "expires_in": SESSION_TOKEN_SECS,
+            // The address is unproven until the mailed link is used.
+            "email_confirmed": false, "confirmation_sent": confirmation_sent,
+        })))
     }
 
     /// A new account for `email` and `password` (checked, limited per source address,
@@ -290,7 +287,7 @@ impl AccountApi {
         &self,
         body: &[u8],
         source: Option<IpAddr>,
-    ) -> Result<Response<Bytes>, ApiError> {
+    ) -> Result<Success, ApiError> {
         let request = serde_json::from_slice::<Credentials>(body).map_err(|_| bad_credentials())?;
         let (user_id, epoch) = self
             .verify_sign_in(&request.email, &request.password, source)
@@ -321,9 +318,9 @@ impl AccountApi {
         }
     }
 
-    pub(crate) async fn sign_out(&self, claims: &Claims) -> Result<Response<Bytes>, ApiError> {
+    pub(crate) async fn sign_out(&self, claims: &Claims) -> Result<Success, ApiError> {
         self.end_session(claims).await?;
-        Ok(ok(StatusCode::OK, json!({ "signed_out": "this session" })))
+        Ok(Success::ok(json!({ "signed_out": "this session" })))
     }
 
     /// Ends the session of `claims` (every token of the user, for a token without one).
@@ -346,10 +343,9 @@ impl AccountApi {
     /// `POST /auth/signout-all`: ends every session, login-prompt token, OAuth access
     /// token and refresh family of the caller (a new token epoch), and revokes the
     /// personal URL (a new one can be made).
-    pub(crate) async fn sign_out_all(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
+    pub(crate) async fn sign_out_all(&self, caller: &Caller) -> Result<Success, ApiError> {
         let url_revoked = self.end_everything(&caller.user_id).await?;
-        Ok(ok(
-            StatusCode::OK,
+        Ok(Success::ok(
             json!({ "signed_out": "everywhere", "personal_url_revoked": url_revoked }),
         ))
     }
@@ -372,7 +368,7 @@ impl AccountApi {
         caller: &Caller,
         body: &[u8],
         source: Option<IpAddr>,
-    ) -> Result<Response<Bytes>, ApiError> {
+    ) -> Result<Success, ApiError> {
         let request = serde_json::from_slice::<PasswordChange>(body).map_err(|_| {
             ApiError::refused(
                 StatusCode::BAD_REQUEST,
@@ -447,11 +443,7 @@ impl AccountApi {
     /// account that accepted an invitation to that address (the owner's list shows it
     /// anyway), whose permissions are then replaced. A grantee that is not an e-mail
     /// address (a user id) is refused alike for every value.
-    pub(crate) async fn share(
-        &self,
-        caller: &Caller,
-        body: &[u8],
-    ) -> Result<Response<Bytes>, ApiError> {
+    pub(crate) async fn share(&self, caller: &Caller, body: &[u8]) -> Result<Success, ApiError> {
         let request = parse::<ShareRequest>(body, false).ok_or_else(bad_body)?;
         refuse_hidden_characters("grantee", &request.grantee)?;
         let permissions = request
@@ -475,13 +467,10 @@ impl AccountApi {
             }
             ShareStatus::Invited => false,
         };
-        Ok(ok(
-            StatusCode::OK,
-            json!({
-                "grantee": email, "permissions": permissions, "status": status.word(),
-                "grant_url_active": grant_url_active,
-            }),
-        ))
+        Ok(Success::ok(json!({
+            "grantee": email, "permissions": permissions, "status": status.word(),
+            "grant_url_active": grant_url_active,
+        })))
     }
 
     /// Shares `permissions` with whoever proves `email`: replaces an accepted share's
@@ -553,17 +542,12 @@ impl AccountApi {
     /// address and ends the share with the account that accepted it (with the grantee's
     /// delegated URL, in one store transaction, B2); answers the same whatever the
     /// address.
-    pub(crate) async fn unshare(
-        &self,
-        caller: &Caller,
-        body: &[u8],
-    ) -> Result<Response<Bytes>, ApiError> {
+    pub(crate) async fn unshare(&self, caller: &Caller, body: &[u8]) -> Result<Success, ApiError> {
         let request = parse::<ShareRequest>(body, false).ok_or_else(bad_body)?;
         refuse_hidden_characters("grantee", &request.grantee)?;
         let email = grantee_address(&request.grantee)?;
         self.end_share(&caller.user_id, &email).await?;
-        Ok(ok(
-            StatusCode::OK,
+        Ok(Success::ok(
             json!({ "grantee": email, "permissions": [], "status": "ended", "grant_url_active": false }),
         ))
     }
@@ -621,7 +605,7 @@ impl AccountApi {
         &self,
         caller: &Caller,
         body: &[u8],
-    ) -> Result<Response<Bytes>, ApiError> {
+    ) -> Result<Success, ApiError> {
         #[derive(Deserialize)]
         struct Accept {
             id: String,
@@ -631,8 +615,7 @@ impl AccountApi {
         let (owner, email) = self
             .accept_invitation(&caller.user_id, request.id.trim())
             .await?;
-        Ok(ok(
-            StatusCode::OK,
+        Ok(Success::ok(
             json!({ "accepted": true, "owner": { "user_id": owner, "email": email } }),
         ))
     }
@@ -644,11 +627,11 @@ impl AccountApi {
         &self,
         caller: &Caller,
         body: &[u8],
-    ) -> Result<Response<Bytes>, ApiError> {
+    ) -> Result<Success, ApiError> {
         let request = parse::<PersonalRequest>(body, true).ok_or_else(bad_body)?;
         let now = self.clock.now();
         let url = match other_owner(&request, caller) {
-            None => self.urls.personal(&caller.user_id, now).await?,
+            None => self.own_personal_url(&caller.user_id).await?,
             Some(owner) if owner.len() > MAX_USER_ID => return Err(not_shared()),
             Some(owner) => self
                 .urls
@@ -656,7 +639,7 @@ impl AccountApi {
                 .await?
                 .ok_or_else(not_shared)?,
         };
-        Ok(ok(StatusCode::OK, json!({ "url": url })))
+        Ok(Success::ok(json!({ "url": url })))
     }
 
     /// Revokes the caller's personal URL; with `{"user_id": <owner>}`, the caller's
@@ -665,14 +648,14 @@ impl AccountApi {
         &self,
         caller: &Caller,
         body: &[u8],
-    ) -> Result<Response<Bytes>, ApiError> {
+    ) -> Result<Success, ApiError> {
         let request = parse::<PersonalRequest>(body, true).ok_or_else(bad_body)?;
         let revoked = match other_owner(&request, caller) {
-            None => self.urls.revoke(&caller.user_id).await?,
+            None => self.revoke_own_personal_url(&caller.user_id).await?,
             Some(owner) if owner.len() > MAX_USER_ID => false,
             Some(owner) => self.urls.revoke_delegated(owner, &caller.user_id).await?,
         };
-        Ok(ok(StatusCode::OK, json!({ "revoked": revoked })))
+        Ok(Success::ok(json!({ "revoked": revoked })))
     }
 }
 
@@ -797,6 +780,17 @@ impl AccountApi {
         Ok(())
     }
 
+    /// The user's personal URL: the live one, else a new one (B1: asking again gives the
+    /// same URL). What `POST /personal/mcp` answers the owner, and the console's connect page.
+    pub(crate) async fn own_personal_url(&self, user_id: &str) -> Result<String, ApiError> {
+        Ok(self.urls.personal(user_id, self.clock.now()).await?)
+    }
+
+    /// Revokes the user's own personal URL: whether there was one.
+    pub(crate) async fn revoke_own_personal_url(&self, user_id: &str) -> Result<bool, ApiError> {
+        Ok(self.urls.revoke(user_id).await?)
+    }
+
     /// The user's personal URL if one is live now (read only: nothing is minted).
     pub(crate) async fn live_personal_url(
         &self,
@@ -851,7 +845,7 @@ impl AccountApi {
     /// owners who share with the caller: the id is what `POST /personal/mcp` takes),
     /// `invitations` waiting for the caller's confirmed address (`{id, from,
     /// permissions, invited_at}`) and `email_confirmed`.
-    pub(crate) async fn list_shares(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
+    pub(crate) async fn list_shares(&self, caller: &Caller) -> Result<Success, ApiError> {
         let overview = self.shares_of(&caller.user_id).await?;
         let mut granted: Vec<Value> = overview
             .granted
@@ -875,21 +869,15 @@ impl AccountApi {
                 json!({"id": i.id, "from": from, "permissions": i.permissions, "invited_at": i.created_at})
             })
             .collect();
-        Ok(ok(
-            StatusCode::OK,
-            json!({
-                "granted": granted, "received": received, "invitations": invitations,
-                "email_confirmed": overview.email_confirmed,
-            }),
-        ))
+        Ok(Success::ok(json!({
+            "granted": granted, "received": received, "invitations": invitations,
+            "email_confirmed": overview.email_confirmed,
+        })))
     }
 
     /// `GET /api/user/urls`: the caller's live temporary URLs, `{urls: [{id, agent,
     /// session_id, expires_at}]}` (never a secret).
-    pub(crate) async fn list_temporary_urls(
-        &self,
-        caller: &Caller,
-    ) -> Result<Response<Bytes>, ApiError> {
+    pub(crate) async fn list_temporary_urls(&self, caller: &Caller) -> Result<Success, ApiError> {
         let urls: Vec<Value> = self
             .temporary_urls(&caller.user_id)
             .await?
@@ -903,7 +891,7 @@ impl AccountApi {
                 })
             })
             .collect();
-        Ok(ok(StatusCode::OK, json!({ "urls": urls })))
+        Ok(Success::ok(json!({ "urls": urls })))
     }
 
     /// `DELETE /api/user/urls/{id}`.
@@ -911,8 +899,8 @@ impl AccountApi {
         &self,
         caller: &Caller,
         id: &str,
-    ) -> Result<Response<Bytes>, ApiError> {
+    ) -> Result<Success, ApiError> {
         self.revoke_temporary_url(&caller.user_id, id).await?;
-        Ok(ok(StatusCode::OK, json!({ "id": id, "revoked": true })))
+        Ok(Success::ok(json!({ "id": id, "revoked": true })))
     }
 }

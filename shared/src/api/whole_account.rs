@@ -29,11 +29,11 @@ use http::{HeaderValue, Response, StatusCode};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::account_api::AccountApi;
+use crate::api::accounts::AccountApi;
+use crate::api::uploads::UploadsApi;
 use crate::clock::Clock;
 use crate::domain::{McpAuth, UploadStatus, chromosome_name};
-use crate::http::{ApiError, ok};
-use crate::imports::api::UploadsApi;
+use crate::http::{ApiError, Success};
 use crate::store::{ReadingQuery, Store, StoreError, UploadObjects};
 
 /// The export's format name and version (the first field of the file).
@@ -138,10 +138,6 @@ impl Export {
 #[derive(Deserialize)]
 struct DeleteBody {
     password: String,
-}
-
-fn store_failed(error: StoreError) -> ApiError {
-    ApiError::from(error)
 }
 
 fn write_failed(_: std::io::Error) -> ApiError {
@@ -450,7 +446,7 @@ impl WholeAccount<'_> {
         self.store
             .delete_account_everything(user_id, self.clock.now())
             .await
-            .map_err(store_failed)
+            .map_err(ApiError::from)
     }
 
     /// `GET /api/user/export`.
@@ -465,7 +461,7 @@ impl WholeAccount<'_> {
         user_id: &str,
         body: &[u8],
         source: Option<IpAddr>,
-    ) -> Result<Response<Bytes>, ApiError> {
+    ) -> Result<Success, ApiError> {
         let body: DeleteBody = serde_json::from_slice(body).map_err(|_| {
             ApiError::refused(
                 StatusCode::BAD_REQUEST,
@@ -473,7 +469,7 @@ impl WholeAccount<'_> {
             )
         })?;
         self.delete_account(user_id, &body.password, source).await?;
-        Ok(ok(StatusCode::OK, json!({ "deleted": true })))
+        Ok(Success::ok(json!({ "deleted": true })))
     }
 }
 

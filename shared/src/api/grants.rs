@@ -3,24 +3,23 @@
 //! one: that client's access tokens and refresh families issued until then end (the
 //! user's token state keeps when; the bearer check and the refresh grant read it).
 //!
-//! First-party sessions only (the route table's `accepts`). Never logs a token.
+//! The handlers only: the typed cores are `AccountApi::oauth_grants` and
+//! `AccountApi::end_client_grant`, which the console's access page calls too. The routes
+//! stand behind the authorization server's door (`App::oauth_grants`). First-party
+//! sessions only (the route table's `accepts`). Never logs a token.
 
-use bytes::Bytes;
-use http::{Response, StatusCode};
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::OAuthApi;
-use crate::http::{ApiError, ok};
+use super::accounts::AccountApi;
+use crate::http::{ApiError, Success};
 use crate::identity::Caller;
-use crate::store::TokenChange;
 
-impl OAuthApi {
+impl AccountApi {
     /// `GET /api/user/oauth-grants`: the clients the caller authorised, oldest first.
-    pub(crate) async fn grants(&self, caller: &Caller) -> Result<Response<Bytes>, ApiError> {
-        let state = self.store.token_state(&caller.user_id).await?;
-        let mut grants: Vec<_> = state.grants.into_iter().collect();
-        grants.sort_by_key(|(id, grant)| (grant.granted_at, id.clone()));
-        let grants: Vec<_> = grants
+    pub(crate) async fn list_oauth_grants(&self, caller: &Caller) -> Result<Success, ApiError> {
+        let grants: Vec<Value> = self
+            .oauth_grants(&caller.user_id)
+            .await?
             .into_iter()
             .map(|(client_id, grant)| {
                 json!({
@@ -31,31 +30,24 @@ impl OAuthApi {
                 })
             })
             .collect();
-        Ok(ok(StatusCode::OK, json!({ "grants": grants })))
+        Ok(Success::ok(json!({ "grants": grants })))
     }
 
     /// `DELETE /api/user/oauth-grants/{client_id}`: ends the client's tokens and refresh
     /// families; `revoked` says whether it was listed (it is withdrawn either way, so a
     /// grant that fell off the list can still be ended).
-    pub(crate) async fn withdraw_grant(
+    pub(crate) async fn withdraw_oauth_grant(
         &self,
         caller: &Caller,
         client_id: &str,
-    ) -> Result<Response<Bytes>, ApiError> {
+    ) -> Result<Success, ApiError> {
         let listed = self
-            .store
-            .token_state(&caller.user_id)
+            .oauth_grants(&caller.user_id)
             .await?
-            .grants
-            .contains_key(client_id);
-        let end = TokenChange::EndClient {
-            client_id: client_id.to_string(),
-        };
-        self.store
-            .change_tokens(&caller.user_id, &end, self.clock.now())
-            .await?;
-        Ok(ok(
-            StatusCode::OK,
+            .iter()
+            .any(|(id, _)| id == client_id);
+        self.end_client_grant(&caller.user_id, client_id).await?;
+        Ok(Success::ok(
             json!({ "client_id": client_id, "revoked": listed }),
         ))
     }
