@@ -359,7 +359,9 @@ fn the_success_envelope_is_rendered_once() {
     assert_none(
         "a success envelope written outside shared/src/http/success.rs (return http::Success)",
         offenders("shared/src", &["shared/src/http/success.rs"], |code| {
-            code.contains("\"msg\": \"ok\"") || code.contains("http::ok(") || code.contains("web::ok(")
+            code.contains("\"msg\": \"ok\"")
+                || code.contains("http::ok(")
+                || code.contains("web::ok(")
         }),
     );
 }

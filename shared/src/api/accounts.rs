@@ -15,7 +15,6 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};

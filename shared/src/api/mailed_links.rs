@@ -11,7 +11,6 @@
 
 use std::net::IpAddr;
 
-use bytes::Bytes;
 use http::StatusCode;
 use serde::Deserialize;
 use serde_json::json;

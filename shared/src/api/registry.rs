@@ -244,13 +244,16 @@ impl ExternalServers {
             self.create_server(caller, registration).await
         };
         let record = outcome.await.map_err(RegistryError::rest)?;
-        Ok(Success::bare(StatusCode::CREATED, view(&record)))
+        Ok(Success::bare(
+            StatusCode::CREATED,
+            Value::Object(view(&record)),
+        ))
     }
 
     /// `GET /api/user/mcp-servers/{name}`.
     pub(crate) async fn get(&self, caller: &Caller, name: &str) -> Result<Success, ApiError> {
         let record = self.load(caller, name).await.map_err(RegistryError::rest)?;
-        Ok(Success::bare(StatusCode::OK, view(&record)))
+        Ok(Success::bare(StatusCode::OK, Value::Object(view(&record))))
     }
 
     /// `PATCH /api/user/mcp-servers/{name}`.
@@ -273,7 +276,7 @@ impl ExternalServers {
             self.update_server(caller, name, changes).await
         };
         let record = outcome.await.map_err(RegistryError::rest)?;
-        Ok(Success::bare(StatusCode::OK, view(&record)))
+        Ok(Success::bare(StatusCode::OK, Value::Object(view(&record))))
     }
 
     /// `POST /api/user/mcp-servers/{name}/probe`: probe again with the stored
@@ -283,7 +286,7 @@ impl ExternalServers {
             .reprobe_server(caller, name)
             .await
             .map_err(RegistryError::rest)?;
-        Ok(Success::bare(StatusCode::OK, view(&record)))
+        Ok(Success::bare(StatusCode::OK, Value::Object(view(&record))))
     }
 
     /// `DELETE /api/user/mcp-servers/{name}`.

@@ -10,7 +10,6 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};

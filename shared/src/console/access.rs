@@ -1,7 +1,7 @@
 //! Who can act for you: the OAuth clients the user authorised (revoking one ends its
 //! refresh tokens), the personal URL, active temporary agent URLs, shares granted and
-//! received, each revocable, and "sign out everywhere". Reads through the store traits;
-//! the revocations are the same store changes the JSON API makes.
+//! received, each revocable, and "sign out everywhere". Reads and revokes through
+//! `AccountApi`, the typed core of the JSON API's account endpoints (never the store).
 
 use bytes::Bytes;
 use http::{Request, StatusCode};

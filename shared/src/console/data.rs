@@ -1,7 +1,7 @@
 //! Your data: the catalogue (every indicator with its latest figure as its kind reads,
 //! its unit and date, its count and first and last date), one indicator's chart and
-//! latest readings, and the genome summary with the rsid look-up. Reads the store's
-//! catalogue, rollups and genome; renders with `chart.rs`, `agp.rs` and `stages.rs`.
+//! latest readings, and the genome summary with the rsid look-up. Reads the catalogue,
+//! rollups and genome through `DataApi` (the data API's typed core, never the store); renders with `chart.rs`, `agp.rs` and `stages.rs`.
 //!
 //! Shows what `query_health_indicators` answers, with the tool's own rules
 //! and arithmetic: a cumulative measure (steps) by its day totals, counted once across

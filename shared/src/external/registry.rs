@@ -12,7 +12,7 @@ use super::credentials::{self, AuthInput};
 use super::naming::namespace;
 use super::probe::{self, Probe};
 use super::{ExternalServers, RegistryError};
-use crate::domain::{MAX_MCP_SERVERS, McpAuth, McpServerRecord, McpServerWrite};
+use crate::domain::{MAX_MCP_SERVERS, McpServerRecord, McpServerWrite};
 use crate::identity::Caller;
 
 /// Longest server name: the namespace must leave room for tool names within 64.
@@ -221,7 +221,11 @@ impl ExternalServers {
 
     // ----- the operations both forms share -----
 
-    async fn load(&self, caller: &Caller, name: &str) -> Result<McpServerRecord, RegistryError> {
+    pub(crate) async fn load(
+        &self,
+        caller: &Caller,
+        name: &str,
+    ) -> Result<McpServerRecord, RegistryError> {
         self.store
             .mcp_server(&caller.user_id, name)
             .await

@@ -126,7 +126,7 @@ fn unavailable(error: StoreError) -> Response<Bytes> {
     oauth_error(
         StatusCode::SERVICE_UNAVAILABLE,
         "temporarily_unavailable",
-        "storage is unavailable",
+        web::STORAGE_UNAVAILABLE,
     )
 }
 
