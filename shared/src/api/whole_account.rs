@@ -524,7 +524,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::store::{PutTarget, StoreFuture, StoredObject};
+    use crate::store::{PutTarget, StoreError, StoredObject};
 
     /// Objects that keep what `put_download` got and answer a fixed URL (or none).
     struct Downloads {
@@ -532,34 +532,35 @@ mod tests {
         kept: Mutex<Vec<(String, usize, String)>>,
     }
 
+    #[async_trait::async_trait]
     impl UploadObjects for Downloads {
-        fn put_target<'a>(
-            &'a self,
-            _: &'a str,
+        async fn put_target(
+            &self,
+            _: &str,
             _: u64,
             _: Option<u64>,
-        ) -> StoreFuture<'a, PutTarget> {
+        ) -> Result<PutTarget, StoreError> {
             unreachable!("an export never asks for a PUT")
         }
-        fn open<'a>(&'a self, _: &'a str) -> StoreFuture<'a, Option<StoredObject>> {
-            Box::pin(async { Ok(None) })
+        async fn open(&self, _: &str) -> Result<Option<StoredObject>, StoreError> {
+            Ok(None)
         }
-        fn remove<'a>(&'a self, _: &'a str) -> StoreFuture<'a, ()> {
-            Box::pin(async { Ok(()) })
+        async fn remove(&self, _: &str) -> Result<(), StoreError> {
+            Ok(())
         }
-        fn put_download<'a>(
-            &'a self,
-            key: &'a str,
+        async fn put_download(
+            &self,
+            key: &str,
             bytes: Bytes,
-            filename: &'a str,
+            filename: &str,
             _: u64,
-        ) -> StoreFuture<'a, Option<String>> {
+        ) -> Result<Option<String>, StoreError> {
             self.kept
                 .lock()
                 .unwrap()
                 .push((key.to_string(), bytes.len(), filename.to_string()));
             let url = self.url.map(str::to_string);
-            Box::pin(async move { Ok(url) })
+            Ok(url)
         }
     }
 

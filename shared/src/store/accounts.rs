@@ -9,11 +9,12 @@
 //! secrets only as hashes or sealed text, as it is given them; checks every expiry
 //! itself.
 
-use super::StoreFuture;
+use super::StoreError;
 use crate::domain::{
     Account, ClientGrant, Invitation, LoginState, MailPurpose, MailToken, PersonalUrl, TokenState,
     UrlGrant,
 };
+use async_trait::async_trait;
 
 /// The outcome of creating an account.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,86 +135,77 @@ fn end_all(state: &mut TokenState) {
 
 /// Accounts (DynamoDB: keys table `email#…`, data table `<user>/account`), shares,
 /// URL grants, personal URL claims and login states.
+#[async_trait]
 pub trait AccountStore: Send + Sync {
     /// Creates the account and its e-mail lookup in one transaction; an e-mail that
     /// is taken writes nothing. A user id that already has an account is an error
     /// (nothing written; ids are generated, so it means a bug).
-    fn create_account<'a>(&'a self, account: &'a Account) -> StoreFuture<'a, Created>;
+    async fn create_account(&self, account: &Account) -> Result<Created, StoreError>;
 
     /// The account whose (lower-cased) e-mail is exactly `email`.
-    fn account_by_email<'a>(&'a self, email: &'a str) -> StoreFuture<'a, Option<Account>>;
+    async fn account_by_email(&self, email: &str) -> Result<Option<Account>, StoreError>;
 
-    fn account<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, Option<Account>>;
+    async fn account(&self, user_id: &str) -> Result<Option<Account>, StoreError>;
 
     // ----- Shares between accounts (data table `<owner>/share#<grantee>`) -----
 
     /// Grants (replaces) `grantee`'s permissions on `owner`'s data.
-    fn put_share<'a>(
-        &'a self,
-        owner: &'a str,
-        grantee: &'a str,
-        permissions: &'a [String],
-    ) -> StoreFuture<'a, ()>;
+    async fn put_share(
+        &self,
+        owner: &str,
+        grantee: &str,
+        permissions: &[String],
+    ) -> Result<(), StoreError>;
 
     /// Ends the share and the grantee's delegated URL on it (its `share-url#` claim and
     /// its `url#` grant) in one transaction: from then on that secret resolves to
     /// nothing, and a later share starts without a URL.
-    fn delete_share<'a>(&'a self, owner: &'a str, grantee: &'a str) -> StoreFuture<'a, ()>;
+    async fn delete_share(&self, owner: &str, grantee: &str) -> Result<(), StoreError>;
 
     /// The permissions `owner` granted `grantee`, if any.
-    fn share<'a>(
-        &'a self,
-        owner: &'a str,
-        grantee: &'a str,
-    ) -> StoreFuture<'a, Option<Vec<String>>>;
+    async fn share(&self, owner: &str, grantee: &str) -> Result<Option<Vec<String>>, StoreError>;
 
     // ----- URL secrets (keys table `url#<hash>`, `user-url#<user>`) -----
 
-    fn put_url_grant<'a>(
-        &'a self,
-        secret_hash: &'a str,
-        grant: &'a UrlGrant,
-    ) -> StoreFuture<'a, ()>;
+    async fn put_url_grant(&self, secret_hash: &str, grant: &UrlGrant) -> Result<(), StoreError>;
 
     /// The grant for a secret hash; `None` when absent or expired at `now`.
-    fn url_grant<'a>(&'a self, secret_hash: &'a str, now: u64)
-    -> StoreFuture<'a, Option<UrlGrant>>;
+    async fn url_grant(&self, secret_hash: &str, now: u64) -> Result<Option<UrlGrant>, StoreError>;
 
     /// The user's live personal URL if there is one (unchanged); otherwise stores
     /// `candidate` and its `url#` grant in one conditional transaction and returns it.
     /// Two racing callers get the same URL.
-    fn claim_personal_url<'a>(
-        &'a self,
-        user_id: &'a str,
-        candidate: &'a PersonalUrl,
+    async fn claim_personal_url(
+        &self,
+        user_id: &str,
+        candidate: &PersonalUrl,
         now: u64,
-    ) -> StoreFuture<'a, PersonalUrl>;
+    ) -> Result<PersonalUrl, StoreError>;
 
     /// Deletes the personal URL and its grant; true if there was one (expired or not:
     /// the store is not told the time here).
-    fn revoke_personal_url<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, bool>;
+    async fn revoke_personal_url(&self, user_id: &str) -> Result<bool, StoreError>;
 
     // ----- Device-login states (keys table `state#<hash>`; callers pass the state's
     // `secret_hash`, never the raw state) -----
 
-    fn put_login_state<'a>(&'a self, state: &'a str, record: &'a LoginState)
-    -> StoreFuture<'a, ()>;
+    async fn put_login_state(&self, state: &str, record: &LoginState) -> Result<(), StoreError>;
 
     /// The state as stored, even when expired (the poll answers 410 for those).
-    fn login_state<'a>(&'a self, state: &'a str) -> StoreFuture<'a, Option<LoginState>>;
+    async fn login_state(&self, state: &str) -> Result<Option<LoginState>, StoreError>;
 
     /// Pending and unexpired at `now` → completed with the sealed token; else false.
-    fn complete_login_state<'a>(
-        &'a self,
-        state: &'a str,
-        sealed_token: &'a str,
+    async fn complete_login_state(
+        &self,
+        state: &str,
+        sealed_token: &str,
         now: u64,
-    ) -> StoreFuture<'a, bool>;
+    ) -> Result<bool, StoreError>;
 
     /// Completed and unexpired at `now` → collected (the sealed token is dropped from
     /// the store), answering the sealed token; else `None`. Atomic: of two concurrent
     /// takes exactly one gets the token.
-    fn take_login_token<'a>(&'a self, state: &'a str, now: u64) -> StoreFuture<'a, Option<String>>;
+    async fn take_login_token(&self, state: &str, now: u64) -> Result<Option<String>, StoreError>;
 
     // ----- Housekeeping -----
 
@@ -221,27 +213,27 @@ pub trait AccountStore: Send + Sync {
     /// states, URL grants, codes, refresh tokens, lapsed clients, counters, upload
     /// records); answers how many. Bounded work, so a request may call it. DynamoDB:
     /// nothing (its TTL on `expires_at` does it).
-    fn purge_expired<'a>(&'a self, now: u64) -> StoreFuture<'a, u64>;
+    async fn purge_expired(&self, now: u64) -> Result<u64, StoreError>;
 
     // ----- Abuse counters (keys table `limit#<key hash>#<window start>`) -----
 
     /// Adds one to the counter `key_hash` in the fixed window of `window_secs` seconds
     /// that holds `now` ([`window`]) and returns its new value. The item expires at
     /// the window's end. Atomic: concurrent callers each see a distinct value.
-    fn count_event<'a>(
-        &'a self,
-        key_hash: &'a str,
+    async fn count_event(
+        &self,
+        key_hash: &str,
         window_secs: u64,
         now: u64,
-    ) -> StoreFuture<'a, u32>;
+    ) -> Result<u32, StoreError>;
 
     /// The counter's value in the window that holds `now`; 0 when nothing was counted.
-    fn event_count<'a>(
-        &'a self,
-        key_hash: &'a str,
+    async fn event_count(
+        &self,
+        key_hash: &str,
         window_secs: u64,
         now: u64,
-    ) -> StoreFuture<'a, u32>;
+    ) -> Result<u32, StoreError>;
 
     // ----- Delegated share URLs (B2; keys table `share-url#<owner>#<grantee>`, and the
     // `url#<hash>` grant of its secret with the delegation; user ids never hold `#`) -----
@@ -253,151 +245,141 @@ pub trait AccountStore: Send + Sync {
     /// (nothing written). A live URL is returned without reading the share again: it was
     /// checked by the claim, and the URL dies with the share. Two racing callers get the
     /// same URL.
-    fn claim_share_url<'a>(
-        &'a self,
-        owner: &'a str,
-        grantee: &'a str,
-        permission: &'a str,
-        candidate: &'a PersonalUrl,
+    async fn claim_share_url(
+        &self,
+        owner: &str,
+        grantee: &str,
+        permission: &str,
+        candidate: &PersonalUrl,
         now: u64,
-    ) -> StoreFuture<'a, Option<PersonalUrl>>;
+    ) -> Result<Option<PersonalUrl>, StoreError>;
 
     /// Deletes the grantee's delegated URL on `owner`'s data and its grant, leaving the
     /// share; true if there was one.
-    fn revoke_share_url<'a>(&'a self, owner: &'a str, grantee: &'a str) -> StoreFuture<'a, bool>;
+    async fn revoke_share_url(&self, owner: &str, grantee: &str) -> Result<bool, StoreError>;
 
     /// The grantee's delegated URL on `owner`'s data, if one is live at `now`.
-    fn share_url<'a>(
-        &'a self,
-        owner: &'a str,
-        grantee: &'a str,
+    async fn share_url(
+        &self,
+        owner: &str,
+        grantee: &str,
         now: u64,
-    ) -> StoreFuture<'a, Option<PersonalUrl>>;
+    ) -> Result<Option<PersonalUrl>, StoreError>;
 
     // ----- Token revocation (keys table `tokens#<user>`) -----
 
     /// The user's token state: one read, the default when nothing was ever revoked or
     /// granted (also for a user id without an account).
-    fn token_state<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, TokenState>;
+    async fn token_state(&self, user_id: &str) -> Result<TokenState, StoreError>;
 
     /// Applies `change` ([`apply_token_change`]) atomically: concurrent changes each
     /// see the other's result (two sign-outs everywhere add two to the epoch). Returns
     /// the new state.
-    fn change_tokens<'a>(
-        &'a self,
-        user_id: &'a str,
-        change: &'a TokenChange,
+    async fn change_tokens(
+        &self,
+        user_id: &str,
+        change: &TokenChange,
         now: u64,
-    ) -> StoreFuture<'a, TokenState>;
+    ) -> Result<TokenState, StoreError>;
 
     /// Stores the account's new password hash and ends every token of the user
     /// ([`TokenChange::EndAll`]) in one transaction; the new state, or `None` (nothing
     /// written) when the user has no account.
-    fn change_password<'a>(
-        &'a self,
-        user_id: &'a str,
-        password_hash: &'a str,
+    async fn change_password(
+        &self,
+        user_id: &str,
+        password_hash: &str,
         now: u64,
-    ) -> StoreFuture<'a, Option<TokenState>>;
+    ) -> Result<Option<TokenState>, StoreError>;
 
     // ----- Who can act for a user (the console's access page, `/api/shares`,
     // `/api/user/urls`) -----
 
     /// The shares `user_id` granted: (grantee, permissions), ordered by grantee.
-    fn shares_granted<'a>(
-        &'a self,
-        user_id: &'a str,
-    ) -> StoreFuture<'a, Vec<(String, Vec<String>)>>;
+    async fn shares_granted(&self, user_id: &str)
+    -> Result<Vec<(String, Vec<String>)>, StoreError>;
 
     /// The shares granted to `user_id`: (owner, permissions), ordered by owner.
     /// (DynamoDB: the `<grantee>/shared-by#<owner>` item written and deleted with the
     /// share.)
-    fn shares_received<'a>(
-        &'a self,
-        user_id: &'a str,
-    ) -> StoreFuture<'a, Vec<(String, Vec<String>)>>;
+    async fn shares_received(
+        &self,
+        user_id: &str,
+    ) -> Result<Vec<(String, Vec<String>)>, StoreError>;
 
     /// The user's temporary URL grants (a session and an agent, no delegation) live at
     /// `now`: (secret hash, grant), soonest expiry first.
-    fn temporary_urls<'a>(
-        &'a self,
-        user_id: &'a str,
+    async fn temporary_urls(
+        &self,
+        user_id: &str,
         now: u64,
-    ) -> StoreFuture<'a, Vec<(String, UrlGrant)>>;
+    ) -> Result<Vec<(String, UrlGrant)>, StoreError>;
 
     /// Deletes the user's temporary URL grant of `secret_hash`: true if there was one of
     /// theirs (another user's grant, a personal or a delegated URL is never touched).
-    fn revoke_temporary_url<'a>(
-        &'a self,
-        user_id: &'a str,
-        secret_hash: &'a str,
-    ) -> StoreFuture<'a, bool>;
+    async fn revoke_temporary_url(
+        &self,
+        user_id: &str,
+        secret_hash: &str,
+    ) -> Result<bool, StoreError>;
 
     /// The user's personal URL if one is live at `now` (read only: nothing is minted).
-    fn personal_url<'a>(
-        &'a self,
-        user_id: &'a str,
+    async fn personal_url(
+        &self,
+        user_id: &str,
         now: u64,
-    ) -> StoreFuture<'a, Option<PersonalUrl>>;
+    ) -> Result<Option<PersonalUrl>, StoreError>;
     // ----- Proving an address, and shares as invitations -----
 
     /// Marks the account confirmed (at `now`) when its e-mail is still exactly `email`; true if it
     /// is confirmed afterwards (already was, or now), false when there is no such account.
-    fn confirm_email<'a>(
-        &'a self,
-        user_id: &'a str,
-        email: &'a str,
-        now: u64,
-    ) -> StoreFuture<'a, bool>;
+    async fn confirm_email(&self, user_id: &str, email: &str, now: u64)
+    -> Result<bool, StoreError>;
 
     /// Stores a mailed link's record under the hash of its secret (keys table
     /// `mail#<hash>`, expiring at `token.expires_at`).
-    fn put_mail_token<'a>(
-        &'a self,
-        secret_hash: &'a str,
-        token: &'a MailToken,
-    ) -> StoreFuture<'a, ()>;
+    async fn put_mail_token(&self, secret_hash: &str, token: &MailToken) -> Result<(), StoreError>;
 
     /// Deletes and answers the link of `secret_hash` when it is for `purpose` and live at
     /// `now`; else `None` (a link for another purpose is left alone). Atomic: of two
     /// racing takes exactly one gets it (single use).
-    fn take_mail_token<'a>(
-        &'a self,
-        secret_hash: &'a str,
+    async fn take_mail_token(
+        &self,
+        secret_hash: &str,
         purpose: MailPurpose,
         now: u64,
-    ) -> StoreFuture<'a, Option<MailToken>>;
+    ) -> Result<Option<MailToken>, StoreError>;
 
     /// Writes (replaces) the owner's invitation to `invitation.email` (DynamoDB: the
     /// owner's `invite#<email>` item and the address's `invitee#<email>`/`invite#<owner>`
     /// item, together).
-    fn put_invitation<'a>(&'a self, invitation: &'a Invitation) -> StoreFuture<'a, ()>;
+    async fn put_invitation(&self, invitation: &Invitation) -> Result<(), StoreError>;
 
     /// Withdraws the owner's invitation to `email`; true if there was one.
-    fn delete_invitation<'a>(&'a self, owner: &'a str, email: &'a str) -> StoreFuture<'a, bool>;
+    async fn delete_invitation(&self, owner: &str, email: &str) -> Result<bool, StoreError>;
 
     /// The invitations `owner` sent that wait, ordered by address.
-    fn invitations_sent<'a>(&'a self, owner: &'a str) -> StoreFuture<'a, Vec<Invitation>>;
+    async fn invitations_sent(&self, owner: &str) -> Result<Vec<Invitation>, StoreError>;
 
     /// The invitations waiting for `email`, ordered by owner.
-    fn invitations_for<'a>(&'a self, email: &'a str) -> StoreFuture<'a, Vec<Invitation>>;
+    async fn invitations_for(&self, email: &str) -> Result<Vec<Invitation>, StoreError>;
 
     /// Accepts the invitation `id` to `email` for `grantee`: in one transaction the
     /// invitation goes and the share (owner to grantee, the invitation's permissions)
     /// is written. The accepted invitation, or `None` (nothing written) when there is no
     /// such invitation to that address, or the owner is the grantee. The caller checks
     /// that `grantee` is a confirmed account with exactly that address.
-    fn accept_invitation<'a>(
-        &'a self,
-        email: &'a str,
-        id: &'a str,
-        grantee: &'a str,
-    ) -> StoreFuture<'a, Option<Invitation>>;
+    async fn accept_invitation(
+        &self,
+        email: &str,
+        id: &str,
+        grantee: &str,
+    ) -> Result<Option<Invitation>, StoreError>;
 
     // ----- The whole account -----
 
     /// The shares the user granted and the personal URL's status, for the export.
-    fn account_records<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, AccountRecords>;
+    async fn account_records(&self, user_id: &str) -> Result<AccountRecords, StoreError>;
 
     /// Deletes everything the store keeps of the user: first the token state becomes
     /// the tombstone ([`TokenChange::Deleted`]: every token, refresh family and session
@@ -407,7 +389,7 @@ pub trait AccountStore: Send + Sync {
     /// external MCP server records. Idempotent: a retry after a failure finishes the
     /// job. The tombstone stays (a random id and an epoch, nothing personal). Uploaded
     /// files still waiting are the caller's to delete (`UploadObjects`).
-    fn delete_account_everything<'a>(&'a self, user_id: &'a str, now: u64) -> StoreFuture<'a, ()>;
+    async fn delete_account_everything(&self, user_id: &str, now: u64) -> Result<(), StoreError>;
 }
 
 /// What an account's export shows that no other read answers.

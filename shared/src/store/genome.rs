@@ -7,8 +7,9 @@
 //! until the switch, then the new one, complete; never a mix, never nothing. Never
 //! logs a genotype.
 
-use super::{StoreError, StoreFuture};
+use super::StoreError;
 use crate::domain::{Genome, Genotype, chromosome_code};
+use async_trait::async_trait;
 
 /// What the console shows about a user's genome.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,67 +34,68 @@ pub struct Neighbourhood {
 
 /// A whole genome per user, versioned (DynamoDB: the `genome` pointer and the
 /// `gv#<version>#…` blocks and rsid index; SQLite: `genomes` and `genome_items`).
+#[async_trait]
 pub trait GenomeStore: Send + Sync {
     /// Makes `genome` the user's genome, replacing any previous one as a whole (no
     /// merge): written as a new version, switched to in one conditional write (which
     /// also sets the presence flag), then the previous version removed. An empty
     /// genome deletes the user's genome.
-    fn replace_genome<'a>(
-        &'a self,
-        user: &'a str,
-        genome: &'a Genome,
-        source: &'a str,
+    async fn replace_genome(
+        &self,
+        user: &str,
+        genome: &Genome,
+        source: &str,
         imported_at: u64,
-    ) -> StoreFuture<'a, ()>;
+    ) -> Result<(), StoreError>;
 
     /// As [`GenomeStore::replace_genome`], for the import of upload `upload_id`: the
     /// switch happens only while that upload of the user is still importing (checked in
     /// the switch's own transaction); otherwise the written version is removed and the
     /// answer is [`StoreError::ImportStopped`](super::StoreError::ImportStopped).
-    fn replace_import_genome<'a>(
-        &'a self,
-        user: &'a str,
-        upload_id: &'a str,
-        genome: &'a Genome,
-        source: &'a str,
+    async fn replace_import_genome(
+        &self,
+        user: &str,
+        upload_id: &str,
+        genome: &Genome,
+        source: &str,
         imported_at: u64,
-    ) -> StoreFuture<'a, ()>;
+    ) -> Result<(), StoreError>;
 
     /// The active genome's summary; `None` without one.
-    fn genome_summary<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Option<GenomeSummary>>;
+    async fn genome_summary(&self, user: &str) -> Result<Option<GenomeSummary>, StoreError>;
 
     /// Genotypes for these rsids (lower-cased), in any order; unknown ones are absent.
-    fn genotypes_by_rsid<'a>(
-        &'a self,
-        user: &'a str,
-        rsids: &'a [String],
-    ) -> StoreFuture<'a, Vec<Genotype>>;
+    async fn genotypes_by_rsid(
+        &self,
+        user: &str,
+        rsids: &[String],
+    ) -> Result<Vec<Genotype>, StoreError>;
 
     /// Genotypes on `chromosome` with `from <= position <= to`, ordered by position
     /// (then rsid).
-    fn genotypes_in_range<'a>(
-        &'a self,
-        user: &'a str,
-        chromosome: &'a str,
+    async fn genotypes_in_range(
+        &self,
+        user: &str,
+        chromosome: &str,
         from: u64,
         to: u64,
-    ) -> StoreFuture<'a, Vec<Genotype>>;
+    ) -> Result<Vec<Genotype>, StoreError>;
 
     /// These rsids' genotypes and the variants around them, all from one version.
-    fn genotypes_near<'a>(
-        &'a self,
-        user: &'a str,
-        rsids: &'a [String],
+    async fn genotypes_near(
+        &self,
+        user: &str,
+        rsids: &[String],
         radius: u64,
-    ) -> StoreFuture<'a, Neighbourhood>;
+    ) -> Result<Neighbourhood, StoreError>;
 
     /// Deletes the user's genome (every version) and clears the presence flag.
-    fn delete_genome<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()>;
+    async fn delete_genome(&self, user: &str) -> Result<(), StoreError>;
 
     /// Moves genotypes kept in the layout before versions (DynamoDB's `g#<rsid>` items)
     /// into an active version per user and deletes them; returns the users moved. Safe
     /// to run again (nothing left to move). The embedded store migrates on open.
-    fn migrate_legacy_genotypes(&self, now: u64) -> StoreFuture<'_, usize>;
+    async fn migrate_legacy_genotypes(&self, now: u64) -> Result<usize, StoreError>;
 }
 
 /// A fresh version id: random, so two imports racing never write the same version.

@@ -4,11 +4,12 @@
 //! genotypes) and the query and outcome types of those operations. Knows nothing of
 //! how readings are parsed or shown; never logs a reading or a genotype.
 
+use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use std::collections::BTreeMap;
 
-use super::StoreFuture;
+use super::StoreError;
 use crate::domain::measures::{self, Kind};
 use crate::domain::{DataPresence, Reading, ReadingValue};
 
@@ -117,92 +118,89 @@ fn same_value(a: &ReadingValue, b: &ReadingValue) -> bool {
 
 /// Health readings, kept per user, and whether a user holds readings or a genome
 /// (DynamoDB: the data table's `h#` and `presence` items; genomes are [`super::GenomeStore`]'s).
+#[async_trait]
 pub trait HealthStore: Send + Sync {
     /// Which kinds of data the user holds: at most one round trip (A5).
-    fn data_presence<'a>(&'a self, user: &'a str) -> StoreFuture<'a, DataPresence>;
+    async fn data_presence(&self, user: &str) -> Result<DataPresence, StoreError>;
 
     /// Writes readings (any number; batched inside), replacing same-identity rows.
-    fn put_readings<'a>(
-        &'a self,
-        user: &'a str,
-        readings: &'a [Reading],
-    ) -> StoreFuture<'a, WriteReport>;
+    async fn put_readings(
+        &self,
+        user: &str,
+        readings: &[Reading],
+    ) -> Result<WriteReport, StoreError>;
 
     /// As [`HealthStore::put_readings`], for the import of upload `upload_id`: every
     /// write is conditioned, atomically, on that upload of the user still importing, so
     /// a deletion (which removes or ends the user's uploads first) leaves nothing of the
     /// import behind. [`StoreError::ImportStopped`] once it is not; what that call had
     /// not written yet stays unwritten.
-    fn put_import_readings<'a>(
-        &'a self,
-        user: &'a str,
-        upload_id: &'a str,
-        readings: &'a [Reading],
-    ) -> StoreFuture<'a, WriteReport>;
+    async fn put_import_readings(
+        &self,
+        user: &str,
+        upload_id: &str,
+        readings: &[Reading],
+    ) -> Result<WriteReport, StoreError>;
 
     /// Readings matching the query, ordered by indicator key then time.
-    fn readings<'a>(
-        &'a self,
-        user: &'a str,
-        query: &'a ReadingQuery,
-    ) -> StoreFuture<'a, Vec<Reading>>;
+    async fn readings(&self, user: &str, query: &ReadingQuery) -> Result<Vec<Reading>, StoreError>;
 
     /// One indicator's numeric values in the window (bounds as in [`ReadingQuery`]), each
     /// with its local hour of day (0-23): what a median or an ambulatory profile needs,
     /// without the rest of each reading. By default from [`HealthStore::readings`].
-    fn hourly_values<'a>(
-        &'a self,
-        user: &'a str,
-        indicator_key: &'a str,
-        window: &'a ReadingQuery,
-    ) -> StoreFuture<'a, Vec<HourValue>> {
-        Box::pin(async move {
+    async fn hourly_values(
+        &self,
+        user: &str,
+        indicator_key: &str,
+        window: &ReadingQuery,
+    ) -> Result<Vec<HourValue>, StoreError> {
+        {
             let query = ReadingQuery {
                 indicator_keys: Some(vec![indicator_key.to_string()]),
                 ..window.clone()
             };
             let readings = self.readings(user, &query).await?;
             Ok(readings.iter().filter_map(HourValue::of).collect())
-        })
+        }
     }
 
     /// Deletes every health reading and genotype of the user (the account stays).
-    fn delete_user_data<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()>;
+    async fn delete_user_data(&self, user: &str) -> Result<(), StoreError>;
 
     /// The user's indicators, one entry each, ordered by key: kept by `put_readings`, so
     /// reading it never reads readings.
-    fn catalogue<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Vec<CatalogueEntry>>;
+    async fn catalogue(&self, user: &str) -> Result<Vec<CatalogueEntry>, StoreError>;
 
     /// One indicator's day or month rollups with `from <= period <= to` (`YYYY-MM-DD` or
     /// `YYYY-MM`, compared as text), ordered by period.
-    fn rollups<'a>(
-        &'a self,
-        user: &'a str,
-        indicator_key: &'a str,
+    async fn rollups(
+        &self,
+        user: &str,
+        indicator_key: &str,
         period: Period,
-        from: &'a str,
-        to: &'a str,
-    ) -> StoreFuture<'a, Vec<Rollup>>;
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<Rollup>, StoreError>;
 
     /// One indicator's newest `limit` readings in the window (bounds as in
     /// [`ReadingQuery`]), newest first (by time, then source, both descending).
-    fn latest_readings<'a>(
-        &'a self,
-        user: &'a str,
-        indicator_key: &'a str,
+    async fn latest_readings(
+        &self,
+        user: &str,
+        indicator_key: &str,
         limit: usize,
-        window: &'a ReadingQuery,
-    ) -> StoreFuture<'a, Vec<Reading>>;
+        window: &ReadingQuery,
+    ) -> Result<Vec<Reading>, StoreError>;
 
     /// Moves readings stored in an older layout into the current one (DynamoDB: the
     /// per-reading `h#` items of every user); idempotent and resumable. Returns how
     /// many readings were moved (0 when there is nothing to move).
-    fn migrate_legacy_readings(&self) -> StoreFuture<'_, u64>;
+    async fn migrate_legacy_readings(&self) -> Result<u64, StoreError>;
 
     /// Makes every stored reading canonical by the measures catalogue and rebuilds every
     /// rollup (the embedded store does it when it opens a file, schema step 7);
     /// idempotent and resumable. Returns how many readings changed.
-    fn migrate_measures(&self) -> StoreFuture<'_, u64>;
+    async fn migrate_measures(&self) -> Result<u64, StoreError>;
 }
 
 /// The length of a rollup's period.

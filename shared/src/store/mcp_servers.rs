@@ -4,9 +4,10 @@
 //! Owns the [`McpServerStore`] trait. Keeps the credential only sealed, as given;
 //! never probes or calls a server.
 
+use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use super::StoreFuture;
+use super::StoreError;
 use crate::domain::{DataPresence, McpAuth, McpServerRecord, McpServerWrite, McpToolSnapshot};
 
 /// How both backends keep a server record: the key (`name`), the `url` and the
@@ -88,58 +89,59 @@ impl From<McpServerParts> for McpServerRecord {
 
 /// A user's external MCP servers (DynamoDB: data table `<user>/mcp#<name>`,
 /// `<user>/mcpurl#<hash>`), and the combined read a signed-in `tools/list` makes.
+#[async_trait]
 pub trait McpServerStore: Send + Sync {
     /// Every server of the user, ordered by name.
-    fn mcp_servers<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Vec<McpServerRecord>>;
+    async fn mcp_servers(&self, user: &str) -> Result<Vec<McpServerRecord>, StoreError>;
 
     /// [`HealthStore::data_presence`](crate::store::HealthStore::data_presence) and
     /// [`McpServerStore::mcp_servers`] in one round trip: what every signed-in
     /// `tools/list` needs (which tools the user's data makes available, and the user's
     /// servers).
-    fn presence_and_mcp_servers<'a>(
-        &'a self,
-        user: &'a str,
-    ) -> StoreFuture<'a, (DataPresence, Vec<McpServerRecord>)>;
+    async fn presence_and_mcp_servers(
+        &self,
+        user: &str,
+    ) -> Result<(DataPresence, Vec<McpServerRecord>), StoreError>;
 
-    fn mcp_server<'a>(
-        &'a self,
-        user: &'a str,
-        name: &'a str,
-    ) -> StoreFuture<'a, Option<McpServerRecord>>;
+    async fn mcp_server(
+        &self,
+        user: &str,
+        name: &str,
+    ) -> Result<Option<McpServerRecord>, StoreError>;
 
     /// Creates the record and claims its url in one transaction: `Written`;
     /// `LimitReached` when the user already has
     /// [`MAX_MCP_SERVERS`](crate::domain::MAX_MCP_SERVERS) servers (checked first);
     /// else `NameTaken` or `UrlTaken` (in each refusal nothing was written). The limit
     /// holds against racing creates: it is part of the write's condition.
-    fn create_mcp_server<'a>(
-        &'a self,
-        user: &'a str,
-        record: &'a McpServerRecord,
-    ) -> StoreFuture<'a, McpServerWrite>;
+    async fn create_mcp_server(
+        &self,
+        user: &str,
+        record: &McpServerRecord,
+    ) -> Result<McpServerWrite, StoreError>;
 
     /// Replaces the record of `record.name`, conditionally on it existing with the
     /// same url: `Written`, `Missing` or `UrlChanged`.
-    fn replace_mcp_server<'a>(
-        &'a self,
-        user: &'a str,
-        record: &'a McpServerRecord,
-    ) -> StoreFuture<'a, McpServerWrite>;
+    async fn replace_mcp_server(
+        &self,
+        user: &str,
+        record: &McpServerRecord,
+    ) -> Result<McpServerWrite, StoreError>;
 
     /// Records one connection (D8): success (`error` is `None`) sets
     /// `last_connected_at = at` and clears `last_connect_error`; failure sets
     /// `last_connect_error` and keeps `last_connected_at`. Touches nothing else, and
     /// writes nothing when the server no longer exists.
-    fn record_mcp_connection<'a>(
-        &'a self,
-        user: &'a str,
-        name: &'a str,
+    async fn record_mcp_connection(
+        &self,
+        user: &str,
+        name: &str,
         at: u64,
-        error: Option<&'a str>,
-    ) -> StoreFuture<'a, ()>;
+        error: Option<&str>,
+    ) -> Result<(), StoreError>;
 
     /// Deletes the record and its url claim in one transaction; true if it existed.
-    fn delete_mcp_server<'a>(&'a self, user: &'a str, name: &'a str) -> StoreFuture<'a, bool>;
+    async fn delete_mcp_server(&self, user: &str, name: &str) -> Result<bool, StoreError>;
 
     /// Renames server `old` to `record.name`, writing `record` (every field, the sealed
     /// credential as given) in one conditional transaction: the old record is removed
@@ -148,20 +150,20 @@ pub trait McpServerStore: Send + Sync {
     /// `Missing` (no server `old`), `UrlChanged` (its url is not `record.url`) or
     /// `NameTaken` (a server named `record.name` exists), each writing nothing. Of two
     /// racing renames of one server, one wins and the other finds it `Missing`.
-    fn rename_mcp_server<'a>(
-        &'a self,
-        user: &'a str,
-        old: &'a str,
-        record: &'a McpServerRecord,
-    ) -> StoreFuture<'a, McpServerWrite>;
+    async fn rename_mcp_server(
+        &self,
+        user: &str,
+        old: &str,
+        record: &McpServerRecord,
+    ) -> Result<McpServerWrite, StoreError>;
 
     /// Gives the server `record.name`, saved without a url, its url `record.url`
     /// (writing `record`) in one conditional transaction that moves its url claim:
     /// `Written`; `Missing`, `UrlChanged` (it already has a url) or `UrlTaken` (another
     /// server has that url), each writing nothing. The only way a stored url changes.
-    fn set_mcp_server_url<'a>(
-        &'a self,
-        user: &'a str,
-        record: &'a McpServerRecord,
-    ) -> StoreFuture<'a, McpServerWrite>;
+    async fn set_mcp_server_url(
+        &self,
+        user: &str,
+        record: &McpServerRecord,
+    ) -> Result<McpServerWrite, StoreError>;
 }

@@ -30,9 +30,6 @@
 //! lines name the operation, never a key or a value. Every read of an expiring record
 //! checks its expiry itself.
 
-use std::future::Future;
-use std::pin::Pin;
-
 mod accounts;
 #[cfg(test)]
 mod contract;
@@ -88,8 +85,6 @@ pub(crate) async fn moto_dynamo_store()
         .expect("tables created in moto");
     (DynamoStore::new(client, tables), guard)
 }
-
-pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
 /// A failure of the storage backend. Messages name the operation, never user data.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,9 +7,10 @@
 //! Owns the [`UploadObjects`] trait and its types. Implementations stream: an object is
 //! never held whole in memory. Never logs an object key's user part or any content.
 
+use async_trait::async_trait;
 use std::pin::Pin;
 
-use super::StoreFuture;
+use super::StoreError;
 
 /// Where and how a client sends a file: one `PUT` of the bytes to `url` with `headers`,
 /// before `expires_at` (epoch seconds). No other credential is needed: the URL is the
@@ -40,38 +41,39 @@ impl std::fmt::Debug for StoredObject {
 
 /// Where uploaded files wait until they are imported. Keys are opaque to callers
 /// (the upload flow chooses them, e.g. `uploads/<upload id>`).
+#[async_trait]
 pub trait UploadObjects: Send + Sync {
     /// Where a client sends the bytes of object `key` with one PUT, valid until
     /// `expires_at` (epoch seconds). With `size`, the URL admits a body of exactly that
     /// many bytes and no other (S3 checks the signed
     /// `Content-Length`, the local server the signed `size`); without, any size up to
     /// the backend's own cap.
-    fn put_target<'a>(
-        &'a self,
-        key: &'a str,
+    async fn put_target(
+        &self,
+        key: &str,
         expires_at: u64,
         size: Option<u64>,
-    ) -> StoreFuture<'a, PutTarget>;
+    ) -> Result<PutTarget, StoreError>;
 
     /// The object's content as a stream; `None` when there is no such object.
-    fn open<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<StoredObject>>;
+    async fn open(&self, key: &str) -> Result<Option<StoredObject>, StoreError>;
 
     /// Deletes the object; an absent object is not an error.
-    fn remove<'a>(&'a self, key: &'a str) -> StoreFuture<'a, ()>;
+    async fn remove(&self, key: &str) -> Result<(), StoreError>;
 
     /// Keeps `bytes` as object `key` and answers a URL that downloads it with one GET
     /// until `expires_at`, saved as `filename` (an export larger than a Lambda
     /// response may carry). `None` where the server can answer with the bytes itself
     /// (the local directory: no response limit there).
-    fn put_download<'a>(
-        &'a self,
-        key: &'a str,
+    async fn put_download(
+        &self,
+        key: &str,
         bytes: bytes::Bytes,
-        filename: &'a str,
+        filename: &str,
         expires_at: u64,
-    ) -> StoreFuture<'a, Option<String>> {
+    ) -> Result<Option<String>, StoreError> {
         let _ = (key, bytes, filename, expires_at);
-        Box::pin(async { Ok(None) })
+        Ok(None)
     }
 
     /// The local server's side of a PUT to a [`PutTarget`] URL: checks the URL's
@@ -80,16 +82,16 @@ pub trait UploadObjects: Send + Sync {
     /// `key`, unless the object is already there: a stored file is never replaced, so a
     /// replayed PUT cannot change the file an import is reading. Backends whose PUTs go
     /// elsewhere (S3) refuse.
-    fn receive<'a>(
-        &'a self,
-        key: &'a str,
-        query: &'a str,
+    async fn receive(
+        &self,
+        key: &str,
+        query: &str,
         now: u64,
         body: BodyChunks,
         max_bytes: u64,
-    ) -> StoreFuture<'a, Received> {
+    ) -> Result<Received, StoreError> {
         let _ = (key, query, now, body, max_bytes);
-        Box::pin(async { Ok(Received::Refused) })
+        Ok(Received::Refused)
     }
 }
 

@@ -12,6 +12,7 @@
 //! import reads. File names are the SHA-256 of the key, so no key ever becomes a path.
 //! Never logs a key or any content.
 
+use async_trait::async_trait;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
@@ -19,8 +20,8 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
+use super::StoreError;
 use super::objects::{BodyChunks, PutTarget, Received, StoredObject, UploadObjects};
-use super::{StoreError, StoreFuture};
 use crate::observe::hex;
 
 /// The local PUT route's path before the key (the route table's
@@ -146,14 +147,15 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::write(path, bytes)
 }
 
+#[async_trait]
 impl UploadObjects for LocalObjects {
-    fn put_target<'a>(
-        &'a self,
-        key: &'a str,
+    async fn put_target(
+        &self,
+        key: &str,
         expires_at: u64,
         size: Option<u64>,
-    ) -> StoreFuture<'a, PutTarget> {
-        Box::pin(async move {
+    ) -> Result<PutTarget, StoreError> {
+        {
             let signature = hex(&self.mac(key, expires_at, size).finalize().into_bytes());
             let segment: String = form_urlencoded::byte_serialize(key.as_bytes()).collect();
             let size = size.map(|n| format!("&size={n}")).unwrap_or_default();
@@ -165,11 +167,11 @@ impl UploadObjects for LocalObjects {
                 headers: Vec::new(),
                 expires_at,
             })
-        })
+        }
     }
 
-    fn open<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<StoredObject>> {
-        Box::pin(async move {
+    async fn open(&self, key: &str) -> Result<Option<StoredObject>, StoreError> {
+        {
             match tokio::fs::File::open(self.path(key)).await {
                 Ok(file) => {
                     let size = file
@@ -185,29 +187,29 @@ impl UploadObjects for LocalObjects {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
                 Err(e) => Err(unavailable("open object")(e)),
             }
-        })
+        }
     }
 
-    fn remove<'a>(&'a self, key: &'a str) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
+    async fn remove(&self, key: &str) -> Result<(), StoreError> {
+        {
             match tokio::fs::remove_file(self.path(key)).await {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                     Err(unavailable("remove object")(e))
                 }
                 _ => Ok(()),
             }
-        })
+        }
     }
 
-    fn receive<'a>(
-        &'a self,
-        key: &'a str,
-        query: &'a str,
+    async fn receive(
+        &self,
+        key: &str,
+        query: &str,
         now: u64,
         mut body: BodyChunks,
         max_bytes: u64,
-    ) -> StoreFuture<'a, Received> {
-        Box::pin(async move {
+    ) -> Result<Received, StoreError> {
+        {
             let Some(stated) = self.admits(key, query, now) else {
                 return Ok(Received::Refused);
             };
@@ -267,7 +269,7 @@ impl UploadObjects for LocalObjects {
                     Ok(refused)
                 }
             }
-        })
+        }
     }
 }
 

@@ -6,13 +6,14 @@
 //! (`open` hands out the GetObject body as a stream), never logs a key or any content;
 //! errors name the operation only.
 
+use async_trait::async_trait;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_s3::Client;
 use aws_sdk_s3::config::RequestChecksumCalculation;
 use aws_sdk_s3::presigning::PresigningConfig;
 
-use super::{PutTarget, StoreError, StoreFuture, StoredObject, UploadObjects};
+use super::{PutTarget, StoreError, StoredObject, UploadObjects};
 use crate::config::Config;
 
 /// How long a presigned PUT is valid when the caller asks for no particular time: long
@@ -89,14 +90,15 @@ fn presigning_until(expires_at: u64, op: &str) -> Result<(PresigningConfig, u64)
     Ok((presigning, now_secs.saturating_add(validity.as_secs())))
 }
 
+#[async_trait]
 impl UploadObjects for S3Objects {
-    fn put_target<'a>(
-        &'a self,
-        key: &'a str,
+    async fn put_target(
+        &self,
+        key: &str,
         expires_at: u64,
         size: Option<u64>,
-    ) -> StoreFuture<'a, PutTarget> {
-        Box::pin(async move {
+    ) -> Result<PutTarget, StoreError> {
+        {
             let (presigning, expires_at) = presigning_until(expires_at, "presign upload")?;
             let mut put = self.client.put_object().bucket(&self.bucket).key(key);
             if let Some(size) = size {
@@ -125,17 +127,17 @@ impl UploadObjects for S3Objects {
                 headers,
                 expires_at,
             })
-        })
+        }
     }
 
-    fn put_download<'a>(
-        &'a self,
-        key: &'a str,
+    async fn put_download(
+        &self,
+        key: &str,
         bytes: bytes::Bytes,
-        filename: &'a str,
+        filename: &str,
         expires_at: u64,
-    ) -> StoreFuture<'a, Option<String>> {
-        Box::pin(async move {
+    ) -> Result<Option<String>, StoreError> {
+        {
             self.client
                 .put_object()
                 .bucket(&self.bucket)
@@ -157,11 +159,11 @@ impl UploadObjects for S3Objects {
                 .await
                 .map_err(|e| unavailable("presign download", e))?;
             Ok(Some(request.uri().to_string()))
-        })
+        }
     }
 
-    fn open<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<StoredObject>> {
-        Box::pin(async move {
+    async fn open(&self, key: &str) -> Result<Option<StoredObject>, StoreError> {
+        {
             let output = match self
                 .client
                 .get_object()
@@ -184,11 +186,11 @@ impl UploadObjects for S3Objects {
                 size,
                 body: Box::pin(output.body.into_async_read()),
             }))
-        })
+        }
     }
 
-    fn remove<'a>(&'a self, key: &'a str) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
+    async fn remove(&self, key: &str) -> Result<(), StoreError> {
+        {
             self.client
                 .delete_object()
                 .bucket(&self.bucket)
@@ -197,7 +199,7 @@ impl UploadObjects for S3Objects {
                 .await
                 .map_err(|e| unavailable("remove upload", e))?;
             Ok(())
-        })
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! Picks and opens the configured store and the place uploaded files wait, once per
 //! process.
 
+use async_trait::async_trait;
 use std::sync::Arc;
 
 #[cfg(feature = "sqlite")]
@@ -8,8 +9,8 @@ use super::EmbeddedStore;
 #[cfg(feature = "s3")]
 use super::open_s3_objects;
 use super::{
-    DynamoStore, DynamoTables, LocalObjects, PutTarget, Store, StoreError, StoreFuture,
-    StoredObject, UploadObjects,
+    DynamoStore, DynamoTables, LocalObjects, PutTarget, Store, StoreError, StoredObject,
+    UploadObjects,
 };
 use crate::config::{Config, Runtime, StoreKind};
 
@@ -65,20 +66,21 @@ pub async fn open_upload_objects(config: &Config) -> Result<Arc<dyn UploadObject
 /// No place for uploaded files: every upload is refused as unavailable.
 struct NoObjects;
 
+#[async_trait]
 impl UploadObjects for NoObjects {
-    fn put_target<'a>(&'a self, _: &'a str, _: u64, _: Option<u64>) -> StoreFuture<'a, PutTarget> {
-        Box::pin(async {
+    async fn put_target(&self, _: &str, _: u64, _: Option<u64>) -> Result<PutTarget, StoreError> {
+        {
             Err(StoreError::Unavailable(
                 "upload objects: none configured".into(),
             ))
-        })
+        }
     }
 
-    fn open<'a>(&'a self, _: &'a str) -> StoreFuture<'a, Option<StoredObject>> {
-        Box::pin(async { Ok(None) })
+    async fn open(&self, _: &str) -> Result<Option<StoredObject>, StoreError> {
+        Ok(None)
     }
 
-    fn remove<'a>(&'a self, _: &'a str) -> StoreFuture<'a, ()> {
-        Box::pin(async { Ok(()) })
+    async fn remove(&self, _: &str) -> Result<(), StoreError> {
+        Ok(())
     }
 }

@@ -6,9 +6,10 @@
 //! once) never imports a file twice. Records expire: every read checks `expires_at`.
 //! Never logs a user id, a file name or an object key.
 
-use super::StoreFuture;
+use super::StoreError;
 use crate::domain::ReadingCounts;
 use crate::domain::{UploadFailure, UploadRecord};
+use async_trait::async_trait;
 
 /// The most records [`UploadStore::recent_uploads`] returns.
 pub const MAX_LISTED_UPLOADS: usize = 50;
@@ -22,80 +23,81 @@ pub enum UploadOutcome {
 }
 
 /// Upload records, kept per user and found by their object key.
+#[async_trait]
 pub trait UploadStore: Send + Sync {
     /// Stores a new record (a fresh id: never overwrites another's).
-    fn create_upload<'a>(&'a self, record: &'a UploadRecord) -> StoreFuture<'a, ()>;
+    async fn create_upload(&self, record: &UploadRecord) -> Result<(), StoreError>;
 
     /// The user's upload `id`; `None` when absent, expired or someone else's.
-    fn upload<'a>(
-        &'a self,
-        user: &'a str,
-        id: &'a str,
+    async fn upload(
+        &self,
+        user: &str,
+        id: &str,
         now: u64,
-    ) -> StoreFuture<'a, Option<UploadRecord>>;
+    ) -> Result<Option<UploadRecord>, StoreError>;
 
     /// The upload whose file is `object_key` (what an S3 event names); `None` when
     /// absent or expired.
-    fn upload_by_object<'a>(
-        &'a self,
-        object_key: &'a str,
+    async fn upload_by_object(
+        &self,
+        object_key: &str,
         now: u64,
-    ) -> StoreFuture<'a, Option<UploadRecord>>;
+    ) -> Result<Option<UploadRecord>, StoreError>;
 
     /// The user's unexpired uploads, newest first, at most `limit` (capped at
     /// [`MAX_LISTED_UPLOADS`]).
-    fn recent_uploads<'a>(
-        &'a self,
-        user: &'a str,
+    async fn recent_uploads(
+        &self,
+        user: &str,
         limit: usize,
         now: u64,
-    ) -> StoreFuture<'a, Vec<UploadRecord>>;
+    ) -> Result<Vec<UploadRecord>, StoreError>;
 
     /// `waiting` -> `importing` with the file's size, active at `now`: `true` for
     /// exactly one caller; `false` when the upload is absent or already started.
-    fn start_upload<'a>(
-        &'a self,
-        user: &'a str,
-        id: &'a str,
+    async fn start_upload(
+        &self,
+        user: &str,
+        id: &str,
         bytes: u64,
         now: u64,
-    ) -> StoreFuture<'a, bool>;
+    ) -> Result<bool, StoreError>;
 
     /// Records how far an import got, and that it was active at `now`.
-    fn upload_progress<'a>(
-        &'a self,
-        user: &'a str,
-        id: &'a str,
+    async fn upload_progress(
+        &self,
+        user: &str,
+        id: &str,
         rows_read: u64,
         rows_written: u64,
         progress: f64,
         now: u64,
-    ) -> StoreFuture<'a, ()>;
+    ) -> Result<(), StoreError>;
 
     /// `importing` -> `failed` with `failure`, when the import was last active before
     /// `silent_since` (its process was killed). `true` when this call failed
     /// it; `false` when it is not importing or reported since.
-    fn fail_stalled_upload<'a>(
-        &'a self,
-        user: &'a str,
-        id: &'a str,
+    async fn fail_stalled_upload(
+        &self,
+        user: &str,
+        id: &str,
         silent_since: u64,
-        failure: &'a UploadFailure,
+        failure: &UploadFailure,
         now: u64,
-    ) -> StoreFuture<'a, bool>;
+    ) -> Result<bool, StoreError>;
 
     /// Ends an import still `importing`: `done` (progress 1.0) or `failed` with its
     /// error. An upload already failed as stalled stays as it is.
-    fn finish_upload<'a>(
-        &'a self,
-        user: &'a str,
-        id: &'a str,
-        outcome: &'a UploadOutcome,
+    async fn finish_upload(
+        &self,
+        user: &str,
+        id: &str,
+        outcome: &UploadOutcome,
         finished_at: u64,
-    ) -> StoreFuture<'a, ()>;
+    ) -> Result<(), StoreError>;
 
     /// Deletes every upload record of the user (expired or not) and the pointers from
     /// their files to them (delete all data); the files themselves are the
     /// caller's to delete.
-    fn delete_uploads<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()>;
+    async fn delete_uploads(&self, user: &str) -> Result<(), StoreError>;
 }

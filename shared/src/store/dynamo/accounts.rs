@@ -5,6 +5,7 @@
 //!
 //! Every read of an expiring item checks `expires_at` itself (TTL deletion lags).
 
+use async_trait::async_trait;
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::ReturnValue;
@@ -29,7 +30,7 @@ use crate::domain::{
 };
 use crate::store::accounts::counter_key;
 use crate::store::{
-    AccountRecords, AccountStore, Created, StoreError, StoreFuture, TokenChange, apply_token_change,
+    AccountRecords, AccountStore, Created, StoreError, TokenChange, apply_token_change,
 };
 
 /// A `temp-url#` entry expired this long is deleted when listed (a read at an earlier
@@ -217,9 +218,10 @@ fn permissions_from_item(op: &'static str, item: &Item) -> Result<Vec<String>, S
     get_strings(op, item, "permissions")
 }
 
+#[async_trait]
 impl AccountStore for DynamoStore {
-    fn create_account<'a>(&'a self, account: &'a Account) -> StoreFuture<'a, Created> {
-        Box::pin(async move {
+    async fn create_account(&self, account: &Account) -> Result<Created, StoreError> {
+        {
             let op = "create_account";
             let email_item = HashMap::from([
                 (
@@ -277,11 +279,11 @@ impl AccountStore for DynamoStore {
                 outcome.retry(op)
             })
             .await
-        })
+        }
     }
 
-    fn account_by_email<'a>(&'a self, email: &'a str) -> StoreFuture<'a, Option<Account>> {
-        Box::pin(async move {
+    async fn account_by_email(&self, email: &str) -> Result<Option<Account>, StoreError> {
+        {
             let op = "account_by_email";
             let Some(lookup) = self.key_item(op, format!("{EMAIL_PREFIX}{email}")).await? else {
                 return Ok(None);
@@ -298,26 +300,26 @@ impl AccountStore for DynamoStore {
                 return Err(corrupt(op));
             }
             Ok(Some(account))
-        })
+        }
     }
 
-    fn account<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, Option<Account>> {
-        Box::pin(async move {
+    async fn account(&self, user_id: &str) -> Result<Option<Account>, StoreError> {
+        {
             let op = "account";
             self.data_item(op, user_id, ACCOUNT_SK.to_string())
                 .await?
                 .map(|item| account_from_item(op, user_id, &item))
                 .transpose()
-        })
+        }
     }
 
-    fn put_share<'a>(
-        &'a self,
-        owner: &'a str,
-        grantee: &'a str,
-        permissions: &'a [String],
-    ) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
+    async fn put_share(
+        &self,
+        owner: &str,
+        grantee: &str,
+        permissions: &[String],
+    ) -> Result<(), StoreError> {
+        {
             let op = "put_share";
             // The owner's item and the grantee's view of it (shares received), together.
             let item = |pk: &str, sk: String| {
@@ -351,11 +353,11 @@ impl AccountStore for DynamoStore {
                 }
             })
             .await
-        })
+        }
     }
 
-    fn delete_share<'a>(&'a self, owner: &'a str, grantee: &'a str) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
+    async fn delete_share(&self, owner: &str, grantee: &str) -> Result<(), StoreError> {
+        {
             let op = "delete_share";
             let url_key = &share_url_key(owner, grantee);
             contended(op, || async move {
@@ -417,29 +419,21 @@ impl AccountStore for DynamoStore {
                 outcome.retry(op)
             })
             .await
-        })
+        }
     }
 
-    fn share<'a>(
-        &'a self,
-        owner: &'a str,
-        grantee: &'a str,
-    ) -> StoreFuture<'a, Option<Vec<String>>> {
-        Box::pin(async move {
+    async fn share(&self, owner: &str, grantee: &str) -> Result<Option<Vec<String>>, StoreError> {
+        {
             let op = "share";
             self.data_item(op, owner, format!("{SHARE_PREFIX}{grantee}"))
                 .await?
                 .map(|item| permissions_from_item(op, &item))
                 .transpose()
-        })
+        }
     }
 
-    fn put_url_grant<'a>(
-        &'a self,
-        secret_hash: &'a str,
-        grant: &'a UrlGrant,
-    ) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
+    async fn put_url_grant(&self, secret_hash: &str, grant: &UrlGrant) -> Result<(), StoreError> {
+        {
             let op = "put_url_grant";
             let item = url_grant_item(secret_hash, grant);
             if grant.session_id.is_none() || grant.delegation.is_some() {
@@ -473,15 +467,11 @@ impl AccountStore for DynamoStore {
                 }
             })
             .await
-        })
+        }
     }
 
-    fn url_grant<'a>(
-        &'a self,
-        secret_hash: &'a str,
-        now: u64,
-    ) -> StoreFuture<'a, Option<UrlGrant>> {
-        Box::pin(async move {
+    async fn url_grant(&self, secret_hash: &str, now: u64) -> Result<Option<UrlGrant>, StoreError> {
+        {
             let op = "url_grant";
             let Some(item) = self
                 .key_item(op, format!("{URL_PREFIX}{secret_hash}"))
@@ -492,16 +482,16 @@ impl AccountStore for DynamoStore {
             let grant = url_grant_from_item(op, &item)?;
             // TTL deletion lags: an expired item may still be there.
             Ok((grant.expires_at > now).then_some(grant))
-        })
+        }
     }
 
-    fn claim_personal_url<'a>(
-        &'a self,
-        user_id: &'a str,
-        candidate: &'a PersonalUrl,
+    async fn claim_personal_url(
+        &self,
+        user_id: &str,
+        candidate: &PersonalUrl,
         now: u64,
-    ) -> StoreFuture<'a, PersonalUrl> {
-        Box::pin(async move {
+    ) -> Result<PersonalUrl, StoreError> {
+        {
             let op = "claim_personal_url";
             let user_key = format!("{USER_URL_PREFIX}{user_id}");
             let grant = UrlGrant {
@@ -558,11 +548,11 @@ impl AccountStore for DynamoStore {
                 outcome.retry(op)
             })
             .await
-        })
+        }
     }
 
-    fn revoke_personal_url<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, bool> {
-        Box::pin(async move {
+    async fn revoke_personal_url(&self, user_id: &str) -> Result<bool, StoreError> {
+        {
             let op = "revoke_personal_url";
             let user_key = &format!("{USER_URL_PREFIX}{user_id}");
             contended(op, || async move {
@@ -597,14 +587,10 @@ impl AccountStore for DynamoStore {
                 outcome.retry(op)
             })
             .await
-        })
+        }
     }
 
-    fn put_login_state<'a>(
-        &'a self,
-        state: &'a str,
-        record: &'a LoginState,
-    ) -> StoreFuture<'a, ()> {
+    async fn put_login_state(&self, state: &str, record: &LoginState) -> Result<(), StoreError> {
         let mut item = HashMap::from([
             (KEY.to_string(), s(format!("{STATE_PREFIX}{state}"))),
             (EXPIRES_AT.to_string(), n(record.expires_at)),
@@ -633,26 +619,26 @@ impl AccountStore for DynamoStore {
                 item.insert("status".to_string(), s(COLLECTED));
             }
         }
-        Box::pin(self.put_key_item("put_login_state", item))
+        self.put_key_item("put_login_state", item).await
     }
 
-    fn login_state<'a>(&'a self, state: &'a str) -> StoreFuture<'a, Option<LoginState>> {
-        Box::pin(async move {
+    async fn login_state(&self, state: &str) -> Result<Option<LoginState>, StoreError> {
+        {
             let op = "login_state";
             self.key_item(op, format!("{STATE_PREFIX}{state}"))
                 .await?
                 .map(|item| login_state_from_item(op, &item))
                 .transpose()
-        })
+        }
     }
 
-    fn complete_login_state<'a>(
-        &'a self,
-        state: &'a str,
-        sealed_token: &'a str,
+    async fn complete_login_state(
+        &self,
+        state: &str,
+        sealed_token: &str,
         now: u64,
-    ) -> StoreFuture<'a, bool> {
-        Box::pin(async move {
+    ) -> Result<bool, StoreError> {
+        {
             let op = "complete_login_state";
             // The condition also fails on an absent item, so this never creates one.
             let result = self
@@ -672,11 +658,11 @@ impl AccountStore for DynamoStore {
                 .send()
                 .await;
             Ok(conditional(op, result)?.is_some())
-        })
+        }
     }
 
-    fn take_login_token<'a>(&'a self, state: &'a str, now: u64) -> StoreFuture<'a, Option<String>> {
-        Box::pin(async move {
+    async fn take_login_token(&self, state: &str, now: u64) -> Result<Option<String>, StoreError> {
+        {
             let op = "take_login_token";
             // Conditional, so of two racing takes exactly one passes and gets the old
             // item (with the sealed token) back; the token is removed in the same write.
@@ -701,21 +687,21 @@ impl AccountStore for DynamoStore {
             };
             let item = out.attributes.ok_or_else(|| corrupt(op))?;
             Ok(Some(get_s(op, &item, "sealed_token")?))
-        })
+        }
     }
 
-    fn purge_expired<'a>(&'a self, _now: u64) -> StoreFuture<'a, u64> {
+    async fn purge_expired(&self, _now: u64) -> Result<u64, StoreError> {
         // DynamoDB's TTL on `expires_at` deletes expired items of both tables itself.
-        Box::pin(async { Ok(0) })
+        Ok(0)
     }
 
-    fn count_event<'a>(
-        &'a self,
-        key_hash: &'a str,
+    async fn count_event(
+        &self,
+        key_hash: &str,
         window_secs: u64,
         now: u64,
-    ) -> StoreFuture<'a, u32> {
-        Box::pin(async move {
+    ) -> Result<u32, StoreError> {
+        {
             let op = "count_event";
             let (key, expires_at) = counter_key(key_hash, window_secs, now);
             let out = self
@@ -734,34 +720,34 @@ impl AccountStore for DynamoStore {
                 .map_err(|e| sdk_error(op, e))?;
             let item = out.attributes.ok_or_else(|| corrupt(op))?;
             count_of(op, &item)
-        })
+        }
     }
 
-    fn event_count<'a>(
-        &'a self,
-        key_hash: &'a str,
+    async fn event_count(
+        &self,
+        key_hash: &str,
         window_secs: u64,
         now: u64,
-    ) -> StoreFuture<'a, u32> {
-        Box::pin(async move {
+    ) -> Result<u32, StoreError> {
+        {
             let op = "event_count";
             let (key, _) = counter_key(key_hash, window_secs, now);
             match self.key_item(op, key).await? {
                 Some(item) if get_u64(op, &item, EXPIRES_AT)? > now => count_of(op, &item),
                 _ => Ok(0),
             }
-        })
+        }
     }
 
-    fn claim_share_url<'a>(
-        &'a self,
-        owner: &'a str,
-        grantee: &'a str,
-        permission: &'a str,
-        candidate: &'a PersonalUrl,
+    async fn claim_share_url(
+        &self,
+        owner: &str,
+        grantee: &str,
+        permission: &str,
+        candidate: &PersonalUrl,
         now: u64,
-    ) -> StoreFuture<'a, Option<PersonalUrl>> {
-        Box::pin(async move {
+    ) -> Result<Option<PersonalUrl>, StoreError> {
+        {
             let op = "claim_share_url";
             let url_key = &share_url_key(owner, grantee);
             let grant = &UrlGrant {
@@ -833,11 +819,11 @@ impl AccountStore for DynamoStore {
                 outcome.retry(op)
             })
             .await
-        })
+        }
     }
 
-    fn revoke_share_url<'a>(&'a self, owner: &'a str, grantee: &'a str) -> StoreFuture<'a, bool> {
-        Box::pin(async move {
+    async fn revoke_share_url(&self, owner: &str, grantee: &str) -> Result<bool, StoreError> {
+        {
             let op = "revoke_share_url";
             let url_key = &share_url_key(owner, grantee);
             contended(op, || async move {
@@ -870,16 +856,16 @@ impl AccountStore for DynamoStore {
                 outcome.retry(op)
             })
             .await
-        })
+        }
     }
 
-    fn share_url<'a>(
-        &'a self,
-        owner: &'a str,
-        grantee: &'a str,
+    async fn share_url(
+        &self,
+        owner: &str,
+        grantee: &str,
         now: u64,
-    ) -> StoreFuture<'a, Option<PersonalUrl>> {
-        Box::pin(async move {
+    ) -> Result<Option<PersonalUrl>, StoreError> {
+        {
             let op = "share_url";
             let current = self
                 .key_item(op, share_url_key(owner, grantee))
@@ -887,26 +873,26 @@ impl AccountStore for DynamoStore {
                 .map(|item| personal_url_from_item(op, &item))
                 .transpose()?;
             Ok(current.filter(|url| url.expires_at > now))
-        })
+        }
     }
 
-    fn token_state<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, TokenState> {
-        Box::pin(async move {
+    async fn token_state(&self, user_id: &str) -> Result<TokenState, StoreError> {
+        {
             let op = "token_state";
             let item = self
                 .key_item(op, format!("{TOKENS_PREFIX}{user_id}"))
                 .await?;
             Ok(token_state_from_item(op, item.as_ref())?.0)
-        })
+        }
     }
 
-    fn change_tokens<'a>(
-        &'a self,
-        user_id: &'a str,
-        change: &'a TokenChange,
+    async fn change_tokens(
+        &self,
+        user_id: &str,
+        change: &TokenChange,
         now: u64,
-    ) -> StoreFuture<'a, TokenState> {
-        Box::pin(async move {
+    ) -> Result<TokenState, StoreError> {
+        {
             let op = "change_tokens";
             contended(op, || async move {
                 let (state, put) = self.next_token_state(op, user_id, change, now).await?;
@@ -916,16 +902,16 @@ impl AccountStore for DynamoStore {
                 })
             })
             .await
-        })
+        }
     }
 
-    fn change_password<'a>(
-        &'a self,
-        user_id: &'a str,
-        password_hash: &'a str,
+    async fn change_password(
+        &self,
+        user_id: &str,
+        password_hash: &str,
         now: u64,
-    ) -> StoreFuture<'a, Option<TokenState>> {
-        Box::pin(async move {
+    ) -> Result<Option<TokenState>, StoreError> {
+        {
             let op = "change_password";
             contended(op, || async move {
                 let (state, put) = self
@@ -952,29 +938,31 @@ impl AccountStore for DynamoStore {
                 outcome.retry(op)
             })
             .await
-        })
+        }
     }
 
-    fn shares_granted<'a>(
-        &'a self,
-        user_id: &'a str,
-    ) -> StoreFuture<'a, Vec<(String, Vec<String>)>> {
-        Box::pin(self.shares_under("shares_granted", user_id, SHARE_PREFIX))
+    async fn shares_granted(
+        &self,
+        user_id: &str,
+    ) -> Result<Vec<(String, Vec<String>)>, StoreError> {
+        self.shares_under("shares_granted", user_id, SHARE_PREFIX)
+            .await
     }
 
-    fn shares_received<'a>(
-        &'a self,
-        user_id: &'a str,
-    ) -> StoreFuture<'a, Vec<(String, Vec<String>)>> {
-        Box::pin(self.shares_under("shares_received", user_id, SHARED_BY_PREFIX))
+    async fn shares_received(
+        &self,
+        user_id: &str,
+    ) -> Result<Vec<(String, Vec<String>)>, StoreError> {
+        self.shares_under("shares_received", user_id, SHARED_BY_PREFIX)
+            .await
     }
 
-    fn temporary_urls<'a>(
-        &'a self,
-        user_id: &'a str,
+    async fn temporary_urls(
+        &self,
+        user_id: &str,
         now: u64,
-    ) -> StoreFuture<'a, Vec<(String, UrlGrant)>> {
-        Box::pin(async move {
+    ) -> Result<Vec<(String, UrlGrant)>, StoreError> {
+        {
             let op = "temporary_urls";
             let mut live = Vec::new();
             for item in self.user_items(op, user_id, TEMP_URL_PREFIX).await? {
@@ -1011,15 +999,15 @@ impl AccountStore for DynamoStore {
             }
             live.sort_by(|a, b| (a.1.expires_at, &a.0).cmp(&(b.1.expires_at, &b.0)));
             Ok(live)
-        })
+        }
     }
 
-    fn revoke_temporary_url<'a>(
-        &'a self,
-        user_id: &'a str,
-        secret_hash: &'a str,
-    ) -> StoreFuture<'a, bool> {
-        Box::pin(async move {
+    async fn revoke_temporary_url(
+        &self,
+        user_id: &str,
+        secret_hash: &str,
+    ) -> Result<bool, StoreError> {
+        {
             let op = "revoke_temporary_url";
             let entry = data_key(user_id, format!("{TEMP_URL_PREFIX}{secret_hash}"));
             if self
@@ -1057,15 +1045,15 @@ impl AccountStore for DynamoStore {
                 .await
                 .map_err(|e| sdk_error(op, e))?;
             Ok(deleted)
-        })
+        }
     }
 
-    fn personal_url<'a>(
-        &'a self,
-        user_id: &'a str,
+    async fn personal_url(
+        &self,
+        user_id: &str,
         now: u64,
-    ) -> StoreFuture<'a, Option<PersonalUrl>> {
-        Box::pin(async move {
+    ) -> Result<Option<PersonalUrl>, StoreError> {
+        {
             let op = "personal_url";
             let current = self
                 .key_item(op, format!("{USER_URL_PREFIX}{user_id}"))
@@ -1073,11 +1061,11 @@ impl AccountStore for DynamoStore {
                 .map(|item| personal_url_from_item(op, &item))
                 .transpose()?;
             Ok(current.filter(|url| url.expires_at > now))
-        })
+        }
     }
 
-    fn account_records<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, AccountRecords> {
-        Box::pin(async move {
+    async fn account_records(&self, user_id: &str) -> Result<AccountRecords, StoreError> {
+        {
             let op = "account_records";
             let mut shares_granted = Vec::new();
             for item in self
@@ -1099,16 +1087,16 @@ impl AccountStore for DynamoStore {
                 shares_granted,
                 personal_url_expires_at,
             })
-        })
+        }
     }
 
-    fn confirm_email<'a>(
-        &'a self,
-        user_id: &'a str,
-        email: &'a str,
+    async fn confirm_email(
+        &self,
+        user_id: &str,
+        email: &str,
         now: u64,
-    ) -> StoreFuture<'a, bool> {
-        Box::pin(async move {
+    ) -> Result<bool, StoreError> {
+        {
             let op = "confirm_email";
             let result = self
                 .client
@@ -1125,15 +1113,11 @@ impl AccountStore for DynamoStore {
                 .send()
                 .await;
             Ok(conditional(op, result)?.is_some())
-        })
+        }
     }
 
-    fn put_mail_token<'a>(
-        &'a self,
-        secret_hash: &'a str,
-        token: &'a MailToken,
-    ) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
+    async fn put_mail_token(&self, secret_hash: &str, token: &MailToken) -> Result<(), StoreError> {
+        {
             let op = "put_mail_token";
             self.client
                 .put_item()
@@ -1147,16 +1131,16 @@ impl AccountStore for DynamoStore {
                 .await
                 .map_err(|e| sdk_error(op, e))?;
             Ok(())
-        })
+        }
     }
 
-    fn take_mail_token<'a>(
-        &'a self,
-        secret_hash: &'a str,
+    async fn take_mail_token(
+        &self,
+        secret_hash: &str,
         purpose: MailPurpose,
         now: u64,
-    ) -> StoreFuture<'a, Option<MailToken>> {
-        Box::pin(async move {
+    ) -> Result<Option<MailToken>, StoreError> {
+        {
             let op = "take_mail_token";
             // Conditional, so of two racing takes exactly one deletes it and gets the
             // old item back. An expired link is deleted too, and answers nothing.
@@ -1185,11 +1169,11 @@ impl AccountStore for DynamoStore {
                 email: get_s(op, &item, "email")?,
                 expires_at,
             }))
-        })
+        }
     }
 
-    fn put_invitation<'a>(&'a self, invitation: &'a Invitation) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
+    async fn put_invitation(&self, invitation: &Invitation) -> Result<(), StoreError> {
+        {
             let op = "put_invitation";
             let (mine, theirs) = invitation_items(invitation);
             let items = vec![
@@ -1206,11 +1190,11 @@ impl AccountStore for DynamoStore {
                 }
             })
             .await
-        })
+        }
     }
 
-    fn delete_invitation<'a>(&'a self, owner: &'a str, email: &'a str) -> StoreFuture<'a, bool> {
-        Box::pin(async move {
+    async fn delete_invitation(&self, owner: &str, email: &str) -> Result<bool, StoreError> {
+        {
             let op = "delete_invitation";
             let mine = data_key(owner, format!("{INVITE_PREFIX}{email}"));
             if self
@@ -1238,38 +1222,38 @@ impl AccountStore for DynamoStore {
                 }
             })
             .await
-        })
+        }
     }
 
-    fn invitations_sent<'a>(&'a self, owner: &'a str) -> StoreFuture<'a, Vec<Invitation>> {
-        Box::pin(async move {
+    async fn invitations_sent(&self, owner: &str) -> Result<Vec<Invitation>, StoreError> {
+        {
             let op = "invitations_sent";
             self.user_items(op, owner, INVITE_PREFIX)
                 .await?
                 .iter()
                 .map(|item| invitation_from_item(op, item))
                 .collect()
-        })
+        }
     }
 
-    fn invitations_for<'a>(&'a self, email: &'a str) -> StoreFuture<'a, Vec<Invitation>> {
-        Box::pin(async move {
+    async fn invitations_for(&self, email: &str) -> Result<Vec<Invitation>, StoreError> {
+        {
             let op = "invitations_for";
             self.user_items(op, &format!("{INVITEE_PREFIX}{email}"), INVITE_PREFIX)
                 .await?
                 .iter()
                 .map(|item| invitation_from_item(op, item))
                 .collect()
-        })
+        }
     }
 
-    fn accept_invitation<'a>(
-        &'a self,
-        email: &'a str,
-        id: &'a str,
-        grantee: &'a str,
-    ) -> StoreFuture<'a, Option<Invitation>> {
-        Box::pin(async move {
+    async fn accept_invitation(
+        &self,
+        email: &str,
+        id: &str,
+        grantee: &str,
+    ) -> Result<Option<Invitation>, StoreError> {
+        {
             let op = "accept_invitation";
             let Some(invitation) = self
                 .invitations_for(email)
@@ -1347,11 +1331,11 @@ impl AccountStore for DynamoStore {
             })
             .await?;
             Ok(accepted.then_some(invitation))
-        })
+        }
     }
 
-    fn delete_account_everything<'a>(&'a self, user_id: &'a str, now: u64) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
+    async fn delete_account_everything(&self, user_id: &str, now: u64) -> Result<(), StoreError> {
+        {
             let op = "delete_account_everything";
             // First the tombstone: from here on every credential of the account is refused.
             self.change_tokens(user_id, &TokenChange::Deleted, now)
@@ -1411,7 +1395,7 @@ impl AccountStore for DynamoStore {
                 self.write_all(op, vec![delete_request(op, key)?]).await?;
             }
             Ok(())
-        })
+        }
     }
 }
 

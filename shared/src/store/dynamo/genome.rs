@@ -19,6 +19,7 @@
 //! switched and removed it) starts again from the pointer, so it never mixes versions.
 //! Never logs a genotype.
 
+use async_trait::async_trait;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -39,7 +40,7 @@ use crate::store::genome_codec::{
     ItemKey, Layout, VersionItem, decode_blocks, decode_bucket, encode_genome, rsid_keys,
     within_radius,
 };
-use crate::store::{GenomeStore, GenomeSummary, Neighbourhood, StoreError, StoreFuture};
+use crate::store::{GenomeStore, GenomeSummary, Neighbourhood, StoreError};
 
 /// Reads that find their version gone start again at most this many times.
 const READ_ATTEMPTS: usize = 4;
@@ -398,37 +399,38 @@ impl DynamoStore {
     }
 }
 
+#[async_trait]
 impl GenomeStore for DynamoStore {
-    fn replace_genome<'a>(
-        &'a self,
-        user: &'a str,
-        genome: &'a Genome,
-        source: &'a str,
+    async fn replace_genome(
+        &self,
+        user: &str,
+        genome: &Genome,
+        source: &str,
         imported_at: u64,
-    ) -> StoreFuture<'a, ()> {
-        Box::pin(self.replace(user, None, genome, source, imported_at))
+    ) -> Result<(), StoreError> {
+        self.replace(user, None, genome, source, imported_at).await
     }
 
-    fn replace_import_genome<'a>(
-        &'a self,
-        user: &'a str,
-        upload_id: &'a str,
-        genome: &'a Genome,
-        source: &'a str,
+    async fn replace_import_genome(
+        &self,
+        user: &str,
+        upload_id: &str,
+        genome: &Genome,
+        source: &str,
         imported_at: u64,
-    ) -> StoreFuture<'a, ()> {
+    ) -> Result<(), StoreError> {
         let guard = WriteGuard::Import {
             user: user.to_string(),
             upload_id: upload_id.to_string(),
         };
-        Box::pin(async move {
+        {
             self.replace(user, Some(&guard), genome, source, imported_at)
                 .await
-        })
+        }
     }
 
-    fn genome_summary<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Option<GenomeSummary>> {
-        Box::pin(async move {
+    async fn genome_summary(&self, user: &str) -> Result<Option<GenomeSummary>, StoreError> {
+        {
             Ok(self
                 .genome_pointer("genome_summary", user)
                 .await?
@@ -437,29 +439,29 @@ impl GenomeStore for DynamoStore {
                     source: p.source,
                     imported_at: p.imported_at,
                 }))
-        })
+        }
     }
 
-    fn genotypes_by_rsid<'a>(
-        &'a self,
-        user: &'a str,
-        rsids: &'a [String],
-    ) -> StoreFuture<'a, Vec<Genotype>> {
-        Box::pin(async move {
+    async fn genotypes_by_rsid(
+        &self,
+        user: &str,
+        rsids: &[String],
+    ) -> Result<Vec<Genotype>, StoreError> {
+        {
             let op = "genotypes_by_rsid";
             let (hits, _) = self.lookup(op, user, rsids, 0).await?;
             genotypes(op, &hits)
-        })
+        }
     }
 
-    fn genotypes_in_range<'a>(
-        &'a self,
-        user: &'a str,
-        chromosome: &'a str,
+    async fn genotypes_in_range(
+        &self,
+        user: &str,
+        chromosome: &str,
         from: u64,
         to: u64,
-    ) -> StoreFuture<'a, Vec<Genotype>> {
-        Box::pin(async move {
+    ) -> Result<Vec<Genotype>, StoreError> {
+        {
             let op = "genotypes_in_range";
             let Some(code) = chromosome_code(chromosome) else {
                 return Ok(Vec::new());
@@ -482,16 +484,16 @@ impl GenomeStore for DynamoStore {
                 return Ok(out);
             }
             Err(gone(op))
-        })
+        }
     }
 
-    fn genotypes_near<'a>(
-        &'a self,
-        user: &'a str,
-        rsids: &'a [String],
+    async fn genotypes_near(
+        &self,
+        user: &str,
+        rsids: &[String],
         radius: u64,
-    ) -> StoreFuture<'a, Neighbourhood> {
-        Box::pin(async move {
+    ) -> Result<Neighbourhood, StoreError> {
+        {
             let op = "genotypes_near";
             let (hits, read) = self.lookup(op, user, rsids, radius).await?;
             // Only what lies within `radius` of a hit on its chromosome.
@@ -502,11 +504,11 @@ impl GenomeStore for DynamoStore {
                 hits: genotypes(op, &hits)?,
                 nearby,
             })
-        })
+        }
     }
 
-    fn delete_genome<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
+    async fn delete_genome(&self, user: &str) -> Result<(), StoreError> {
+        {
             let op = "delete_genome";
             let items = vec![
                 tx_delete(
@@ -536,11 +538,11 @@ impl GenomeStore for DynamoStore {
             .await?;
             // Every version, the active one's and any an interrupted import left.
             self.delete_prefixed(op, user, GENOME_VERSION_PREFIX).await
-        })
+        }
     }
 
-    fn migrate_legacy_genotypes(&self, now: u64) -> StoreFuture<'_, usize> {
-        Box::pin(async move {
+    async fn migrate_legacy_genotypes(&self, now: u64) -> Result<usize, StoreError> {
+        {
             let op = "migrate_legacy_genotypes";
             // First who has legacy items (keys only), then one user at a time, so memory
             // holds one user's genotypes, never the table's.
@@ -599,7 +601,7 @@ impl GenomeStore for DynamoStore {
                 self.delete_prefixed(op, &user, GENOTYPE_PREFIX).await?;
             }
             Ok(moved)
-        })
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 //!
 //! Never logs a reading or a genotype.
 
+use async_trait::async_trait;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::codec::{Item, get_opt_s, get_s, s};
@@ -17,8 +18,7 @@ use super::transact::{Attempt, Committed, contended, expression_values, tx_updat
 use super::{DynamoStore, corrupt, sdk_error};
 use crate::domain::{DataPresence, Reading, ReadingValue};
 use crate::store::{
-    CatalogueEntry, GenomeStore, HealthStore, Period, ReadingQuery, Rollup, StoreError,
-    StoreFuture, WriteReport,
+    CatalogueEntry, GenomeStore, HealthStore, Period, ReadingQuery, Rollup, StoreError, WriteReport,
 };
 
 /// A reading from an item of the per-reading layout (`h#`).
@@ -106,22 +106,23 @@ impl DynamoStore {
     }
 }
 
+#[async_trait]
 impl HealthStore for DynamoStore {
-    fn data_presence<'a>(&'a self, user: &'a str) -> StoreFuture<'a, DataPresence> {
-        Box::pin(async move {
+    async fn data_presence(&self, user: &str) -> Result<DataPresence, StoreError> {
+        {
             let item = self
                 .data_item("data_presence", user, PRESENCE_SK.to_string())
                 .await?;
             Ok(presence_of(item.as_ref()))
-        })
+        }
     }
 
-    fn put_readings<'a>(
-        &'a self,
-        user: &'a str,
-        readings: &'a [Reading],
-    ) -> StoreFuture<'a, WriteReport> {
-        Box::pin(async move {
+    async fn put_readings(
+        &self,
+        user: &str,
+        readings: &[Reading],
+    ) -> Result<WriteReport, StoreError> {
+        {
             let op = "put_readings";
             if readings.is_empty() {
                 return Ok(WriteReport::default());
@@ -130,16 +131,16 @@ impl HealthStore for DynamoStore {
             // nothing, rather than hiding data that did arrive.
             self.mark_present(op, user, "health").await?;
             self.put_day_readings(user, readings, false, None).await
-        })
+        }
     }
 
-    fn put_import_readings<'a>(
-        &'a self,
-        user: &'a str,
-        upload_id: &'a str,
-        readings: &'a [Reading],
-    ) -> StoreFuture<'a, WriteReport> {
-        Box::pin(async move {
+    async fn put_import_readings(
+        &self,
+        user: &str,
+        upload_id: &str,
+        readings: &[Reading],
+    ) -> Result<WriteReport, StoreError> {
+        {
             if readings.is_empty() {
                 return Ok(WriteReport::default());
             }
@@ -150,19 +151,15 @@ impl HealthStore for DynamoStore {
             self.mark_present_guarded(user, &guard).await?;
             self.put_day_readings(user, readings, false, Some(&guard))
                 .await
-        })
+        }
     }
 
-    fn readings<'a>(
-        &'a self,
-        user: &'a str,
-        query: &'a ReadingQuery,
-    ) -> StoreFuture<'a, Vec<Reading>> {
-        Box::pin(async move { self.day_readings(query, user).await })
+    async fn readings(&self, user: &str, query: &ReadingQuery) -> Result<Vec<Reading>, StoreError> {
+        self.day_readings(query, user).await
     }
 
-    fn delete_user_data<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
+    async fn delete_user_data(&self, user: &str) -> Result<(), StoreError> {
+        {
             let op = "delete_user_data";
             // Readings and genotypes only: the account (and any other kind) stays.
             self.delete_genome(user).await?;
@@ -185,40 +182,41 @@ impl HealthStore for DynamoStore {
                 .await
                 .map_err(|e| sdk_error(op, e))?;
             Ok(())
-        })
+        }
     }
 
-    fn catalogue<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Vec<CatalogueEntry>> {
-        Box::pin(self.catalogue_entries(user))
+    async fn catalogue(&self, user: &str) -> Result<Vec<CatalogueEntry>, StoreError> {
+        self.catalogue_entries(user).await
     }
 
-    fn rollups<'a>(
-        &'a self,
-        user: &'a str,
-        indicator_key: &'a str,
+    async fn rollups(
+        &self,
+        user: &str,
+        indicator_key: &str,
         period: Period,
-        from: &'a str,
-        to: &'a str,
-    ) -> StoreFuture<'a, Vec<Rollup>> {
-        Box::pin(self.rollups_of(user, indicator_key, period, from, to))
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<Rollup>, StoreError> {
+        self.rollups_of(user, indicator_key, period, from, to).await
     }
 
-    fn latest_readings<'a>(
-        &'a self,
-        user: &'a str,
-        indicator_key: &'a str,
+    async fn latest_readings(
+        &self,
+        user: &str,
+        indicator_key: &str,
         limit: usize,
-        window: &'a ReadingQuery,
-    ) -> StoreFuture<'a, Vec<Reading>> {
-        Box::pin(self.newest_readings(user, indicator_key, limit, window))
+        window: &ReadingQuery,
+    ) -> Result<Vec<Reading>, StoreError> {
+        self.newest_readings(user, indicator_key, limit, window)
+            .await
     }
 
-    fn migrate_measures(&self) -> StoreFuture<'_, u64> {
-        Box::pin(self.canonicalize_all())
+    async fn migrate_measures(&self) -> Result<u64, StoreError> {
+        self.canonicalize_all().await
     }
 
-    fn migrate_legacy_readings(&self) -> StoreFuture<'_, u64> {
-        Box::pin(self.migrate_readings())
+    async fn migrate_legacy_readings(&self) -> Result<u64, StoreError> {
+        self.migrate_readings().await
     }
 }
 

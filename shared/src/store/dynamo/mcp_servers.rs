@@ -9,6 +9,7 @@
 //! Also the combined read of presence and servers: one Query over one key range.
 //! Keeps the credential only sealed, as given; never logs a record.
 
+use async_trait::async_trait;
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
@@ -24,7 +25,7 @@ use super::schema::{
 use super::transact::{Attempt, Committed, condition, conditional, contended, tx_delete, tx_put};
 use super::{DynamoStore, corrupt, sdk_error};
 use crate::domain::{DataPresence, MAX_MCP_SERVERS, McpServerRecord, McpServerWrite};
-use crate::store::{McpServerBody, McpServerParts, McpServerStore, StoreError, StoreFuture};
+use crate::store::{McpServerBody, McpServerParts, McpServerStore, StoreError};
 
 fn mcp_item(op: &'static str, user: &str, record: &McpServerRecord) -> Result<Item, StoreError> {
     let McpServerParts {
@@ -67,9 +68,10 @@ fn mcp_from_item(op: &'static str, item: &Item) -> Result<McpServerRecord, Store
     }))
 }
 
+#[async_trait]
 impl McpServerStore for DynamoStore {
-    fn mcp_servers<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Vec<McpServerRecord>> {
-        Box::pin(async move {
+    async fn mcp_servers(&self, user: &str) -> Result<Vec<McpServerRecord>, StoreError> {
+        {
             let op = "mcp_servers";
             let q = self
                 .user_query(user)
@@ -82,14 +84,14 @@ impl McpServerStore for DynamoStore {
                 .iter()
                 .map(|item| mcp_from_item(op, item))
                 .collect()
-        })
+        }
     }
 
-    fn presence_and_mcp_servers<'a>(
-        &'a self,
-        user: &'a str,
-    ) -> StoreFuture<'a, (DataPresence, Vec<McpServerRecord>)> {
-        Box::pin(async move {
+    async fn presence_and_mcp_servers(
+        &self,
+        user: &str,
+    ) -> Result<(DataPresence, Vec<McpServerRecord>), StoreError> {
+        {
             let op = "presence_and_mcp_servers";
             // One key range holds both: `mcp#…` < `mcpurl#…` < `presence`, and no other
             // kind sorts between them (`account`, `g#`, `h#` before; `share#` after).
@@ -111,29 +113,29 @@ impl McpServerStore for DynamoStore {
                 }
             }
             Ok((presence_of(presence), servers))
-        })
+        }
     }
 
-    fn mcp_server<'a>(
-        &'a self,
-        user: &'a str,
-        name: &'a str,
-    ) -> StoreFuture<'a, Option<McpServerRecord>> {
-        Box::pin(async move {
+    async fn mcp_server(
+        &self,
+        user: &str,
+        name: &str,
+    ) -> Result<Option<McpServerRecord>, StoreError> {
+        {
             let op = "mcp_server";
             self.data_item(op, user, mcp_sk(name))
                 .await?
                 .map(|item| mcp_from_item(op, &item))
                 .transpose()
-        })
+        }
     }
 
-    fn create_mcp_server<'a>(
-        &'a self,
-        user: &'a str,
-        record: &'a McpServerRecord,
-    ) -> StoreFuture<'a, McpServerWrite> {
-        Box::pin(async move {
+    async fn create_mcp_server(
+        &self,
+        user: &str,
+        record: &McpServerRecord,
+    ) -> Result<McpServerWrite, StoreError> {
+        {
             let op = "create_mcp_server";
             let record_item = mcp_item(op, user, record)?;
             let mut url_item = data_key(user, mcp_url_sk(&record.url));
@@ -185,15 +187,15 @@ impl McpServerStore for DynamoStore {
                 outcome.retry(op)
             })
             .await
-        })
+        }
     }
 
-    fn replace_mcp_server<'a>(
-        &'a self,
-        user: &'a str,
-        record: &'a McpServerRecord,
-    ) -> StoreFuture<'a, McpServerWrite> {
-        Box::pin(async move {
+    async fn replace_mcp_server(
+        &self,
+        user: &str,
+        record: &McpServerRecord,
+    ) -> Result<McpServerWrite, StoreError> {
+        {
             let op = "replace_mcp_server";
             // A failed condition returns the stored item, if any: absent is `Missing`,
             // present means its url differs. One request, no read-then-write race.
@@ -224,17 +226,17 @@ impl McpServerStore for DynamoStore {
                     _ => Err(sdk_error(op, e)),
                 },
             }
-        })
+        }
     }
 
-    fn record_mcp_connection<'a>(
-        &'a self,
-        user: &'a str,
-        name: &'a str,
+    async fn record_mcp_connection(
+        &self,
+        user: &str,
+        name: &str,
         at: u64,
-        error: Option<&'a str>,
-    ) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
+        error: Option<&str>,
+    ) -> Result<(), StoreError> {
+        {
             let op = "record_mcp_connection";
             // The condition also fails on an absent item, so this never creates one.
             let update = self
@@ -256,11 +258,11 @@ impl McpServerStore for DynamoStore {
                     .expression_attribute_values(":err", s(error)),
             };
             conditional(op, update.send().await).map(drop)
-        })
+        }
     }
 
-    fn delete_mcp_server<'a>(&'a self, user: &'a str, name: &'a str) -> StoreFuture<'a, bool> {
-        Box::pin(async move {
+    async fn delete_mcp_server(&self, user: &str, name: &str) -> Result<bool, StoreError> {
+        {
             let op = "delete_mcp_server";
             let sk = &mcp_sk(name);
             contended(op, || async move {
@@ -296,16 +298,16 @@ impl McpServerStore for DynamoStore {
                 outcome.retry(op)
             })
             .await
-        })
+        }
     }
 
-    fn rename_mcp_server<'a>(
-        &'a self,
-        user: &'a str,
-        old: &'a str,
-        record: &'a McpServerRecord,
-    ) -> StoreFuture<'a, McpServerWrite> {
-        Box::pin(async move {
+    async fn rename_mcp_server(
+        &self,
+        user: &str,
+        old: &str,
+        record: &McpServerRecord,
+    ) -> Result<McpServerWrite, StoreError> {
+        {
             let op = "rename_mcp_server";
             let record_item = &mcp_item(op, user, record)?;
             let mut claim = data_key(user, mcp_url_sk(&record.url));
@@ -357,15 +359,15 @@ impl McpServerStore for DynamoStore {
                 outcome.retry(op)
             })
             .await
-        })
+        }
     }
 
-    fn set_mcp_server_url<'a>(
-        &'a self,
-        user: &'a str,
-        record: &'a McpServerRecord,
-    ) -> StoreFuture<'a, McpServerWrite> {
-        Box::pin(async move {
+    async fn set_mcp_server_url(
+        &self,
+        user: &str,
+        record: &McpServerRecord,
+    ) -> Result<McpServerWrite, StoreError> {
+        {
             let op = "set_mcp_server_url";
             let record_item = &mcp_item(op, user, record)?;
             let mut claim = data_key(user, mcp_url_sk(&record.url));
@@ -417,6 +419,6 @@ impl McpServerStore for DynamoStore {
                 outcome.retry(op)
             })
             .await
-        })
+        }
     }
 }

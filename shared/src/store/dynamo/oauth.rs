@@ -3,6 +3,7 @@
 //!
 //! Single use and rotation are conditional writes, so two racing uses cannot both win.
 
+use async_trait::async_trait;
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
@@ -18,7 +19,7 @@ use super::schema::{
 use super::transact::conditional;
 use super::{DynamoStore, corrupt, sdk_error};
 use crate::domain::{AuthCode, OAuthClient, RefreshRecord, RefreshUse};
-use crate::store::{OAuthStore, StoreError, StoreFuture};
+use crate::store::{OAuthStore, StoreError};
 
 fn client_item(client: &OAuthClient) -> Item {
     let mut item = HashMap::from([
@@ -133,9 +134,10 @@ fn refresh_from_item(op: &'static str, item: &Item) -> Result<(RefreshRecord, bo
     Ok((record, get_bool(op, item, USED)?))
 }
 
+#[async_trait]
 impl OAuthStore for DynamoStore {
-    fn put_client<'a>(&'a self, client: &'a OAuthClient) -> StoreFuture<'a, bool> {
-        Box::pin(async move {
+    async fn put_client(&self, client: &OAuthClient) -> Result<bool, StoreError> {
+        {
             let op = "put_client";
             let result = self
                 .client
@@ -147,11 +149,11 @@ impl OAuthStore for DynamoStore {
                 .send()
                 .await;
             Ok(conditional(op, result)?.is_some())
-        })
+        }
     }
 
-    fn client<'a>(&'a self, client_id: &'a str, now: u64) -> StoreFuture<'a, Option<OAuthClient>> {
-        Box::pin(async move {
+    async fn client(&self, client_id: &str, now: u64) -> Result<Option<OAuthClient>, StoreError> {
+        {
             let op = "client";
             let client = self
                 .key_item(op, format!("{CLIENT_PREFIX}{client_id}"))
@@ -160,11 +162,11 @@ impl OAuthStore for DynamoStore {
                 .transpose()?;
             // TTL deletion lags, so a lapsed client is refused here.
             Ok(client.filter(|c| c.expires_at.is_none_or(|at| at > now)))
-        })
+        }
     }
 
-    fn extend_client<'a>(&'a self, client_id: &'a str, expires_at: u64) -> StoreFuture<'a, bool> {
-        Box::pin(async move {
+    async fn extend_client(&self, client_id: &str, expires_at: u64) -> Result<bool, StoreError> {
+        {
             let op = "extend_client";
             let result = self
                 .client
@@ -179,15 +181,16 @@ impl OAuthStore for DynamoStore {
                 .send()
                 .await;
             Ok(conditional(op, result)?.is_some())
-        })
+        }
     }
 
-    fn put_code<'a>(&'a self, code_hash: &'a str, code: &'a AuthCode) -> StoreFuture<'a, ()> {
-        Box::pin(self.put_key_item("put_code", code_item(code_hash, code)))
+    async fn put_code(&self, code_hash: &str, code: &AuthCode) -> Result<(), StoreError> {
+        self.put_key_item("put_code", code_item(code_hash, code))
+            .await
     }
 
-    fn take_code<'a>(&'a self, code_hash: &'a str, now: u64) -> StoreFuture<'a, Option<AuthCode>> {
-        Box::pin(async move {
+    async fn take_code(&self, code_hash: &str, now: u64) -> Result<Option<AuthCode>, StoreError> {
+        {
             let op = "take_code";
             // Conditional, so of two racing takes exactly one gets the item back. An
             // expired code (TTL deletion lags) is deleted too, and refused below.
@@ -207,19 +210,20 @@ impl OAuthStore for DynamoStore {
             let item = out.attributes.ok_or_else(|| corrupt(op))?;
             let code = code_from_item(op, &item)?;
             Ok((code.expires_at > now).then_some(code))
-        })
+        }
     }
 
-    fn put_refresh<'a>(
-        &'a self,
-        token_hash: &'a str,
-        record: &'a RefreshRecord,
-    ) -> StoreFuture<'a, ()> {
-        Box::pin(self.put_key_item("put_refresh", refresh_item(token_hash, record)))
+    async fn put_refresh(
+        &self,
+        token_hash: &str,
+        record: &RefreshRecord,
+    ) -> Result<(), StoreError> {
+        self.put_key_item("put_refresh", refresh_item(token_hash, record))
+            .await
     }
 
-    fn use_refresh<'a>(&'a self, token_hash: &'a str, now: u64) -> StoreFuture<'a, RefreshUse> {
-        Box::pin(async move {
+    async fn use_refresh(&self, token_hash: &str, now: u64) -> Result<RefreshUse, StoreError> {
+        {
             let op = "use_refresh";
             // Mark it used first: the record (and so its family id) comes back with it,
             // and of two racing uses only one passes the condition. The condition also
@@ -283,15 +287,15 @@ impl OAuthStore for DynamoStore {
             } else {
                 RefreshUse::Fresh(record)
             })
-        })
+        }
     }
 
-    fn revoke_refresh_family<'a>(
-        &'a self,
-        family_id: &'a str,
+    async fn revoke_refresh_family(
+        &self,
+        family_id: &str,
         expires_at: u64,
-    ) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
+    ) -> Result<(), StoreError> {
+        {
             let op = "revoke_refresh_family";
             // A family already revoked until later stays revoked until then (the
             // condition fails, and that is success).
@@ -309,6 +313,6 @@ impl OAuthStore for DynamoStore {
                 .send()
                 .await;
             conditional(op, result).map(drop)
-        })
+        }
     }
 }

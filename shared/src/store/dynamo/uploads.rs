@@ -10,6 +10,7 @@
 //!
 //! Never logs a user id, a file name or an object key.
 
+use async_trait::async_trait;
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -19,7 +20,7 @@ use super::schema::{EXPIRES_AT, KEY, PK, SK};
 use super::transact::conditional;
 use super::{DynamoStore, corrupt, sdk_error};
 use crate::domain::{UploadFailure, UploadKind, UploadRecord, UploadStatus};
-use crate::store::{MAX_LISTED_UPLOADS, StoreError, StoreFuture, UploadOutcome, UploadStore};
+use crate::store::{MAX_LISTED_UPLOADS, StoreError, UploadOutcome, UploadStore};
 
 const UPLOAD_PREFIX: &str = "upload#";
 /// When the running import last reported (see `UploadRecord::active_at`).
@@ -118,9 +119,10 @@ impl DynamoStore {
     }
 }
 
+#[async_trait]
 impl UploadStore for DynamoStore {
-    fn create_upload<'a>(&'a self, record: &'a UploadRecord) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
+    async fn create_upload(&self, record: &UploadRecord) -> Result<(), StoreError> {
+        {
             let op = "create_upload";
             let pointer = HashMap::from([
                 (
@@ -140,24 +142,24 @@ impl UploadStore for DynamoStore {
                 .await
                 .map_err(|e| sdk_error(op, e))?;
             Ok(())
-        })
+        }
     }
 
-    fn upload<'a>(
-        &'a self,
-        user: &'a str,
-        id: &'a str,
+    async fn upload(
+        &self,
+        user: &str,
+        id: &str,
         now: u64,
-    ) -> StoreFuture<'a, Option<UploadRecord>> {
-        Box::pin(self.upload_record("upload", user, id, now))
+    ) -> Result<Option<UploadRecord>, StoreError> {
+        self.upload_record("upload", user, id, now).await
     }
 
-    fn upload_by_object<'a>(
-        &'a self,
-        object_key: &'a str,
+    async fn upload_by_object(
+        &self,
+        object_key: &str,
         now: u64,
-    ) -> StoreFuture<'a, Option<UploadRecord>> {
-        Box::pin(async move {
+    ) -> Result<Option<UploadRecord>, StoreError> {
+        {
             let op = "upload_by_object";
             let Some(pointer) = self
                 .key_item(op, format!("{UPLOAD_OBJECT_PREFIX}{object_key}"))
@@ -171,16 +173,16 @@ impl UploadStore for DynamoStore {
             let user = get_s(op, &pointer, "user_id")?;
             let id = get_s(op, &pointer, "upload_id")?;
             self.upload_record(op, &user, &id, now).await
-        })
+        }
     }
 
-    fn recent_uploads<'a>(
-        &'a self,
-        user: &'a str,
+    async fn recent_uploads(
+        &self,
+        user: &str,
         limit: usize,
         now: u64,
-    ) -> StoreFuture<'a, Vec<UploadRecord>> {
-        Box::pin(async move {
+    ) -> Result<Vec<UploadRecord>, StoreError> {
+        {
             let op = "recent_uploads";
             let limit = limit.clamp(1, MAX_LISTED_UPLOADS);
             // One page, newest first: the records are small, `limit` of them fit.
@@ -202,17 +204,17 @@ impl UploadStore for DynamoStore {
                 }
             }
             Ok(records)
-        })
+        }
     }
 
-    fn start_upload<'a>(
-        &'a self,
-        user: &'a str,
-        id: &'a str,
+    async fn start_upload(
+        &self,
+        user: &str,
+        id: &str,
         bytes: u64,
         now: u64,
-    ) -> StoreFuture<'a, bool> {
-        Box::pin(async move {
+    ) -> Result<bool, StoreError> {
+        {
             let op = "start_upload";
             let result = self
                 .client
@@ -232,19 +234,19 @@ impl UploadStore for DynamoStore {
                 .send()
                 .await;
             Ok(conditional(op, result)?.is_some())
-        })
+        }
     }
 
-    fn upload_progress<'a>(
-        &'a self,
-        user: &'a str,
-        id: &'a str,
+    async fn upload_progress(
+        &self,
+        user: &str,
+        id: &str,
         rows_read: u64,
         rows_written: u64,
         progress: f64,
         now: u64,
-    ) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
+    ) -> Result<(), StoreError> {
+        {
             let op = "upload_progress";
             let result = self
                 .client
@@ -266,18 +268,18 @@ impl UploadStore for DynamoStore {
                 .await;
             conditional(op, result)?;
             Ok(())
-        })
+        }
     }
 
-    fn fail_stalled_upload<'a>(
-        &'a self,
-        user: &'a str,
-        id: &'a str,
+    async fn fail_stalled_upload(
+        &self,
+        user: &str,
+        id: &str,
         silent_since: u64,
-        failure: &'a UploadFailure,
+        failure: &UploadFailure,
         now: u64,
-    ) -> StoreFuture<'a, bool> {
-        Box::pin(async move {
+    ) -> Result<bool, StoreError> {
+        {
             let op = "fail_stalled_upload";
             let result = self
                 .client
@@ -302,17 +304,17 @@ impl UploadStore for DynamoStore {
                 .send()
                 .await;
             Ok(conditional(op, result)?.is_some())
-        })
+        }
     }
 
-    fn finish_upload<'a>(
-        &'a self,
-        user: &'a str,
-        id: &'a str,
-        outcome: &'a UploadOutcome,
+    async fn finish_upload(
+        &self,
+        user: &str,
+        id: &str,
+        outcome: &UploadOutcome,
         finished_at: u64,
-    ) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
+    ) -> Result<(), StoreError> {
+        {
             let op = "finish_upload";
             let update = self
                 .client
@@ -359,11 +361,11 @@ impl UploadStore for DynamoStore {
             };
             conditional(op, update.send().await)?;
             Ok(())
-        })
+        }
     }
 
-    fn delete_uploads<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
+    async fn delete_uploads(&self, user: &str) -> Result<(), StoreError> {
+        {
             let op = "delete_uploads";
             let items = super::batch::query_all(
                 op,
@@ -387,6 +389,6 @@ impl UploadStore for DynamoStore {
                     .map_err(|e| sdk_error(op, e))?;
             }
             self.delete_prefixed(op, user, UPLOAD_PREFIX).await
-        })
+        }
     }
 }

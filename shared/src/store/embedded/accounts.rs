@@ -5,6 +5,7 @@
 //!
 //! Every read of an expiring row checks `expires_at` itself.
 
+use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
@@ -18,7 +19,7 @@ use crate::domain::{
 };
 use crate::store::accounts::counter_key;
 use crate::store::{
-    AccountRecords, AccountStore, Created, StoreError, StoreFuture, TokenChange, apply_token_change,
+    AccountRecords, AccountStore, Created, StoreError, TokenChange, apply_token_change,
 };
 
 const URL_PREFIX: &str = "url#";
@@ -215,11 +216,12 @@ fn account_from_row(row: &Row<'_>) -> rusqlite::Result<Account> {
     })
 }
 
+#[async_trait]
 impl AccountStore for EmbeddedStore {
-    fn create_account<'a>(&'a self, account: &'a Account) -> StoreFuture<'a, Created> {
+    async fn create_account(&self, account: &Account) -> Result<Created, StoreError> {
         let op = "create_account";
         let account = account.clone();
-        Box::pin(async move {
+        {
             // `None`: the user id already has an account.
             let created = self
                 .run(op, move |conn| {
@@ -264,97 +266,91 @@ impl AccountStore for EmbeddedStore {
                 );
                 StoreError::Unavailable(format!("{op}: user id already has an account"))
             })
-        })
+        }
     }
 
-    fn account_by_email<'a>(&'a self, email: &'a str) -> StoreFuture<'a, Option<Account>> {
+    async fn account_by_email(&self, email: &str) -> Result<Option<Account>, StoreError> {
         let email = email.to_string();
-        Box::pin(self.run("account_by_email", move |conn| {
+        self.run("account_by_email", move |conn| {
             conn.prepare_cached(&format!(
                 "SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE email = ?1"
             ))
             .and_then(|mut stmt| stmt.query_row([&email], account_from_row).optional())
-        }))
+        })
+        .await
     }
 
-    fn account<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, Option<Account>> {
+    async fn account(&self, user_id: &str) -> Result<Option<Account>, StoreError> {
         let user_id = user_id.to_string();
-        Box::pin(self.run("account", move |conn| {
+        self.run("account", move |conn| {
             conn.prepare_cached(&format!(
                 "SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE user_id = ?1"
             ))
             .and_then(|mut stmt| stmt.query_row([&user_id], account_from_row).optional())
-        }))
+        })
+        .await
     }
 
-    fn put_share<'a>(
-        &'a self,
-        owner: &'a str,
-        grantee: &'a str,
-        permissions: &'a [String],
-    ) -> StoreFuture<'a, ()> {
+    async fn put_share(
+        &self,
+        owner: &str,
+        grantee: &str,
+        permissions: &[String],
+    ) -> Result<(), StoreError> {
         let owner = owner.to_string();
         let grantee = grantee.to_string();
         let permissions = permissions.to_vec();
-        Box::pin(self.run("put_share", move |conn| {
+        self.run("put_share", move |conn| {
             conn.prepare_cached(
                 "INSERT INTO shares (owner, grantee, permissions) VALUES (?1, ?2, ?3) \
                  ON CONFLICT (owner, grantee) DO UPDATE SET permissions = excluded.permissions",
             )?
             .execute(params![owner, grantee, json_column(&permissions)?])?;
             Ok(())
-        }))
+        })
+        .await
     }
 
-    fn delete_share<'a>(&'a self, owner: &'a str, grantee: &'a str) -> StoreFuture<'a, ()> {
+    async fn delete_share(&self, owner: &str, grantee: &str) -> Result<(), StoreError> {
         let owner = owner.to_string();
         let grantee = grantee.to_string();
-        Box::pin(self.run("delete_share", move |conn| {
+        self.run("delete_share", move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             tx.prepare_cached("DELETE FROM shares WHERE owner = ?1 AND grantee = ?2")?
                 .execute([&owner, &grantee])?;
             delete_url_claim(&tx, &share_url_key(&owner, &grantee))?;
             tx.commit()
-        }))
+        })
+        .await
     }
 
-    fn share<'a>(
-        &'a self,
-        owner: &'a str,
-        grantee: &'a str,
-    ) -> StoreFuture<'a, Option<Vec<String>>> {
+    async fn share(&self, owner: &str, grantee: &str) -> Result<Option<Vec<String>>, StoreError> {
         let owner = owner.to_string();
         let grantee = grantee.to_string();
-        Box::pin(self.run("share", move |conn| {
+        self.run("share", move |conn| {
             conn.prepare_cached("SELECT permissions FROM shares WHERE owner = ?1 AND grantee = ?2")
                 .and_then(|mut stmt| {
                     stmt.query_row([&owner, &grantee], |row| json_from_column(row, 0))
                         .optional()
                 })
-        }))
+        })
+        .await
     }
 
-    fn put_url_grant<'a>(
-        &'a self,
-        secret_hash: &'a str,
-        grant: &'a UrlGrant,
-    ) -> StoreFuture<'a, ()> {
+    async fn put_url_grant(&self, secret_hash: &str, grant: &UrlGrant) -> Result<(), StoreError> {
         let key = format!("{URL_PREFIX}{secret_hash}");
         let grant = grant.clone();
-        Box::pin(self.run("put_url_grant", move |conn| {
+        self.run("put_url_grant", move |conn| {
             let expires_at = grant.expires_at;
             let value = json_column(&GrantValue::new(grant))?;
             put_key(conn, &key, &value, expires_at)
-        }))
+        })
+        .await
     }
 
-    fn url_grant<'a>(
-        &'a self,
-        secret_hash: &'a str,
-        now: u64,
-    ) -> StoreFuture<'a, Option<UrlGrant>> {
+    async fn url_grant(&self, secret_hash: &str, now: u64) -> Result<Option<UrlGrant>, StoreError> {
         let key = format!("{URL_PREFIX}{secret_hash}");
-        Box::pin(self.run("url_grant", move |conn| {
+        self.run("url_grant", move |conn| {
             conn.prepare_cached(
                 "SELECT value, expires_at FROM keys WHERE key = ?1 AND expires_at > ?2",
             )
@@ -365,19 +361,20 @@ impl AccountStore for EmbeddedStore {
                 })
                 .optional()
             })
-        }))
+        })
+        .await
     }
 
-    fn claim_personal_url<'a>(
-        &'a self,
-        user_id: &'a str,
-        candidate: &'a PersonalUrl,
+    async fn claim_personal_url(
+        &self,
+        user_id: &str,
+        candidate: &PersonalUrl,
         now: u64,
-    ) -> StoreFuture<'a, PersonalUrl> {
+    ) -> Result<PersonalUrl, StoreError> {
         let op = "claim_personal_url";
         let user_id = user_id.to_string();
         let candidate = candidate.clone();
-        Box::pin(self.run(op, move |conn| {
+        self.run(op, move |conn| {
             let user_key = format!("{USER_URL_PREFIX}{user_id}");
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let current = personal_url_in(&tx, &user_key)?;
@@ -412,28 +409,26 @@ impl AccountStore for EmbeddedStore {
             )?;
             tx.commit()?;
             Ok(candidate.clone())
-        }))
+        })
+        .await
     }
 
-    fn revoke_personal_url<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, bool> {
+    async fn revoke_personal_url(&self, user_id: &str) -> Result<bool, StoreError> {
         let op = "revoke_personal_url";
         let user_key = format!("{USER_URL_PREFIX}{user_id}");
-        Box::pin(self.run(op, move |conn| {
+        self.run(op, move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let revoked = delete_url_claim(&tx, &user_key)?;
             tx.commit()?;
             Ok(revoked)
-        }))
+        })
+        .await
     }
 
-    fn put_login_state<'a>(
-        &'a self,
-        state: &'a str,
-        record: &'a LoginState,
-    ) -> StoreFuture<'a, ()> {
+    async fn put_login_state(&self, state: &str, record: &LoginState) -> Result<(), StoreError> {
         let key = format!("{STATE_PREFIX}{state}");
         let record = record.clone();
-        Box::pin(self.run("put_login_state", move |conn| {
+        self.run("put_login_state", move |conn| {
             let value = json_column(&StateRow {
                 status: match record.status {
                     LoginStatus::Pending => StateValue::Pending,
@@ -448,12 +443,13 @@ impl AccountStore for EmbeddedStore {
                 user_code_hash: record.user_code_hash,
             })?;
             put_key(conn, &key, &value, record.expires_at)
-        }))
+        })
+        .await
     }
 
-    fn login_state<'a>(&'a self, state: &'a str) -> StoreFuture<'a, Option<LoginState>> {
+    async fn login_state(&self, state: &str) -> Result<Option<LoginState>, StoreError> {
         let key = format!("{STATE_PREFIX}{state}");
-        Box::pin(self.run("login_state", move |conn| {
+        self.run("login_state", move |conn| {
             conn.prepare_cached("SELECT value, expires_at FROM keys WHERE key = ?1")
                 .and_then(|mut stmt| {
                     stmt.query_row([&key], |row| {
@@ -476,19 +472,20 @@ impl AccountStore for EmbeddedStore {
                     })
                     .optional()
                 })
-        }))
+        })
+        .await
     }
 
-    fn complete_login_state<'a>(
-        &'a self,
-        state: &'a str,
-        sealed_token: &'a str,
+    async fn complete_login_state(
+        &self,
+        state: &str,
+        sealed_token: &str,
         now: u64,
-    ) -> StoreFuture<'a, bool> {
+    ) -> Result<bool, StoreError> {
         let op = "complete_login_state";
         let key = format!("{STATE_PREFIX}{state}");
         let sealed_token = sealed_token.to_string();
-        Box::pin(self.run(op, move |conn| {
+        self.run(op, move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let row = tx
                 .prepare_cached("SELECT value FROM keys WHERE key = ?1 AND expires_at > ?2")?
@@ -504,13 +501,14 @@ impl AccountStore for EmbeddedStore {
                 .execute([&key, &json_column(&row)?])?;
             tx.commit()?;
             Ok(true)
-        }))
+        })
+        .await
     }
 
-    fn take_login_token<'a>(&'a self, state: &'a str, now: u64) -> StoreFuture<'a, Option<String>> {
+    async fn take_login_token(&self, state: &str, now: u64) -> Result<Option<String>, StoreError> {
         let op = "take_login_token";
         let key = format!("{STATE_PREFIX}{state}");
-        Box::pin(self.run(op, move |conn| {
+        self.run(op, move |conn| {
             // One immediate transaction: of two racing takes, the second reads the
             // state the first left (collected) and gets nothing.
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -532,23 +530,25 @@ impl AccountStore for EmbeddedStore {
                 .execute([&key, &json_column(&row)?])?;
             tx.commit()?;
             Ok(Some(sealed_token))
-        }))
+        })
+        .await
     }
 
-    fn purge_expired<'a>(&'a self, now: u64) -> StoreFuture<'a, u64> {
-        Box::pin(self.run("purge_expired", move |conn| {
+    async fn purge_expired(&self, now: u64) -> Result<u64, StoreError> {
+        self.run("purge_expired", move |conn| {
             super::purge_expired_rows(conn, now)
-        }))
+        })
+        .await
     }
 
-    fn count_event<'a>(
-        &'a self,
-        key_hash: &'a str,
+    async fn count_event(
+        &self,
+        key_hash: &str,
         window_secs: u64,
         now: u64,
-    ) -> StoreFuture<'a, u32> {
+    ) -> Result<u32, StoreError> {
         let (key, expires_at) = counter_key(key_hash, window_secs, now);
-        Box::pin(self.run("count_event", move |conn| {
+        self.run("count_event", move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             // Drop long-past windows here (no TTL in SQLite). Not the one just ended: the
             // limits sum this window and the one before, so a burst across a boundary
@@ -566,17 +566,18 @@ impl AccountStore for EmbeddedStore {
                 .query_row(params![key, seconds_column(expires_at)?], |row| row.get(0))?;
             tx.commit()?;
             Ok(u32::try_from(count).unwrap_or(u32::MAX))
-        }))
+        })
+        .await
     }
 
-    fn event_count<'a>(
-        &'a self,
-        key_hash: &'a str,
+    async fn event_count(
+        &self,
+        key_hash: &str,
         window_secs: u64,
         now: u64,
-    ) -> StoreFuture<'a, u32> {
+    ) -> Result<u32, StoreError> {
         let (key, _) = counter_key(key_hash, window_secs, now);
-        Box::pin(self.run("event_count", move |conn| {
+        self.run("event_count", move |conn| {
             let count: Option<i64> = conn
                 .prepare_cached(
                     "SELECT CAST(value AS INTEGER) FROM keys WHERE key = ?1 AND expires_at > ?2",
@@ -584,17 +585,18 @@ impl AccountStore for EmbeddedStore {
                 .query_row(params![key, now_column(now)], |row| row.get(0))
                 .optional()?;
             Ok(count.map_or(0, |c| u32::try_from(c).unwrap_or(u32::MAX)))
-        }))
+        })
+        .await
     }
 
-    fn claim_share_url<'a>(
-        &'a self,
-        owner: &'a str,
-        grantee: &'a str,
-        permission: &'a str,
-        candidate: &'a PersonalUrl,
+    async fn claim_share_url(
+        &self,
+        owner: &str,
+        grantee: &str,
+        permission: &str,
+        candidate: &PersonalUrl,
         now: u64,
-    ) -> StoreFuture<'a, Option<PersonalUrl>> {
+    ) -> Result<Option<PersonalUrl>, StoreError> {
         let op = "claim_share_url";
         let (owner, grantee, permission) = (
             owner.to_string(),
@@ -602,7 +604,7 @@ impl AccountStore for EmbeddedStore {
             permission.to_string(),
         );
         let candidate = candidate.clone();
-        Box::pin(self.run(op, move |conn| {
+        self.run(op, move |conn| {
             let url_key = share_url_key(&owner, &grantee);
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let current = personal_url_in(&tx, &url_key)?;
@@ -642,66 +644,71 @@ impl AccountStore for EmbeddedStore {
             )?;
             tx.commit()?;
             Ok(Some(candidate.clone()))
-        }))
+        })
+        .await
     }
 
-    fn revoke_share_url<'a>(&'a self, owner: &'a str, grantee: &'a str) -> StoreFuture<'a, bool> {
+    async fn revoke_share_url(&self, owner: &str, grantee: &str) -> Result<bool, StoreError> {
         let url_key = share_url_key(owner, grantee);
-        Box::pin(self.run("revoke_share_url", move |conn| {
+        self.run("revoke_share_url", move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let revoked = delete_url_claim(&tx, &url_key)?;
             tx.commit()?;
             Ok(revoked)
-        }))
+        })
+        .await
     }
 
-    fn share_url<'a>(
-        &'a self,
-        owner: &'a str,
-        grantee: &'a str,
+    async fn share_url(
+        &self,
+        owner: &str,
+        grantee: &str,
         now: u64,
-    ) -> StoreFuture<'a, Option<PersonalUrl>> {
+    ) -> Result<Option<PersonalUrl>, StoreError> {
         let url_key = share_url_key(owner, grantee);
-        Box::pin(self.run("share_url", move |conn| {
+        self.run("share_url", move |conn| {
             conn.prepare_cached(
                 "SELECT value, expires_at FROM keys WHERE key = ?1 AND expires_at > ?2",
             )?
             .query_row(params![url_key, now_column(now)], personal_url_row)
             .optional()
-        }))
+        })
+        .await
     }
 
-    fn token_state<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, TokenState> {
+    async fn token_state(&self, user_id: &str) -> Result<TokenState, StoreError> {
         let key = format!("{TOKENS_PREFIX}{user_id}");
-        Box::pin(self.read("token_state", move |conn| token_state_in(conn, &key)))
+        self.read("token_state", move |conn| token_state_in(conn, &key))
+            .await
     }
 
-    fn change_tokens<'a>(
-        &'a self,
-        user_id: &'a str,
-        change: &'a TokenChange,
+    async fn change_tokens(
+        &self,
+        user_id: &str,
+        change: &TokenChange,
         now: u64,
-    ) -> StoreFuture<'a, TokenState> {
+    ) -> Result<TokenState, StoreError> {
         let key = format!("{TOKENS_PREFIX}{user_id}");
         let change = change.clone();
-        Box::pin(self.run("change_tokens", move |conn| {
+        self.run("change_tokens", move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let state = change_tokens_in(&tx, &key, &change, now)?;
             tx.commit()?;
             Ok(state)
-        }))
+        })
+        .await
     }
 
-    fn change_password<'a>(
-        &'a self,
-        user_id: &'a str,
-        password_hash: &'a str,
+    async fn change_password(
+        &self,
+        user_id: &str,
+        password_hash: &str,
         now: u64,
-    ) -> StoreFuture<'a, Option<TokenState>> {
+    ) -> Result<Option<TokenState>, StoreError> {
         let key = format!("{TOKENS_PREFIX}{user_id}");
         let user_id = user_id.to_string();
         let password_hash = password_hash.to_string();
-        Box::pin(self.run("change_password", move |conn| {
+        self.run("change_password", move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let changed = tx
                 .prepare_cached("UPDATE accounts SET password_hash = ?2 WHERE user_id = ?1")?
@@ -712,44 +719,47 @@ impl AccountStore for EmbeddedStore {
             let state = change_tokens_in(&tx, &key, &TokenChange::EndAll, now)?;
             tx.commit()?;
             Ok(Some(state))
-        }))
+        })
+        .await
     }
 
-    fn shares_granted<'a>(
-        &'a self,
-        user_id: &'a str,
-    ) -> StoreFuture<'a, Vec<(String, Vec<String>)>> {
+    async fn shares_granted(
+        &self,
+        user_id: &str,
+    ) -> Result<Vec<(String, Vec<String>)>, StoreError> {
         let user = user_id.to_string();
-        Box::pin(self.run("shares_granted", move |conn| {
+        self.run("shares_granted", move |conn| {
             conn.prepare_cached(
                 "SELECT grantee, permissions FROM shares WHERE owner = ?1 ORDER BY grantee",
             )?
             .query_map([&user], |row| Ok((row.get(0)?, json_from_column(row, 1)?)))?
             .collect()
-        }))
+        })
+        .await
     }
 
-    fn shares_received<'a>(
-        &'a self,
-        user_id: &'a str,
-    ) -> StoreFuture<'a, Vec<(String, Vec<String>)>> {
+    async fn shares_received(
+        &self,
+        user_id: &str,
+    ) -> Result<Vec<(String, Vec<String>)>, StoreError> {
         let user = user_id.to_string();
-        Box::pin(self.run("shares_received", move |conn| {
+        self.run("shares_received", move |conn| {
             conn.prepare_cached(
                 "SELECT owner, permissions FROM shares WHERE grantee = ?1 ORDER BY owner",
             )?
             .query_map([&user], |row| Ok((row.get(0)?, json_from_column(row, 1)?)))?
             .collect()
-        }))
+        })
+        .await
     }
 
-    fn temporary_urls<'a>(
-        &'a self,
-        user_id: &'a str,
+    async fn temporary_urls(
+        &self,
+        user_id: &str,
         now: u64,
-    ) -> StoreFuture<'a, Vec<(String, UrlGrant)>> {
+    ) -> Result<Vec<(String, UrlGrant)>, StoreError> {
         let user = user_id.to_string();
-        Box::pin(self.run("temporary_urls", move |conn| {
+        self.run("temporary_urls", move |conn| {
             // One file: a range scan of the `url#` rows is affordable here.
             conn.prepare_cached(
                 "SELECT key, value, expires_at FROM keys \
@@ -766,17 +776,18 @@ impl AccountStore for EmbeddedStore {
                 Ok((hash, value.grant(seconds_from_column(row, 2)?)))
             })?
             .collect()
-        }))
+        })
+        .await
     }
 
-    fn revoke_temporary_url<'a>(
-        &'a self,
-        user_id: &'a str,
-        secret_hash: &'a str,
-    ) -> StoreFuture<'a, bool> {
+    async fn revoke_temporary_url(
+        &self,
+        user_id: &str,
+        secret_hash: &str,
+    ) -> Result<bool, StoreError> {
         let user = user_id.to_string();
         let key = format!("{URL_PREFIX}{secret_hash}");
-        Box::pin(self.run("revoke_temporary_url", move |conn| {
+        self.run("revoke_temporary_url", move |conn| {
             let deleted = conn
                 .prepare_cached(
                     "DELETE FROM keys WHERE key = ?1 \
@@ -786,27 +797,29 @@ impl AccountStore for EmbeddedStore {
                 )?
                 .execute([&key, &user])?;
             Ok(deleted > 0)
-        }))
+        })
+        .await
     }
 
-    fn personal_url<'a>(
-        &'a self,
-        user_id: &'a str,
+    async fn personal_url(
+        &self,
+        user_id: &str,
         now: u64,
-    ) -> StoreFuture<'a, Option<PersonalUrl>> {
+    ) -> Result<Option<PersonalUrl>, StoreError> {
         let user_key = format!("{USER_URL_PREFIX}{user_id}");
-        Box::pin(self.run("personal_url", move |conn| {
+        self.run("personal_url", move |conn| {
             conn.prepare_cached(
                 "SELECT value, expires_at FROM keys WHERE key = ?1 AND expires_at > ?2",
             )?
             .query_row(params![user_key, now_column(now)], personal_url_row)
             .optional()
-        }))
+        })
+        .await
     }
 
-    fn account_records<'a>(&'a self, user_id: &'a str) -> StoreFuture<'a, AccountRecords> {
+    async fn account_records(&self, user_id: &str) -> Result<AccountRecords, StoreError> {
         let user = user_id.to_string();
-        Box::pin(self.run("account_records", move |conn| {
+        self.run("account_records", move |conn| {
             let shares_granted = conn
                 .prepare_cached(
                     "SELECT grantee, permissions FROM shares WHERE owner = ?1 ORDER BY grantee",
@@ -823,17 +836,18 @@ impl AccountStore for EmbeddedStore {
                 shares_granted,
                 personal_url_expires_at,
             })
-        }))
+        })
+        .await
     }
 
-    fn confirm_email<'a>(
-        &'a self,
-        user_id: &'a str,
-        email: &'a str,
+    async fn confirm_email(
+        &self,
+        user_id: &str,
+        email: &str,
         now: u64,
-    ) -> StoreFuture<'a, bool> {
+    ) -> Result<bool, StoreError> {
         let (user, email) = (user_id.to_string(), email.to_string());
-        Box::pin(self.run("confirm_email", move |conn| {
+        self.run("confirm_email", move |conn| {
             let changed = conn
                 .prepare_cached(
                     "UPDATE accounts SET email_confirmed_at = coalesce(email_confirmed_at, ?3) \
@@ -841,14 +855,11 @@ impl AccountStore for EmbeddedStore {
                 )?
                 .execute(params![user, email, seconds_column(now)?])?;
             Ok(changed > 0)
-        }))
+        })
+        .await
     }
 
-    fn put_mail_token<'a>(
-        &'a self,
-        secret_hash: &'a str,
-        token: &'a MailToken,
-    ) -> StoreFuture<'a, ()> {
+    async fn put_mail_token(&self, secret_hash: &str, token: &MailToken) -> Result<(), StoreError> {
         let key = format!("{MAIL_PREFIX}{secret_hash}");
         let value = MailValue {
             purpose: token.purpose,
@@ -856,19 +867,20 @@ impl AccountStore for EmbeddedStore {
             email: token.email.clone(),
         };
         let expires_at = token.expires_at;
-        Box::pin(self.run("put_mail_token", move |conn| {
+        self.run("put_mail_token", move |conn| {
             put_key(conn, &key, &json_column(&value)?, expires_at)
-        }))
+        })
+        .await
     }
 
-    fn take_mail_token<'a>(
-        &'a self,
-        secret_hash: &'a str,
+    async fn take_mail_token(
+        &self,
+        secret_hash: &str,
         purpose: MailPurpose,
         now: u64,
-    ) -> StoreFuture<'a, Option<MailToken>> {
+    ) -> Result<Option<MailToken>, StoreError> {
         let key = format!("{MAIL_PREFIX}{secret_hash}");
-        Box::pin(self.run("take_mail_token", move |conn| {
+        self.run("take_mail_token", move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let row: Option<(MailValue, u64)> = tx
                 .prepare_cached("SELECT value, expires_at FROM keys WHERE key = ?1")?
@@ -891,12 +903,13 @@ impl AccountStore for EmbeddedStore {
                 email: value.email,
                 expires_at,
             }))
-        }))
+        })
+        .await
     }
 
-    fn put_invitation<'a>(&'a self, invitation: &'a Invitation) -> StoreFuture<'a, ()> {
+    async fn put_invitation(&self, invitation: &Invitation) -> Result<(), StoreError> {
         let invitation = invitation.clone();
-        Box::pin(self.run("put_invitation", move |conn| {
+        self.run("put_invitation", move |conn| {
             conn.prepare_cached(
                 "INSERT INTO invitations (owner, email, id, permissions, created_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5) \
@@ -911,49 +924,53 @@ impl AccountStore for EmbeddedStore {
                 seconds_column(invitation.created_at)?
             ])?;
             Ok(())
-        }))
+        })
+        .await
     }
 
-    fn delete_invitation<'a>(&'a self, owner: &'a str, email: &'a str) -> StoreFuture<'a, bool> {
+    async fn delete_invitation(&self, owner: &str, email: &str) -> Result<bool, StoreError> {
         let (owner, email) = (owner.to_string(), email.to_string());
-        Box::pin(self.run("delete_invitation", move |conn| {
+        self.run("delete_invitation", move |conn| {
             let deleted = conn
                 .prepare_cached("DELETE FROM invitations WHERE owner = ?1 AND email = ?2")?
                 .execute([&owner, &email])?;
             Ok(deleted > 0)
-        }))
+        })
+        .await
     }
 
-    fn invitations_sent<'a>(&'a self, owner: &'a str) -> StoreFuture<'a, Vec<Invitation>> {
+    async fn invitations_sent(&self, owner: &str) -> Result<Vec<Invitation>, StoreError> {
         let owner = owner.to_string();
-        Box::pin(self.run("invitations_sent", move |conn| {
+        self.run("invitations_sent", move |conn| {
             conn.prepare_cached(&format!(
                 "SELECT {INVITATION_COLUMNS} FROM invitations WHERE owner = ?1 ORDER BY email"
             ))?
             .query_map([&owner], invitation_from_row)?
             .collect()
-        }))
+        })
+        .await
     }
 
-    fn invitations_for<'a>(&'a self, email: &'a str) -> StoreFuture<'a, Vec<Invitation>> {
+    async fn invitations_for(&self, email: &str) -> Result<Vec<Invitation>, StoreError> {
         let email = email.to_string();
-        Box::pin(self.run("invitations_for", move |conn| {
+        self.run("invitations_for", move |conn| {
             conn.prepare_cached(&format!(
                 "SELECT {INVITATION_COLUMNS} FROM invitations WHERE email = ?1 ORDER BY owner"
             ))?
             .query_map([&email], invitation_from_row)?
             .collect()
-        }))
+        })
+        .await
     }
 
-    fn accept_invitation<'a>(
-        &'a self,
-        email: &'a str,
-        id: &'a str,
-        grantee: &'a str,
-    ) -> StoreFuture<'a, Option<Invitation>> {
+    async fn accept_invitation(
+        &self,
+        email: &str,
+        id: &str,
+        grantee: &str,
+    ) -> Result<Option<Invitation>, StoreError> {
         let (email, id, grantee) = (email.to_string(), id.to_string(), grantee.to_string());
-        Box::pin(self.run("accept_invitation", move |conn| {
+        self.run("accept_invitation", move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let Some(invitation) = tx
                 .prepare_cached(&format!(
@@ -980,12 +997,13 @@ impl AccountStore for EmbeddedStore {
             ])?;
             tx.commit()?;
             Ok(Some(invitation))
-        }))
+        })
+        .await
     }
 
-    fn delete_account_everything<'a>(&'a self, user_id: &'a str, now: u64) -> StoreFuture<'a, ()> {
+    async fn delete_account_everything(&self, user_id: &str, now: u64) -> Result<(), StoreError> {
         let user = user_id.to_string();
-        Box::pin(self.run("delete_account_everything", move |conn| {
+        self.run("delete_account_everything", move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             change_tokens_in(
                 &tx,
@@ -1033,6 +1051,6 @@ impl AccountStore for EmbeddedStore {
             }
             super::genome::delete_genome(&tx, &user)?;
             tx.commit()
-        }))
+        }).await
     }
 }

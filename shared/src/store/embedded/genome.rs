@@ -8,6 +8,7 @@
 //! snapshot under WAL): the active version and its rows always agree. Never logs a
 //! genotype.
 
+use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::EmbeddedStore;
@@ -17,7 +18,7 @@ use crate::store::genome_codec::{
     ItemKey, Layout, VersionItem, decode_blocks, decode_bucket, encode_genome, rsid_keys,
     within_radius,
 };
-use crate::store::{GenomeStore, GenomeSummary, Neighbourhood, StoreError, StoreFuture};
+use crate::store::{GenomeStore, GenomeSummary, Neighbourhood, StoreError};
 
 /// Items written per transaction while a new version is imported (~7 KB each).
 const CHUNK: usize = 200;
@@ -299,31 +300,33 @@ impl EmbeddedStore {
     }
 }
 
+#[async_trait]
 impl GenomeStore for EmbeddedStore {
-    fn replace_genome<'a>(
-        &'a self,
-        user: &'a str,
-        genome: &'a Genome,
-        source: &'a str,
+    async fn replace_genome(
+        &self,
+        user: &str,
+        genome: &Genome,
+        source: &str,
         imported_at: u64,
-    ) -> StoreFuture<'a, ()> {
-        Box::pin(self.replace(user, None, genome, source, imported_at))
+    ) -> Result<(), StoreError> {
+        self.replace(user, None, genome, source, imported_at).await
     }
 
-    fn replace_import_genome<'a>(
-        &'a self,
-        user: &'a str,
-        upload_id: &'a str,
-        genome: &'a Genome,
-        source: &'a str,
+    async fn replace_import_genome(
+        &self,
+        user: &str,
+        upload_id: &str,
+        genome: &Genome,
+        source: &str,
         imported_at: u64,
-    ) -> StoreFuture<'a, ()> {
-        Box::pin(self.replace(user, Some(upload_id), genome, source, imported_at))
+    ) -> Result<(), StoreError> {
+        self.replace(user, Some(upload_id), genome, source, imported_at)
+            .await
     }
 
-    fn genome_summary<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Option<GenomeSummary>> {
+    async fn genome_summary(&self, user: &str) -> Result<Option<GenomeSummary>, StoreError> {
         let user = user.to_string();
-        Box::pin(self.run("genome_summary", move |conn| {
+        self.run("genome_summary", move |conn| {
             conn.prepare_cached(
                 "SELECT variants, source, imported_at FROM genomes WHERE user = ?1",
             )?
@@ -335,33 +338,35 @@ impl GenomeStore for EmbeddedStore {
                 })
             })
             .optional()
-        }))
+        })
+        .await
     }
 
-    fn genotypes_by_rsid<'a>(
-        &'a self,
-        user: &'a str,
-        rsids: &'a [String],
-    ) -> StoreFuture<'a, Vec<Genotype>> {
+    async fn genotypes_by_rsid(
+        &self,
+        user: &str,
+        rsids: &[String],
+    ) -> Result<Vec<Genotype>, StoreError> {
         let user = user.to_string();
         let rsids = rsids.to_vec();
-        Box::pin(self.run("genotypes_by_rsid", move |conn| {
+        self.run("genotypes_by_rsid", move |conn| {
             let tx = conn.transaction()?;
             let (hits, _) = lookup(&tx, &user, &rsids, 0)?;
             genotypes(&hits)
-        }))
+        })
+        .await
     }
 
-    fn genotypes_in_range<'a>(
-        &'a self,
-        user: &'a str,
-        chromosome: &'a str,
+    async fn genotypes_in_range(
+        &self,
+        user: &str,
+        chromosome: &str,
         from: u64,
         to: u64,
-    ) -> StoreFuture<'a, Vec<Genotype>> {
+    ) -> Result<Vec<Genotype>, StoreError> {
         let user = user.to_string();
         let code = chromosome_code(chromosome);
-        Box::pin(self.run("genotypes_in_range", move |conn| {
+        self.run("genotypes_in_range", move |conn| {
             let Some(code) = code.filter(|_| from <= to && from <= u64::from(u32::MAX)) else {
                 return Ok(Vec::new());
             };
@@ -382,18 +387,19 @@ impl GenomeStore for EmbeddedStore {
             let mut out = genotypes(&read)?;
             out.sort_by(|a, b| (a.position, &a.rsid).cmp(&(b.position, &b.rsid)));
             Ok(out)
-        }))
+        })
+        .await
     }
 
-    fn genotypes_near<'a>(
-        &'a self,
-        user: &'a str,
-        rsids: &'a [String],
+    async fn genotypes_near(
+        &self,
+        user: &str,
+        rsids: &[String],
         radius: u64,
-    ) -> StoreFuture<'a, Neighbourhood> {
+    ) -> Result<Neighbourhood, StoreError> {
         let user = user.to_string();
         let rsids = rsids.to_vec();
-        Box::pin(self.run("genotypes_near", move |conn| {
+        self.run("genotypes_near", move |conn| {
             let tx = conn.transaction()?;
             let (hits, read) = lookup(&tx, &user, &rsids, radius)?;
             let mut nearby = genotypes(&within_radius(&hits, read, radius))?;
@@ -402,21 +408,23 @@ impl GenomeStore for EmbeddedStore {
                 hits: genotypes(&hits)?,
                 nearby,
             })
-        }))
+        })
+        .await
     }
 
-    fn delete_genome<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()> {
+    async fn delete_genome(&self, user: &str) -> Result<(), StoreError> {
         let user = user.to_string();
-        Box::pin(self.run("delete_genome", move |conn| {
+        self.run("delete_genome", move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             delete_genome(&tx, &user)?;
             tx.commit()
-        }))
+        })
+        .await
     }
 
-    fn migrate_legacy_genotypes(&self, _now: u64) -> StoreFuture<'_, usize> {
+    async fn migrate_legacy_genotypes(&self, _now: u64) -> Result<usize, StoreError> {
         // Schema step 5 moved the `genotypes` table when the file was opened.
-        Box::pin(async { Ok(0) })
+        Ok(0)
     }
 }
 

@@ -3,6 +3,7 @@
 //!
 //! Never logs a reading or a genotype.
 
+use async_trait::async_trait;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -13,8 +14,7 @@ use crate::domain::measures;
 use crate::domain::{DataPresence, Reading, ReadingValue};
 use crate::store::health::TIME_MAX;
 use crate::store::{
-    CatalogueEntry, HealthStore, HourValue, Period, ReadingQuery, Rollup, StoreError, StoreFuture,
-    WriteReport,
+    CatalogueEntry, HealthStore, HourValue, Period, ReadingQuery, Rollup, StoreError, WriteReport,
 };
 use std::sync::PoisonError;
 
@@ -524,55 +524,53 @@ impl CatalogueCache {
     }
 }
 
+#[async_trait]
 impl HealthStore for EmbeddedStore {
-    fn data_presence<'a>(&'a self, user: &'a str) -> StoreFuture<'a, DataPresence> {
+    async fn data_presence(&self, user: &str) -> Result<DataPresence, StoreError> {
         let user = user.to_string();
-        Box::pin(self.read("data_presence", move |conn| presence_of(conn, &user)))
+        self.read("data_presence", move |conn| presence_of(conn, &user))
+            .await
     }
 
-    fn put_readings<'a>(
-        &'a self,
-        user: &'a str,
-        readings: &'a [Reading],
-    ) -> StoreFuture<'a, WriteReport> {
+    async fn put_readings(
+        &self,
+        user: &str,
+        readings: &[Reading],
+    ) -> Result<WriteReport, StoreError> {
         let user = user.to_string();
         let readings = readings.to_vec();
-        Box::pin(async move {
+        {
             self.run("put_readings", move |conn| {
                 write_readings(conn, &user, &readings, None)
             })
             .await?
             .ok_or_else(|| StoreError::Corrupt("put_readings: unguarded write stopped".into()))
-        })
+        }
     }
 
-    fn put_import_readings<'a>(
-        &'a self,
-        user: &'a str,
-        upload_id: &'a str,
-        readings: &'a [Reading],
-    ) -> StoreFuture<'a, WriteReport> {
+    async fn put_import_readings(
+        &self,
+        user: &str,
+        upload_id: &str,
+        readings: &[Reading],
+    ) -> Result<WriteReport, StoreError> {
         let (user, upload_id) = (user.to_string(), upload_id.to_string());
         let readings = readings.to_vec();
-        Box::pin(async move {
+        {
             self.run("put_import_readings", move |conn| {
                 write_readings(conn, &user, &readings, Some(&upload_id))
             })
             .await?
             .ok_or(StoreError::ImportStopped)
-        })
+        }
     }
 
-    fn readings<'a>(
-        &'a self,
-        user: &'a str,
-        query: &'a ReadingQuery,
-    ) -> StoreFuture<'a, Vec<Reading>> {
+    async fn readings(&self, user: &str, query: &ReadingQuery) -> Result<Vec<Reading>, StoreError> {
         let user = user.to_string();
         let from = query.from.clone().unwrap_or_default();
         let to = query.time_upper_bound();
         let keys = query.normalized_keys();
-        Box::pin(self.run("readings", move |conn| {
+        self.run("readings", move |conn| {
             let mut out = Vec::new();
             match keys {
                 None => {
@@ -600,20 +598,21 @@ impl HealthStore for EmbeddedStore {
                 }
             }
             Ok(out)
-        }))
+        })
+        .await
     }
 
-    fn hourly_values<'a>(
-        &'a self,
-        user: &'a str,
-        indicator_key: &'a str,
-        window: &'a ReadingQuery,
-    ) -> StoreFuture<'a, Vec<HourValue>> {
+    async fn hourly_values(
+        &self,
+        user: &str,
+        indicator_key: &str,
+        window: &ReadingQuery,
+    ) -> Result<Vec<HourValue>, StoreError> {
         let user = user.to_string();
         let key = Reading::indicator_key(indicator_key);
         let from = window.from.clone().unwrap_or_default();
         let to = window.time_upper_bound();
-        Box::pin(self.run("hourly_values", move |conn| {
+        self.run("hourly_values", move |conn| {
             // Two columns, no strings: the primary key's range, as `readings` reads it.
             let mut stmt = conn.prepare_cached(
                 "SELECT CAST(substr(time, 12, 2) AS INTEGER), value_number FROM readings \
@@ -629,12 +628,13 @@ impl HealthStore for EmbeddedStore {
                 }
             }
             Ok(out)
-        }))
+        })
+        .await
     }
 
-    fn delete_user_data<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()> {
+    async fn delete_user_data(&self, user: &str) -> Result<(), StoreError> {
         let user = user.to_string();
-        Box::pin(self.run("delete_user_data", move |conn| {
+        self.run("delete_user_data", move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             tx.prepare_cached("DELETE FROM readings WHERE user = ?1")?
                 .execute([&user])?;
@@ -644,13 +644,14 @@ impl HealthStore for EmbeddedStore {
             tx.prepare_cached("DELETE FROM reading_catalogue WHERE user = ?1")?
                 .execute([&user])?;
             tx.commit()
-        }))
+        })
+        .await
     }
 
-    fn catalogue<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Vec<CatalogueEntry>> {
+    async fn catalogue(&self, user: &str) -> Result<Vec<CatalogueEntry>, StoreError> {
         let user = user.to_string();
         let cache = self.catalogues.clone();
-        Box::pin(self.read("catalogue", move |conn| {
+        self.read("catalogue", move |conn| {
             // One read transaction: the stamp and the rows are of the same snapshot.
             let tx = conn.transaction()?;
             let version: i64 = tx
@@ -675,17 +676,18 @@ impl HealthStore for EmbeddedStore {
                 .collect::<rusqlite::Result<_>>()?;
             cache.put(stamp, user, &entries);
             Ok(entries)
-        }))
+        })
+        .await
     }
 
-    fn rollups<'a>(
-        &'a self,
-        user: &'a str,
-        indicator_key: &'a str,
+    async fn rollups(
+        &self,
+        user: &str,
+        indicator_key: &str,
         period: Period,
-        from: &'a str,
-        to: &'a str,
-    ) -> StoreFuture<'a, Vec<Rollup>> {
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<Rollup>, StoreError> {
         let (user, key, from, to) = (
             user.to_string(),
             Reading::indicator_key(indicator_key),
@@ -696,23 +698,24 @@ impl HealthStore for EmbeddedStore {
             Period::Day => DAY,
             Period::Month => MONTH,
         };
-        Box::pin(self.run("rollups", move |conn| {
+        self.run("rollups", move |conn| {
             rollups_between(conn, &user, &key, kind, &from, &to)
-        }))
+        })
+        .await
     }
 
-    fn latest_readings<'a>(
-        &'a self,
-        user: &'a str,
-        indicator_key: &'a str,
+    async fn latest_readings(
+        &self,
+        user: &str,
+        indicator_key: &str,
         limit: usize,
-        window: &'a ReadingQuery,
-    ) -> StoreFuture<'a, Vec<Reading>> {
+        window: &ReadingQuery,
+    ) -> Result<Vec<Reading>, StoreError> {
         let (user, key) = (user.to_string(), Reading::indicator_key(indicator_key));
         let from = window.from.clone().unwrap_or_default();
         let to = window.time_upper_bound();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        Box::pin(self.run("latest_readings", move |conn| {
+        self.run("latest_readings", move |conn| {
             conn.prepare_cached(&format!(
                 "SELECT {READING_COLUMNS} FROM readings \
                  WHERE user = ?1 AND indicator_key = ?2 AND time >= ?3 AND time <= ?4 \
@@ -720,16 +723,17 @@ impl HealthStore for EmbeddedStore {
             ))?
             .query_map(params![user, key, from, to, limit], reading_from_row)?
             .collect()
-        }))
+        })
+        .await
     }
 
-    fn migrate_measures(&self) -> StoreFuture<'_, u64> {
+    async fn migrate_measures(&self) -> Result<u64, StoreError> {
         // Schema step 7 did it when the file opened.
-        Box::pin(async { Ok(0) })
+        Ok(0)
     }
 
-    fn migrate_legacy_readings(&self) -> StoreFuture<'_, u64> {
+    async fn migrate_legacy_readings(&self) -> Result<u64, StoreError> {
         // The SQLite layout of readings did not change: nothing to move.
-        Box::pin(async { Ok(0) })
+        Ok(0)
     }
 }

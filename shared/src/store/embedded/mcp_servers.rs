@@ -4,12 +4,13 @@
 //!
 //! Keeps the credential only sealed, as given; never logs a record.
 
+use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
 
 use super::health::presence_of;
 use super::{EmbeddedStore, json_column, json_from_column, seconds_column, seconds_from_column};
 use crate::domain::{DataPresence, MAX_MCP_SERVERS, McpServerRecord, McpServerWrite};
-use crate::store::{McpServerBody, McpServerParts, McpServerStore, StoreFuture};
+use crate::store::{McpServerBody, McpServerParts, McpServerStore, StoreError};
 
 /// An `mcp_servers` row's columns after `user`: name, url, record, last_connected_at,
 /// last_connect_error.
@@ -85,47 +86,51 @@ fn mcp_from_row(row: &Row<'_>) -> rusqlite::Result<McpServerRecord> {
     }))
 }
 
+#[async_trait]
 impl McpServerStore for EmbeddedStore {
-    fn mcp_servers<'a>(&'a self, user: &'a str) -> StoreFuture<'a, Vec<McpServerRecord>> {
+    async fn mcp_servers(&self, user: &str) -> Result<Vec<McpServerRecord>, StoreError> {
         let user = user.to_string();
-        Box::pin(self.read("mcp_servers", move |conn| mcp_servers_of(conn, &user)))
+        self.read("mcp_servers", move |conn| mcp_servers_of(conn, &user))
+            .await
     }
 
-    fn presence_and_mcp_servers<'a>(
-        &'a self,
-        user: &'a str,
-    ) -> StoreFuture<'a, (DataPresence, Vec<McpServerRecord>)> {
+    async fn presence_and_mcp_servers(
+        &self,
+        user: &str,
+    ) -> Result<(DataPresence, Vec<McpServerRecord>), StoreError> {
         let user = user.to_string();
-        Box::pin(self.read("presence_and_mcp_servers", move |conn| {
+        self.read("presence_and_mcp_servers", move |conn| {
             Ok((presence_of(conn, &user)?, mcp_servers_of(conn, &user)?))
-        }))
+        })
+        .await
     }
 
-    fn mcp_server<'a>(
-        &'a self,
-        user: &'a str,
-        name: &'a str,
-    ) -> StoreFuture<'a, Option<McpServerRecord>> {
+    async fn mcp_server(
+        &self,
+        user: &str,
+        name: &str,
+    ) -> Result<Option<McpServerRecord>, StoreError> {
         let op = "mcp_server";
         let user = user.to_string();
         let name = name.to_string();
-        Box::pin(self.run(op, move |conn| {
+        self.run(op, move |conn| {
             conn.prepare_cached(&format!(
                 "SELECT {MCP_COLUMNS} FROM mcp_servers WHERE user = ?1 AND name = ?2"
             ))
             .and_then(|mut stmt| stmt.query_row([&user, &name], mcp_from_row).optional())
-        }))
+        })
+        .await
     }
 
-    fn create_mcp_server<'a>(
-        &'a self,
-        user: &'a str,
-        record: &'a McpServerRecord,
-    ) -> StoreFuture<'a, McpServerWrite> {
+    async fn create_mcp_server(
+        &self,
+        user: &str,
+        record: &McpServerRecord,
+    ) -> Result<McpServerWrite, StoreError> {
         let op = "create_mcp_server";
         let user = user.to_string();
         let record = record.clone();
-        Box::pin(self.run(op, move |conn| {
+        self.run(op, move |conn| {
             let row = McpRow::of(record)?;
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             // Counted inside the immediate transaction: no other writer can add a
@@ -163,18 +168,19 @@ impl McpServerStore for EmbeddedStore {
             ])?;
             tx.commit()?;
             Ok(McpServerWrite::Written)
-        }))
+        })
+        .await
     }
 
-    fn replace_mcp_server<'a>(
-        &'a self,
-        user: &'a str,
-        record: &'a McpServerRecord,
-    ) -> StoreFuture<'a, McpServerWrite> {
+    async fn replace_mcp_server(
+        &self,
+        user: &str,
+        record: &McpServerRecord,
+    ) -> Result<McpServerWrite, StoreError> {
         let op = "replace_mcp_server";
         let user = user.to_string();
         let record = record.clone();
-        Box::pin(self.run(op, move |conn| {
+        self.run(op, move |conn| {
             let row = McpRow::of(record)?;
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let stored: Option<String> = tx
@@ -189,21 +195,22 @@ impl McpServerStore for EmbeddedStore {
             row.rewrite(&tx, &user, &row.name)?;
             tx.commit()?;
             Ok(McpServerWrite::Written)
-        }))
+        })
+        .await
     }
 
-    fn record_mcp_connection<'a>(
-        &'a self,
-        user: &'a str,
-        name: &'a str,
+    async fn record_mcp_connection(
+        &self,
+        user: &str,
+        name: &str,
         at: u64,
-        error: Option<&'a str>,
-    ) -> StoreFuture<'a, ()> {
+        error: Option<&str>,
+    ) -> Result<(), StoreError> {
         let op = "record_mcp_connection";
         let user = user.to_string();
         let name = name.to_string();
         let error = error.map(str::to_string);
-        Box::pin(self.run(op, move |conn| {
+        self.run(op, move |conn| {
             // One UPDATE: it touches only these columns, and an absent row stays absent.
             match error {
                 None => conn
@@ -220,32 +227,34 @@ impl McpServerStore for EmbeddedStore {
                     .execute(params![user, name, error])?,
             };
             Ok(())
-        }))
+        })
+        .await
     }
 
-    fn delete_mcp_server<'a>(&'a self, user: &'a str, name: &'a str) -> StoreFuture<'a, bool> {
+    async fn delete_mcp_server(&self, user: &str, name: &str) -> Result<bool, StoreError> {
         let op = "delete_mcp_server";
         let user = user.to_string();
         let name = name.to_string();
-        Box::pin(self.run(op, move |conn| {
+        self.run(op, move |conn| {
             // The url's uniqueness is the row's own: deleting the row frees it.
             conn.prepare_cached("DELETE FROM mcp_servers WHERE user = ?1 AND name = ?2")
                 .and_then(|mut stmt| stmt.execute([&user, &name]))
                 .map(|deleted| deleted == 1)
-        }))
+        })
+        .await
     }
 
-    fn rename_mcp_server<'a>(
-        &'a self,
-        user: &'a str,
-        old: &'a str,
-        record: &'a McpServerRecord,
-    ) -> StoreFuture<'a, McpServerWrite> {
+    async fn rename_mcp_server(
+        &self,
+        user: &str,
+        old: &str,
+        record: &McpServerRecord,
+    ) -> Result<McpServerWrite, StoreError> {
         let op = "rename_mcp_server";
         let user = user.to_string();
         let old = old.to_string();
         let record = record.clone();
-        Box::pin(self.run(op, move |conn| {
+        self.run(op, move |conn| {
             let row = McpRow::of(record)?;
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let (stored, taken): (Option<String>, bool) = tx
@@ -264,18 +273,19 @@ impl McpServerStore for EmbeddedStore {
             row.rewrite(&tx, &user, &old)?;
             tx.commit()?;
             Ok(McpServerWrite::Written)
-        }))
+        })
+        .await
     }
 
-    fn set_mcp_server_url<'a>(
-        &'a self,
-        user: &'a str,
-        record: &'a McpServerRecord,
-    ) -> StoreFuture<'a, McpServerWrite> {
+    async fn set_mcp_server_url(
+        &self,
+        user: &str,
+        record: &McpServerRecord,
+    ) -> Result<McpServerWrite, StoreError> {
         let op = "set_mcp_server_url";
         let user = user.to_string();
         let record = record.clone();
-        Box::pin(self.run(op, move |conn| {
+        self.run(op, move |conn| {
             let row = McpRow::of(record)?;
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let (stored, taken): (Option<String>, bool) = tx
@@ -295,6 +305,7 @@ impl McpServerStore for EmbeddedStore {
             row.rewrite(&tx, &user, &row.name)?;
             tx.commit()?;
             Ok(McpServerWrite::Written)
-        }))
+        })
+        .await
     }
 }

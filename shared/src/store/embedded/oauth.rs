@@ -3,6 +3,7 @@
 //!
 //! A code's single use and a token's rotation each run in one immediate transaction.
 
+use async_trait::async_trait;
 use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
@@ -11,7 +12,7 @@ use super::{
     seconds_from_column,
 };
 use crate::domain::{AuthCode, OAuthClient, RefreshRecord, RefreshUse};
-use crate::store::{OAuthStore, StoreFuture};
+use crate::store::{OAuthStore, StoreError};
 
 const CLIENT_PREFIX: &str = "client#";
 
@@ -95,8 +96,9 @@ fn refresh_in(tx: &Transaction<'_>, key: &str) -> rusqlite::Result<Option<(Refre
         .optional()
 }
 
+#[async_trait]
 impl OAuthStore for EmbeddedStore {
-    fn put_client<'a>(&'a self, client: &'a OAuthClient) -> StoreFuture<'a, bool> {
+    async fn put_client(&self, client: &OAuthClient) -> Result<bool, StoreError> {
         let op = "put_client";
         let key = format!("{CLIENT_PREFIX}{}", client.client_id);
         // The lapse time lives in the column (the value's copy is ignored on read).
@@ -105,7 +107,7 @@ impl OAuthStore for EmbeddedStore {
             expires_at: None,
             ..client.clone()
         };
-        Box::pin(self.run(op, move |conn| {
+        self.run(op, move |conn| {
             // One statement, so the check and the insert are one atomic step.
             let inserted = conn
                 .prepare_cached(
@@ -114,13 +116,14 @@ impl OAuthStore for EmbeddedStore {
                 )?
                 .execute(params![key, json_column(&client)?, expires_at?])?;
             Ok(inserted == 1)
-        }))
+        })
+        .await
     }
 
-    fn client<'a>(&'a self, client_id: &'a str, now: u64) -> StoreFuture<'a, Option<OAuthClient>> {
+    async fn client(&self, client_id: &str, now: u64) -> Result<Option<OAuthClient>, StoreError> {
         let op = "client";
         let key = format!("{CLIENT_PREFIX}{client_id}");
-        Box::pin(self.run(op, move |conn| {
+        self.run(op, move |conn| {
             conn.prepare_cached(
                 "SELECT value, expires_at FROM keys \
                  WHERE key = ?1 AND (expires_at IS NULL OR expires_at > ?2)",
@@ -136,25 +139,27 @@ impl OAuthStore for EmbeddedStore {
                 })
                 .optional()
             })
-        }))
+        })
+        .await
     }
 
-    fn extend_client<'a>(&'a self, client_id: &'a str, expires_at: u64) -> StoreFuture<'a, bool> {
+    async fn extend_client(&self, client_id: &str, expires_at: u64) -> Result<bool, StoreError> {
         let op = "extend_client";
         let key = format!("{CLIENT_PREFIX}{client_id}");
-        Box::pin(self.run(op, move |conn| {
+        self.run(op, move |conn| {
             let updated = conn
                 .prepare_cached("UPDATE keys SET expires_at = ?2 WHERE key = ?1")?
                 .execute(params![key, seconds_column(expires_at)?])?;
             Ok(updated == 1)
-        }))
+        })
+        .await
     }
 
-    fn put_code<'a>(&'a self, code_hash: &'a str, code: &'a AuthCode) -> StoreFuture<'a, ()> {
+    async fn put_code(&self, code_hash: &str, code: &AuthCode) -> Result<(), StoreError> {
         let op = "put_code";
         let key = format!("{CODE_PREFIX}{code_hash}");
         let code = code.clone();
-        Box::pin(self.run(op, move |conn| {
+        self.run(op, move |conn| {
             let value = json_column(&CodeValue {
                 client_id: code.client_id,
                 user_id: code.user_id,
@@ -166,13 +171,14 @@ impl OAuthStore for EmbeddedStore {
                 issued_at: code.issued_at,
             })?;
             put_key(conn, &key, &value, code.expires_at)
-        }))
+        })
+        .await
     }
 
-    fn take_code<'a>(&'a self, code_hash: &'a str, now: u64) -> StoreFuture<'a, Option<AuthCode>> {
+    async fn take_code(&self, code_hash: &str, now: u64) -> Result<Option<AuthCode>, StoreError> {
         let op = "take_code";
         let key = format!("{CODE_PREFIX}{code_hash}");
-        Box::pin(self.run(op, move |conn| {
+        self.run(op, move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let Some(code) = tx
                 .prepare_cached("SELECT value, expires_at FROM keys WHERE key = ?1")?
@@ -199,27 +205,29 @@ impl OAuthStore for EmbeddedStore {
                 .execute([&key])?;
             tx.commit()?;
             Ok((code.expires_at > now).then_some(code))
-        }))
+        })
+        .await
     }
 
-    fn put_refresh<'a>(
-        &'a self,
-        token_hash: &'a str,
-        record: &'a RefreshRecord,
-    ) -> StoreFuture<'a, ()> {
+    async fn put_refresh(
+        &self,
+        token_hash: &str,
+        record: &RefreshRecord,
+    ) -> Result<(), StoreError> {
         let op = "put_refresh";
         let key = format!("{REFRESH_PREFIX}{token_hash}");
         let value = RefreshValue::of(record, false);
         let expires_at = record.expires_at;
-        Box::pin(self.run(op, move |conn| {
+        self.run(op, move |conn| {
             put_key(conn, &key, &json_column(&value)?, expires_at)
-        }))
+        })
+        .await
     }
 
-    fn use_refresh<'a>(&'a self, token_hash: &'a str, now: u64) -> StoreFuture<'a, RefreshUse> {
+    async fn use_refresh(&self, token_hash: &str, now: u64) -> Result<RefreshUse, StoreError> {
         let op = "use_refresh";
         let key = format!("{REFRESH_PREFIX}{token_hash}");
-        Box::pin(self.run(op, move |conn| {
+        self.run(op, move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let Some((record, used)) = refresh_in(&tx, &key)? else {
                 return Ok(RefreshUse::Unknown);
@@ -252,17 +260,18 @@ impl OAuthStore for EmbeddedStore {
             } else {
                 RefreshUse::Fresh(record)
             })
-        }))
+        })
+        .await
     }
 
-    fn revoke_refresh_family<'a>(
-        &'a self,
-        family_id: &'a str,
+    async fn revoke_refresh_family(
+        &self,
+        family_id: &str,
         expires_at: u64,
-    ) -> StoreFuture<'a, ()> {
+    ) -> Result<(), StoreError> {
         let op = "revoke_refresh_family";
         let key = format!("{FAMILY_PREFIX}{family_id}");
-        Box::pin(self.run(op, move |conn| {
+        self.run(op, move |conn| {
             // A family already revoked until later stays revoked until then.
             conn.prepare_cached(
                 "INSERT INTO keys (key, value, expires_at) VALUES (?1, ?2, ?3) \
@@ -275,6 +284,7 @@ impl OAuthStore for EmbeddedStore {
                 seconds_column(expires_at)?
             ])?;
             Ok(())
-        }))
+        })
+        .await
     }
 }

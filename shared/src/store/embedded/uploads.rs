@@ -4,11 +4,12 @@
 //!
 //! Never logs a user id, a file name or an object key.
 
+use async_trait::async_trait;
 use rusqlite::{OptionalExtension, Row, params};
 
 use super::{EmbeddedStore, now_column, seconds_column, seconds_from_column};
 use crate::domain::{UploadFailure, UploadKind, UploadRecord, UploadStatus};
-use crate::store::{MAX_LISTED_UPLOADS, StoreFuture, UploadOutcome, UploadStore};
+use crate::store::{MAX_LISTED_UPLOADS, StoreError, UploadOutcome, UploadStore};
 
 /// Schema step 6: what this file adds (run on files below version 6).
 pub(super) const SCHEMA_STEP_6: &str = "
@@ -75,10 +76,11 @@ fn record_from_row(row: &Row<'_>) -> rusqlite::Result<UploadRecord> {
     })
 }
 
+#[async_trait]
 impl UploadStore for EmbeddedStore {
-    fn create_upload<'a>(&'a self, record: &'a UploadRecord) -> StoreFuture<'a, ()> {
+    async fn create_upload(&self, record: &UploadRecord) -> Result<(), StoreError> {
         let record = record.clone();
-        Box::pin(self.run("create_upload", move |conn| {
+        self.run("create_upload", move |conn| {
             conn.prepare_cached(&format!(
                 "INSERT INTO uploads ({COLUMNS}) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
@@ -108,67 +110,70 @@ impl UploadStore for EmbeddedStore {
                 record.active_at.map(seconds_column).transpose()?,
             ])?;
             Ok(())
-        }))
+        }).await
     }
 
-    fn upload<'a>(
-        &'a self,
-        user: &'a str,
-        id: &'a str,
+    async fn upload(
+        &self,
+        user: &str,
+        id: &str,
         now: u64,
-    ) -> StoreFuture<'a, Option<UploadRecord>> {
+    ) -> Result<Option<UploadRecord>, StoreError> {
         let (user, id) = (user.to_string(), id.to_string());
-        Box::pin(self.run("upload", move |conn| {
+        self.run("upload", move |conn| {
             conn.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM uploads WHERE id = ?1 AND user = ?2 AND expires_at > ?3"
             ))?
             .query_row(params![id, user, now_column(now)], record_from_row)
             .optional()
-        }))
+        })
+        .await
     }
 
-    fn upload_by_object<'a>(
-        &'a self,
-        object_key: &'a str,
+    async fn upload_by_object(
+        &self,
+        object_key: &str,
         now: u64,
-    ) -> StoreFuture<'a, Option<UploadRecord>> {
+    ) -> Result<Option<UploadRecord>, StoreError> {
         let key = object_key.to_string();
-        Box::pin(self.run("upload_by_object", move |conn| {
+        self.run("upload_by_object", move |conn| {
             conn.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM uploads WHERE object_key = ?1 AND expires_at > ?2"
             ))?
             .query_row(params![key, now_column(now)], record_from_row)
             .optional()
-        }))
+        })
+        .await
     }
 
-    fn recent_uploads<'a>(
-        &'a self,
-        user: &'a str,
+    async fn recent_uploads(
+        &self,
+        user: &str,
         limit: usize,
         now: u64,
-    ) -> StoreFuture<'a, Vec<UploadRecord>> {
+    ) -> Result<Vec<UploadRecord>, StoreError> {
         let user = user.to_string();
         let limit = limit.min(MAX_LISTED_UPLOADS) as i64;
-        Box::pin(self.run("recent_uploads", move |conn| {
+        self.run("recent_uploads", move |conn| {
             conn.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM uploads WHERE user = ?1 AND expires_at > ?2 \
                  ORDER BY id DESC LIMIT ?3"
             ))?
             .query_map(params![user, now_column(now), limit], record_from_row)?
             .collect()
-        }))
+        })
+        .await
     }
 
-    fn start_upload<'a>(
-        &'a self,
-        user: &'a str,
-        id: &'a str,
+    async fn start_upload(
+        &self,
+        user: &str,
+        id: &str,
         bytes: u64,
         now: u64,
-    ) -> StoreFuture<'a, bool> {
+    ) -> Result<bool, StoreError> {
         let (user, id) = (user.to_string(), id.to_string());
-        Box::pin(self.run("start_upload", move |conn| {
+        self.run("start_upload", move |conn| {
             // One statement: of two racing starts exactly one changes the row.
             let changed = conn
                 .prepare_cached(
@@ -177,20 +182,21 @@ impl UploadStore for EmbeddedStore {
                 )?
                 .execute(params![id, user, seconds_column(bytes)?, now_column(now)])?;
             Ok(changed == 1)
-        }))
+        })
+        .await
     }
 
-    fn upload_progress<'a>(
-        &'a self,
-        user: &'a str,
-        id: &'a str,
+    async fn upload_progress(
+        &self,
+        user: &str,
+        id: &str,
         rows_read: u64,
         rows_written: u64,
         progress: f64,
         now: u64,
-    ) -> StoreFuture<'a, ()> {
+    ) -> Result<(), StoreError> {
         let (user, id) = (user.to_string(), id.to_string());
-        Box::pin(self.run("upload_progress", move |conn| {
+        self.run("upload_progress", move |conn| {
             conn.prepare_cached(
                 "UPDATE uploads SET rows_read = ?3, rows_written = ?4, progress = ?5, \
                  active_at = ?6 WHERE id = ?1 AND user = ?2",
@@ -204,19 +210,20 @@ impl UploadStore for EmbeddedStore {
                 now_column(now)
             ])?;
             Ok(())
-        }))
+        })
+        .await
     }
 
-    fn fail_stalled_upload<'a>(
-        &'a self,
-        user: &'a str,
-        id: &'a str,
+    async fn fail_stalled_upload(
+        &self,
+        user: &str,
+        id: &str,
         silent_since: u64,
-        failure: &'a UploadFailure,
+        failure: &UploadFailure,
         now: u64,
-    ) -> StoreFuture<'a, bool> {
+    ) -> Result<bool, StoreError> {
         let (user, id, message) = (user.to_string(), id.to_string(), failure.message.clone());
-        Box::pin(self.run("fail_stalled_upload", move |conn| {
+        self.run("fail_stalled_upload", move |conn| {
             let changed = conn
                 .prepare_cached(
                     "UPDATE uploads SET status = 'failed', error_line = NULL, error_message = ?3, \
@@ -231,16 +238,17 @@ impl UploadStore for EmbeddedStore {
                     now_column(silent_since)
                 ])?;
             Ok(changed == 1)
-        }))
+        })
+        .await
     }
 
-    fn finish_upload<'a>(
-        &'a self,
-        user: &'a str,
-        id: &'a str,
-        outcome: &'a UploadOutcome,
+    async fn finish_upload(
+        &self,
+        user: &str,
+        id: &str,
+        outcome: &UploadOutcome,
         finished_at: u64,
-    ) -> StoreFuture<'a, ()> {
+    ) -> Result<(), StoreError> {
         let (user, id) = (user.to_string(), id.to_string());
         let (status, line, message, counts) = match outcome {
             UploadOutcome::Done(counts) => (
@@ -256,7 +264,7 @@ impl UploadStore for EmbeddedStore {
                 None,
             ),
         };
-        Box::pin(self.run("finish_upload", move |conn| {
+        self.run("finish_upload", move |conn| {
             conn.prepare_cached(
                 "UPDATE uploads SET status = ?3, error_line = ?4, error_message = ?5, \
                  finished_at = ?6, progress = CASE WHEN ?3 = 'done' THEN 1.0 ELSE progress END, \
@@ -272,16 +280,18 @@ impl UploadStore for EmbeddedStore {
                 counts,
             ])?;
             Ok(())
-        }))
+        })
+        .await
     }
 
-    fn delete_uploads<'a>(&'a self, user: &'a str) -> StoreFuture<'a, ()> {
+    async fn delete_uploads(&self, user: &str) -> Result<(), StoreError> {
         let user = user.to_string();
-        Box::pin(self.run("delete_uploads", move |conn| {
+        self.run("delete_uploads", move |conn| {
             conn.prepare_cached("DELETE FROM uploads WHERE user = ?1")?
                 .execute([user])?;
             Ok(())
-        }))
+        })
+        .await
     }
 }
 
