@@ -795,7 +795,7 @@ async fn reset_requests_are_limited_per_source_and_per_address() {
 /// month passes by back-dating the stored invitation: the server runs on the real clock.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invitation_nobody_accepts_lapses_after_thirty_days() {
-    use mirobody::store::{AccountStore, EMBEDDED_FILE, EmbeddedStore};
+    use mirobody::store::{EMBEDDED_FILE, EmbeddedStore, GrantStore};
     let server = Server::start(&[]);
     let (owner_id, owner) = sign_up(&server, "owner.lapse@example.com").await;
     let invitee = "dr.lapse@clinic.example";

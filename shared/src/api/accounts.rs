@@ -27,7 +27,7 @@ use crate::identity::{
     random_secret,
 };
 use crate::mail::{Letter, MailSender};
-use crate::store::{AccountStore, Created, TokenChange};
+use crate::store::{Created, Store, TokenChange};
 
 /// Lifetime of a token from sign-in.
 pub(crate) const SESSION_TOKEN_SECS: u64 = 24 * 3600;
@@ -51,7 +51,7 @@ const INVITATIONS: Quota = Quota {
 };
 
 pub(crate) struct AccountApi {
-    pub store: Arc<dyn AccountStore>,
+    pub store: Arc<dyn Store>,
     pub jwts: Arc<Jwts>,
     pub urls: Arc<McpUrls>,
     pub clock: Arc<dyn Clock>,

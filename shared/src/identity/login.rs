@@ -27,7 +27,7 @@ use super::sign_in::{counter_hash, source_key};
 use crate::clock::Clock;
 use crate::domain::{LoginState, LoginStatus};
 use crate::http::{self as web, ApiError};
-use crate::store::{AccountStore, StoreError, window};
+use crate::store::{Store, StoreError, window};
 
 /// How long the browser step may take.
 pub(crate) const LOGIN_STATE_SECS: u64 = 600;
@@ -54,7 +54,7 @@ pub(super) const POLL_INTERVAL: u64 = 10;
 pub(super) const POLL_MAX_WAIT: u64 = 300;
 
 pub(crate) struct LoginPrompts {
-    pub store: Arc<dyn AccountStore>,
+    pub store: Arc<dyn Store>,
     /// The public origin (C4): no prefix, no trailing slash.
     pub origin: String,
 }
@@ -168,7 +168,7 @@ impl LoginPrompts {
 /// 200 pending, 200 completed with the token (once), 400 without a state. Built once per process; without keys a
 /// completed login cannot be read back.
 pub(crate) struct LoginPoll {
-    pub store: Arc<dyn AccountStore>,
+    pub store: Arc<dyn Store>,
     pub sealer: Option<Arc<Sealer>>,
     pub clock: Arc<dyn Clock>,
 }
@@ -269,7 +269,7 @@ mod tests {
         let path = std::env::temp_dir()
             .join(format!("mirobody-login-{}-{nanos}", std::process::id()))
             .join("db.sqlite3");
-        let store: Arc<dyn AccountStore> = Arc::new(EmbeddedStore::open(&path).unwrap());
+        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&path).unwrap());
         let now = 1_800_000_000;
         let prompts = LoginPrompts {
             store: store.clone(),

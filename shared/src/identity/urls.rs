@@ -18,7 +18,7 @@ use std::sync::Arc;
 use super::seal::Sealer;
 use super::secret::{PERSONAL_SECRET_BYTES, TEMPORARY_SECRET_BYTES, random_secret, secret_hash};
 use crate::domain::{PersonalUrl, TokenState, UrlGrant};
-use crate::store::{AccountStore, StoreError};
+use crate::store::{Store, StoreError};
 
 /// B1: one year.
 pub(crate) const PERSONAL_URL_SECS: u64 = 365 * 24 * 3600;
@@ -26,7 +26,7 @@ pub(crate) const PERSONAL_URL_SECS: u64 = 365 * 24 * 3600;
 pub(crate) const TEMPORARY_URL_SECS: u64 = 600;
 
 pub(crate) struct McpUrls {
-    pub store: Arc<dyn AccountStore>,
+    pub store: Arc<dyn Store>,
     pub sealer: Arc<Sealer>,
     /// `<public origin><prefix>`; URLs are `<base>/mcp/<secret>`.
     pub base: String,

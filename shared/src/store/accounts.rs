@@ -1,6 +1,7 @@
-//! Accounts and what grants access to a user's data: shares between accounts, URL
-//! secrets (personal, temporary, and a grantee's delegated URL on a share), and
-//! device-login states.
+//! Accounts: the account and its e-mail lookup, its sessions and tokens (the token
+//! state: epoch, ended sessions, withdrawn client grants), the password, the export's
+//! records and the deletion of everything. Shares and URL grants are `grants.rs`'s,
+//! login states and mailed links `logins.rs`'s.
 //!
 //! Also the abuse counters (failed sign-ins, registrations), fixed windows in the keys
 //! table with a TTL, keyed by a hash the caller makes (never a raw e-mail or address).
@@ -10,10 +11,7 @@
 //! itself.
 
 use super::StoreError;
-use crate::domain::{
-    Account, ClientGrant, Invitation, LoginState, MailPurpose, MailToken, PersonalUrl, TokenState,
-    UrlGrant,
-};
+use crate::domain::{Account, ClientGrant, TokenState};
 use async_trait::async_trait;
 
 /// The outcome of creating an account.
@@ -133,8 +131,8 @@ fn end_all(state: &mut TokenState) {
     state.grants.clear();
 }
 
-/// Accounts (DynamoDB: keys table `email#…`, data table `<user>/account`), shares,
-/// URL grants, personal URL claims and login states.
+/// Accounts, their tokens, the abuse counters and the whole account (DynamoDB: keys
+/// table `email#…`, `tokens#…`, `limit#…`; data table `<user>/account`).
 #[async_trait]
 pub trait AccountStore: Send + Sync {
     /// Creates the account and its e-mail lookup in one transaction; an e-mail that
@@ -146,66 +144,6 @@ pub trait AccountStore: Send + Sync {
     async fn account_by_email(&self, email: &str) -> Result<Option<Account>, StoreError>;
 
     async fn account(&self, user_id: &str) -> Result<Option<Account>, StoreError>;
-
-    // ----- Shares between accounts (data table `<owner>/share#<grantee>`) -----
-
-    /// Grants (replaces) `grantee`'s permissions on `owner`'s data.
-    async fn put_share(
-        &self,
-        owner: &str,
-        grantee: &str,
-        permissions: &[String],
-    ) -> Result<(), StoreError>;
-
-    /// Ends the share and the grantee's delegated URL on it (its `share-url#` claim and
-    /// its `url#` grant) in one transaction: from then on that secret resolves to
-    /// nothing, and a later share starts without a URL.
-    async fn delete_share(&self, owner: &str, grantee: &str) -> Result<(), StoreError>;
-
-    /// The permissions `owner` granted `grantee`, if any.
-    async fn share(&self, owner: &str, grantee: &str) -> Result<Option<Vec<String>>, StoreError>;
-
-    // ----- URL secrets (keys table `url#<hash>`, `user-url#<user>`) -----
-
-    async fn put_url_grant(&self, secret_hash: &str, grant: &UrlGrant) -> Result<(), StoreError>;
-
-    /// The grant for a secret hash; `None` when absent or expired at `now`.
-    async fn url_grant(&self, secret_hash: &str, now: u64) -> Result<Option<UrlGrant>, StoreError>;
-
-    /// The user's live personal URL if there is one (unchanged); otherwise stores
-    /// `candidate` and its `url#` grant in one conditional transaction and returns it.
-    /// Two racing callers get the same URL.
-    async fn claim_personal_url(
-        &self,
-        user_id: &str,
-        candidate: &PersonalUrl,
-        now: u64,
-    ) -> Result<PersonalUrl, StoreError>;
-
-    /// Deletes the personal URL and its grant; true if there was one (expired or not:
-    /// the store is not told the time here).
-    async fn revoke_personal_url(&self, user_id: &str) -> Result<bool, StoreError>;
-
-    // ----- Device-login states (keys table `state#<hash>`; callers pass the state's
-    // `secret_hash`, never the raw state) -----
-
-    async fn put_login_state(&self, state: &str, record: &LoginState) -> Result<(), StoreError>;
-
-    /// The state as stored, even when expired (the poll answers 410 for those).
-    async fn login_state(&self, state: &str) -> Result<Option<LoginState>, StoreError>;
-
-    /// Pending and unexpired at `now` → completed with the sealed token; else false.
-    async fn complete_login_state(
-        &self,
-        state: &str,
-        sealed_token: &str,
-        now: u64,
-    ) -> Result<bool, StoreError>;
-
-    /// Completed and unexpired at `now` → collected (the sealed token is dropped from
-    /// the store), answering the sealed token; else `None`. Atomic: of two concurrent
-    /// takes exactly one gets the token.
-    async fn take_login_token(&self, state: &str, now: u64) -> Result<Option<String>, StoreError>;
 
     // ----- Housekeeping -----
 
@@ -235,37 +173,6 @@ pub trait AccountStore: Send + Sync {
         now: u64,
     ) -> Result<u32, StoreError>;
 
-    // ----- Delegated share URLs (B2; keys table `share-url#<owner>#<grantee>`, and the
-    // `url#<hash>` grant of its secret with the delegation; user ids never hold `#`) -----
-
-    /// The grantee's live delegated URL on `owner`'s data if there is one (unchanged);
-    /// otherwise, if `owner` shares `permission` with `grantee`, stores `candidate` and
-    /// its `url#` grant (owner, grantee, permission) in one conditional transaction that
-    /// also checks the share, and returns it. `None` when there is no such share
-    /// (nothing written). A live URL is returned without reading the share again: it was
-    /// checked by the claim, and the URL dies with the share. Two racing callers get the
-    /// same URL.
-    async fn claim_share_url(
-        &self,
-        owner: &str,
-        grantee: &str,
-        permission: &str,
-        candidate: &PersonalUrl,
-        now: u64,
-    ) -> Result<Option<PersonalUrl>, StoreError>;
-
-    /// Deletes the grantee's delegated URL on `owner`'s data and its grant, leaving the
-    /// share; true if there was one.
-    async fn revoke_share_url(&self, owner: &str, grantee: &str) -> Result<bool, StoreError>;
-
-    /// The grantee's delegated URL on `owner`'s data, if one is live at `now`.
-    async fn share_url(
-        &self,
-        owner: &str,
-        grantee: &str,
-        now: u64,
-    ) -> Result<Option<PersonalUrl>, StoreError>;
-
     // ----- Token revocation (keys table `tokens#<user>`) -----
 
     /// The user's token state: one read, the default when nothing was ever revoked or
@@ -291,90 +198,12 @@ pub trait AccountStore: Send + Sync {
         password_hash: &str,
         now: u64,
     ) -> Result<Option<TokenState>, StoreError>;
-
-    // ----- Who can act for a user (the console's access page, `/api/shares`,
-    // `/api/user/urls`) -----
-
-    /// The shares `user_id` granted: (grantee, permissions), ordered by grantee.
-    async fn shares_granted(&self, user_id: &str)
-    -> Result<Vec<(String, Vec<String>)>, StoreError>;
-
-    /// The shares granted to `user_id`: (owner, permissions), ordered by owner.
-    /// (DynamoDB: the `<grantee>/shared-by#<owner>` item written and deleted with the
-    /// share.)
-    async fn shares_received(
-        &self,
-        user_id: &str,
-    ) -> Result<Vec<(String, Vec<String>)>, StoreError>;
-
-    /// The user's temporary URL grants (a session and an agent, no delegation) live at
-    /// `now`: (secret hash, grant), soonest expiry first.
-    async fn temporary_urls(
-        &self,
-        user_id: &str,
-        now: u64,
-    ) -> Result<Vec<(String, UrlGrant)>, StoreError>;
-
-    /// Deletes the user's temporary URL grant of `secret_hash`: true if there was one of
-    /// theirs (another user's grant, a personal or a delegated URL is never touched).
-    async fn revoke_temporary_url(
-        &self,
-        user_id: &str,
-        secret_hash: &str,
-    ) -> Result<bool, StoreError>;
-
-    /// The user's personal URL if one is live at `now` (read only: nothing is minted).
-    async fn personal_url(
-        &self,
-        user_id: &str,
-        now: u64,
-    ) -> Result<Option<PersonalUrl>, StoreError>;
-    // ----- Proving an address, and shares as invitations -----
+    // ----- Proving an address -----
 
     /// Marks the account confirmed (at `now`) when its e-mail is still exactly `email`; true if it
     /// is confirmed afterwards (already was, or now), false when there is no such account.
     async fn confirm_email(&self, user_id: &str, email: &str, now: u64)
     -> Result<bool, StoreError>;
-
-    /// Stores a mailed link's record under the hash of its secret (keys table
-    /// `mail#<hash>`, expiring at `token.expires_at`).
-    async fn put_mail_token(&self, secret_hash: &str, token: &MailToken) -> Result<(), StoreError>;
-
-    /// Deletes and answers the link of `secret_hash` when it is for `purpose` and live at
-    /// `now`; else `None` (a link for another purpose is left alone). Atomic: of two
-    /// racing takes exactly one gets it (single use).
-    async fn take_mail_token(
-        &self,
-        secret_hash: &str,
-        purpose: MailPurpose,
-        now: u64,
-    ) -> Result<Option<MailToken>, StoreError>;
-
-    /// Writes (replaces) the owner's invitation to `invitation.email` (DynamoDB: the
-    /// owner's `invite#<email>` item and the address's `invitee#<email>`/`invite#<owner>`
-    /// item, together).
-    async fn put_invitation(&self, invitation: &Invitation) -> Result<(), StoreError>;
-
-    /// Withdraws the owner's invitation to `email`; true if there was one.
-    async fn delete_invitation(&self, owner: &str, email: &str) -> Result<bool, StoreError>;
-
-    /// The invitations `owner` sent that wait, ordered by address.
-    async fn invitations_sent(&self, owner: &str) -> Result<Vec<Invitation>, StoreError>;
-
-    /// The invitations waiting for `email`, ordered by owner.
-    async fn invitations_for(&self, email: &str) -> Result<Vec<Invitation>, StoreError>;
-
-    /// Accepts the invitation `id` to `email` for `grantee`: in one transaction the
-    /// invitation goes and the share (owner to grantee, the invitation's permissions)
-    /// is written. The accepted invitation, or `None` (nothing written) when there is no
-    /// such invitation to that address, or the owner is the grantee. The caller checks
-    /// that `grantee` is a confirmed account with exactly that address.
-    async fn accept_invitation(
-        &self,
-        email: &str,
-        id: &str,
-        grantee: &str,
-    ) -> Result<Option<Invitation>, StoreError>;
 
     // ----- The whole account -----
 
@@ -412,5 +241,8 @@ pub(crate) fn window(window_secs: u64, now: u64) -> (u64, u64) {
 /// The keys-table key of a counter's window.
 pub(crate) fn counter_key(key_hash: &str, window_secs: u64, now: u64) -> (String, u64) {
     let (start, end) = window(window_secs, now);
-    (format!("limit#{key_hash}#{start}"), end)
+    (
+        format!("{}{key_hash}#{start}", super::keys::LIMIT_PREFIX),
+        end,
+    )
 }

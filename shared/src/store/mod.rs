@@ -3,8 +3,9 @@
 //!
 //! - The traits, each in its own file with the query and outcome types of its
 //!   operations: [`HealthStore`] (readings, genotypes, presence, deleting a user's
-//!   data), [`AccountStore`] (accounts, shares, URL grants, personal URLs, login
-//!   states, abuse counters), [`OAuthStore`] (clients, codes, refresh tokens) and
+//!   data), [`AccountStore`] (accounts, their sessions and tokens, abuse counters, the
+//!   whole account), [`GrantStore`] (shares, invitations, URL grants, personal and
+//!   delegated URLs), [`LoginStore`] (device-login states, mailed links), [`OAuthStore`] (clients, codes, refresh tokens) and
 //!   [`McpServerStore`] (a user's external MCP servers, and presence with them in one
 //!   read), [`GenomeStore`] (a user's genome, versioned). [`Store`] is all of them (with [`UploadStore`], below): consumers hold an `Arc<dyn Store>`, and one that needs a single
 //!   domain can take that trait instead. The records are [`crate::domain`]'s.
@@ -38,7 +39,10 @@ mod dynamo;
 mod embedded;
 mod genome;
 mod genome_codec;
+mod grants;
 mod health;
+mod keys;
+mod logins;
 mod mcp_servers;
 mod oauth;
 mod objects;
@@ -57,11 +61,13 @@ pub use dynamo::{DynamoStore, DynamoTables, IoCounters};
 #[cfg(feature = "sqlite")]
 pub use embedded::EmbeddedStore;
 pub use genome::{GenomeStore, GenomeSummary, Neighbourhood};
+pub use grants::GrantStore;
 pub(crate) use health::TIME_MAX;
 pub use health::{
     CatalogueEntry, DayTotal, GlucoseBands, HealthStore, HourValue, Period, ReadingQuery, Rollup,
     RollupPoint, WriteReport,
 };
+pub use logins::LoginStore;
 pub use mcp_servers::McpServerStore;
 pub(crate) use mcp_servers::{McpServerBody, McpServerParts};
 pub use oauth::OAuthStore;
@@ -110,17 +116,32 @@ impl std::fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
-/// Everything the product stores: the six domains' traits in one, so that
+/// Everything the product stores: the eight domains' traits in one, so that
 /// `Arc<dyn Store>` serves a consumer that needs several, and one that needs a single
 /// domain can take the narrow trait (`Arc<dyn HealthStore>`, by upcasting).
-/// Implemented for every type that implements all six.
+/// Implemented for every type that implements all eight.
 pub trait Store:
-    HealthStore + AccountStore + OAuthStore + McpServerStore + UploadStore + GenomeStore
+    HealthStore
+    + AccountStore
+    + GrantStore
+    + LoginStore
+    + OAuthStore
+    + McpServerStore
+    + UploadStore
+    + GenomeStore
 {
 }
 
-impl<T: HealthStore + AccountStore + OAuthStore + McpServerStore + UploadStore + GenomeStore> Store
-    for T
+impl<
+    T: HealthStore
+        + AccountStore
+        + GrantStore
+        + LoginStore
+        + OAuthStore
+        + McpServerStore
+        + UploadStore
+        + GenomeStore,
+> Store for T
 {
 }
 

@@ -30,7 +30,8 @@ use crate::domain::{
 };
 use crate::store::accounts::counter_key;
 use crate::store::{
-    AccountRecords, AccountStore, Created, StoreError, TokenChange, apply_token_change,
+    AccountRecords, AccountStore, Created, GrantStore, LoginStore, StoreError, TokenChange,
+    apply_token_change,
 };
 
 /// A `temp-url#` entry expired this long is deleted when listed (a read at an earlier
@@ -313,6 +314,239 @@ impl AccountStore for DynamoStore {
         }
     }
 
+    async fn purge_expired(&self, _now: u64) -> Result<u64, StoreError> {
+        // DynamoDB's TTL on `expires_at` deletes expired items of both tables itself.
+        Ok(0)
+    }
+
+    async fn count_event(
+        &self,
+        key_hash: &str,
+        window_secs: u64,
+        now: u64,
+    ) -> Result<u32, StoreError> {
+        {
+            let op = "count_event";
+            let (key, expires_at) = counter_key(key_hash, window_secs, now);
+            let out = self
+                .client
+                .update_item()
+                .table_name(&self.tables.keys)
+                .key(KEY, s(key))
+                .update_expression("ADD #count :one SET #exp = :exp")
+                .expression_attribute_names("#count", COUNT)
+                .expression_attribute_names("#exp", EXPIRES_AT)
+                .expression_attribute_values(":one", n(1))
+                .expression_attribute_values(":exp", n(expires_at))
+                .return_values(ReturnValue::UpdatedNew)
+                .send()
+                .await
+                .map_err(|e| sdk_error(op, e))?;
+            let item = out.attributes.ok_or_else(|| corrupt(op))?;
+            count_of(op, &item)
+        }
+    }
+
+    async fn event_count(
+        &self,
+        key_hash: &str,
+        window_secs: u64,
+        now: u64,
+    ) -> Result<u32, StoreError> {
+        {
+            let op = "event_count";
+            let (key, _) = counter_key(key_hash, window_secs, now);
+            match self.key_item(op, key).await? {
+                Some(item) if get_u64(op, &item, EXPIRES_AT)? > now => count_of(op, &item),
+                _ => Ok(0),
+            }
+        }
+    }
+
+    async fn token_state(&self, user_id: &str) -> Result<TokenState, StoreError> {
+        {
+            let op = "token_state";
+            let item = self
+                .key_item(op, format!("{TOKENS_PREFIX}{user_id}"))
+                .await?;
+            Ok(token_state_from_item(op, item.as_ref())?.0)
+        }
+    }
+
+    async fn change_tokens(
+        &self,
+        user_id: &str,
+        change: &TokenChange,
+        now: u64,
+    ) -> Result<TokenState, StoreError> {
+        {
+            let op = "change_tokens";
+            contended(op, || async move {
+                let (state, put) = self.next_token_state(op, user_id, change, now).await?;
+                Ok(match self.transact(op, vec![put]).await? {
+                    Committed::Yes => Attempt::Done(state),
+                    outcome => outcome.retry(op)?,
+                })
+            })
+            .await
+        }
+    }
+
+    async fn change_password(
+        &self,
+        user_id: &str,
+        password_hash: &str,
+        now: u64,
+    ) -> Result<Option<TokenState>, StoreError> {
+        {
+            let op = "change_password";
+            contended(op, || async move {
+                let (state, put) = self
+                    .next_token_state(op, user_id, &TokenChange::EndAll, now)
+                    .await?;
+                let update = tx_update(
+                    op,
+                    &self.tables.data,
+                    data_key(user_id, ACCOUNT_SK.to_string()),
+                    "SET #hash = :hash",
+                    condition(
+                        "attribute_exists(#pk)",
+                        &[("#pk", PK), ("#hash", "password_hash")],
+                        vec![(":hash", s(password_hash))],
+                    ),
+                )?;
+                let outcome = self.transact(op, vec![put, update]).await?;
+                if matches!(outcome, Committed::Yes) {
+                    return Ok(Attempt::Done(Some(state)));
+                }
+                if outcome.condition_failed(1) {
+                    return Ok(Attempt::Done(None));
+                }
+                outcome.retry(op)
+            })
+            .await
+        }
+    }
+
+    async fn account_records(&self, user_id: &str) -> Result<AccountRecords, StoreError> {
+        {
+            let op = "account_records";
+            let mut shares_granted = Vec::new();
+            for item in self
+                .partition_items(op, user_id, Some(SHARE_PREFIX))
+                .await?
+            {
+                let sk = get_s(op, &item, SK)?;
+                let grantee = sk.strip_prefix(SHARE_PREFIX).ok_or_else(|| corrupt(op))?;
+                shares_granted.push((grantee.to_string(), permissions_from_item(op, &item)?));
+            }
+            let personal_url_expires_at = match self
+                .key_item(op, format!("{USER_URL_PREFIX}{user_id}"))
+                .await?
+            {
+                Some(item) => Some(get_u64(op, &item, EXPIRES_AT)?),
+                None => None,
+            };
+            Ok(AccountRecords {
+                shares_granted,
+                personal_url_expires_at,
+            })
+        }
+    }
+
+    async fn confirm_email(
+        &self,
+        user_id: &str,
+        email: &str,
+        now: u64,
+    ) -> Result<bool, StoreError> {
+        {
+            let op = "confirm_email";
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.tables.data)
+                .set_key(Some(data_key(user_id, ACCOUNT_SK.to_string())))
+                .update_expression("SET #c = if_not_exists(#c, :now)")
+                .condition_expression("attribute_exists(#pk) AND #email = :email")
+                .expression_attribute_names("#c", EMAIL_CONFIRMED_AT)
+                .expression_attribute_names("#pk", PK)
+                .expression_attribute_names("#email", "email")
+                .expression_attribute_values(":now", n(now))
+                .expression_attribute_values(":email", s(email))
+                .send()
+                .await;
+            Ok(conditional(op, result)?.is_some())
+        }
+    }
+
+    async fn delete_account_everything(&self, user_id: &str, now: u64) -> Result<(), StoreError> {
+        {
+            let op = "delete_account_everything";
+            // First the tombstone: from here on every credential of the account is refused.
+            self.change_tokens(user_id, &TokenChange::Deleted, now)
+                .await?;
+            // What the keys table holds for the user, found from the user's own items:
+            // each share's delegated URL and its grant (with the share), the personal URL
+            // and its grant, the upload pointers, the e-mail lookup.
+            for item in self
+                .partition_items(op, user_id, Some(SHARE_PREFIX))
+                .await?
+            {
+                let sk = get_s(op, &item, SK)?;
+                if let Some(grantee) = sk.strip_prefix(SHARE_PREFIX) {
+                    self.delete_share(user_id, grantee).await?;
+                }
+            }
+            // The invitations the user sent, both views (the owner's go with the partition).
+            for invitation in self.invitations_sent(user_id).await? {
+                self.delete_invitation(user_id, &invitation.email).await?;
+            }
+            self.revoke_personal_url(user_id).await?;
+            crate::store::UploadStore::delete_uploads(self, user_id).await?;
+            if let Some(item) = self.data_item(op, user_id, ACCOUNT_SK.to_string()).await? {
+                let email = get_s(op, &item, "email")?;
+                // Only if the lookup still names this user (a retry after the e-mail
+                // signed up again must not take the new account's lookup).
+                conditional(
+                    op,
+                    self.client
+                        .delete_item()
+                        .table_name(&self.tables.keys)
+                        .key(KEY, s(format!("{EMAIL_PREFIX}{email}")))
+                        .condition_expression("#u = :u")
+                        .expression_attribute_names("#u", "user_id")
+                        .expression_attribute_values(":u", s(user_id))
+                        .send()
+                        .await,
+                )?;
+            }
+            // Then every item of the user's partition, the account last of all (a retry
+            // still finds the e-mail through it).
+            let mut account = None;
+            let mut deletes = Vec::new();
+            for item in self.partition_items(op, user_id, None).await? {
+                let key: Item = item
+                    .into_iter()
+                    .filter(|(name, _)| name == PK || name == SK)
+                    .collect();
+                if key.get(SK) == Some(&s(ACCOUNT_SK)) {
+                    account = Some(key);
+                    continue;
+                }
+                deletes.push(delete_request(op, key)?);
+            }
+            self.write_all(op, deletes).await?;
+            if let Some(key) = account {
+                self.write_all(op, vec![delete_request(op, key)?]).await?;
+            }
+            Ok(())
+        }
+    }
+}
+
+#[async_trait]
+impl GrantStore for DynamoStore {
     async fn put_share(
         &self,
         owner: &str,
@@ -590,155 +824,6 @@ impl AccountStore for DynamoStore {
         }
     }
 
-    async fn put_login_state(&self, state: &str, record: &LoginState) -> Result<(), StoreError> {
-        let mut item = HashMap::from([
-            (KEY.to_string(), s(format!("{STATE_PREFIX}{state}"))),
-            (EXPIRES_AT.to_string(), n(record.expires_at)),
-            ("created_at".to_string(), n(record.created_at)),
-            (
-                "poll_secret_hash".to_string(),
-                s(record.poll_secret_hash.as_str()),
-            ),
-            (
-                "user_code_hash".to_string(),
-                s(record.user_code_hash.as_str()),
-            ),
-        ]);
-        if let Some(name) = &record.client_name {
-            item.insert("client_name".to_string(), s(name.as_str()));
-        }
-        match &record.status {
-            LoginStatus::Pending => {
-                item.insert("status".to_string(), s(PENDING));
-            }
-            LoginStatus::Completed { sealed_token } => {
-                item.insert("status".to_string(), s(COMPLETED));
-                item.insert("sealed_token".to_string(), s(sealed_token.as_str()));
-            }
-            LoginStatus::Collected => {
-                item.insert("status".to_string(), s(COLLECTED));
-            }
-        }
-        self.put_key_item("put_login_state", item).await
-    }
-
-    async fn login_state(&self, state: &str) -> Result<Option<LoginState>, StoreError> {
-        {
-            let op = "login_state";
-            self.key_item(op, format!("{STATE_PREFIX}{state}"))
-                .await?
-                .map(|item| login_state_from_item(op, &item))
-                .transpose()
-        }
-    }
-
-    async fn complete_login_state(
-        &self,
-        state: &str,
-        sealed_token: &str,
-        now: u64,
-    ) -> Result<bool, StoreError> {
-        {
-            let op = "complete_login_state";
-            // The condition also fails on an absent item, so this never creates one.
-            let result = self
-                .client
-                .update_item()
-                .table_name(&self.tables.keys)
-                .key(KEY, s(format!("{STATE_PREFIX}{state}")))
-                .update_expression("SET #status = :completed, #token = :token")
-                .condition_expression("#status = :pending AND #exp > :now")
-                .expression_attribute_names("#status", "status")
-                .expression_attribute_names("#token", "sealed_token")
-                .expression_attribute_names("#exp", EXPIRES_AT)
-                .expression_attribute_values(":completed", s(COMPLETED))
-                .expression_attribute_values(":pending", s(PENDING))
-                .expression_attribute_values(":token", s(sealed_token))
-                .expression_attribute_values(":now", n(now))
-                .send()
-                .await;
-            Ok(conditional(op, result)?.is_some())
-        }
-    }
-
-    async fn take_login_token(&self, state: &str, now: u64) -> Result<Option<String>, StoreError> {
-        {
-            let op = "take_login_token";
-            // Conditional, so of two racing takes exactly one passes and gets the old
-            // item (with the sealed token) back; the token is removed in the same write.
-            let result = self
-                .client
-                .update_item()
-                .table_name(&self.tables.keys)
-                .key(KEY, s(format!("{STATE_PREFIX}{state}")))
-                .update_expression("SET #status = :collected REMOVE #token")
-                .condition_expression("#status = :completed AND #exp > :now")
-                .expression_attribute_names("#status", "status")
-                .expression_attribute_names("#token", "sealed_token")
-                .expression_attribute_names("#exp", EXPIRES_AT)
-                .expression_attribute_values(":collected", s(COLLECTED))
-                .expression_attribute_values(":completed", s(COMPLETED))
-                .expression_attribute_values(":now", n(now))
-                .return_values(ReturnValue::AllOld)
-                .send()
-                .await;
-            let Some(out) = conditional(op, result)? else {
-                return Ok(None);
-            };
-            let item = out.attributes.ok_or_else(|| corrupt(op))?;
-            Ok(Some(get_s(op, &item, "sealed_token")?))
-        }
-    }
-
-    async fn purge_expired(&self, _now: u64) -> Result<u64, StoreError> {
-        // DynamoDB's TTL on `expires_at` deletes expired items of both tables itself.
-        Ok(0)
-    }
-
-    async fn count_event(
-        &self,
-        key_hash: &str,
-        window_secs: u64,
-        now: u64,
-    ) -> Result<u32, StoreError> {
-        {
-            let op = "count_event";
-            let (key, expires_at) = counter_key(key_hash, window_secs, now);
-            let out = self
-                .client
-                .update_item()
-                .table_name(&self.tables.keys)
-                .key(KEY, s(key))
-                .update_expression("ADD #count :one SET #exp = :exp")
-                .expression_attribute_names("#count", COUNT)
-                .expression_attribute_names("#exp", EXPIRES_AT)
-                .expression_attribute_values(":one", n(1))
-                .expression_attribute_values(":exp", n(expires_at))
-                .return_values(ReturnValue::UpdatedNew)
-                .send()
-                .await
-                .map_err(|e| sdk_error(op, e))?;
-            let item = out.attributes.ok_or_else(|| corrupt(op))?;
-            count_of(op, &item)
-        }
-    }
-
-    async fn event_count(
-        &self,
-        key_hash: &str,
-        window_secs: u64,
-        now: u64,
-    ) -> Result<u32, StoreError> {
-        {
-            let op = "event_count";
-            let (key, _) = counter_key(key_hash, window_secs, now);
-            match self.key_item(op, key).await? {
-                Some(item) if get_u64(op, &item, EXPIRES_AT)? > now => count_of(op, &item),
-                _ => Ok(0),
-            }
-        }
-    }
-
     async fn claim_share_url(
         &self,
         owner: &str,
@@ -876,71 +961,6 @@ impl AccountStore for DynamoStore {
         }
     }
 
-    async fn token_state(&self, user_id: &str) -> Result<TokenState, StoreError> {
-        {
-            let op = "token_state";
-            let item = self
-                .key_item(op, format!("{TOKENS_PREFIX}{user_id}"))
-                .await?;
-            Ok(token_state_from_item(op, item.as_ref())?.0)
-        }
-    }
-
-    async fn change_tokens(
-        &self,
-        user_id: &str,
-        change: &TokenChange,
-        now: u64,
-    ) -> Result<TokenState, StoreError> {
-        {
-            let op = "change_tokens";
-            contended(op, || async move {
-                let (state, put) = self.next_token_state(op, user_id, change, now).await?;
-                Ok(match self.transact(op, vec![put]).await? {
-                    Committed::Yes => Attempt::Done(state),
-                    outcome => outcome.retry(op)?,
-                })
-            })
-            .await
-        }
-    }
-
-    async fn change_password(
-        &self,
-        user_id: &str,
-        password_hash: &str,
-        now: u64,
-    ) -> Result<Option<TokenState>, StoreError> {
-        {
-            let op = "change_password";
-            contended(op, || async move {
-                let (state, put) = self
-                    .next_token_state(op, user_id, &TokenChange::EndAll, now)
-                    .await?;
-                let update = tx_update(
-                    op,
-                    &self.tables.data,
-                    data_key(user_id, ACCOUNT_SK.to_string()),
-                    "SET #hash = :hash",
-                    condition(
-                        "attribute_exists(#pk)",
-                        &[("#pk", PK), ("#hash", "password_hash")],
-                        vec![(":hash", s(password_hash))],
-                    ),
-                )?;
-                let outcome = self.transact(op, vec![put, update]).await?;
-                if matches!(outcome, Committed::Yes) {
-                    return Ok(Attempt::Done(Some(state)));
-                }
-                if outcome.condition_failed(1) {
-                    return Ok(Attempt::Done(None));
-                }
-                outcome.retry(op)
-            })
-            .await
-        }
-    }
-
     async fn shares_granted(
         &self,
         user_id: &str,
@@ -1061,114 +1081,6 @@ impl AccountStore for DynamoStore {
                 .map(|item| personal_url_from_item(op, &item))
                 .transpose()?;
             Ok(current.filter(|url| url.expires_at > now))
-        }
-    }
-
-    async fn account_records(&self, user_id: &str) -> Result<AccountRecords, StoreError> {
-        {
-            let op = "account_records";
-            let mut shares_granted = Vec::new();
-            for item in self
-                .partition_items(op, user_id, Some(SHARE_PREFIX))
-                .await?
-            {
-                let sk = get_s(op, &item, SK)?;
-                let grantee = sk.strip_prefix(SHARE_PREFIX).ok_or_else(|| corrupt(op))?;
-                shares_granted.push((grantee.to_string(), permissions_from_item(op, &item)?));
-            }
-            let personal_url_expires_at = match self
-                .key_item(op, format!("{USER_URL_PREFIX}{user_id}"))
-                .await?
-            {
-                Some(item) => Some(get_u64(op, &item, EXPIRES_AT)?),
-                None => None,
-            };
-            Ok(AccountRecords {
-                shares_granted,
-                personal_url_expires_at,
-            })
-        }
-    }
-
-    async fn confirm_email(
-        &self,
-        user_id: &str,
-        email: &str,
-        now: u64,
-    ) -> Result<bool, StoreError> {
-        {
-            let op = "confirm_email";
-            let result = self
-                .client
-                .update_item()
-                .table_name(&self.tables.data)
-                .set_key(Some(data_key(user_id, ACCOUNT_SK.to_string())))
-                .update_expression("SET #c = if_not_exists(#c, :now)")
-                .condition_expression("attribute_exists(#pk) AND #email = :email")
-                .expression_attribute_names("#c", EMAIL_CONFIRMED_AT)
-                .expression_attribute_names("#pk", PK)
-                .expression_attribute_names("#email", "email")
-                .expression_attribute_values(":now", n(now))
-                .expression_attribute_values(":email", s(email))
-                .send()
-                .await;
-            Ok(conditional(op, result)?.is_some())
-        }
-    }
-
-    async fn put_mail_token(&self, secret_hash: &str, token: &MailToken) -> Result<(), StoreError> {
-        {
-            let op = "put_mail_token";
-            self.client
-                .put_item()
-                .table_name(&self.tables.keys)
-                .item(KEY, s(format!("{MAIL_PREFIX}{secret_hash}")))
-                .item("purpose", s(purpose_name(token.purpose)))
-                .item("user_id", s(token.user_id.as_str()))
-                .item("email", s(token.email.as_str()))
-                .item(EXPIRES_AT, n(token.expires_at))
-                .send()
-                .await
-                .map_err(|e| sdk_error(op, e))?;
-            Ok(())
-        }
-    }
-
-    async fn take_mail_token(
-        &self,
-        secret_hash: &str,
-        purpose: MailPurpose,
-        now: u64,
-    ) -> Result<Option<MailToken>, StoreError> {
-        {
-            let op = "take_mail_token";
-            // Conditional, so of two racing takes exactly one deletes it and gets the
-            // old item back. An expired link is deleted too, and answers nothing.
-            let result = self
-                .client
-                .delete_item()
-                .table_name(&self.tables.keys)
-                .key(KEY, s(format!("{MAIL_PREFIX}{secret_hash}")))
-                .condition_expression("#p = :p")
-                .expression_attribute_names("#p", "purpose")
-                .expression_attribute_values(":p", s(purpose_name(purpose)))
-                .return_values(ReturnValue::AllOld)
-                .send()
-                .await;
-            let Some(out) = conditional(op, result)? else {
-                return Ok(None);
-            };
-            let item = out.attributes.ok_or_else(|| corrupt(op))?;
-            let expires_at = get_u64(op, &item, EXPIRES_AT)?;
-            if expires_at <= now {
-                return Ok(None);
-            }
-            Ok(Some(MailToken {
-                purpose,
-                user_id: get_s(op, &item, "user_id")?,
-                email: get_s(op, &item, "email")?,
-                expires_at,
-            }))
         }
     }
 
@@ -1333,68 +1245,163 @@ impl AccountStore for DynamoStore {
             Ok(accepted.then_some(invitation))
         }
     }
+}
 
-    async fn delete_account_everything(&self, user_id: &str, now: u64) -> Result<(), StoreError> {
+#[async_trait]
+impl LoginStore for DynamoStore {
+    async fn put_login_state(&self, state: &str, record: &LoginState) -> Result<(), StoreError> {
+        let mut item = HashMap::from([
+            (KEY.to_string(), s(format!("{STATE_PREFIX}{state}"))),
+            (EXPIRES_AT.to_string(), n(record.expires_at)),
+            ("created_at".to_string(), n(record.created_at)),
+            (
+                "poll_secret_hash".to_string(),
+                s(record.poll_secret_hash.as_str()),
+            ),
+            (
+                "user_code_hash".to_string(),
+                s(record.user_code_hash.as_str()),
+            ),
+        ]);
+        if let Some(name) = &record.client_name {
+            item.insert("client_name".to_string(), s(name.as_str()));
+        }
+        match &record.status {
+            LoginStatus::Pending => {
+                item.insert("status".to_string(), s(PENDING));
+            }
+            LoginStatus::Completed { sealed_token } => {
+                item.insert("status".to_string(), s(COMPLETED));
+                item.insert("sealed_token".to_string(), s(sealed_token.as_str()));
+            }
+            LoginStatus::Collected => {
+                item.insert("status".to_string(), s(COLLECTED));
+            }
+        }
+        self.put_key_item("put_login_state", item).await
+    }
+
+    async fn login_state(&self, state: &str) -> Result<Option<LoginState>, StoreError> {
         {
-            let op = "delete_account_everything";
-            // First the tombstone: from here on every credential of the account is refused.
-            self.change_tokens(user_id, &TokenChange::Deleted, now)
-                .await?;
-            // What the keys table holds for the user, found from the user's own items:
-            // each share's delegated URL and its grant (with the share), the personal URL
-            // and its grant, the upload pointers, the e-mail lookup.
-            for item in self
-                .partition_items(op, user_id, Some(SHARE_PREFIX))
+            let op = "login_state";
+            self.key_item(op, format!("{STATE_PREFIX}{state}"))
                 .await?
-            {
-                let sk = get_s(op, &item, SK)?;
-                if let Some(grantee) = sk.strip_prefix(SHARE_PREFIX) {
-                    self.delete_share(user_id, grantee).await?;
-                }
-            }
-            // The invitations the user sent, both views (the owner's go with the partition).
-            for invitation in self.invitations_sent(user_id).await? {
-                self.delete_invitation(user_id, &invitation.email).await?;
-            }
-            self.revoke_personal_url(user_id).await?;
-            crate::store::UploadStore::delete_uploads(self, user_id).await?;
-            if let Some(item) = self.data_item(op, user_id, ACCOUNT_SK.to_string()).await? {
-                let email = get_s(op, &item, "email")?;
-                // Only if the lookup still names this user (a retry after the e-mail
-                // signed up again must not take the new account's lookup).
-                conditional(
-                    op,
-                    self.client
-                        .delete_item()
-                        .table_name(&self.tables.keys)
-                        .key(KEY, s(format!("{EMAIL_PREFIX}{email}")))
-                        .condition_expression("#u = :u")
-                        .expression_attribute_names("#u", "user_id")
-                        .expression_attribute_values(":u", s(user_id))
-                        .send()
-                        .await,
-                )?;
-            }
-            // Then every item of the user's partition, the account last of all (a retry
-            // still finds the e-mail through it).
-            let mut account = None;
-            let mut deletes = Vec::new();
-            for item in self.partition_items(op, user_id, None).await? {
-                let key: Item = item
-                    .into_iter()
-                    .filter(|(name, _)| name == PK || name == SK)
-                    .collect();
-                if key.get(SK) == Some(&s(ACCOUNT_SK)) {
-                    account = Some(key);
-                    continue;
-                }
-                deletes.push(delete_request(op, key)?);
-            }
-            self.write_all(op, deletes).await?;
-            if let Some(key) = account {
-                self.write_all(op, vec![delete_request(op, key)?]).await?;
-            }
+                .map(|item| login_state_from_item(op, &item))
+                .transpose()
+        }
+    }
+
+    async fn complete_login_state(
+        &self,
+        state: &str,
+        sealed_token: &str,
+        now: u64,
+    ) -> Result<bool, StoreError> {
+        {
+            let op = "complete_login_state";
+            // The condition also fails on an absent item, so this never creates one.
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.tables.keys)
+                .key(KEY, s(format!("{STATE_PREFIX}{state}")))
+                .update_expression("SET #status = :completed, #token = :token")
+                .condition_expression("#status = :pending AND #exp > :now")
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_names("#token", "sealed_token")
+                .expression_attribute_names("#exp", EXPIRES_AT)
+                .expression_attribute_values(":completed", s(COMPLETED))
+                .expression_attribute_values(":pending", s(PENDING))
+                .expression_attribute_values(":token", s(sealed_token))
+                .expression_attribute_values(":now", n(now))
+                .send()
+                .await;
+            Ok(conditional(op, result)?.is_some())
+        }
+    }
+
+    async fn take_login_token(&self, state: &str, now: u64) -> Result<Option<String>, StoreError> {
+        {
+            let op = "take_login_token";
+            // Conditional, so of two racing takes exactly one passes and gets the old
+            // item (with the sealed token) back; the token is removed in the same write.
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.tables.keys)
+                .key(KEY, s(format!("{STATE_PREFIX}{state}")))
+                .update_expression("SET #status = :collected REMOVE #token")
+                .condition_expression("#status = :completed AND #exp > :now")
+                .expression_attribute_names("#status", "status")
+                .expression_attribute_names("#token", "sealed_token")
+                .expression_attribute_names("#exp", EXPIRES_AT)
+                .expression_attribute_values(":collected", s(COLLECTED))
+                .expression_attribute_values(":completed", s(COMPLETED))
+                .expression_attribute_values(":now", n(now))
+                .return_values(ReturnValue::AllOld)
+                .send()
+                .await;
+            let Some(out) = conditional(op, result)? else {
+                return Ok(None);
+            };
+            let item = out.attributes.ok_or_else(|| corrupt(op))?;
+            Ok(Some(get_s(op, &item, "sealed_token")?))
+        }
+    }
+
+    async fn put_mail_token(&self, secret_hash: &str, token: &MailToken) -> Result<(), StoreError> {
+        {
+            let op = "put_mail_token";
+            self.client
+                .put_item()
+                .table_name(&self.tables.keys)
+                .item(KEY, s(format!("{MAIL_PREFIX}{secret_hash}")))
+                .item("purpose", s(purpose_name(token.purpose)))
+                .item("user_id", s(token.user_id.as_str()))
+                .item("email", s(token.email.as_str()))
+                .item(EXPIRES_AT, n(token.expires_at))
+                .send()
+                .await
+                .map_err(|e| sdk_error(op, e))?;
             Ok(())
+        }
+    }
+
+    async fn take_mail_token(
+        &self,
+        secret_hash: &str,
+        purpose: MailPurpose,
+        now: u64,
+    ) -> Result<Option<MailToken>, StoreError> {
+        {
+            let op = "take_mail_token";
+            // Conditional, so of two racing takes exactly one deletes it and gets the
+            // old item back. An expired link is deleted too, and answers nothing.
+            let result = self
+                .client
+                .delete_item()
+                .table_name(&self.tables.keys)
+                .key(KEY, s(format!("{MAIL_PREFIX}{secret_hash}")))
+                .condition_expression("#p = :p")
+                .expression_attribute_names("#p", "purpose")
+                .expression_attribute_values(":p", s(purpose_name(purpose)))
+                .return_values(ReturnValue::AllOld)
+                .send()
+                .await;
+            let Some(out) = conditional(op, result)? else {
+                return Ok(None);
+            };
+            let item = out.attributes.ok_or_else(|| corrupt(op))?;
+            let expires_at = get_u64(op, &item, EXPIRES_AT)?;
+            if expires_at <= now {
+                return Ok(None);
+            }
+            Ok(Some(MailToken {
+                purpose,
+                user_id: get_s(op, &item, "user_id")?,
+                email: get_s(op, &item, "email")?,
+                expires_at,
+            }))
         }
     }
 }

@@ -184,28 +184,10 @@ pub(super) const EXPIRES_AT: &str = "expires_at";
 
 pub(super) const EMAIL_PREFIX: &str = "email#";
 
-pub(super) const URL_PREFIX: &str = "url#";
-
-pub(super) const USER_URL_PREFIX: &str = "user-url#";
-
-pub(super) const SHARE_URL_PREFIX: &str = "share-url#";
-
-pub(super) const STATE_PREFIX: &str = "state#";
-
-/// A mailed link: `mail#<sha256(secret)>`, purpose, user, address.
-pub(super) const MAIL_PREFIX: &str = "mail#";
-
-pub(super) const CLIENT_PREFIX: &str = "client#";
-
-pub(super) const CODE_PREFIX: &str = "code#";
-
-pub(super) const REFRESH_PREFIX: &str = "refresh#";
-
-pub(super) const FAMILY_PREFIX: &str = "family#";
-
-/// A user's token state (revocation epoch, ended sessions, client grants): the record
-/// as JSON in `state`, and `v`, the serial every change conditions on.
-pub(super) const TOKENS_PREFIX: &str = "tokens#";
+pub(super) use crate::store::keys::{
+    CLIENT_PREFIX, CODE_PREFIX, FAMILY_PREFIX, MAIL_PREFIX, REFRESH_PREFIX, SHARE_URL_PREFIX,
+    STATE_PREFIX, TOKENS_PREFIX, URL_PREFIX, USER_URL_PREFIX,
+};
 
 pub(super) const USED: &str = "used";
 

@@ -18,21 +18,13 @@ use crate::domain::{
     TokenState, UrlGrant,
 };
 use crate::store::accounts::counter_key;
-use crate::store::{
-    AccountRecords, AccountStore, Created, StoreError, TokenChange, apply_token_change,
+use crate::store::keys::{
+    MAIL_PREFIX, SHARE_URL_PREFIX, STATE_PREFIX, TOKENS_PREFIX, URL_PREFIX, USER_URL_PREFIX,
 };
-
-const URL_PREFIX: &str = "url#";
-
-const USER_URL_PREFIX: &str = "user-url#";
-
-const SHARE_URL_PREFIX: &str = "share-url#";
-
-const STATE_PREFIX: &str = "state#";
-
-const TOKENS_PREFIX: &str = "tokens#";
-
-const MAIL_PREFIX: &str = "mail#";
+use crate::store::{
+    AccountRecords, AccountStore, Created, GrantStore, LoginStore, StoreError, TokenChange,
+    apply_token_change,
+};
 
 /// The columns [`account_from_row`] reads.
 const ACCOUNT_COLUMNS: &str =
@@ -291,6 +283,206 @@ impl AccountStore for EmbeddedStore {
         .await
     }
 
+    async fn purge_expired(&self, now: u64) -> Result<u64, StoreError> {
+        self.run("purge_expired", move |conn| {
+            super::purge_expired_rows(conn, now)
+        })
+        .await
+    }
+
+    async fn count_event(
+        &self,
+        key_hash: &str,
+        window_secs: u64,
+        now: u64,
+    ) -> Result<u32, StoreError> {
+        let (key, expires_at) = counter_key(key_hash, window_secs, now);
+        self.run("count_event", move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            // Drop long-past windows here (no TTL in SQLite). Not the one just ended: the
+            // limits sum this window and the one before, so a burst across a boundary
+            // counts whole. A day covers every window in use (at most an hour).
+            tx.prepare_cached(
+                "DELETE FROM keys WHERE key >= 'limit#' AND key < 'limit$' AND expires_at <= ?1",
+            )?
+            .execute([now_column(now.saturating_sub(24 * 3600))])?;
+            let count: i64 = tx
+                .prepare_cached(
+                    "INSERT INTO keys (key, value, expires_at) VALUES (?1, '1', ?2) \
+                     ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1 \
+                     RETURNING CAST(value AS INTEGER)",
+                )?
+                .query_row(params![key, seconds_column(expires_at)?], |row| row.get(0))?;
+            tx.commit()?;
+            Ok(u32::try_from(count).unwrap_or(u32::MAX))
+        })
+        .await
+    }
+
+    async fn event_count(
+        &self,
+        key_hash: &str,
+        window_secs: u64,
+        now: u64,
+    ) -> Result<u32, StoreError> {
+        let (key, _) = counter_key(key_hash, window_secs, now);
+        self.run("event_count", move |conn| {
+            let count: Option<i64> = conn
+                .prepare_cached(
+                    "SELECT CAST(value AS INTEGER) FROM keys WHERE key = ?1 AND expires_at > ?2",
+                )?
+                .query_row(params![key, now_column(now)], |row| row.get(0))
+                .optional()?;
+            Ok(count.map_or(0, |c| u32::try_from(c).unwrap_or(u32::MAX)))
+        })
+        .await
+    }
+
+    async fn token_state(&self, user_id: &str) -> Result<TokenState, StoreError> {
+        let key = format!("{TOKENS_PREFIX}{user_id}");
+        self.read("token_state", move |conn| token_state_in(conn, &key))
+            .await
+    }
+
+    async fn change_tokens(
+        &self,
+        user_id: &str,
+        change: &TokenChange,
+        now: u64,
+    ) -> Result<TokenState, StoreError> {
+        let key = format!("{TOKENS_PREFIX}{user_id}");
+        let change = change.clone();
+        self.run("change_tokens", move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let state = change_tokens_in(&tx, &key, &change, now)?;
+            tx.commit()?;
+            Ok(state)
+        })
+        .await
+    }
+
+    async fn change_password(
+        &self,
+        user_id: &str,
+        password_hash: &str,
+        now: u64,
+    ) -> Result<Option<TokenState>, StoreError> {
+        let key = format!("{TOKENS_PREFIX}{user_id}");
+        let user_id = user_id.to_string();
+        let password_hash = password_hash.to_string();
+        self.run("change_password", move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let changed = tx
+                .prepare_cached("UPDATE accounts SET password_hash = ?2 WHERE user_id = ?1")?
+                .execute([&user_id, &password_hash])?;
+            if changed == 0 {
+                return Ok(None);
+            }
+            let state = change_tokens_in(&tx, &key, &TokenChange::EndAll, now)?;
+            tx.commit()?;
+            Ok(Some(state))
+        })
+        .await
+    }
+
+    async fn account_records(&self, user_id: &str) -> Result<AccountRecords, StoreError> {
+        let user = user_id.to_string();
+        self.run("account_records", move |conn| {
+            let shares_granted = conn
+                .prepare_cached(
+                    "SELECT grantee, permissions FROM shares WHERE owner = ?1 ORDER BY grantee",
+                )?
+                .query_map([&user], |row| Ok((row.get(0)?, json_from_column(row, 1)?)))?
+                .collect::<rusqlite::Result<Vec<(String, Vec<String>)>>>()?;
+            let personal_url_expires_at = conn
+                .prepare_cached("SELECT expires_at FROM keys WHERE key = ?1")?
+                .query_row([format!("{USER_URL_PREFIX}{user}")], |row| {
+                    seconds_from_column(row, 0)
+                })
+                .optional()?;
+            Ok(AccountRecords {
+                shares_granted,
+                personal_url_expires_at,
+            })
+        })
+        .await
+    }
+
+    async fn confirm_email(
+        &self,
+        user_id: &str,
+        email: &str,
+        now: u64,
+    ) -> Result<bool, StoreError> {
+        let (user, email) = (user_id.to_string(), email.to_string());
+        self.run("confirm_email", move |conn| {
+            let changed = conn
+                .prepare_cached(
+                    "UPDATE accounts SET email_confirmed_at = coalesce(email_confirmed_at, ?3) \
+                     WHERE user_id = ?1 AND email = ?2",
+                )?
+                .execute(params![user, email, seconds_column(now)?])?;
+            Ok(changed > 0)
+        })
+        .await
+    }
+
+    async fn delete_account_everything(&self, user_id: &str, now: u64) -> Result<(), StoreError> {
+        let user = user_id.to_string();
+        self.run("delete_account_everything", move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            change_tokens_in(
+                &tx,
+                &format!("{TOKENS_PREFIX}{user}"),
+                &TokenChange::Deleted,
+                now,
+            )?;
+            // Every URL grant that names the user (personal, temporary, delegated on
+            // either side), the personal URL, delegated URLs both ways, the user's OAuth
+            // codes, refresh tokens and their families: found by what they hold (one
+            // file, so a scan of the keys rows is affordable here).
+            tx.prepare_cached(
+                "DELETE FROM keys WHERE key IN ( \
+                   SELECT 'family#' || json_extract(value, '$.family_id') FROM keys \
+                   WHERE substr(key, 1, 8) = 'refresh#' AND json_extract(value, '$.user_id') = ?1)",
+            )?
+            .execute([&user])?;
+            tx.prepare_cached(
+                "DELETE FROM keys WHERE (substr(key, 1, 4) = 'url#' \
+                   AND (json_extract(value, '$.user_id') = ?1 OR json_extract(value, '$.grantee') = ?1)) \
+                 OR ((substr(key, 1, 8) = 'refresh#' OR substr(key, 1, 5) = 'code#') \
+                   AND json_extract(value, '$.user_id') = ?1) \
+                 OR (substr(key, 1, 5) = 'mail#' AND json_extract(value, '$.user_id') = ?1) \
+                 OR key = ?2 \
+                 OR substr(key, 1, length(?3)) = ?3 \
+                 OR (substr(key, 1, 10) = 'share-url#' AND substr(key, -length(?4)) = ?4)",
+            )?
+            .execute(params![
+                user,
+                format!("{USER_URL_PREFIX}{user}"),
+                format!("{SHARE_URL_PREFIX}{user}#"),
+                format!("#{user}"),
+            ])?;
+            for statement in [
+                "DELETE FROM shares WHERE owner = ?1 OR grantee = ?1",
+                "DELETE FROM invitations WHERE owner = ?1",
+                "DELETE FROM readings WHERE user = ?1",
+                "DELETE FROM reading_rollups WHERE user = ?1",
+                "DELETE FROM reading_catalogue WHERE user = ?1",
+                "DELETE FROM uploads WHERE user = ?1",
+                "DELETE FROM mcp_servers WHERE user = ?1",
+                "DELETE FROM accounts WHERE user_id = ?1",
+            ] {
+                tx.prepare_cached(statement)?.execute([&user])?;
+            }
+            super::genome::delete_genome(&tx, &user)?;
+            tx.commit()
+        }).await
+    }
+}
+
+#[async_trait]
+impl GrantStore for EmbeddedStore {
     async fn put_share(
         &self,
         owner: &str,
@@ -425,6 +617,284 @@ impl AccountStore for EmbeddedStore {
         .await
     }
 
+    async fn claim_share_url(
+        &self,
+        owner: &str,
+        grantee: &str,
+        permission: &str,
+        candidate: &PersonalUrl,
+        now: u64,
+    ) -> Result<Option<PersonalUrl>, StoreError> {
+        let op = "claim_share_url";
+        let (owner, grantee, permission) = (
+            owner.to_string(),
+            grantee.to_string(),
+            permission.to_string(),
+        );
+        let candidate = candidate.clone();
+        self.run(op, move |conn| {
+            let url_key = share_url_key(&owner, &grantee);
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let current = personal_url_in(&tx, &url_key)?;
+            if let Some(current) = current.as_ref().filter(|c| c.live(&candidate, now)) {
+                return Ok(Some(current.clone()));
+            }
+            let shared: Option<Vec<String>> = tx
+                .prepare_cached("SELECT permissions FROM shares WHERE owner = ?1 AND grantee = ?2")?
+                .query_row([&owner, &grantee], |row| json_from_column(row, 0))
+                .optional()?;
+            if !shared.is_some_and(|perms| perms.contains(&permission)) {
+                return Ok(None);
+            }
+            if let Some(old) = current.filter(|old| old.secret_hash != candidate.secret_hash) {
+                tx.prepare_cached("DELETE FROM keys WHERE key = ?1")?
+                    .execute([format!("{URL_PREFIX}{}", old.secret_hash)])?;
+            }
+            let value = json_column(&PersonalUrlValue {
+                sealed_secret: candidate.sealed_secret.clone(),
+                secret_hash: candidate.secret_hash.clone(),
+                epoch: candidate.epoch,
+            })?;
+            put_key(&tx, &url_key, &value, candidate.expires_at)?;
+            let grant = json_column(&GrantValue {
+                user_id: owner.clone(),
+                session_id: None,
+                agent_name: None,
+                grantee: Some(grantee.clone()),
+                permission: Some(permission.clone()),
+                epoch: candidate.epoch,
+            })?;
+            put_key(
+                &tx,
+                &format!("{URL_PREFIX}{}", candidate.secret_hash),
+                &grant,
+                candidate.expires_at,
+            )?;
+            tx.commit()?;
+            Ok(Some(candidate.clone()))
+        })
+        .await
+    }
+
+    async fn revoke_share_url(&self, owner: &str, grantee: &str) -> Result<bool, StoreError> {
+        let url_key = share_url_key(owner, grantee);
+        self.run("revoke_share_url", move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let revoked = delete_url_claim(&tx, &url_key)?;
+            tx.commit()?;
+            Ok(revoked)
+        })
+        .await
+    }
+
+    async fn share_url(
+        &self,
+        owner: &str,
+        grantee: &str,
+        now: u64,
+    ) -> Result<Option<PersonalUrl>, StoreError> {
+        let url_key = share_url_key(owner, grantee);
+        self.run("share_url", move |conn| {
+            conn.prepare_cached(
+                "SELECT value, expires_at FROM keys WHERE key = ?1 AND expires_at > ?2",
+            )?
+            .query_row(params![url_key, now_column(now)], personal_url_row)
+            .optional()
+        })
+        .await
+    }
+
+    async fn shares_granted(
+        &self,
+        user_id: &str,
+    ) -> Result<Vec<(String, Vec<String>)>, StoreError> {
+        let user = user_id.to_string();
+        self.run("shares_granted", move |conn| {
+            conn.prepare_cached(
+                "SELECT grantee, permissions FROM shares WHERE owner = ?1 ORDER BY grantee",
+            )?
+            .query_map([&user], |row| Ok((row.get(0)?, json_from_column(row, 1)?)))?
+            .collect()
+        })
+        .await
+    }
+
+    async fn shares_received(
+        &self,
+        user_id: &str,
+    ) -> Result<Vec<(String, Vec<String>)>, StoreError> {
+        let user = user_id.to_string();
+        self.run("shares_received", move |conn| {
+            conn.prepare_cached(
+                "SELECT owner, permissions FROM shares WHERE grantee = ?1 ORDER BY owner",
+            )?
+            .query_map([&user], |row| Ok((row.get(0)?, json_from_column(row, 1)?)))?
+            .collect()
+        })
+        .await
+    }
+
+    async fn temporary_urls(
+        &self,
+        user_id: &str,
+        now: u64,
+    ) -> Result<Vec<(String, UrlGrant)>, StoreError> {
+        let user = user_id.to_string();
+        self.run("temporary_urls", move |conn| {
+            // One file: a range scan of the `url#` rows is affordable here.
+            conn.prepare_cached(
+                "SELECT key, value, expires_at FROM keys \
+                 WHERE key > 'url#' AND key < 'url$' AND expires_at > ?2 \
+                   AND json_extract(value, '$.user_id') = ?1 \
+                   AND json_extract(value, '$.session_id') IS NOT NULL \
+                   AND json_extract(value, '$.grantee') IS NULL \
+                 ORDER BY expires_at, key",
+            )?
+            .query_map(params![user, now_column(now)], |row| {
+                let key: String = row.get(0)?;
+                let value: GrantValue = json_from_column(row, 1)?;
+                let hash = key.strip_prefix(URL_PREFIX).unwrap_or(&key).to_string();
+                Ok((hash, value.grant(seconds_from_column(row, 2)?)))
+            })?
+            .collect()
+        })
+        .await
+    }
+
+    async fn revoke_temporary_url(
+        &self,
+        user_id: &str,
+        secret_hash: &str,
+    ) -> Result<bool, StoreError> {
+        let user = user_id.to_string();
+        let key = format!("{URL_PREFIX}{secret_hash}");
+        self.run("revoke_temporary_url", move |conn| {
+            let deleted = conn
+                .prepare_cached(
+                    "DELETE FROM keys WHERE key = ?1 \
+                       AND json_extract(value, '$.user_id') = ?2 \
+                       AND json_extract(value, '$.session_id') IS NOT NULL \
+                       AND json_extract(value, '$.grantee') IS NULL",
+                )?
+                .execute([&key, &user])?;
+            Ok(deleted > 0)
+        })
+        .await
+    }
+
+    async fn personal_url(
+        &self,
+        user_id: &str,
+        now: u64,
+    ) -> Result<Option<PersonalUrl>, StoreError> {
+        let user_key = format!("{USER_URL_PREFIX}{user_id}");
+        self.run("personal_url", move |conn| {
+            conn.prepare_cached(
+                "SELECT value, expires_at FROM keys WHERE key = ?1 AND expires_at > ?2",
+            )?
+            .query_row(params![user_key, now_column(now)], personal_url_row)
+            .optional()
+        })
+        .await
+    }
+
+    async fn put_invitation(&self, invitation: &Invitation) -> Result<(), StoreError> {
+        let invitation = invitation.clone();
+        self.run("put_invitation", move |conn| {
+            conn.prepare_cached(
+                "INSERT INTO invitations (owner, email, id, permissions, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5) \
+                 ON CONFLICT (owner, email) DO UPDATE SET id = excluded.id, \
+                   permissions = excluded.permissions, created_at = excluded.created_at",
+            )?
+            .execute(params![
+                invitation.owner,
+                invitation.email,
+                invitation.id,
+                json_column(&invitation.permissions)?,
+                seconds_column(invitation.created_at)?
+            ])?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn delete_invitation(&self, owner: &str, email: &str) -> Result<bool, StoreError> {
+        let (owner, email) = (owner.to_string(), email.to_string());
+        self.run("delete_invitation", move |conn| {
+            let deleted = conn
+                .prepare_cached("DELETE FROM invitations WHERE owner = ?1 AND email = ?2")?
+                .execute([&owner, &email])?;
+            Ok(deleted > 0)
+        })
+        .await
+    }
+
+    async fn invitations_sent(&self, owner: &str) -> Result<Vec<Invitation>, StoreError> {
+        let owner = owner.to_string();
+        self.run("invitations_sent", move |conn| {
+            conn.prepare_cached(&format!(
+                "SELECT {INVITATION_COLUMNS} FROM invitations WHERE owner = ?1 ORDER BY email"
+            ))?
+            .query_map([&owner], invitation_from_row)?
+            .collect()
+        })
+        .await
+    }
+
+    async fn invitations_for(&self, email: &str) -> Result<Vec<Invitation>, StoreError> {
+        let email = email.to_string();
+        self.run("invitations_for", move |conn| {
+            conn.prepare_cached(&format!(
+                "SELECT {INVITATION_COLUMNS} FROM invitations WHERE email = ?1 ORDER BY owner"
+            ))?
+            .query_map([&email], invitation_from_row)?
+            .collect()
+        })
+        .await
+    }
+
+    async fn accept_invitation(
+        &self,
+        email: &str,
+        id: &str,
+        grantee: &str,
+    ) -> Result<Option<Invitation>, StoreError> {
+        let (email, id, grantee) = (email.to_string(), id.to_string(), grantee.to_string());
+        self.run("accept_invitation", move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some(invitation) = tx
+                .prepare_cached(&format!(
+                    "SELECT {INVITATION_COLUMNS} FROM invitations WHERE email = ?1 AND id = ?2"
+                ))?
+                .query_row([&email, &id], invitation_from_row)
+                .optional()?
+            else {
+                return Ok(None);
+            };
+            if invitation.owner == grantee {
+                return Ok(None);
+            }
+            tx.prepare_cached("DELETE FROM invitations WHERE owner = ?1 AND email = ?2")?
+                .execute([&invitation.owner, &email])?;
+            tx.prepare_cached(
+                "INSERT INTO shares (owner, grantee, permissions) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (owner, grantee) DO UPDATE SET permissions = excluded.permissions",
+            )?
+            .execute(params![
+                invitation.owner,
+                grantee,
+                json_column(&invitation.permissions)?
+            ])?;
+            tx.commit()?;
+            Ok(Some(invitation))
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl LoginStore for EmbeddedStore {
     async fn put_login_state(&self, state: &str, record: &LoginState) -> Result<(), StoreError> {
         let key = format!("{STATE_PREFIX}{state}");
         let record = record.clone();
@@ -534,331 +1004,6 @@ impl AccountStore for EmbeddedStore {
         .await
     }
 
-    async fn purge_expired(&self, now: u64) -> Result<u64, StoreError> {
-        self.run("purge_expired", move |conn| {
-            super::purge_expired_rows(conn, now)
-        })
-        .await
-    }
-
-    async fn count_event(
-        &self,
-        key_hash: &str,
-        window_secs: u64,
-        now: u64,
-    ) -> Result<u32, StoreError> {
-        let (key, expires_at) = counter_key(key_hash, window_secs, now);
-        self.run("count_event", move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            // Drop long-past windows here (no TTL in SQLite). Not the one just ended: the
-            // limits sum this window and the one before, so a burst across a boundary
-            // counts whole. A day covers every window in use (at most an hour).
-            tx.prepare_cached(
-                "DELETE FROM keys WHERE key >= 'limit#' AND key < 'limit$' AND expires_at <= ?1",
-            )?
-            .execute([now_column(now.saturating_sub(24 * 3600))])?;
-            let count: i64 = tx
-                .prepare_cached(
-                    "INSERT INTO keys (key, value, expires_at) VALUES (?1, '1', ?2) \
-                     ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1 \
-                     RETURNING CAST(value AS INTEGER)",
-                )?
-                .query_row(params![key, seconds_column(expires_at)?], |row| row.get(0))?;
-            tx.commit()?;
-            Ok(u32::try_from(count).unwrap_or(u32::MAX))
-        })
-        .await
-    }
-
-    async fn event_count(
-        &self,
-        key_hash: &str,
-        window_secs: u64,
-        now: u64,
-    ) -> Result<u32, StoreError> {
-        let (key, _) = counter_key(key_hash, window_secs, now);
-        self.run("event_count", move |conn| {
-            let count: Option<i64> = conn
-                .prepare_cached(
-                    "SELECT CAST(value AS INTEGER) FROM keys WHERE key = ?1 AND expires_at > ?2",
-                )?
-                .query_row(params![key, now_column(now)], |row| row.get(0))
-                .optional()?;
-            Ok(count.map_or(0, |c| u32::try_from(c).unwrap_or(u32::MAX)))
-        })
-        .await
-    }
-
-    async fn claim_share_url(
-        &self,
-        owner: &str,
-        grantee: &str,
-        permission: &str,
-        candidate: &PersonalUrl,
-        now: u64,
-    ) -> Result<Option<PersonalUrl>, StoreError> {
-        let op = "claim_share_url";
-        let (owner, grantee, permission) = (
-            owner.to_string(),
-            grantee.to_string(),
-            permission.to_string(),
-        );
-        let candidate = candidate.clone();
-        self.run(op, move |conn| {
-            let url_key = share_url_key(&owner, &grantee);
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let current = personal_url_in(&tx, &url_key)?;
-            if let Some(current) = current.as_ref().filter(|c| c.live(&candidate, now)) {
-                return Ok(Some(current.clone()));
-            }
-            let shared: Option<Vec<String>> = tx
-                .prepare_cached("SELECT permissions FROM shares WHERE owner = ?1 AND grantee = ?2")?
-                .query_row([&owner, &grantee], |row| json_from_column(row, 0))
-                .optional()?;
-            if !shared.is_some_and(|perms| perms.contains(&permission)) {
-                return Ok(None);
-            }
-            if let Some(old) = current.filter(|old| old.secret_hash != candidate.secret_hash) {
-                tx.prepare_cached("DELETE FROM keys WHERE key = ?1")?
-                    .execute([format!("{URL_PREFIX}{}", old.secret_hash)])?;
-            }
-            let value = json_column(&PersonalUrlValue {
-                sealed_secret: candidate.sealed_secret.clone(),
-                secret_hash: candidate.secret_hash.clone(),
-                epoch: candidate.epoch,
-            })?;
-            put_key(&tx, &url_key, &value, candidate.expires_at)?;
-            let grant = json_column(&GrantValue {
-                user_id: owner.clone(),
-                session_id: None,
-                agent_name: None,
-                grantee: Some(grantee.clone()),
-                permission: Some(permission.clone()),
-                epoch: candidate.epoch,
-            })?;
-            put_key(
-                &tx,
-                &format!("{URL_PREFIX}{}", candidate.secret_hash),
-                &grant,
-                candidate.expires_at,
-            )?;
-            tx.commit()?;
-            Ok(Some(candidate.clone()))
-        })
-        .await
-    }
-
-    async fn revoke_share_url(&self, owner: &str, grantee: &str) -> Result<bool, StoreError> {
-        let url_key = share_url_key(owner, grantee);
-        self.run("revoke_share_url", move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let revoked = delete_url_claim(&tx, &url_key)?;
-            tx.commit()?;
-            Ok(revoked)
-        })
-        .await
-    }
-
-    async fn share_url(
-        &self,
-        owner: &str,
-        grantee: &str,
-        now: u64,
-    ) -> Result<Option<PersonalUrl>, StoreError> {
-        let url_key = share_url_key(owner, grantee);
-        self.run("share_url", move |conn| {
-            conn.prepare_cached(
-                "SELECT value, expires_at FROM keys WHERE key = ?1 AND expires_at > ?2",
-            )?
-            .query_row(params![url_key, now_column(now)], personal_url_row)
-            .optional()
-        })
-        .await
-    }
-
-    async fn token_state(&self, user_id: &str) -> Result<TokenState, StoreError> {
-        let key = format!("{TOKENS_PREFIX}{user_id}");
-        self.read("token_state", move |conn| token_state_in(conn, &key))
-            .await
-    }
-
-    async fn change_tokens(
-        &self,
-        user_id: &str,
-        change: &TokenChange,
-        now: u64,
-    ) -> Result<TokenState, StoreError> {
-        let key = format!("{TOKENS_PREFIX}{user_id}");
-        let change = change.clone();
-        self.run("change_tokens", move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let state = change_tokens_in(&tx, &key, &change, now)?;
-            tx.commit()?;
-            Ok(state)
-        })
-        .await
-    }
-
-    async fn change_password(
-        &self,
-        user_id: &str,
-        password_hash: &str,
-        now: u64,
-    ) -> Result<Option<TokenState>, StoreError> {
-        let key = format!("{TOKENS_PREFIX}{user_id}");
-        let user_id = user_id.to_string();
-        let password_hash = password_hash.to_string();
-        self.run("change_password", move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let changed = tx
-                .prepare_cached("UPDATE accounts SET password_hash = ?2 WHERE user_id = ?1")?
-                .execute([&user_id, &password_hash])?;
-            if changed == 0 {
-                return Ok(None);
-            }
-            let state = change_tokens_in(&tx, &key, &TokenChange::EndAll, now)?;
-            tx.commit()?;
-            Ok(Some(state))
-        })
-        .await
-    }
-
-    async fn shares_granted(
-        &self,
-        user_id: &str,
-    ) -> Result<Vec<(String, Vec<String>)>, StoreError> {
-        let user = user_id.to_string();
-        self.run("shares_granted", move |conn| {
-            conn.prepare_cached(
-                "SELECT grantee, permissions FROM shares WHERE owner = ?1 ORDER BY grantee",
-            )?
-            .query_map([&user], |row| Ok((row.get(0)?, json_from_column(row, 1)?)))?
-            .collect()
-        })
-        .await
-    }
-
-    async fn shares_received(
-        &self,
-        user_id: &str,
-    ) -> Result<Vec<(String, Vec<String>)>, StoreError> {
-        let user = user_id.to_string();
-        self.run("shares_received", move |conn| {
-            conn.prepare_cached(
-                "SELECT owner, permissions FROM shares WHERE grantee = ?1 ORDER BY owner",
-            )?
-            .query_map([&user], |row| Ok((row.get(0)?, json_from_column(row, 1)?)))?
-            .collect()
-        })
-        .await
-    }
-
-    async fn temporary_urls(
-        &self,
-        user_id: &str,
-        now: u64,
-    ) -> Result<Vec<(String, UrlGrant)>, StoreError> {
-        let user = user_id.to_string();
-        self.run("temporary_urls", move |conn| {
-            // One file: a range scan of the `url#` rows is affordable here.
-            conn.prepare_cached(
-                "SELECT key, value, expires_at FROM keys \
-                 WHERE key > 'url#' AND key < 'url$' AND expires_at > ?2 \
-                   AND json_extract(value, '$.user_id') = ?1 \
-                   AND json_extract(value, '$.session_id') IS NOT NULL \
-                   AND json_extract(value, '$.grantee') IS NULL \
-                 ORDER BY expires_at, key",
-            )?
-            .query_map(params![user, now_column(now)], |row| {
-                let key: String = row.get(0)?;
-                let value: GrantValue = json_from_column(row, 1)?;
-                let hash = key.strip_prefix(URL_PREFIX).unwrap_or(&key).to_string();
-                Ok((hash, value.grant(seconds_from_column(row, 2)?)))
-            })?
-            .collect()
-        })
-        .await
-    }
-
-    async fn revoke_temporary_url(
-        &self,
-        user_id: &str,
-        secret_hash: &str,
-    ) -> Result<bool, StoreError> {
-        let user = user_id.to_string();
-        let key = format!("{URL_PREFIX}{secret_hash}");
-        self.run("revoke_temporary_url", move |conn| {
-            let deleted = conn
-                .prepare_cached(
-                    "DELETE FROM keys WHERE key = ?1 \
-                       AND json_extract(value, '$.user_id') = ?2 \
-                       AND json_extract(value, '$.session_id') IS NOT NULL \
-                       AND json_extract(value, '$.grantee') IS NULL",
-                )?
-                .execute([&key, &user])?;
-            Ok(deleted > 0)
-        })
-        .await
-    }
-
-    async fn personal_url(
-        &self,
-        user_id: &str,
-        now: u64,
-    ) -> Result<Option<PersonalUrl>, StoreError> {
-        let user_key = format!("{USER_URL_PREFIX}{user_id}");
-        self.run("personal_url", move |conn| {
-            conn.prepare_cached(
-                "SELECT value, expires_at FROM keys WHERE key = ?1 AND expires_at > ?2",
-            )?
-            .query_row(params![user_key, now_column(now)], personal_url_row)
-            .optional()
-        })
-        .await
-    }
-
-    async fn account_records(&self, user_id: &str) -> Result<AccountRecords, StoreError> {
-        let user = user_id.to_string();
-        self.run("account_records", move |conn| {
-            let shares_granted = conn
-                .prepare_cached(
-                    "SELECT grantee, permissions FROM shares WHERE owner = ?1 ORDER BY grantee",
-                )?
-                .query_map([&user], |row| Ok((row.get(0)?, json_from_column(row, 1)?)))?
-                .collect::<rusqlite::Result<Vec<(String, Vec<String>)>>>()?;
-            let personal_url_expires_at = conn
-                .prepare_cached("SELECT expires_at FROM keys WHERE key = ?1")?
-                .query_row([format!("{USER_URL_PREFIX}{user}")], |row| {
-                    seconds_from_column(row, 0)
-                })
-                .optional()?;
-            Ok(AccountRecords {
-                shares_granted,
-                personal_url_expires_at,
-            })
-        })
-        .await
-    }
-
-    async fn confirm_email(
-        &self,
-        user_id: &str,
-        email: &str,
-        now: u64,
-    ) -> Result<bool, StoreError> {
-        let (user, email) = (user_id.to_string(), email.to_string());
-        self.run("confirm_email", move |conn| {
-            let changed = conn
-                .prepare_cached(
-                    "UPDATE accounts SET email_confirmed_at = coalesce(email_confirmed_at, ?3) \
-                     WHERE user_id = ?1 AND email = ?2",
-                )?
-                .execute(params![user, email, seconds_column(now)?])?;
-            Ok(changed > 0)
-        })
-        .await
-    }
-
     async fn put_mail_token(&self, secret_hash: &str, token: &MailToken) -> Result<(), StoreError> {
         let key = format!("{MAIL_PREFIX}{secret_hash}");
         let value = MailValue {
@@ -905,152 +1050,5 @@ impl AccountStore for EmbeddedStore {
             }))
         })
         .await
-    }
-
-    async fn put_invitation(&self, invitation: &Invitation) -> Result<(), StoreError> {
-        let invitation = invitation.clone();
-        self.run("put_invitation", move |conn| {
-            conn.prepare_cached(
-                "INSERT INTO invitations (owner, email, id, permissions, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5) \
-                 ON CONFLICT (owner, email) DO UPDATE SET id = excluded.id, \
-                   permissions = excluded.permissions, created_at = excluded.created_at",
-            )?
-            .execute(params![
-                invitation.owner,
-                invitation.email,
-                invitation.id,
-                json_column(&invitation.permissions)?,
-                seconds_column(invitation.created_at)?
-            ])?;
-            Ok(())
-        })
-        .await
-    }
-
-    async fn delete_invitation(&self, owner: &str, email: &str) -> Result<bool, StoreError> {
-        let (owner, email) = (owner.to_string(), email.to_string());
-        self.run("delete_invitation", move |conn| {
-            let deleted = conn
-                .prepare_cached("DELETE FROM invitations WHERE owner = ?1 AND email = ?2")?
-                .execute([&owner, &email])?;
-            Ok(deleted > 0)
-        })
-        .await
-    }
-
-    async fn invitations_sent(&self, owner: &str) -> Result<Vec<Invitation>, StoreError> {
-        let owner = owner.to_string();
-        self.run("invitations_sent", move |conn| {
-            conn.prepare_cached(&format!(
-                "SELECT {INVITATION_COLUMNS} FROM invitations WHERE owner = ?1 ORDER BY email"
-            ))?
-            .query_map([&owner], invitation_from_row)?
-            .collect()
-        })
-        .await
-    }
-
-    async fn invitations_for(&self, email: &str) -> Result<Vec<Invitation>, StoreError> {
-        let email = email.to_string();
-        self.run("invitations_for", move |conn| {
-            conn.prepare_cached(&format!(
-                "SELECT {INVITATION_COLUMNS} FROM invitations WHERE email = ?1 ORDER BY owner"
-            ))?
-            .query_map([&email], invitation_from_row)?
-            .collect()
-        })
-        .await
-    }
-
-    async fn accept_invitation(
-        &self,
-        email: &str,
-        id: &str,
-        grantee: &str,
-    ) -> Result<Option<Invitation>, StoreError> {
-        let (email, id, grantee) = (email.to_string(), id.to_string(), grantee.to_string());
-        self.run("accept_invitation", move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let Some(invitation) = tx
-                .prepare_cached(&format!(
-                    "SELECT {INVITATION_COLUMNS} FROM invitations WHERE email = ?1 AND id = ?2"
-                ))?
-                .query_row([&email, &id], invitation_from_row)
-                .optional()?
-            else {
-                return Ok(None);
-            };
-            if invitation.owner == grantee {
-                return Ok(None);
-            }
-            tx.prepare_cached("DELETE FROM invitations WHERE owner = ?1 AND email = ?2")?
-                .execute([&invitation.owner, &email])?;
-            tx.prepare_cached(
-                "INSERT INTO shares (owner, grantee, permissions) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT (owner, grantee) DO UPDATE SET permissions = excluded.permissions",
-            )?
-            .execute(params![
-                invitation.owner,
-                grantee,
-                json_column(&invitation.permissions)?
-            ])?;
-            tx.commit()?;
-            Ok(Some(invitation))
-        })
-        .await
-    }
-
-    async fn delete_account_everything(&self, user_id: &str, now: u64) -> Result<(), StoreError> {
-        let user = user_id.to_string();
-        self.run("delete_account_everything", move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            change_tokens_in(
-                &tx,
-                &format!("{TOKENS_PREFIX}{user}"),
-                &TokenChange::Deleted,
-                now,
-            )?;
-            // Every URL grant that names the user (personal, temporary, delegated on
-            // either side), the personal URL, delegated URLs both ways, the user's OAuth
-            // codes, refresh tokens and their families: found by what they hold (one
-            // file, so a scan of the keys rows is affordable here).
-            tx.prepare_cached(
-                "DELETE FROM keys WHERE key IN ( \
-                   SELECT 'family#' || json_extract(value, '$.family_id') FROM keys \
-                   WHERE substr(key, 1, 8) = 'refresh#' AND json_extract(value, '$.user_id') = ?1)",
-            )?
-            .execute([&user])?;
-            tx.prepare_cached(
-                "DELETE FROM keys WHERE (substr(key, 1, 4) = 'url#' \
-                   AND (json_extract(value, '$.user_id') = ?1 OR json_extract(value, '$.grantee') = ?1)) \
-                 OR ((substr(key, 1, 8) = 'refresh#' OR substr(key, 1, 5) = 'code#') \
-                   AND json_extract(value, '$.user_id') = ?1) \
-                 OR (substr(key, 1, 5) = 'mail#' AND json_extract(value, '$.user_id') = ?1) \
-                 OR key = ?2 \
-                 OR substr(key, 1, length(?3)) = ?3 \
-                 OR (substr(key, 1, 10) = 'share-url#' AND substr(key, -length(?4)) = ?4)",
-            )?
-            .execute(params![
-                user,
-                format!("{USER_URL_PREFIX}{user}"),
-                format!("{SHARE_URL_PREFIX}{user}#"),
-                format!("#{user}"),
-            ])?;
-            for statement in [
-                "DELETE FROM shares WHERE owner = ?1 OR grantee = ?1",
-                "DELETE FROM invitations WHERE owner = ?1",
-                "DELETE FROM readings WHERE user = ?1",
-                "DELETE FROM reading_rollups WHERE user = ?1",
-                "DELETE FROM reading_catalogue WHERE user = ?1",
-                "DELETE FROM uploads WHERE user = ?1",
-                "DELETE FROM mcp_servers WHERE user = ?1",
-                "DELETE FROM accounts WHERE user_id = ?1",
-            ] {
-                tx.prepare_cached(statement)?.execute([&user])?;
-            }
-            super::genome::delete_genome(&tx, &user)?;
-            tx.commit()
-        }).await
     }
 }

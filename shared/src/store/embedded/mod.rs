@@ -459,7 +459,9 @@ fn sql_error(op: &'static str, err: rusqlite::Error) -> StoreError {
 mod tests {
     use super::*;
     use crate::domain::{Account, McpAuth, McpServerRecord, McpServerWrite, Reading, ReadingValue};
-    use crate::store::{AccountStore, Created, HealthStore, McpServerStore, ReadingQuery};
+    use crate::store::{
+        AccountStore, Created, GrantStore, HealthStore, LoginStore, McpServerStore, ReadingQuery,
+    };
 
     fn reading(i: usize, source: &str) -> Reading {
         Reading {

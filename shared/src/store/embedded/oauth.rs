@@ -12,15 +12,8 @@ use super::{
     seconds_from_column,
 };
 use crate::domain::{AuthCode, OAuthClient, RefreshRecord, RefreshUse};
+use crate::store::keys::{CLIENT_PREFIX, CODE_PREFIX, FAMILY_PREFIX, REFRESH_PREFIX};
 use crate::store::{OAuthStore, StoreError};
-
-const CLIENT_PREFIX: &str = "client#";
-
-const CODE_PREFIX: &str = "code#";
-
-const REFRESH_PREFIX: &str = "refresh#";
-
-const FAMILY_PREFIX: &str = "family#";
 
 /// A `code#` row's value (`expires_at` is the column).
 #[derive(Serialize, Deserialize)]
