@@ -154,14 +154,12 @@ pub trait HealthStore: Send + Sync {
         indicator_key: &str,
         window: &ReadingQuery,
     ) -> Result<Vec<HourValue>, StoreError> {
-        {
-            let query = ReadingQuery {
-                indicator_keys: Some(vec![indicator_key.to_string()]),
-                ..window.clone()
-            };
-            let readings = self.readings(user, &query).await?;
-            Ok(readings.iter().filter_map(HourValue::of).collect())
-        }
+        let query = ReadingQuery {
+            indicator_keys: Some(vec![indicator_key.to_string()]),
+            ..window.clone()
+        };
+        let readings = self.readings(user, &query).await?;
+        Ok(readings.iter().filter_map(HourValue::of).collect())
     }
 
     /// Deletes every health reading and genotype of the user (the account stays).

@@ -155,49 +155,43 @@ impl UploadObjects for LocalObjects {
         expires_at: u64,
         size: Option<u64>,
     ) -> Result<PutTarget, StoreError> {
-        {
-            let signature = hex(&self.mac(key, expires_at, size).finalize().into_bytes());
-            let segment: String = form_urlencoded::byte_serialize(key.as_bytes()).collect();
-            let size = size.map(|n| format!("&size={n}")).unwrap_or_default();
-            Ok(PutTarget {
-                url: format!(
-                    "{}{LOCAL_OBJECTS_PATH}{segment}?expires={expires_at}{size}&signature={signature}",
-                    self.origin
-                ),
-                headers: Vec::new(),
-                expires_at,
-            })
-        }
+        let signature = hex(&self.mac(key, expires_at, size).finalize().into_bytes());
+        let segment: String = form_urlencoded::byte_serialize(key.as_bytes()).collect();
+        let size = size.map(|n| format!("&size={n}")).unwrap_or_default();
+        Ok(PutTarget {
+            url: format!(
+                "{}{LOCAL_OBJECTS_PATH}{segment}?expires={expires_at}{size}&signature={signature}",
+                self.origin
+            ),
+            headers: Vec::new(),
+            expires_at,
+        })
     }
 
     async fn open(&self, key: &str) -> Result<Option<StoredObject>, StoreError> {
-        {
-            match tokio::fs::File::open(self.path(key)).await {
-                Ok(file) => {
-                    let size = file
-                        .metadata()
-                        .await
-                        .map_err(unavailable("open object"))?
-                        .len();
-                    Ok(Some(StoredObject {
-                        size,
-                        body: Box::pin(file),
-                    }))
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(unavailable("open object")(e)),
+        match tokio::fs::File::open(self.path(key)).await {
+            Ok(file) => {
+                let size = file
+                    .metadata()
+                    .await
+                    .map_err(unavailable("open object"))?
+                    .len();
+                Ok(Some(StoredObject {
+                    size,
+                    body: Box::pin(file),
+                }))
             }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(unavailable("open object")(e)),
         }
     }
 
     async fn remove(&self, key: &str) -> Result<(), StoreError> {
-        {
-            match tokio::fs::remove_file(self.path(key)).await {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    Err(unavailable("remove object")(e))
-                }
-                _ => Ok(()),
+        match tokio::fs::remove_file(self.path(key)).await {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(unavailable("remove object")(e))
             }
+            _ => Ok(()),
         }
     }
 
@@ -209,65 +203,61 @@ impl UploadObjects for LocalObjects {
         mut body: BodyChunks,
         max_bytes: u64,
     ) -> Result<Received, StoreError> {
-        {
-            let Some(stated) = self.admits(key, query, now) else {
-                return Ok(Received::Refused);
-            };
-            let limit = stated.map_or(max_bytes, |size| size.min(max_bytes));
-            let op = "receive object";
-            let path = self.path(key);
-            if tokio::fs::try_exists(&path).await.unwrap_or(false) {
-                // Checked again when the file is linked into place; this only spares
-                // reading a body that cannot be kept.
-                return Ok(Received::Exists);
+        let Some(stated) = self.admits(key, query, now) else {
+            return Ok(Received::Refused);
+        };
+        let limit = stated.map_or(max_bytes, |size| size.min(max_bytes));
+        let op = "receive object";
+        let path = self.path(key);
+        if tokio::fs::try_exists(&path).await.unwrap_or(false) {
+            // Checked again when the file is linked into place; this only spares
+            // reading a body that cannot be kept.
+            return Ok(Received::Exists);
+        }
+        let partial = path.with_extension(format!("partial-{}", hex(&random8())));
+        let mut file = tokio::fs::File::create(&partial)
+            .await
+            .map_err(unavailable(op))?;
+        let mut size: u64 = 0;
+        let outcome = loop {
+            match body.recv().await {
+                None => break None,
+                Some(Err(_)) => break Some(Received::Incomplete),
+                Some(Ok(chunk)) => {
+                    size = size.saturating_add(chunk.len() as u64);
+                    if size > limit {
+                        break Some(Received::TooLarge { limit });
+                    }
+                    if let Err(e) = write_chunk(&mut file, chunk).await {
+                        drop(file);
+                        let _ = tokio::fs::remove_file(&partial).await;
+                        return Err(unavailable(op)(e));
+                    }
+                }
             }
-            let partial = path.with_extension(format!("partial-{}", hex(&random8())));
-            let mut file = tokio::fs::File::create(&partial)
-                .await
-                .map_err(unavailable(op))?;
-            let mut size: u64 = 0;
-            let outcome = loop {
-                match body.recv().await {
-                    None => break None,
-                    Some(Err(_)) => break Some(Received::Incomplete),
-                    Some(Ok(chunk)) => {
-                        size = size.saturating_add(chunk.len() as u64);
-                        if size > limit {
-                            break Some(Received::TooLarge { limit });
-                        }
-                        if let Err(e) = write_chunk(&mut file, chunk).await {
-                            drop(file);
-                            let _ = tokio::fs::remove_file(&partial).await;
-                            return Err(unavailable(op)(e));
-                        }
-                    }
+        };
+        let finished = match outcome {
+            Some(refused) => Err(refused),
+            // Fewer bytes than the URL states: not the file it was made for.
+            None if stated.is_some_and(|stated| stated != size) => Err(Received::Incomplete),
+            None => file.sync_all().await.map_err(|_| Received::Incomplete),
+        };
+        drop(file);
+        match finished {
+            Ok(()) => {
+                // A link fails if the name exists (a rename would replace it): of two
+                // PUTs to one URL only the first file stays.
+                let linked = tokio::fs::hard_link(&partial, &path).await;
+                let _ = tokio::fs::remove_file(&partial).await;
+                match linked {
+                    Ok(()) => Ok(Received::Stored { size }),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(Received::Exists),
+                    Err(e) => Err(unavailable(op)(e)),
                 }
-            };
-            let finished = match outcome {
-                Some(refused) => Err(refused),
-                // Fewer bytes than the URL states: not the file it was made for.
-                None if stated.is_some_and(|stated| stated != size) => Err(Received::Incomplete),
-                None => file.sync_all().await.map_err(|_| Received::Incomplete),
-            };
-            drop(file);
-            match finished {
-                Ok(()) => {
-                    // A link fails if the name exists (a rename would replace it): of two
-                    // PUTs to one URL only the first file stays.
-                    let linked = tokio::fs::hard_link(&partial, &path).await;
-                    let _ = tokio::fs::remove_file(&partial).await;
-                    match linked {
-                        Ok(()) => Ok(Received::Stored { size }),
-                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                            Ok(Received::Exists)
-                        }
-                        Err(e) => Err(unavailable(op)(e)),
-                    }
-                }
-                Err(refused) => {
-                    let _ = tokio::fs::remove_file(&partial).await;
-                    Ok(refused)
-                }
+            }
+            Err(refused) => {
+                let _ = tokio::fs::remove_file(&partial).await;
+                Ok(refused)
             }
         }
     }

@@ -98,36 +98,33 @@ impl UploadObjects for S3Objects {
         expires_at: u64,
         size: Option<u64>,
     ) -> Result<PutTarget, StoreError> {
-        {
-            let (presigning, expires_at) = presigning_until(expires_at, "presign upload")?;
-            let mut put = self.client.put_object().bucket(&self.bucket).key(key);
-            if let Some(size) = size {
-                // Signed: S3 refuses a body of any other length, so
-                // a leaked or replayed URL stores at most this many bytes.
-                put = put.content_length(i64::try_from(size).unwrap_or(i64::MAX));
-            }
-            let request = put
-                .presigned(presigning)
-                .await
-                .map_err(|e| unavailable("presign upload", e))?;
-            // Whatever was signed besides the host must be sent as signed (today: none,
-            // the bucket encrypts by default and no content type is signed). The signed
-            // Content-Length is not handed out: every client sends it from the body, and
-            // a browser may not set it.
-            let headers = request
-                .headers()
-                .filter(|(name, _)| {
-                    !name.eq_ignore_ascii_case("host")
-                        && !name.eq_ignore_ascii_case("content-length")
-                })
-                .map(|(name, value)| (name.to_string(), value.to_string()))
-                .collect();
-            Ok(PutTarget {
-                url: request.uri().to_string(),
-                headers,
-                expires_at,
-            })
+        let (presigning, expires_at) = presigning_until(expires_at, "presign upload")?;
+        let mut put = self.client.put_object().bucket(&self.bucket).key(key);
+        if let Some(size) = size {
+            // Signed: S3 refuses a body of any other length, so
+            // a leaked or replayed URL stores at most this many bytes.
+            put = put.content_length(i64::try_from(size).unwrap_or(i64::MAX));
         }
+        let request = put
+            .presigned(presigning)
+            .await
+            .map_err(|e| unavailable("presign upload", e))?;
+        // Whatever was signed besides the host must be sent as signed (today: none,
+        // the bucket encrypts by default and no content type is signed). The signed
+        // Content-Length is not handed out: every client sends it from the body, and
+        // a browser may not set it.
+        let headers = request
+            .headers()
+            .filter(|(name, _)| {
+                !name.eq_ignore_ascii_case("host") && !name.eq_ignore_ascii_case("content-length")
+            })
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect();
+        Ok(PutTarget {
+            url: request.uri().to_string(),
+            headers,
+            expires_at,
+        })
     }
 
     async fn put_download(
@@ -137,69 +134,63 @@ impl UploadObjects for S3Objects {
         filename: &str,
         expires_at: u64,
     ) -> Result<Option<String>, StoreError> {
-        {
-            self.client
-                .put_object()
-                .bucket(&self.bucket)
-                .key(key)
-                .content_type("application/gzip")
-                .body(bytes.into())
-                .send()
-                .await
-                .map_err(|e| unavailable("store download", e))?;
-            let (presigning, _) = presigning_until(expires_at, "presign download")?;
-            let request = self
-                .client
-                .get_object()
-                .bucket(&self.bucket)
-                .key(key)
-                .response_content_type("application/gzip")
-                .response_content_disposition(format!("attachment; filename=\"{filename}\""))
-                .presigned(presigning)
-                .await
-                .map_err(|e| unavailable("presign download", e))?;
-            Ok(Some(request.uri().to_string()))
-        }
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type("application/gzip")
+            .body(bytes.into())
+            .send()
+            .await
+            .map_err(|e| unavailable("store download", e))?;
+        let (presigning, _) = presigning_until(expires_at, "presign download")?;
+        let request = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .response_content_type("application/gzip")
+            .response_content_disposition(format!("attachment; filename=\"{filename}\""))
+            .presigned(presigning)
+            .await
+            .map_err(|e| unavailable("presign download", e))?;
+        Ok(Some(request.uri().to_string()))
     }
 
     async fn open(&self, key: &str) -> Result<Option<StoredObject>, StoreError> {
+        let output = match self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
         {
-            let output = match self
-                .client
-                .get_object()
-                .bucket(&self.bucket)
-                .key(key)
-                .send()
-                .await
-            {
-                Ok(output) => output,
-                Err(error) if error.as_service_error().is_some_and(|e| e.is_no_such_key()) => {
-                    return Ok(None);
-                }
-                Err(error) => return Err(unavailable("read upload", error)),
-            };
-            let size = output
-                .content_length()
-                .and_then(|n| u64::try_from(n).ok())
-                .unwrap_or_default();
-            Ok(Some(StoredObject {
-                size,
-                body: Box::pin(output.body.into_async_read()),
-            }))
-        }
+            Ok(output) => output,
+            Err(error) if error.as_service_error().is_some_and(|e| e.is_no_such_key()) => {
+                return Ok(None);
+            }
+            Err(error) => return Err(unavailable("read upload", error)),
+        };
+        let size = output
+            .content_length()
+            .and_then(|n| u64::try_from(n).ok())
+            .unwrap_or_default();
+        Ok(Some(StoredObject {
+            size,
+            body: Box::pin(output.body.into_async_read()),
+        }))
     }
 
     async fn remove(&self, key: &str) -> Result<(), StoreError> {
-        {
-            self.client
-                .delete_object()
-                .bucket(&self.bucket)
-                .key(key)
-                .send()
-                .await
-                .map_err(|e| unavailable("remove upload", e))?;
-            Ok(())
-        }
+        self.client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(|e| unavailable("remove upload", e))?;
+        Ok(())
     }
 }
 

@@ -69,11 +69,9 @@ struct NoObjects;
 #[async_trait]
 impl UploadObjects for NoObjects {
     async fn put_target(&self, _: &str, _: u64, _: Option<u64>) -> Result<PutTarget, StoreError> {
-        {
-            Err(StoreError::Unavailable(
-                "upload objects: none configured".into(),
-            ))
-        }
+        Err(StoreError::Unavailable(
+            "upload objects: none configured".into(),
+        ))
     }
 
     async fn open(&self, _: &str) -> Result<Option<StoredObject>, StoreError> {

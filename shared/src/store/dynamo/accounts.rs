@@ -8,7 +8,7 @@
 use async_trait::async_trait;
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::types::ReturnValue;
+use aws_sdk_dynamodb::types::{ReturnValue, TransactWriteItem};
 
 use super::batch::query_all;
 use super::codec::{
@@ -222,96 +222,90 @@ fn permissions_from_item(op: &'static str, item: &Item) -> Result<Vec<String>, S
 #[async_trait]
 impl AccountStore for DynamoStore {
     async fn create_account(&self, account: &Account) -> Result<Created, StoreError> {
-        {
-            let op = "create_account";
-            let email_item = HashMap::from([
-                (
-                    KEY.to_string(),
-                    s(format!("{EMAIL_PREFIX}{}", account.email)),
-                ),
-                ("user_id".to_string(), s(account.user_id.as_str())),
-            ]);
-            let account_item = HashMap::from([
-                (PK.to_string(), s(account.user_id.as_str())),
-                (SK.to_string(), s(ACCOUNT_SK)),
-                ("email".to_string(), s(account.email.as_str())),
-                (
-                    "password_hash".to_string(),
-                    s(account.password_hash.as_str()),
-                ),
-                ("created_at".to_string(), n(account.created_at)),
-            ]);
-            let mut account_item = account_item;
-            if account.email_confirmed {
-                account_item.insert(EMAIL_CONFIRMED_AT.to_string(), n(account.created_at));
-            }
-            let (email_item, account_item) = (&email_item, &account_item);
-            contended(op, || async move {
-                let items = vec![
-                    tx_put(
-                        op,
-                        &self.tables.keys,
-                        email_item.clone(),
-                        condition("attribute_not_exists(#k)", &[("#k", KEY)], vec![]),
-                    )?,
-                    tx_put(
-                        op,
-                        &self.tables.data,
-                        account_item.clone(),
-                        condition("attribute_not_exists(#pk)", &[("#pk", PK)], vec![]),
-                    )?,
-                ];
-                let outcome = self.transact(op, items).await?;
-                if matches!(outcome, Committed::Yes) {
-                    return Ok(Attempt::Done(Created::Created));
-                }
-                if outcome.condition_failed(0) {
-                    return Ok(Attempt::Done(Created::EmailTaken));
-                }
-                if outcome.condition_failed(1) {
-                    tracing::warn!(
-                        operation = op,
-                        "dynamodb store: user id already has an account"
-                    );
-                    return Err(StoreError::Unavailable(format!(
-                        "{op}: user id already has an account"
-                    )));
-                }
-                outcome.retry(op)
-            })
-            .await
+        let op = "create_account";
+        let email_item = HashMap::from([
+            (
+                KEY.to_string(),
+                s(format!("{EMAIL_PREFIX}{}", account.email)),
+            ),
+            ("user_id".to_string(), s(account.user_id.as_str())),
+        ]);
+        let account_item = HashMap::from([
+            (PK.to_string(), s(account.user_id.as_str())),
+            (SK.to_string(), s(ACCOUNT_SK)),
+            ("email".to_string(), s(account.email.as_str())),
+            (
+                "password_hash".to_string(),
+                s(account.password_hash.as_str()),
+            ),
+            ("created_at".to_string(), n(account.created_at)),
+        ]);
+        let mut account_item = account_item;
+        if account.email_confirmed {
+            account_item.insert(EMAIL_CONFIRMED_AT.to_string(), n(account.created_at));
         }
+        let (email_item, account_item) = (&email_item, &account_item);
+        contended(op, || async move {
+            let items = vec![
+                tx_put(
+                    op,
+                    &self.tables.keys,
+                    email_item.clone(),
+                    condition("attribute_not_exists(#k)", &[("#k", KEY)], vec![]),
+                )?,
+                tx_put(
+                    op,
+                    &self.tables.data,
+                    account_item.clone(),
+                    condition("attribute_not_exists(#pk)", &[("#pk", PK)], vec![]),
+                )?,
+            ];
+            let outcome = self.transact(op, items).await?;
+            if matches!(outcome, Committed::Yes) {
+                return Ok(Attempt::Done(Created::Created));
+            }
+            if outcome.condition_failed(0) {
+                return Ok(Attempt::Done(Created::EmailTaken));
+            }
+            if outcome.condition_failed(1) {
+                tracing::warn!(
+                    operation = op,
+                    "dynamodb store: user id already has an account"
+                );
+                return Err(StoreError::Unavailable(format!(
+                    "{op}: user id already has an account"
+                )));
+            }
+            outcome.retry(op)
+        })
+        .await
     }
 
     async fn account_by_email(&self, email: &str) -> Result<Option<Account>, StoreError> {
-        {
-            let op = "account_by_email";
-            let Some(lookup) = self.key_item(op, format!("{EMAIL_PREFIX}{email}")).await? else {
-                return Ok(None);
-            };
-            let user_id = get_s(op, &lookup, "user_id")?;
-            // Both items are written in one transaction: one without the other, or an
-            // account with another e-mail, is a bug or a manual edit.
-            let item = self
-                .data_item(op, &user_id, ACCOUNT_SK.to_string())
-                .await?
-                .ok_or_else(|| corrupt(op))?;
-            let account = account_from_item(op, &user_id, &item)?;
-            if account.email != email {
-                return Err(corrupt(op));
-            }
-            Ok(Some(account))
+        let op = "account_by_email";
+        let Some(lookup) = self.key_item(op, format!("{EMAIL_PREFIX}{email}")).await? else {
+            return Ok(None);
+        };
+        let user_id = get_s(op, &lookup, "user_id")?;
+        // Both items are written in one transaction: one without the other, or an
+        // account with another e-mail, is a bug or a manual edit.
+        let item = self
+            .data_item(op, &user_id, ACCOUNT_SK.to_string())
+            .await?
+            .ok_or_else(|| corrupt(op))?;
+        let account = account_from_item(op, &user_id, &item)?;
+        if account.email != email {
+            return Err(corrupt(op));
         }
+        Ok(Some(account))
     }
 
     async fn account(&self, user_id: &str) -> Result<Option<Account>, StoreError> {
-        {
-            let op = "account";
-            self.data_item(op, user_id, ACCOUNT_SK.to_string())
-                .await?
-                .map(|item| account_from_item(op, user_id, &item))
-                .transpose()
-        }
+        let op = "account";
+        self.data_item(op, user_id, ACCOUNT_SK.to_string())
+            .await?
+            .map(|item| account_from_item(op, user_id, &item))
+            .transpose()
     }
 
     async fn purge_expired(&self, _now: u64) -> Result<u64, StoreError> {
@@ -325,26 +319,24 @@ impl AccountStore for DynamoStore {
         window_secs: u64,
         now: u64,
     ) -> Result<u32, StoreError> {
-        {
-            let op = "count_event";
-            let (key, expires_at) = counter_key(key_hash, window_secs, now);
-            let out = self
-                .client
-                .update_item()
-                .table_name(&self.tables.keys)
-                .key(KEY, s(key))
-                .update_expression("ADD #count :one SET #exp = :exp")
-                .expression_attribute_names("#count", COUNT)
-                .expression_attribute_names("#exp", EXPIRES_AT)
-                .expression_attribute_values(":one", n(1))
-                .expression_attribute_values(":exp", n(expires_at))
-                .return_values(ReturnValue::UpdatedNew)
-                .send()
-                .await
-                .map_err(|e| sdk_error(op, e))?;
-            let item = out.attributes.ok_or_else(|| corrupt(op))?;
-            count_of(op, &item)
-        }
+        let op = "count_event";
+        let (key, expires_at) = counter_key(key_hash, window_secs, now);
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.tables.keys)
+            .key(KEY, s(key))
+            .update_expression("ADD #count :one SET #exp = :exp")
+            .expression_attribute_names("#count", COUNT)
+            .expression_attribute_names("#exp", EXPIRES_AT)
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":exp", n(expires_at))
+            .return_values(ReturnValue::UpdatedNew)
+            .send()
+            .await
+            .map_err(|e| sdk_error(op, e))?;
+        let item = out.attributes.ok_or_else(|| corrupt(op))?;
+        count_of(op, &item)
     }
 
     async fn event_count(
@@ -353,24 +345,20 @@ impl AccountStore for DynamoStore {
         window_secs: u64,
         now: u64,
     ) -> Result<u32, StoreError> {
-        {
-            let op = "event_count";
-            let (key, _) = counter_key(key_hash, window_secs, now);
-            match self.key_item(op, key).await? {
-                Some(item) if get_u64(op, &item, EXPIRES_AT)? > now => count_of(op, &item),
-                _ => Ok(0),
-            }
+        let op = "event_count";
+        let (key, _) = counter_key(key_hash, window_secs, now);
+        match self.key_item(op, key).await? {
+            Some(item) if get_u64(op, &item, EXPIRES_AT)? > now => count_of(op, &item),
+            _ => Ok(0),
         }
     }
 
     async fn token_state(&self, user_id: &str) -> Result<TokenState, StoreError> {
-        {
-            let op = "token_state";
-            let item = self
-                .key_item(op, format!("{TOKENS_PREFIX}{user_id}"))
-                .await?;
-            Ok(token_state_from_item(op, item.as_ref())?.0)
-        }
+        let op = "token_state";
+        let item = self
+            .key_item(op, format!("{TOKENS_PREFIX}{user_id}"))
+            .await?;
+        Ok(token_state_from_item(op, item.as_ref())?.0)
     }
 
     async fn change_tokens(
@@ -379,17 +367,15 @@ impl AccountStore for DynamoStore {
         change: &TokenChange,
         now: u64,
     ) -> Result<TokenState, StoreError> {
-        {
-            let op = "change_tokens";
-            contended(op, || async move {
-                let (state, put) = self.next_token_state(op, user_id, change, now).await?;
-                Ok(match self.transact(op, vec![put]).await? {
-                    Committed::Yes => Attempt::Done(state),
-                    outcome => outcome.retry(op)?,
-                })
+        let op = "change_tokens";
+        contended(op, || async move {
+            let (state, put) = self.next_token_state(op, user_id, change, now).await?;
+            Ok(match self.transact(op, vec![put]).await? {
+                Committed::Yes => Attempt::Done(state),
+                outcome => outcome.retry(op)?,
             })
-            .await
-        }
+        })
+        .await
     }
 
     async fn change_password(
@@ -398,60 +384,56 @@ impl AccountStore for DynamoStore {
         password_hash: &str,
         now: u64,
     ) -> Result<Option<TokenState>, StoreError> {
-        {
-            let op = "change_password";
-            contended(op, || async move {
-                let (state, put) = self
-                    .next_token_state(op, user_id, &TokenChange::EndAll, now)
-                    .await?;
-                let update = tx_update(
-                    op,
-                    &self.tables.data,
-                    data_key(user_id, ACCOUNT_SK.to_string()),
-                    "SET #hash = :hash",
-                    condition(
-                        "attribute_exists(#pk)",
-                        &[("#pk", PK), ("#hash", "password_hash")],
-                        vec![(":hash", s(password_hash))],
-                    ),
-                )?;
-                let outcome = self.transact(op, vec![put, update]).await?;
-                if matches!(outcome, Committed::Yes) {
-                    return Ok(Attempt::Done(Some(state)));
-                }
-                if outcome.condition_failed(1) {
-                    return Ok(Attempt::Done(None));
-                }
-                outcome.retry(op)
-            })
-            .await
-        }
+        let op = "change_password";
+        contended(op, || async move {
+            let (state, put) = self
+                .next_token_state(op, user_id, &TokenChange::EndAll, now)
+                .await?;
+            let update = tx_update(
+                op,
+                &self.tables.data,
+                data_key(user_id, ACCOUNT_SK.to_string()),
+                "SET #hash = :hash",
+                condition(
+                    "attribute_exists(#pk)",
+                    &[("#pk", PK), ("#hash", "password_hash")],
+                    vec![(":hash", s(password_hash))],
+                ),
+            )?;
+            let outcome = self.transact(op, vec![put, update]).await?;
+            if matches!(outcome, Committed::Yes) {
+                return Ok(Attempt::Done(Some(state)));
+            }
+            if outcome.condition_failed(1) {
+                return Ok(Attempt::Done(None));
+            }
+            outcome.retry(op)
+        })
+        .await
     }
 
     async fn account_records(&self, user_id: &str) -> Result<AccountRecords, StoreError> {
+        let op = "account_records";
+        let mut shares_granted = Vec::new();
+        for item in self
+            .partition_items(op, user_id, Some(SHARE_PREFIX))
+            .await?
         {
-            let op = "account_records";
-            let mut shares_granted = Vec::new();
-            for item in self
-                .partition_items(op, user_id, Some(SHARE_PREFIX))
-                .await?
-            {
-                let sk = get_s(op, &item, SK)?;
-                let grantee = sk.strip_prefix(SHARE_PREFIX).ok_or_else(|| corrupt(op))?;
-                shares_granted.push((grantee.to_string(), permissions_from_item(op, &item)?));
-            }
-            let personal_url_expires_at = match self
-                .key_item(op, format!("{USER_URL_PREFIX}{user_id}"))
-                .await?
-            {
-                Some(item) => Some(get_u64(op, &item, EXPIRES_AT)?),
-                None => None,
-            };
-            Ok(AccountRecords {
-                shares_granted,
-                personal_url_expires_at,
-            })
+            let sk = get_s(op, &item, SK)?;
+            let grantee = sk.strip_prefix(SHARE_PREFIX).ok_or_else(|| corrupt(op))?;
+            shares_granted.push((grantee.to_string(), permissions_from_item(op, &item)?));
         }
+        let personal_url_expires_at = match self
+            .key_item(op, format!("{USER_URL_PREFIX}{user_id}"))
+            .await?
+        {
+            Some(item) => Some(get_u64(op, &item, EXPIRES_AT)?),
+            None => None,
+        };
+        Ok(AccountRecords {
+            shares_granted,
+            personal_url_expires_at,
+        })
     }
 
     async fn confirm_email(
@@ -460,88 +442,84 @@ impl AccountStore for DynamoStore {
         email: &str,
         now: u64,
     ) -> Result<bool, StoreError> {
-        {
-            let op = "confirm_email";
-            let result = self
-                .client
-                .update_item()
-                .table_name(&self.tables.data)
-                .set_key(Some(data_key(user_id, ACCOUNT_SK.to_string())))
-                .update_expression("SET #c = if_not_exists(#c, :now)")
-                .condition_expression("attribute_exists(#pk) AND #email = :email")
-                .expression_attribute_names("#c", EMAIL_CONFIRMED_AT)
-                .expression_attribute_names("#pk", PK)
-                .expression_attribute_names("#email", "email")
-                .expression_attribute_values(":now", n(now))
-                .expression_attribute_values(":email", s(email))
-                .send()
-                .await;
-            Ok(conditional(op, result)?.is_some())
-        }
+        let op = "confirm_email";
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.tables.data)
+            .set_key(Some(data_key(user_id, ACCOUNT_SK.to_string())))
+            .update_expression("SET #c = if_not_exists(#c, :now)")
+            .condition_expression("attribute_exists(#pk) AND #email = :email")
+            .expression_attribute_names("#c", EMAIL_CONFIRMED_AT)
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#email", "email")
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":email", s(email))
+            .send()
+            .await;
+        Ok(conditional(op, result)?.is_some())
     }
 
     async fn delete_account_everything(&self, user_id: &str, now: u64) -> Result<(), StoreError> {
+        let op = "delete_account_everything";
+        // First the tombstone: from here on every credential of the account is refused.
+        self.change_tokens(user_id, &TokenChange::Deleted, now)
+            .await?;
+        // What the keys table holds for the user, found from the user's own items:
+        // each share's delegated URL and its grant (with the share), the personal URL
+        // and its grant, the upload pointers, the e-mail lookup.
+        for item in self
+            .partition_items(op, user_id, Some(SHARE_PREFIX))
+            .await?
         {
-            let op = "delete_account_everything";
-            // First the tombstone: from here on every credential of the account is refused.
-            self.change_tokens(user_id, &TokenChange::Deleted, now)
-                .await?;
-            // What the keys table holds for the user, found from the user's own items:
-            // each share's delegated URL and its grant (with the share), the personal URL
-            // and its grant, the upload pointers, the e-mail lookup.
-            for item in self
-                .partition_items(op, user_id, Some(SHARE_PREFIX))
-                .await?
-            {
-                let sk = get_s(op, &item, SK)?;
-                if let Some(grantee) = sk.strip_prefix(SHARE_PREFIX) {
-                    self.delete_share(user_id, grantee).await?;
-                }
+            let sk = get_s(op, &item, SK)?;
+            if let Some(grantee) = sk.strip_prefix(SHARE_PREFIX) {
+                self.delete_share(user_id, grantee).await?;
             }
-            // The invitations the user sent, both views (the owner's go with the partition).
-            for invitation in self.invitations_sent(user_id).await? {
-                self.delete_invitation(user_id, &invitation.email).await?;
-            }
-            self.revoke_personal_url(user_id).await?;
-            crate::store::UploadStore::delete_uploads(self, user_id).await?;
-            if let Some(item) = self.data_item(op, user_id, ACCOUNT_SK.to_string()).await? {
-                let email = get_s(op, &item, "email")?;
-                // Only if the lookup still names this user (a retry after the e-mail
-                // signed up again must not take the new account's lookup).
-                conditional(
-                    op,
-                    self.client
-                        .delete_item()
-                        .table_name(&self.tables.keys)
-                        .key(KEY, s(format!("{EMAIL_PREFIX}{email}")))
-                        .condition_expression("#u = :u")
-                        .expression_attribute_names("#u", "user_id")
-                        .expression_attribute_values(":u", s(user_id))
-                        .send()
-                        .await,
-                )?;
-            }
-            // Then every item of the user's partition, the account last of all (a retry
-            // still finds the e-mail through it).
-            let mut account = None;
-            let mut deletes = Vec::new();
-            for item in self.partition_items(op, user_id, None).await? {
-                let key: Item = item
-                    .into_iter()
-                    .filter(|(name, _)| name == PK || name == SK)
-                    .collect();
-                if key.get(SK) == Some(&s(ACCOUNT_SK)) {
-                    account = Some(key);
-                    continue;
-                }
-                deletes.push(delete_request(op, key)?);
-            }
-            self.write_all(op, deletes).await?;
-            if let Some(key) = account {
-                self.write_all(op, vec![delete_request(op, key)?]).await?;
-            }
-            Ok(())
         }
+        // The invitations the user sent, both views (the owner's go with the partition).
+        for invitation in self.invitations_sent(user_id).await? {
+            self.delete_invitation(user_id, &invitation.email).await?;
+        }
+        self.revoke_personal_url(user_id).await?;
+        crate::store::UploadStore::delete_uploads(self, user_id).await?;
+        if let Some(item) = self.data_item(op, user_id, ACCOUNT_SK.to_string()).await? {
+            let email = get_s(op, &item, "email")?;
+            // Only if the lookup still names this user (a retry after the e-mail
+            // signed up again must not take the new account's lookup).
+            conditional(
+                op,
+                self.client
+                    .delete_item()
+                    .table_name(&self.tables.keys)
+                    .key(KEY, s(format!("{EMAIL_PREFIX}{email}")))
+                    .condition_expression("#u = :u")
+                    .expression_attribute_names("#u", "user_id")
+                    .expression_attribute_values(":u", s(user_id))
+                    .send()
+                    .await,
+            )?;
+        }
+        // Then every item of the user's partition, the account last of all (a retry
+        // still finds the e-mail through it).
+        let mut account = None;
+        let mut deletes = Vec::new();
+        for item in self.partition_items(op, user_id, None).await? {
+            let key: Item = item
+                .into_iter()
+                .filter(|(name, _)| name == PK || name == SK)
+                .collect();
+            if key.get(SK) == Some(&s(ACCOUNT_SK)) {
+                account = Some(key);
+                continue;
+            }
+            deletes.push(delete_request(op, key)?);
+        }
+        self.write_all(op, deletes).await?;
+        if let Some(key) = account {
+            self.write_all(op, vec![delete_request(op, key)?]).await?;
+        }
+        Ok(())
     }
 }
 
@@ -553,170 +531,160 @@ impl GrantStore for DynamoStore {
         grantee: &str,
         permissions: &[String],
     ) -> Result<(), StoreError> {
-        {
-            let op = "put_share";
-            // The owner's item and the grantee's view of it (shares received), together.
-            let item = |pk: &str, sk: String| {
-                HashMap::from([
-                    (PK.to_string(), s(pk)),
-                    (SK.to_string(), s(sk)),
-                    ("permissions".to_string(), string_list(permissions)),
-                ])
-            };
-            let items = vec![
-                tx_put(
-                    op,
-                    &self.tables.data,
-                    item(owner, format!("{SHARE_PREFIX}{grantee}")),
-                    None,
-                )?,
-                tx_put(
-                    op,
-                    &self.tables.data,
-                    item(grantee, format!("{SHARED_BY_PREFIX}{owner}")),
-                    None,
-                )?,
-            ];
-            contended(op, || {
-                let items = items.clone();
-                async move {
-                    match self.transact(op, items).await? {
-                        Committed::Yes => Ok(Attempt::Done(())),
-                        outcome => outcome.retry(op),
-                    }
+        let op = "put_share";
+        // The owner's item and the grantee's view of it (shares received), together.
+        let item = |pk: &str, sk: String| {
+            HashMap::from([
+                (PK.to_string(), s(pk)),
+                (SK.to_string(), s(sk)),
+                ("permissions".to_string(), string_list(permissions)),
+            ])
+        };
+        let items = vec![
+            tx_put(
+                op,
+                &self.tables.data,
+                item(owner, format!("{SHARE_PREFIX}{grantee}")),
+                None,
+            )?,
+            tx_put(
+                op,
+                &self.tables.data,
+                item(grantee, format!("{SHARED_BY_PREFIX}{owner}")),
+                None,
+            )?,
+        ];
+        contended(op, || {
+            let items = items.clone();
+            async move {
+                match self.transact(op, items).await? {
+                    Committed::Yes => Ok(Attempt::Done(())),
+                    outcome => outcome.retry(op),
                 }
-            })
-            .await
-        }
+            }
+        })
+        .await
     }
 
     async fn delete_share(&self, owner: &str, grantee: &str) -> Result<(), StoreError> {
-        {
-            let op = "delete_share";
-            let url_key = &share_url_key(owner, grantee);
-            contended(op, || async move {
-                let current = self
-                    .key_item(op, url_key.clone())
-                    .await?
-                    .map(|item| personal_url_from_item(op, &item))
-                    .transpose()?;
-                // Item 0 pins the delegated URL to what was read (gone, or this one), so
-                // a claim racing with the unshare cannot leave a URL behind the share.
-                let mut items = vec![match &current {
-                    Some(current) => tx_delete(
-                        op,
-                        &self.tables.keys,
-                        keys_key(url_key.clone()),
-                        condition(
-                            "#hash = :hash",
-                            &[("#hash", "secret_hash")],
-                            vec![(":hash", s(current.secret_hash.as_str()))],
-                        ),
-                    )?,
-                    None => tx_check(
-                        op,
-                        &self.tables.keys,
-                        keys_key(url_key.clone()),
-                        condition("attribute_not_exists(#k)", &[("#k", KEY)], vec![]),
-                    )?,
-                }];
+        let op = "delete_share";
+        let url_key = &share_url_key(owner, grantee);
+        contended(op, || async move {
+            let current = self
+                .key_item(op, url_key.clone())
+                .await?
+                .map(|item| personal_url_from_item(op, &item))
+                .transpose()?;
+            // Item 0 pins the delegated URL to what was read (gone, or this one), so
+            // a claim racing with the unshare cannot leave a URL behind the share.
+            let mut items = vec![match &current {
+                Some(current) => tx_delete(
+                    op,
+                    &self.tables.keys,
+                    keys_key(url_key.clone()),
+                    condition(
+                        "#hash = :hash",
+                        &[("#hash", "secret_hash")],
+                        vec![(":hash", s(current.secret_hash.as_str()))],
+                    ),
+                )?,
+                None => tx_check(
+                    op,
+                    &self.tables.keys,
+                    keys_key(url_key.clone()),
+                    condition("attribute_not_exists(#k)", &[("#k", KEY)], vec![]),
+                )?,
+            }];
+            items.push(tx_delete(
+                op,
+                &self.tables.data,
+                HashMap::from([
+                    (PK.to_string(), s(owner)),
+                    (SK.to_string(), s(format!("{SHARE_PREFIX}{grantee}"))),
+                ]),
+                None,
+            )?);
+            items.push(tx_delete(
+                op,
+                &self.tables.data,
+                HashMap::from([
+                    (PK.to_string(), s(grantee)),
+                    (SK.to_string(), s(format!("{SHARED_BY_PREFIX}{owner}"))),
+                ]),
+                None,
+            )?);
+            if let Some(current) = &current {
                 items.push(tx_delete(
                     op,
-                    &self.tables.data,
-                    HashMap::from([
-                        (PK.to_string(), s(owner)),
-                        (SK.to_string(), s(format!("{SHARE_PREFIX}{grantee}"))),
-                    ]),
+                    &self.tables.keys,
+                    keys_key(format!("{URL_PREFIX}{}", current.secret_hash)),
                     None,
                 )?);
-                items.push(tx_delete(
-                    op,
-                    &self.tables.data,
-                    HashMap::from([
-                        (PK.to_string(), s(grantee)),
-                        (SK.to_string(), s(format!("{SHARED_BY_PREFIX}{owner}"))),
-                    ]),
-                    None,
-                )?);
-                if let Some(current) = &current {
-                    items.push(tx_delete(
-                        op,
-                        &self.tables.keys,
-                        keys_key(format!("{URL_PREFIX}{}", current.secret_hash)),
-                        None,
-                    )?);
-                }
-                let outcome = self.transact(op, items).await?;
-                if matches!(outcome, Committed::Yes) {
-                    return Ok(Attempt::Done(()));
-                }
-                outcome.retry(op)
-            })
-            .await
-        }
+            }
+            let outcome = self.transact(op, items).await?;
+            if matches!(outcome, Committed::Yes) {
+                return Ok(Attempt::Done(()));
+            }
+            outcome.retry(op)
+        })
+        .await
     }
 
     async fn share(&self, owner: &str, grantee: &str) -> Result<Option<Vec<String>>, StoreError> {
-        {
-            let op = "share";
-            self.data_item(op, owner, format!("{SHARE_PREFIX}{grantee}"))
-                .await?
-                .map(|item| permissions_from_item(op, &item))
-                .transpose()
-        }
+        let op = "share";
+        self.data_item(op, owner, format!("{SHARE_PREFIX}{grantee}"))
+            .await?
+            .map(|item| permissions_from_item(op, &item))
+            .transpose()
     }
 
     async fn put_url_grant(&self, secret_hash: &str, grant: &UrlGrant) -> Result<(), StoreError> {
-        {
-            let op = "put_url_grant";
-            let item = url_grant_item(secret_hash, grant);
-            if grant.session_id.is_none() || grant.delegation.is_some() {
-                return self.put_key_item(op, item).await;
-            }
-            // A temporary URL: its grant and the user's list entry, together.
-            let mut entry = HashMap::from([
-                (PK.to_string(), s(grant.user_id.as_str())),
-                (SK.to_string(), s(format!("{TEMP_URL_PREFIX}{secret_hash}"))),
-                (EXPIRES_AT.to_string(), n(grant.expires_at)),
-                ("epoch".to_string(), n(grant.epoch)),
-            ]);
-            insert_optional(
-                &mut entry,
-                &[
-                    ("session_id", &grant.session_id),
-                    ("agent_name", &grant.agent_name),
-                ],
-            );
-            let items = vec![
-                tx_put(op, &self.tables.keys, item, None)?,
-                tx_put(op, &self.tables.data, entry, None)?,
-            ];
-            contended(op, || {
-                let items = items.clone();
-                async move {
-                    match self.transact(op, items).await? {
-                        Committed::Yes => Ok(Attempt::Done(())),
-                        outcome => outcome.retry(op),
-                    }
-                }
-            })
-            .await
+        let op = "put_url_grant";
+        let item = url_grant_item(secret_hash, grant);
+        if grant.session_id.is_none() || grant.delegation.is_some() {
+            return self.put_key_item(op, item).await;
         }
+        // A temporary URL: its grant and the user's list entry, together.
+        let mut entry = HashMap::from([
+            (PK.to_string(), s(grant.user_id.as_str())),
+            (SK.to_string(), s(format!("{TEMP_URL_PREFIX}{secret_hash}"))),
+            (EXPIRES_AT.to_string(), n(grant.expires_at)),
+            ("epoch".to_string(), n(grant.epoch)),
+        ]);
+        insert_optional(
+            &mut entry,
+            &[
+                ("session_id", &grant.session_id),
+                ("agent_name", &grant.agent_name),
+            ],
+        );
+        let items = vec![
+            tx_put(op, &self.tables.keys, item, None)?,
+            tx_put(op, &self.tables.data, entry, None)?,
+        ];
+        contended(op, || {
+            let items = items.clone();
+            async move {
+                match self.transact(op, items).await? {
+                    Committed::Yes => Ok(Attempt::Done(())),
+                    outcome => outcome.retry(op),
+                }
+            }
+        })
+        .await
     }
 
     async fn url_grant(&self, secret_hash: &str, now: u64) -> Result<Option<UrlGrant>, StoreError> {
-        {
-            let op = "url_grant";
-            let Some(item) = self
-                .key_item(op, format!("{URL_PREFIX}{secret_hash}"))
-                .await?
-            else {
-                return Ok(None);
-            };
-            let grant = url_grant_from_item(op, &item)?;
-            // TTL deletion lags: an expired item may still be there.
-            Ok((grant.expires_at > now).then_some(grant))
-        }
+        let op = "url_grant";
+        let Some(item) = self
+            .key_item(op, format!("{URL_PREFIX}{secret_hash}"))
+            .await?
+        else {
+            return Ok(None);
+        };
+        let grant = url_grant_from_item(op, &item)?;
+        // TTL deletion lags: an expired item may still be there.
+        Ok((grant.expires_at > now).then_some(grant))
     }
 
     async fn claim_personal_url(
@@ -725,103 +693,26 @@ impl GrantStore for DynamoStore {
         candidate: &PersonalUrl,
         now: u64,
     ) -> Result<PersonalUrl, StoreError> {
-        {
-            let op = "claim_personal_url";
-            let user_key = format!("{USER_URL_PREFIX}{user_id}");
-            let grant = UrlGrant {
-                user_id: user_id.to_string(),
-                session_id: None,
-                agent_name: None,
-                delegation: None,
-                expires_at: candidate.expires_at,
-                epoch: candidate.epoch,
-            };
-            let (user_key, grant) = (&user_key, &grant);
-            contended(op, || async move {
-                let current = self
-                    .key_item(op, user_key.clone())
-                    .await?
-                    .map(|item| personal_url_from_item(op, &item))
-                    .transpose()?;
-                if let Some(current) = &current
-                    && current.live(candidate, now)
-                {
-                    return Ok(Attempt::Done(current.clone()));
-                }
-                // Absent or expired: put the candidate, unless someone else has put a
-                // live one since the read.
-                let mut items = vec![
-                    tx_put(
-                        op,
-                        &self.tables.keys,
-                        personal_url_item(user_key.clone(), candidate),
-                        replaceable_claim(candidate, now),
-                    )?,
-                    tx_put(
-                        op,
-                        &self.tables.keys,
-                        url_grant_item(&candidate.secret_hash, grant),
-                        None,
-                    )?,
-                ];
-                // The replaced URL's grant goes in the same transaction (it has expired,
-                // but TTL deletion lags, and the secret should resolve to nothing).
-                if let Some(old) = current.filter(|old| old.secret_hash != candidate.secret_hash) {
-                    items.push(tx_delete(
-                        op,
-                        &self.tables.keys,
-                        keys_key(format!("{URL_PREFIX}{}", old.secret_hash)),
-                        None,
-                    )?);
-                }
-                let outcome = self.transact(op, items).await?;
-                if matches!(outcome, Committed::Yes) {
-                    return Ok(Attempt::Done(candidate.clone()));
-                }
-                // A racing caller won: read again and return theirs.
-                outcome.retry(op)
+        let op = "claim_personal_url";
+        let grant = UrlGrant {
+            user_id: user_id.to_string(),
+            session_id: None,
+            agent_name: None,
+            delegation: None,
+            expires_at: candidate.expires_at,
+            epoch: candidate.epoch,
+        };
+        let claim_key = format!("{USER_URL_PREFIX}{user_id}");
+        self.claim_url(op, claim_key, grant, None, candidate, now)
+            .await?
+            .ok_or_else(|| {
+                StoreError::Corrupt(format!("{op}: a claim without a check answered no URL"))
             })
-            .await
-        }
     }
 
     async fn revoke_personal_url(&self, user_id: &str) -> Result<bool, StoreError> {
-        {
-            let op = "revoke_personal_url";
-            let user_key = &format!("{USER_URL_PREFIX}{user_id}");
-            contended(op, || async move {
-                let Some(item) = self.key_item(op, user_key.clone()).await? else {
-                    return Ok(Attempt::Done(false));
-                };
-                let current = personal_url_from_item(op, &item)?;
-                // Both go together, and only if the URL is still the one read (a racing
-                // claim may have replaced it; then its grant is the one to delete).
-                let items = vec![
-                    tx_delete(
-                        op,
-                        &self.tables.keys,
-                        keys_key(user_key.clone()),
-                        condition(
-                            "#hash = :hash",
-                            &[("#hash", "secret_hash")],
-                            vec![(":hash", s(current.secret_hash.as_str()))],
-                        ),
-                    )?,
-                    tx_delete(
-                        op,
-                        &self.tables.keys,
-                        keys_key(format!("{URL_PREFIX}{}", current.secret_hash)),
-                        None,
-                    )?,
-                ];
-                let outcome = self.transact(op, items).await?;
-                if matches!(outcome, Committed::Yes) {
-                    return Ok(Attempt::Done(true));
-                }
-                outcome.retry(op)
-            })
+        self.revoke_url_claim("revoke_personal_url", format!("{USER_URL_PREFIX}{user_id}"))
             .await
-        }
     }
 
     async fn claim_share_url(
@@ -832,116 +723,40 @@ impl GrantStore for DynamoStore {
         candidate: &PersonalUrl,
         now: u64,
     ) -> Result<Option<PersonalUrl>, StoreError> {
-        {
-            let op = "claim_share_url";
-            let url_key = &share_url_key(owner, grantee);
-            let grant = &UrlGrant {
-                user_id: owner.to_string(),
-                session_id: None,
-                agent_name: None,
-                delegation: Some(Delegation {
-                    grantee: grantee.to_string(),
-                    permission: permission.to_string(),
-                }),
-                expires_at: candidate.expires_at,
-                epoch: candidate.epoch,
-            };
-            contended(op, || async move {
-                let current = self
-                    .key_item(op, url_key.clone())
-                    .await?
-                    .map(|item| personal_url_from_item(op, &item))
-                    .transpose()?;
-                if let Some(current) = &current
-                    && current.live(candidate, now)
-                {
-                    return Ok(Attempt::Done(Some(current.clone())));
-                }
-                // Absent or expired: the candidate, unless a racing claim put a live one
-                // since the read, and only while the share holds the permission.
-                let mut items = vec![
-                    tx_put(
-                        op,
-                        &self.tables.keys,
-                        personal_url_item(url_key.clone(), candidate),
-                        replaceable_claim(candidate, now),
-                    )?,
-                    tx_check(
-                        op,
-                        &self.tables.data,
-                        HashMap::from([
-                            (PK.to_string(), s(owner)),
-                            (SK.to_string(), s(format!("{SHARE_PREFIX}{grantee}"))),
-                        ]),
-                        condition(
-                            "contains(#perms, :perm)",
-                            &[("#perms", "permissions")],
-                            vec![(":perm", s(permission))],
-                        ),
-                    )?,
-                    tx_put(
-                        op,
-                        &self.tables.keys,
-                        url_grant_item(&candidate.secret_hash, grant),
-                        None,
-                    )?,
-                ];
-                if let Some(old) = current.filter(|old| old.secret_hash != candidate.secret_hash) {
-                    items.push(tx_delete(
-                        op,
-                        &self.tables.keys,
-                        keys_key(format!("{URL_PREFIX}{}", old.secret_hash)),
-                        None,
-                    )?);
-                }
-                let outcome = self.transact(op, items).await?;
-                if matches!(outcome, Committed::Yes) {
-                    return Ok(Attempt::Done(Some(candidate.clone())));
-                }
-                if outcome.condition_failed(1) {
-                    return Ok(Attempt::Done(None));
-                }
-                outcome.retry(op)
-            })
+        let op = "claim_share_url";
+        let grant = UrlGrant {
+            user_id: owner.to_string(),
+            session_id: None,
+            agent_name: None,
+            delegation: Some(Delegation {
+                grantee: grantee.to_string(),
+                permission: permission.to_string(),
+            }),
+            expires_at: candidate.expires_at,
+            epoch: candidate.epoch,
+        };
+        // Only while the share holds the permission.
+        let share_holds = tx_check(
+            op,
+            &self.tables.data,
+            HashMap::from([
+                (PK.to_string(), s(owner)),
+                (SK.to_string(), s(format!("{SHARE_PREFIX}{grantee}"))),
+            ]),
+            condition(
+                "contains(#perms, :perm)",
+                &[("#perms", "permissions")],
+                vec![(":perm", s(permission))],
+            ),
+        )?;
+        let claim_key = share_url_key(owner, grantee);
+        self.claim_url(op, claim_key, grant, Some(share_holds), candidate, now)
             .await
-        }
     }
 
     async fn revoke_share_url(&self, owner: &str, grantee: &str) -> Result<bool, StoreError> {
-        {
-            let op = "revoke_share_url";
-            let url_key = &share_url_key(owner, grantee);
-            contended(op, || async move {
-                let Some(item) = self.key_item(op, url_key.clone()).await? else {
-                    return Ok(Attempt::Done(false));
-                };
-                let current = personal_url_from_item(op, &item)?;
-                let items = vec![
-                    tx_delete(
-                        op,
-                        &self.tables.keys,
-                        keys_key(url_key.clone()),
-                        condition(
-                            "#hash = :hash",
-                            &[("#hash", "secret_hash")],
-                            vec![(":hash", s(current.secret_hash.as_str()))],
-                        ),
-                    )?,
-                    tx_delete(
-                        op,
-                        &self.tables.keys,
-                        keys_key(format!("{URL_PREFIX}{}", current.secret_hash)),
-                        None,
-                    )?,
-                ];
-                let outcome = self.transact(op, items).await?;
-                if matches!(outcome, Committed::Yes) {
-                    return Ok(Attempt::Done(true));
-                }
-                outcome.retry(op)
-            })
+        self.revoke_url_claim("revoke_share_url", share_url_key(owner, grantee))
             .await
-        }
     }
 
     async fn share_url(
@@ -950,15 +765,13 @@ impl GrantStore for DynamoStore {
         grantee: &str,
         now: u64,
     ) -> Result<Option<PersonalUrl>, StoreError> {
-        {
-            let op = "share_url";
-            let current = self
-                .key_item(op, share_url_key(owner, grantee))
-                .await?
-                .map(|item| personal_url_from_item(op, &item))
-                .transpose()?;
-            Ok(current.filter(|url| url.expires_at > now))
-        }
+        let op = "share_url";
+        let current = self
+            .key_item(op, share_url_key(owner, grantee))
+            .await?
+            .map(|item| personal_url_from_item(op, &item))
+            .transpose()?;
+        Ok(current.filter(|url| url.expires_at > now))
     }
 
     async fn shares_granted(
@@ -982,44 +795,42 @@ impl GrantStore for DynamoStore {
         user_id: &str,
         now: u64,
     ) -> Result<Vec<(String, UrlGrant)>, StoreError> {
-        {
-            let op = "temporary_urls";
-            let mut live = Vec::new();
-            for item in self.user_items(op, user_id, TEMP_URL_PREFIX).await? {
-                let sk = get_s(op, &item, SK)?;
-                let hash = sk
-                    .strip_prefix(TEMP_URL_PREFIX)
-                    .ok_or_else(|| corrupt(op))?;
-                let expires_at = get_u64(op, &item, EXPIRES_AT)?;
-                if expires_at.saturating_add(PRUNE_AFTER_SECS) <= now {
-                    // The data table has no TTL: an entry long expired leaves as it is seen.
-                    self.client
-                        .delete_item()
-                        .table_name(&self.tables.data)
-                        .set_key(Some(data_key(user_id, sk.clone())))
-                        .send()
-                        .await
-                        .map_err(|e| sdk_error(op, e))?;
-                    continue;
-                }
-                if expires_at <= now {
-                    continue;
-                }
-                live.push((
-                    hash.to_string(),
-                    UrlGrant {
-                        user_id: user_id.to_string(),
-                        session_id: get_opt_s(op, &item, "session_id")?,
-                        agent_name: get_opt_s(op, &item, "agent_name")?,
-                        delegation: None,
-                        expires_at,
-                        epoch: get_opt_u64(op, &item, "epoch")?.unwrap_or(0),
-                    },
-                ));
+        let op = "temporary_urls";
+        let mut live = Vec::new();
+        for item in self.user_items(op, user_id, TEMP_URL_PREFIX).await? {
+            let sk = get_s(op, &item, SK)?;
+            let hash = sk
+                .strip_prefix(TEMP_URL_PREFIX)
+                .ok_or_else(|| corrupt(op))?;
+            let expires_at = get_u64(op, &item, EXPIRES_AT)?;
+            if expires_at.saturating_add(PRUNE_AFTER_SECS) <= now {
+                // The data table has no TTL: an entry long expired leaves as it is seen.
+                self.client
+                    .delete_item()
+                    .table_name(&self.tables.data)
+                    .set_key(Some(data_key(user_id, sk.clone())))
+                    .send()
+                    .await
+                    .map_err(|e| sdk_error(op, e))?;
+                continue;
             }
-            live.sort_by(|a, b| (a.1.expires_at, &a.0).cmp(&(b.1.expires_at, &b.0)));
-            Ok(live)
+            if expires_at <= now {
+                continue;
+            }
+            live.push((
+                hash.to_string(),
+                UrlGrant {
+                    user_id: user_id.to_string(),
+                    session_id: get_opt_s(op, &item, "session_id")?,
+                    agent_name: get_opt_s(op, &item, "agent_name")?,
+                    delegation: None,
+                    expires_at,
+                    epoch: get_opt_u64(op, &item, "epoch")?.unwrap_or(0),
+                },
+            ));
         }
+        live.sort_by(|a, b| (a.1.expires_at, &a.0).cmp(&(b.1.expires_at, &b.0)));
+        Ok(live)
     }
 
     async fn revoke_temporary_url(
@@ -1027,45 +838,43 @@ impl GrantStore for DynamoStore {
         user_id: &str,
         secret_hash: &str,
     ) -> Result<bool, StoreError> {
+        let op = "revoke_temporary_url";
+        let entry = data_key(user_id, format!("{TEMP_URL_PREFIX}{secret_hash}"));
+        if self
+            .data_item(op, user_id, format!("{TEMP_URL_PREFIX}{secret_hash}"))
+            .await?
+            .is_none()
         {
-            let op = "revoke_temporary_url";
-            let entry = data_key(user_id, format!("{TEMP_URL_PREFIX}{secret_hash}"));
-            if self
-                .data_item(op, user_id, format!("{TEMP_URL_PREFIX}{secret_hash}"))
-                .await?
-                .is_none()
-            {
-                return Ok(false);
-            }
-            // The grant only while it is this user's temporary URL; then the entry.
-            let deleted = conditional(
-                op,
-                self.client
-                    .delete_item()
-                    .table_name(&self.tables.keys)
-                    .key(KEY, s(format!("{URL_PREFIX}{secret_hash}")))
-                    .condition_expression(
-                        "#u = :u AND attribute_exists(#s) AND attribute_not_exists(#g)",
-                    )
-                    .expression_attribute_names("#u", "user_id")
-                    .expression_attribute_names("#s", "session_id")
-                    .expression_attribute_names("#g", "grantee")
-                    .expression_attribute_values(":u", s(user_id))
-                    .return_values(ReturnValue::AllOld)
-                    .send()
-                    .await,
-            )?
-            .and_then(|out| out.attributes)
-            .is_some();
+            return Ok(false);
+        }
+        // The grant only while it is this user's temporary URL; then the entry.
+        let deleted = conditional(
+            op,
             self.client
                 .delete_item()
-                .table_name(&self.tables.data)
-                .set_key(Some(entry))
+                .table_name(&self.tables.keys)
+                .key(KEY, s(format!("{URL_PREFIX}{secret_hash}")))
+                .condition_expression(
+                    "#u = :u AND attribute_exists(#s) AND attribute_not_exists(#g)",
+                )
+                .expression_attribute_names("#u", "user_id")
+                .expression_attribute_names("#s", "session_id")
+                .expression_attribute_names("#g", "grantee")
+                .expression_attribute_values(":u", s(user_id))
+                .return_values(ReturnValue::AllOld)
                 .send()
-                .await
-                .map_err(|e| sdk_error(op, e))?;
-            Ok(deleted)
-        }
+                .await,
+        )?
+        .and_then(|out| out.attributes)
+        .is_some();
+        self.client
+            .delete_item()
+            .table_name(&self.tables.data)
+            .set_key(Some(entry))
+            .send()
+            .await
+            .map_err(|e| sdk_error(op, e))?;
+        Ok(deleted)
     }
 
     async fn personal_url(
@@ -1073,90 +882,80 @@ impl GrantStore for DynamoStore {
         user_id: &str,
         now: u64,
     ) -> Result<Option<PersonalUrl>, StoreError> {
-        {
-            let op = "personal_url";
-            let current = self
-                .key_item(op, format!("{USER_URL_PREFIX}{user_id}"))
-                .await?
-                .map(|item| personal_url_from_item(op, &item))
-                .transpose()?;
-            Ok(current.filter(|url| url.expires_at > now))
-        }
+        let op = "personal_url";
+        let current = self
+            .key_item(op, format!("{USER_URL_PREFIX}{user_id}"))
+            .await?
+            .map(|item| personal_url_from_item(op, &item))
+            .transpose()?;
+        Ok(current.filter(|url| url.expires_at > now))
     }
 
     async fn put_invitation(&self, invitation: &Invitation) -> Result<(), StoreError> {
-        {
-            let op = "put_invitation";
-            let (mine, theirs) = invitation_items(invitation);
-            let items = vec![
-                tx_put(op, &self.tables.data, mine, None)?,
-                tx_put(op, &self.tables.data, theirs, None)?,
-            ];
-            contended(op, || {
-                let items = items.clone();
-                async move {
-                    match self.transact(op, items).await? {
-                        Committed::Yes => Ok(Attempt::Done(())),
-                        outcome => outcome.retry(op),
-                    }
+        let op = "put_invitation";
+        let (mine, theirs) = invitation_items(invitation);
+        let items = vec![
+            tx_put(op, &self.tables.data, mine, None)?,
+            tx_put(op, &self.tables.data, theirs, None)?,
+        ];
+        contended(op, || {
+            let items = items.clone();
+            async move {
+                match self.transact(op, items).await? {
+                    Committed::Yes => Ok(Attempt::Done(())),
+                    outcome => outcome.retry(op),
                 }
-            })
-            .await
-        }
+            }
+        })
+        .await
     }
 
     async fn delete_invitation(&self, owner: &str, email: &str) -> Result<bool, StoreError> {
+        let op = "delete_invitation";
+        let mine = data_key(owner, format!("{INVITE_PREFIX}{email}"));
+        if self
+            .data_item(op, owner, format!("{INVITE_PREFIX}{email}"))
+            .await?
+            .is_none()
         {
-            let op = "delete_invitation";
-            let mine = data_key(owner, format!("{INVITE_PREFIX}{email}"));
-            if self
-                .data_item(op, owner, format!("{INVITE_PREFIX}{email}"))
-                .await?
-                .is_none()
-            {
-                return Ok(false);
-            }
-            let theirs = data_key(
-                &format!("{INVITEE_PREFIX}{email}"),
-                format!("{INVITE_PREFIX}{owner}"),
-            );
-            let items = vec![
-                tx_delete(op, &self.tables.data, mine, None)?,
-                tx_delete(op, &self.tables.data, theirs, None)?,
-            ];
-            contended(op, || {
-                let items = items.clone();
-                async move {
-                    match self.transact(op, items).await? {
-                        Committed::Yes => Ok(Attempt::Done(true)),
-                        outcome => outcome.retry(op),
-                    }
-                }
-            })
-            .await
+            return Ok(false);
         }
+        let theirs = data_key(
+            &format!("{INVITEE_PREFIX}{email}"),
+            format!("{INVITE_PREFIX}{owner}"),
+        );
+        let items = vec![
+            tx_delete(op, &self.tables.data, mine, None)?,
+            tx_delete(op, &self.tables.data, theirs, None)?,
+        ];
+        contended(op, || {
+            let items = items.clone();
+            async move {
+                match self.transact(op, items).await? {
+                    Committed::Yes => Ok(Attempt::Done(true)),
+                    outcome => outcome.retry(op),
+                }
+            }
+        })
+        .await
     }
 
     async fn invitations_sent(&self, owner: &str) -> Result<Vec<Invitation>, StoreError> {
-        {
-            let op = "invitations_sent";
-            self.user_items(op, owner, INVITE_PREFIX)
-                .await?
-                .iter()
-                .map(|item| invitation_from_item(op, item))
-                .collect()
-        }
+        let op = "invitations_sent";
+        self.user_items(op, owner, INVITE_PREFIX)
+            .await?
+            .iter()
+            .map(|item| invitation_from_item(op, item))
+            .collect()
     }
 
     async fn invitations_for(&self, email: &str) -> Result<Vec<Invitation>, StoreError> {
-        {
-            let op = "invitations_for";
-            self.user_items(op, &format!("{INVITEE_PREFIX}{email}"), INVITE_PREFIX)
-                .await?
-                .iter()
-                .map(|item| invitation_from_item(op, item))
-                .collect()
-        }
+        let op = "invitations_for";
+        self.user_items(op, &format!("{INVITEE_PREFIX}{email}"), INVITE_PREFIX)
+            .await?
+            .iter()
+            .map(|item| invitation_from_item(op, item))
+            .collect()
     }
 
     async fn accept_invitation(
@@ -1165,85 +964,83 @@ impl GrantStore for DynamoStore {
         id: &str,
         grantee: &str,
     ) -> Result<Option<Invitation>, StoreError> {
-        {
-            let op = "accept_invitation";
-            let Some(invitation) = self
-                .invitations_for(email)
-                .await?
-                .into_iter()
-                .find(|invitation| invitation.id == id)
-            else {
-                return Ok(None);
-            };
-            if invitation.owner == grantee {
-                return Ok(None);
-            }
-            let owner = invitation.owner.as_str();
-            let same_id = || {
-                condition(
-                    "#id = :id",
-                    &[("#id", "id")],
-                    vec![(":id", s(invitation.id.as_str()))],
-                )
-            };
-            let share = |pk: &str, sk: String| {
-                HashMap::from([
-                    (PK.to_string(), s(pk)),
-                    (SK.to_string(), s(sk)),
-                    (
-                        "permissions".to_string(),
-                        string_list(&invitation.permissions),
-                    ),
-                ])
-            };
-            // Both views of the invitation go, on the condition that they are still this
-            // one (a withdrawal or a new invitation in between fails it), and the share's
-            // two items are written: in one transaction.
-            let items = vec![
-                tx_delete(
-                    op,
-                    &self.tables.data,
-                    data_key(owner, format!("{INVITE_PREFIX}{email}")),
-                    same_id(),
-                )?,
-                tx_delete(
-                    op,
-                    &self.tables.data,
-                    data_key(
-                        &format!("{INVITEE_PREFIX}{email}"),
-                        format!("{INVITE_PREFIX}{owner}"),
-                    ),
-                    same_id(),
-                )?,
-                tx_put(
-                    op,
-                    &self.tables.data,
-                    share(owner, format!("{SHARE_PREFIX}{grantee}")),
-                    None,
-                )?,
-                tx_put(
-                    op,
-                    &self.tables.data,
-                    share(grantee, format!("{SHARED_BY_PREFIX}{owner}")),
-                    None,
-                )?,
-            ];
-            let accepted = contended(op, || {
-                let items = items.clone();
-                async move {
-                    let outcome = self.transact(op, items).await?;
-                    if matches!(outcome, Committed::Yes) {
-                        return Ok(Attempt::Done(true));
-                    }
-                    if outcome.condition_failed(0) || outcome.condition_failed(1) {
-                        return Ok(Attempt::Done(false));
-                    }
-                    outcome.retry(op)
-                }
-            })
-            .await?;
-            Ok(accepted.then_some(invitation))
+        let op = "accept_invitation";
+        let Some(invitation) = self
+            .invitations_for(email)
+            .await?
+            .into_iter()
+            .find(|invitation| invitation.id == id)
+        else {
+            return Ok(None);
+        };
+        if invitation.owner == grantee {
+            return Ok(None);
         }
+        let owner = invitation.owner.as_str();
+        let same_id = || {
+            condition(
+                "#id = :id",
+                &[("#id", "id")],
+                vec![(":id", s(invitation.id.as_str()))],
+            )
+        };
+        let share = |pk: &str, sk: String| {
+            HashMap::from([
+                (PK.to_string(), s(pk)),
+                (SK.to_string(), s(sk)),
+                (
+                    "permissions".to_string(),
+                    string_list(&invitation.permissions),
+                ),
+            ])
+        };
+        // Both views of the invitation go, on the condition that they are still this
+        // one (a withdrawal or a new invitation in between fails it), and the share's
+        // two items are written: in one transaction.
+        let items = vec![
+            tx_delete(
+                op,
+                &self.tables.data,
+                data_key(owner, format!("{INVITE_PREFIX}{email}")),
+                same_id(),
+            )?,
+            tx_delete(
+                op,
+                &self.tables.data,
+                data_key(
+                    &format!("{INVITEE_PREFIX}{email}"),
+                    format!("{INVITE_PREFIX}{owner}"),
+                ),
+                same_id(),
+            )?,
+            tx_put(
+                op,
+                &self.tables.data,
+                share(owner, format!("{SHARE_PREFIX}{grantee}")),
+                None,
+            )?,
+            tx_put(
+                op,
+                &self.tables.data,
+                share(grantee, format!("{SHARED_BY_PREFIX}{owner}")),
+                None,
+            )?,
+        ];
+        let accepted = contended(op, || {
+            let items = items.clone();
+            async move {
+                let outcome = self.transact(op, items).await?;
+                if matches!(outcome, Committed::Yes) {
+                    return Ok(Attempt::Done(true));
+                }
+                if outcome.condition_failed(0) || outcome.condition_failed(1) {
+                    return Ok(Attempt::Done(false));
+                }
+                outcome.retry(op)
+            }
+        })
+        .await?;
+        Ok(accepted.then_some(invitation))
     }
 }
 
@@ -1282,13 +1079,11 @@ impl LoginStore for DynamoStore {
     }
 
     async fn login_state(&self, state: &str) -> Result<Option<LoginState>, StoreError> {
-        {
-            let op = "login_state";
-            self.key_item(op, format!("{STATE_PREFIX}{state}"))
-                .await?
-                .map(|item| login_state_from_item(op, &item))
-                .transpose()
-        }
+        let op = "login_state";
+        self.key_item(op, format!("{STATE_PREFIX}{state}"))
+            .await?
+            .map(|item| login_state_from_item(op, &item))
+            .transpose()
     }
 
     async fn complete_login_state(
@@ -1297,74 +1092,68 @@ impl LoginStore for DynamoStore {
         sealed_token: &str,
         now: u64,
     ) -> Result<bool, StoreError> {
-        {
-            let op = "complete_login_state";
-            // The condition also fails on an absent item, so this never creates one.
-            let result = self
-                .client
-                .update_item()
-                .table_name(&self.tables.keys)
-                .key(KEY, s(format!("{STATE_PREFIX}{state}")))
-                .update_expression("SET #status = :completed, #token = :token")
-                .condition_expression("#status = :pending AND #exp > :now")
-                .expression_attribute_names("#status", "status")
-                .expression_attribute_names("#token", "sealed_token")
-                .expression_attribute_names("#exp", EXPIRES_AT)
-                .expression_attribute_values(":completed", s(COMPLETED))
-                .expression_attribute_values(":pending", s(PENDING))
-                .expression_attribute_values(":token", s(sealed_token))
-                .expression_attribute_values(":now", n(now))
-                .send()
-                .await;
-            Ok(conditional(op, result)?.is_some())
-        }
+        let op = "complete_login_state";
+        // The condition also fails on an absent item, so this never creates one.
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.tables.keys)
+            .key(KEY, s(format!("{STATE_PREFIX}{state}")))
+            .update_expression("SET #status = :completed, #token = :token")
+            .condition_expression("#status = :pending AND #exp > :now")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_names("#token", "sealed_token")
+            .expression_attribute_names("#exp", EXPIRES_AT)
+            .expression_attribute_values(":completed", s(COMPLETED))
+            .expression_attribute_values(":pending", s(PENDING))
+            .expression_attribute_values(":token", s(sealed_token))
+            .expression_attribute_values(":now", n(now))
+            .send()
+            .await;
+        Ok(conditional(op, result)?.is_some())
     }
 
     async fn take_login_token(&self, state: &str, now: u64) -> Result<Option<String>, StoreError> {
-        {
-            let op = "take_login_token";
-            // Conditional, so of two racing takes exactly one passes and gets the old
-            // item (with the sealed token) back; the token is removed in the same write.
-            let result = self
-                .client
-                .update_item()
-                .table_name(&self.tables.keys)
-                .key(KEY, s(format!("{STATE_PREFIX}{state}")))
-                .update_expression("SET #status = :collected REMOVE #token")
-                .condition_expression("#status = :completed AND #exp > :now")
-                .expression_attribute_names("#status", "status")
-                .expression_attribute_names("#token", "sealed_token")
-                .expression_attribute_names("#exp", EXPIRES_AT)
-                .expression_attribute_values(":collected", s(COLLECTED))
-                .expression_attribute_values(":completed", s(COMPLETED))
-                .expression_attribute_values(":now", n(now))
-                .return_values(ReturnValue::AllOld)
-                .send()
-                .await;
-            let Some(out) = conditional(op, result)? else {
-                return Ok(None);
-            };
-            let item = out.attributes.ok_or_else(|| corrupt(op))?;
-            Ok(Some(get_s(op, &item, "sealed_token")?))
-        }
+        let op = "take_login_token";
+        // Conditional, so of two racing takes exactly one passes and gets the old
+        // item (with the sealed token) back; the token is removed in the same write.
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.tables.keys)
+            .key(KEY, s(format!("{STATE_PREFIX}{state}")))
+            .update_expression("SET #status = :collected REMOVE #token")
+            .condition_expression("#status = :completed AND #exp > :now")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_names("#token", "sealed_token")
+            .expression_attribute_names("#exp", EXPIRES_AT)
+            .expression_attribute_values(":collected", s(COLLECTED))
+            .expression_attribute_values(":completed", s(COMPLETED))
+            .expression_attribute_values(":now", n(now))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await;
+        let Some(out) = conditional(op, result)? else {
+            return Ok(None);
+        };
+        let item = out.attributes.ok_or_else(|| corrupt(op))?;
+        Ok(Some(get_s(op, &item, "sealed_token")?))
     }
 
     async fn put_mail_token(&self, secret_hash: &str, token: &MailToken) -> Result<(), StoreError> {
-        {
-            let op = "put_mail_token";
-            self.client
-                .put_item()
-                .table_name(&self.tables.keys)
-                .item(KEY, s(format!("{MAIL_PREFIX}{secret_hash}")))
-                .item("purpose", s(purpose_name(token.purpose)))
-                .item("user_id", s(token.user_id.as_str()))
-                .item("email", s(token.email.as_str()))
-                .item(EXPIRES_AT, n(token.expires_at))
-                .send()
-                .await
-                .map_err(|e| sdk_error(op, e))?;
-            Ok(())
-        }
+        let op = "put_mail_token";
+        self.client
+            .put_item()
+            .table_name(&self.tables.keys)
+            .item(KEY, s(format!("{MAIL_PREFIX}{secret_hash}")))
+            .item("purpose", s(purpose_name(token.purpose)))
+            .item("user_id", s(token.user_id.as_str()))
+            .item("email", s(token.email.as_str()))
+            .item(EXPIRES_AT, n(token.expires_at))
+            .send()
+            .await
+            .map_err(|e| sdk_error(op, e))?;
+        Ok(())
     }
 
     async fn take_mail_token(
@@ -1373,40 +1162,141 @@ impl LoginStore for DynamoStore {
         purpose: MailPurpose,
         now: u64,
     ) -> Result<Option<MailToken>, StoreError> {
-        {
-            let op = "take_mail_token";
-            // Conditional, so of two racing takes exactly one deletes it and gets the
-            // old item back. An expired link is deleted too, and answers nothing.
-            let result = self
-                .client
-                .delete_item()
-                .table_name(&self.tables.keys)
-                .key(KEY, s(format!("{MAIL_PREFIX}{secret_hash}")))
-                .condition_expression("#p = :p")
-                .expression_attribute_names("#p", "purpose")
-                .expression_attribute_values(":p", s(purpose_name(purpose)))
-                .return_values(ReturnValue::AllOld)
-                .send()
-                .await;
-            let Some(out) = conditional(op, result)? else {
-                return Ok(None);
-            };
-            let item = out.attributes.ok_or_else(|| corrupt(op))?;
-            let expires_at = get_u64(op, &item, EXPIRES_AT)?;
-            if expires_at <= now {
-                return Ok(None);
-            }
-            Ok(Some(MailToken {
-                purpose,
-                user_id: get_s(op, &item, "user_id")?,
-                email: get_s(op, &item, "email")?,
-                expires_at,
-            }))
+        let op = "take_mail_token";
+        // Conditional, so of two racing takes exactly one deletes it and gets the
+        // old item back. An expired link is deleted too, and answers nothing.
+        let result = self
+            .client
+            .delete_item()
+            .table_name(&self.tables.keys)
+            .key(KEY, s(format!("{MAIL_PREFIX}{secret_hash}")))
+            .condition_expression("#p = :p")
+            .expression_attribute_names("#p", "purpose")
+            .expression_attribute_values(":p", s(purpose_name(purpose)))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await;
+        let Some(out) = conditional(op, result)? else {
+            return Ok(None);
+        };
+        let item = out.attributes.ok_or_else(|| corrupt(op))?;
+        let expires_at = get_u64(op, &item, EXPIRES_AT)?;
+        if expires_at <= now {
+            return Ok(None);
         }
+        Ok(Some(MailToken {
+            purpose,
+            user_id: get_s(op, &item, "user_id")?,
+            email: get_s(op, &item, "email")?,
+            expires_at,
+        }))
     }
 }
 
 impl DynamoStore {
+    /// Claims a URL (`user-url#<user>` or `share-url#<owner>#<grantee>`): the live one if
+    /// there is one (unchanged); else `candidate` and its `url#` grant, with `check` (the
+    /// share that must still hold) if any, in one transaction conditional on no live
+    /// claim having been put since the read; the replaced URL's grant is deleted in the
+    /// same transaction (it has expired, but TTL deletion lags, and the secret should
+    /// resolve to nothing). `None` when `check` failed (nothing written); a racing
+    /// claim that won is read again and returned.
+    async fn claim_url(
+        &self,
+        op: &'static str,
+        claim_key: String,
+        grant: UrlGrant,
+        check: Option<TransactWriteItem>,
+        candidate: &PersonalUrl,
+        now: u64,
+    ) -> Result<Option<PersonalUrl>, StoreError> {
+        let (claim_key, grant, check) = (&claim_key, &grant, &check);
+        contended(op, || async move {
+            let current = self
+                .key_item(op, claim_key.clone())
+                .await?
+                .map(|item| personal_url_from_item(op, &item))
+                .transpose()?;
+            if let Some(current) = &current
+                && current.live(candidate, now)
+            {
+                return Ok(Attempt::Done(Some(current.clone())));
+            }
+            let mut items = vec![tx_put(
+                op,
+                &self.tables.keys,
+                personal_url_item(claim_key.clone(), candidate),
+                replaceable_claim(candidate, now),
+            )?];
+            items.extend(check.clone());
+            items.push(tx_put(
+                op,
+                &self.tables.keys,
+                url_grant_item(&candidate.secret_hash, grant),
+                None,
+            )?);
+            if let Some(old) = current.filter(|old| old.secret_hash != candidate.secret_hash) {
+                items.push(tx_delete(
+                    op,
+                    &self.tables.keys,
+                    keys_key(format!("{URL_PREFIX}{}", old.secret_hash)),
+                    None,
+                )?);
+            }
+            let outcome = self.transact(op, items).await?;
+            if matches!(outcome, Committed::Yes) {
+                return Ok(Attempt::Done(Some(candidate.clone())));
+            }
+            if check.is_some() && outcome.condition_failed(1) {
+                return Ok(Attempt::Done(None));
+            }
+            outcome.retry(op)
+        })
+        .await
+    }
+
+    /// Deletes a URL claim (`user-url#<user>` or `share-url#<owner>#<grantee>`) and the
+    /// `url#` grant of its secret, together: true if there was a claim.
+    async fn revoke_url_claim(
+        &self,
+        op: &'static str,
+        claim_key: String,
+    ) -> Result<bool, StoreError> {
+        let claim_key = &claim_key;
+        contended(op, || async move {
+            let Some(item) = self.key_item(op, claim_key.clone()).await? else {
+                return Ok(Attempt::Done(false));
+            };
+            let current = personal_url_from_item(op, &item)?;
+            // Both go together, and only if the URL is still the one read (a racing
+            // claim may have replaced it; then its grant is the one to delete).
+            let items = vec![
+                tx_delete(
+                    op,
+                    &self.tables.keys,
+                    keys_key(claim_key.clone()),
+                    condition(
+                        "#hash = :hash",
+                        &[("#hash", "secret_hash")],
+                        vec![(":hash", s(current.secret_hash.as_str()))],
+                    ),
+                )?,
+                tx_delete(
+                    op,
+                    &self.tables.keys,
+                    keys_key(format!("{URL_PREFIX}{}", current.secret_hash)),
+                    None,
+                )?,
+            ];
+            let outcome = self.transact(op, items).await?;
+            if matches!(outcome, Committed::Yes) {
+                return Ok(Attempt::Done(true));
+            }
+            outcome.retry(op)
+        })
+        .await
+    }
+
     /// Every item of `user`'s partition whose sort key starts with `prefix`.
     async fn user_items(
         &self,
@@ -1489,7 +1379,7 @@ impl DynamoStore {
         user_id: &str,
         change: &TokenChange,
         now: u64,
-    ) -> Result<(TokenState, aws_sdk_dynamodb::types::TransactWriteItem), StoreError> {
+    ) -> Result<(TokenState, TransactWriteItem), StoreError> {
         let item = self
             .key_item(op, format!("{TOKENS_PREFIX}{user_id}"))
             .await?;

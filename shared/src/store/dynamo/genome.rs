@@ -430,16 +430,14 @@ impl GenomeStore for DynamoStore {
     }
 
     async fn genome_summary(&self, user: &str) -> Result<Option<GenomeSummary>, StoreError> {
-        {
-            Ok(self
-                .genome_pointer("genome_summary", user)
-                .await?
-                .map(|p| GenomeSummary {
-                    variants: p.variants,
-                    source: p.source,
-                    imported_at: p.imported_at,
-                }))
-        }
+        Ok(self
+            .genome_pointer("genome_summary", user)
+            .await?
+            .map(|p| GenomeSummary {
+                variants: p.variants,
+                source: p.source,
+                imported_at: p.imported_at,
+            }))
     }
 
     async fn genotypes_by_rsid(
@@ -447,11 +445,9 @@ impl GenomeStore for DynamoStore {
         user: &str,
         rsids: &[String],
     ) -> Result<Vec<Genotype>, StoreError> {
-        {
-            let op = "genotypes_by_rsid";
-            let (hits, _) = self.lookup(op, user, rsids, 0).await?;
-            genotypes(op, &hits)
-        }
+        let op = "genotypes_by_rsid";
+        let (hits, _) = self.lookup(op, user, rsids, 0).await?;
+        genotypes(op, &hits)
     }
 
     async fn genotypes_in_range(
@@ -461,30 +457,28 @@ impl GenomeStore for DynamoStore {
         from: u64,
         to: u64,
     ) -> Result<Vec<Genotype>, StoreError> {
-        {
-            let op = "genotypes_in_range";
-            let Some(code) = chromosome_code(chromosome) else {
+        let op = "genotypes_in_range";
+        let Some(code) = chromosome_code(chromosome) else {
+            return Ok(Vec::new());
+        };
+        if from > to || from > u64::from(u32::MAX) {
+            return Ok(Vec::new());
+        }
+        let to = to.min(u64::from(u32::MAX));
+        for _ in 0..READ_ATTEMPTS {
+            let Some(pointer) = self.genome_pointer(op, user).await? else {
                 return Ok(Vec::new());
             };
-            if from > to || from > u64::from(u32::MAX) {
-                return Ok(Vec::new());
-            }
-            let to = to.min(u64::from(u32::MAX));
-            for _ in 0..READ_ATTEMPTS {
-                let Some(pointer) = self.genome_pointer(op, user).await? else {
-                    return Ok(Vec::new());
-                };
-                let blocks = pointer.layout.blocks_in_range(code, from, to);
-                let Some(mut read) = self.read_blocks(op, user, &pointer, &blocks).await? else {
-                    continue;
-                };
-                read.retain(|v| (from..=to).contains(&u64::from(v.position)));
-                let mut out = genotypes(op, &read)?;
-                out.sort_by(|a, b| (a.position, &a.rsid).cmp(&(b.position, &b.rsid)));
-                return Ok(out);
-            }
-            Err(gone(op))
+            let blocks = pointer.layout.blocks_in_range(code, from, to);
+            let Some(mut read) = self.read_blocks(op, user, &pointer, &blocks).await? else {
+                continue;
+            };
+            read.retain(|v| (from..=to).contains(&u64::from(v.position)));
+            let mut out = genotypes(op, &read)?;
+            out.sort_by(|a, b| (a.position, &a.rsid).cmp(&(b.position, &b.rsid)));
+            return Ok(out);
         }
+        Err(gone(op))
     }
 
     async fn genotypes_near(
@@ -493,115 +487,109 @@ impl GenomeStore for DynamoStore {
         rsids: &[String],
         radius: u64,
     ) -> Result<Neighbourhood, StoreError> {
-        {
-            let op = "genotypes_near";
-            let (hits, read) = self.lookup(op, user, rsids, radius).await?;
-            // Only what lies within `radius` of a hit on its chromosome.
-            let near = within_radius(&hits, read, radius);
-            let mut nearby = genotypes(op, &near)?;
-            sort_nearby(&mut nearby);
-            Ok(Neighbourhood {
-                hits: genotypes(op, &hits)?,
-                nearby,
-            })
-        }
+        let op = "genotypes_near";
+        let (hits, read) = self.lookup(op, user, rsids, radius).await?;
+        // Only what lies within `radius` of a hit on its chromosome.
+        let near = within_radius(&hits, read, radius);
+        let mut nearby = genotypes(op, &near)?;
+        sort_nearby(&mut nearby);
+        Ok(Neighbourhood {
+            hits: genotypes(op, &hits)?,
+            nearby,
+        })
     }
 
     async fn delete_genome(&self, user: &str) -> Result<(), StoreError> {
-        {
-            let op = "delete_genome";
-            let items = vec![
-                tx_delete(
-                    op,
-                    &self.tables.data,
-                    data_key(user, GENOME_SK.to_string()),
-                    None,
-                )?,
-                tx_update(
-                    op,
-                    &self.tables.data,
-                    data_key(user, PRESENCE_SK.to_string()),
-                    "REMOVE #genotype",
-                    condition(
-                        "attribute_exists(#pk) OR attribute_not_exists(#pk)",
-                        &[("#pk", PK), ("#genotype", "genotype")],
-                        vec![],
-                    ),
-                )?,
-            ];
-            contended(op, || async {
-                match self.transact(op, items.clone()).await? {
-                    Committed::Yes => Ok(Attempt::Done(())),
-                    cancelled => cancelled.retry(op),
-                }
-            })
-            .await?;
-            // Every version, the active one's and any an interrupted import left.
-            self.delete_prefixed(op, user, GENOME_VERSION_PREFIX).await
-        }
+        let op = "delete_genome";
+        let items = vec![
+            tx_delete(
+                op,
+                &self.tables.data,
+                data_key(user, GENOME_SK.to_string()),
+                None,
+            )?,
+            tx_update(
+                op,
+                &self.tables.data,
+                data_key(user, PRESENCE_SK.to_string()),
+                "REMOVE #genotype",
+                condition(
+                    "attribute_exists(#pk) OR attribute_not_exists(#pk)",
+                    &[("#pk", PK), ("#genotype", "genotype")],
+                    vec![],
+                ),
+            )?,
+        ];
+        contended(op, || async {
+            match self.transact(op, items.clone()).await? {
+                Committed::Yes => Ok(Attempt::Done(())),
+                cancelled => cancelled.retry(op),
+            }
+        })
+        .await?;
+        // Every version, the active one's and any an interrupted import left.
+        self.delete_prefixed(op, user, GENOME_VERSION_PREFIX).await
     }
 
     async fn migrate_legacy_genotypes(&self, now: u64) -> Result<usize, StoreError> {
-        {
-            let op = "migrate_legacy_genotypes";
-            // First who has legacy items (keys only), then one user at a time, so memory
-            // holds one user's genotypes, never the table's.
-            let mut users = BTreeSet::new();
-            let mut start: Option<Item> = None;
-            loop {
-                let page = self
-                    .client
-                    .scan()
-                    .table_name(&self.tables.data)
-                    .consistent_read(true)
-                    .filter_expression("begins_with(#sk, :prefix)")
-                    .projection_expression("#pk")
-                    .expression_attribute_names("#pk", PK)
-                    .expression_attribute_names("#sk", SK)
-                    .expression_attribute_values(":prefix", s(GENOTYPE_PREFIX))
-                    .set_exclusive_start_key(start.take())
-                    .send()
-                    .await
-                    .map_err(|e| sdk_error(op, e))?;
-                for item in page.items.unwrap_or_default() {
-                    users.insert(get_s(op, &item, PK)?);
-                }
-                match page.last_evaluated_key {
-                    Some(key) if !key.is_empty() => start = Some(key),
-                    _ => break,
-                }
+        let op = "migrate_legacy_genotypes";
+        // First who has legacy items (keys only), then one user at a time, so memory
+        // holds one user's genotypes, never the table's.
+        let mut users = BTreeSet::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let page = self
+                .client
+                .scan()
+                .table_name(&self.tables.data)
+                .consistent_read(true)
+                .filter_expression("begins_with(#sk, :prefix)")
+                .projection_expression("#pk")
+                .expression_attribute_names("#pk", PK)
+                .expression_attribute_names("#sk", SK)
+                .expression_attribute_values(":prefix", s(GENOTYPE_PREFIX))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| sdk_error(op, e))?;
+            for item in page.items.unwrap_or_default() {
+                users.insert(get_s(op, &item, PK)?);
             }
-            let mut moved = 0;
-            for user in users {
-                let query = self
-                    .user_query(&user)
-                    .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
-                    .expression_attribute_names("#sk", SK)
-                    .expression_attribute_values(":prefix", s(GENOTYPE_PREFIX));
-                let items = query_all(op, query, self.page_limit).await?;
-                // An unreadable legacy row is dropped (it could never be shown).
-                let variants: Vec<Variant> = items
-                    .iter()
-                    .filter_map(|item| {
-                        let sk = get_s(op, item, SK).ok()?;
-                        let rsid = sk.strip_prefix(GENOTYPE_PREFIX)?;
-                        let chromosome = get_s(op, item, "chromosome").ok()?;
-                        let call = get_s(op, item, "genotype").ok()?;
-                        let position = get_u64(op, item, GPOS).ok()?;
-                        Variant::new(rsid, &chromosome, position, &call)
-                    })
-                    .collect();
-                drop(items);
-                // A user who already has a versioned genome keeps it.
-                if !variants.is_empty() && self.genome_pointer(op, &user).await?.is_none() {
-                    let genome = Genome::from_variants(variants);
-                    self.replace_genome(&user, &genome, "migrated", now).await?;
-                    moved += 1;
-                }
-                self.delete_prefixed(op, &user, GENOTYPE_PREFIX).await?;
+            match page.last_evaluated_key {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => break,
             }
-            Ok(moved)
         }
+        let mut moved = 0;
+        for user in users {
+            let query = self
+                .user_query(&user)
+                .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+                .expression_attribute_names("#sk", SK)
+                .expression_attribute_values(":prefix", s(GENOTYPE_PREFIX));
+            let items = query_all(op, query, self.page_limit).await?;
+            // An unreadable legacy row is dropped (it could never be shown).
+            let variants: Vec<Variant> = items
+                .iter()
+                .filter_map(|item| {
+                    let sk = get_s(op, item, SK).ok()?;
+                    let rsid = sk.strip_prefix(GENOTYPE_PREFIX)?;
+                    let chromosome = get_s(op, item, "chromosome").ok()?;
+                    let call = get_s(op, item, "genotype").ok()?;
+                    let position = get_u64(op, item, GPOS).ok()?;
+                    Variant::new(rsid, &chromosome, position, &call)
+                })
+                .collect();
+            drop(items);
+            // A user who already has a versioned genome keeps it.
+            if !variants.is_empty() && self.genome_pointer(op, &user).await?.is_none() {
+                let genome = Genome::from_variants(variants);
+                self.replace_genome(&user, &genome, "migrated", now).await?;
+                moved += 1;
+            }
+            self.delete_prefixed(op, &user, GENOTYPE_PREFIX).await?;
+        }
+        Ok(moved)
     }
 }
 

@@ -109,12 +109,10 @@ impl DynamoStore {
 #[async_trait]
 impl HealthStore for DynamoStore {
     async fn data_presence(&self, user: &str) -> Result<DataPresence, StoreError> {
-        {
-            let item = self
-                .data_item("data_presence", user, PRESENCE_SK.to_string())
-                .await?;
-            Ok(presence_of(item.as_ref()))
-        }
+        let item = self
+            .data_item("data_presence", user, PRESENCE_SK.to_string())
+            .await?;
+        Ok(presence_of(item.as_ref()))
     }
 
     async fn put_readings(
@@ -122,16 +120,14 @@ impl HealthStore for DynamoStore {
         user: &str,
         readings: &[Reading],
     ) -> Result<WriteReport, StoreError> {
-        {
-            let op = "put_readings";
-            if readings.is_empty() {
-                return Ok(WriteReport::default());
-            }
-            // Presence first: if the data write then fails, gating shows tools that find
-            // nothing, rather than hiding data that did arrive.
-            self.mark_present(op, user, "health").await?;
-            self.put_day_readings(user, readings, false, None).await
+        let op = "put_readings";
+        if readings.is_empty() {
+            return Ok(WriteReport::default());
         }
+        // Presence first: if the data write then fails, gating shows tools that find
+        // nothing, rather than hiding data that did arrive.
+        self.mark_present(op, user, "health").await?;
+        self.put_day_readings(user, readings, false, None).await
     }
 
     async fn put_import_readings(
@@ -140,18 +136,16 @@ impl HealthStore for DynamoStore {
         upload_id: &str,
         readings: &[Reading],
     ) -> Result<WriteReport, StoreError> {
-        {
-            if readings.is_empty() {
-                return Ok(WriteReport::default());
-            }
-            let guard = WriteGuard::Import {
-                user: user.to_string(),
-                upload_id: upload_id.to_string(),
-            };
-            self.mark_present_guarded(user, &guard).await?;
-            self.put_day_readings(user, readings, false, Some(&guard))
-                .await
+        if readings.is_empty() {
+            return Ok(WriteReport::default());
         }
+        let guard = WriteGuard::Import {
+            user: user.to_string(),
+            upload_id: upload_id.to_string(),
+        };
+        self.mark_present_guarded(user, &guard).await?;
+        self.put_day_readings(user, readings, false, Some(&guard))
+            .await
     }
 
     async fn readings(&self, user: &str, query: &ReadingQuery) -> Result<Vec<Reading>, StoreError> {
@@ -159,30 +153,28 @@ impl HealthStore for DynamoStore {
     }
 
     async fn delete_user_data(&self, user: &str) -> Result<(), StoreError> {
-        {
-            let op = "delete_user_data";
-            // Readings and genotypes only: the account (and any other kind) stays.
-            self.delete_genome(user).await?;
-            for prefix in [
-                READING_PREFIX,
-                DAY_PREFIX,
-                DAY_ROLLUP_PREFIX,
-                MONTH_ROLLUP_PREFIX,
-                CATALOGUE_PREFIX,
-            ] {
-                self.delete_prefixed(op, user, prefix).await?;
-            }
-            self.delete_prefixed(op, user, GENOTYPE_PREFIX).await?;
-            self.client
-                .delete_item()
-                .table_name(&self.tables.data)
-                .key(PK, s(user))
-                .key(SK, s(PRESENCE_SK))
-                .send()
-                .await
-                .map_err(|e| sdk_error(op, e))?;
-            Ok(())
+        let op = "delete_user_data";
+        // Readings and genotypes only: the account (and any other kind) stays.
+        self.delete_genome(user).await?;
+        for prefix in [
+            READING_PREFIX,
+            DAY_PREFIX,
+            DAY_ROLLUP_PREFIX,
+            MONTH_ROLLUP_PREFIX,
+            CATALOGUE_PREFIX,
+        ] {
+            self.delete_prefixed(op, user, prefix).await?;
         }
+        self.delete_prefixed(op, user, GENOTYPE_PREFIX).await?;
+        self.client
+            .delete_item()
+            .table_name(&self.tables.data)
+            .key(PK, s(user))
+            .key(SK, s(PRESENCE_SK))
+            .send()
+            .await
+            .map_err(|e| sdk_error(op, e))?;
+        Ok(())
     }
 
     async fn catalogue(&self, user: &str) -> Result<Vec<CatalogueEntry>, StoreError> {

@@ -137,51 +137,45 @@ fn refresh_from_item(op: &'static str, item: &Item) -> Result<(RefreshRecord, bo
 #[async_trait]
 impl OAuthStore for DynamoStore {
     async fn put_client(&self, client: &OAuthClient) -> Result<bool, StoreError> {
-        {
-            let op = "put_client";
-            let result = self
-                .client
-                .put_item()
-                .table_name(&self.tables.keys)
-                .set_item(Some(client_item(client)))
-                .condition_expression("attribute_not_exists(#k)")
-                .expression_attribute_names("#k", KEY)
-                .send()
-                .await;
-            Ok(conditional(op, result)?.is_some())
-        }
+        let op = "put_client";
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.tables.keys)
+            .set_item(Some(client_item(client)))
+            .condition_expression("attribute_not_exists(#k)")
+            .expression_attribute_names("#k", KEY)
+            .send()
+            .await;
+        Ok(conditional(op, result)?.is_some())
     }
 
     async fn client(&self, client_id: &str, now: u64) -> Result<Option<OAuthClient>, StoreError> {
-        {
-            let op = "client";
-            let client = self
-                .key_item(op, format!("{CLIENT_PREFIX}{client_id}"))
-                .await?
-                .map(|item| client_from_item(op, &item))
-                .transpose()?;
-            // TTL deletion lags, so a lapsed client is refused here.
-            Ok(client.filter(|c| c.expires_at.is_none_or(|at| at > now)))
-        }
+        let op = "client";
+        let client = self
+            .key_item(op, format!("{CLIENT_PREFIX}{client_id}"))
+            .await?
+            .map(|item| client_from_item(op, &item))
+            .transpose()?;
+        // TTL deletion lags, so a lapsed client is refused here.
+        Ok(client.filter(|c| c.expires_at.is_none_or(|at| at > now)))
     }
 
     async fn extend_client(&self, client_id: &str, expires_at: u64) -> Result<bool, StoreError> {
-        {
-            let op = "extend_client";
-            let result = self
-                .client
-                .update_item()
-                .table_name(&self.tables.keys)
-                .key(KEY, s(format!("{CLIENT_PREFIX}{client_id}")))
-                .update_expression("SET #exp = :exp")
-                .condition_expression("attribute_exists(#k)")
-                .expression_attribute_names("#k", KEY)
-                .expression_attribute_names("#exp", EXPIRES_AT)
-                .expression_attribute_values(":exp", n(expires_at))
-                .send()
-                .await;
-            Ok(conditional(op, result)?.is_some())
-        }
+        let op = "extend_client";
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.tables.keys)
+            .key(KEY, s(format!("{CLIENT_PREFIX}{client_id}")))
+            .update_expression("SET #exp = :exp")
+            .condition_expression("attribute_exists(#k)")
+            .expression_attribute_names("#k", KEY)
+            .expression_attribute_names("#exp", EXPIRES_AT)
+            .expression_attribute_values(":exp", n(expires_at))
+            .send()
+            .await;
+        Ok(conditional(op, result)?.is_some())
     }
 
     async fn put_code(&self, code_hash: &str, code: &AuthCode) -> Result<(), StoreError> {
@@ -190,27 +184,25 @@ impl OAuthStore for DynamoStore {
     }
 
     async fn take_code(&self, code_hash: &str, now: u64) -> Result<Option<AuthCode>, StoreError> {
-        {
-            let op = "take_code";
-            // Conditional, so of two racing takes exactly one gets the item back. An
-            // expired code (TTL deletion lags) is deleted too, and refused below.
-            let result = self
-                .client
-                .delete_item()
-                .table_name(&self.tables.keys)
-                .key(KEY, s(format!("{CODE_PREFIX}{code_hash}")))
-                .condition_expression("attribute_exists(#k)")
-                .expression_attribute_names("#k", KEY)
-                .return_values(ReturnValue::AllOld)
-                .send()
-                .await;
-            let Some(out) = conditional(op, result)? else {
-                return Ok(None);
-            };
-            let item = out.attributes.ok_or_else(|| corrupt(op))?;
-            let code = code_from_item(op, &item)?;
-            Ok((code.expires_at > now).then_some(code))
-        }
+        let op = "take_code";
+        // Conditional, so of two racing takes exactly one gets the item back. An
+        // expired code (TTL deletion lags) is deleted too, and refused below.
+        let result = self
+            .client
+            .delete_item()
+            .table_name(&self.tables.keys)
+            .key(KEY, s(format!("{CODE_PREFIX}{code_hash}")))
+            .condition_expression("attribute_exists(#k)")
+            .expression_attribute_names("#k", KEY)
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await;
+        let Some(out) = conditional(op, result)? else {
+            return Ok(None);
+        };
+        let item = out.attributes.ok_or_else(|| corrupt(op))?;
+        let code = code_from_item(op, &item)?;
+        Ok((code.expires_at > now).then_some(code))
     }
 
     async fn put_refresh(
@@ -223,71 +215,67 @@ impl OAuthStore for DynamoStore {
     }
 
     async fn use_refresh(&self, token_hash: &str, now: u64) -> Result<RefreshUse, StoreError> {
+        let op = "use_refresh";
+        // Mark it used first: the record (and so its family id) comes back with it,
+        // and of two racing uses only one passes the condition. The condition also
+        // fails on an absent item, so this never creates one; when it fails, the
+        // item it was checked against comes back, so one request says which case.
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.tables.keys)
+            .key(KEY, s(format!("{REFRESH_PREFIX}{token_hash}")))
+            .update_expression("SET #used = :true")
+            .condition_expression("#used = :false AND #exp > :now")
+            .expression_attribute_names("#used", USED)
+            .expression_attribute_names("#exp", EXPIRES_AT)
+            .expression_attribute_values(":true", AttributeValue::Bool(true))
+            .expression_attribute_values(":false", AttributeValue::Bool(false))
+            .expression_attribute_values(":now", n(now))
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        let item = match result {
+            Ok(out) => out.attributes.ok_or_else(|| corrupt(op))?,
+            Err(e) => {
+                let Some(UpdateItemError::ConditionalCheckFailedException(failed)) =
+                    e.as_service_error()
+                else {
+                    return Err(sdk_error(op, e));
+                };
+                // Absent, expired or used.
+                let Some(item) = failed.item().filter(|item| !item.is_empty()) else {
+                    return Ok(RefreshUse::Unknown);
+                };
+                let (record, used) = refresh_from_item(op, item)?;
+                return if record.expires_at <= now {
+                    Ok(RefreshUse::Unknown)
+                } else if used {
+                    Ok(RefreshUse::Reused(record))
+                } else {
+                    // A live, unused token passes the condition: it cannot come back.
+                    Err(corrupt(op))
+                };
+            }
+        };
+        let (record, _) = refresh_from_item(op, &item)?;
+        // A token of a revoked family is a replay even on its first use (and it
+        // stays used, so it is dead after the marker expires too).
+        let revoked = match self
+            .key_item(op, format!("{FAMILY_PREFIX}{}", record.family_id))
+            .await?
         {
-            let op = "use_refresh";
-            // Mark it used first: the record (and so its family id) comes back with it,
-            // and of two racing uses only one passes the condition. The condition also
-            // fails on an absent item, so this never creates one; when it fails, the
-            // item it was checked against comes back, so one request says which case.
-            let result = self
-                .client
-                .update_item()
-                .table_name(&self.tables.keys)
-                .key(KEY, s(format!("{REFRESH_PREFIX}{token_hash}")))
-                .update_expression("SET #used = :true")
-                .condition_expression("#used = :false AND #exp > :now")
-                .expression_attribute_names("#used", USED)
-                .expression_attribute_names("#exp", EXPIRES_AT)
-                .expression_attribute_values(":true", AttributeValue::Bool(true))
-                .expression_attribute_values(":false", AttributeValue::Bool(false))
-                .expression_attribute_values(":now", n(now))
-                .return_values(ReturnValue::AllNew)
-                .return_values_on_condition_check_failure(
-                    ReturnValuesOnConditionCheckFailure::AllOld,
-                )
-                .send()
-                .await;
-            let item = match result {
-                Ok(out) => out.attributes.ok_or_else(|| corrupt(op))?,
-                Err(e) => {
-                    let Some(UpdateItemError::ConditionalCheckFailedException(failed)) =
-                        e.as_service_error()
-                    else {
-                        return Err(sdk_error(op, e));
-                    };
-                    // Absent, expired or used.
-                    let Some(item) = failed.item().filter(|item| !item.is_empty()) else {
-                        return Ok(RefreshUse::Unknown);
-                    };
-                    let (record, used) = refresh_from_item(op, item)?;
-                    return if record.expires_at <= now {
-                        Ok(RefreshUse::Unknown)
-                    } else if used {
-                        Ok(RefreshUse::Reused(record))
-                    } else {
-                        // A live, unused token passes the condition: it cannot come back.
-                        Err(corrupt(op))
-                    };
-                }
-            };
-            let (record, _) = refresh_from_item(op, &item)?;
-            // A token of a revoked family is a replay even on its first use (and it
-            // stays used, so it is dead after the marker expires too).
-            let revoked = match self
-                .key_item(op, format!("{FAMILY_PREFIX}{}", record.family_id))
-                .await?
-            {
-                Some(family) => {
-                    get_bool(op, &family, "revoked")? && get_u64(op, &family, EXPIRES_AT)? > now
-                }
-                None => false,
-            };
-            Ok(if revoked {
-                RefreshUse::Reused(record)
-            } else {
-                RefreshUse::Fresh(record)
-            })
-        }
+            Some(family) => {
+                get_bool(op, &family, "revoked")? && get_u64(op, &family, EXPIRES_AT)? > now
+            }
+            None => false,
+        };
+        Ok(if revoked {
+            RefreshUse::Reused(record)
+        } else {
+            RefreshUse::Fresh(record)
+        })
     }
 
     async fn revoke_refresh_family(
@@ -295,24 +283,22 @@ impl OAuthStore for DynamoStore {
         family_id: &str,
         expires_at: u64,
     ) -> Result<(), StoreError> {
-        {
-            let op = "revoke_refresh_family";
-            // A family already revoked until later stays revoked until then (the
-            // condition fails, and that is success).
-            let result = self
-                .client
-                .put_item()
-                .table_name(&self.tables.keys)
-                .item(KEY, s(format!("{FAMILY_PREFIX}{family_id}")))
-                .item("revoked", AttributeValue::Bool(true))
-                .item(EXPIRES_AT, n(expires_at))
-                .condition_expression("attribute_not_exists(#k) OR #exp < :exp")
-                .expression_attribute_names("#k", KEY)
-                .expression_attribute_names("#exp", EXPIRES_AT)
-                .expression_attribute_values(":exp", n(expires_at))
-                .send()
-                .await;
-            conditional(op, result).map(drop)
-        }
+        let op = "revoke_refresh_family";
+        // A family already revoked until later stays revoked until then (the
+        // condition fails, and that is success).
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.tables.keys)
+            .item(KEY, s(format!("{FAMILY_PREFIX}{family_id}")))
+            .item("revoked", AttributeValue::Bool(true))
+            .item(EXPIRES_AT, n(expires_at))
+            .condition_expression("attribute_not_exists(#k) OR #exp < :exp")
+            .expression_attribute_names("#k", KEY)
+            .expression_attribute_names("#exp", EXPIRES_AT)
+            .expression_attribute_values(":exp", n(expires_at))
+            .send()
+            .await;
+        conditional(op, result).map(drop)
     }
 }

@@ -122,27 +122,25 @@ impl DynamoStore {
 #[async_trait]
 impl UploadStore for DynamoStore {
     async fn create_upload(&self, record: &UploadRecord) -> Result<(), StoreError> {
-        {
-            let op = "create_upload";
-            let pointer = HashMap::from([
-                (
-                    KEY.to_string(),
-                    s(format!("{UPLOAD_OBJECT_PREFIX}{}", record.object_key)),
-                ),
-                ("user_id".to_string(), s(record.user.as_str())),
-                ("upload_id".to_string(), s(record.id.as_str())),
-                (EXPIRES_AT.to_string(), n(record.expires_at)),
-            ]);
-            self.put_key_item(op, pointer).await?;
-            self.client
-                .put_item()
-                .table_name(&self.tables.data)
-                .set_item(Some(record_item(record)))
-                .send()
-                .await
-                .map_err(|e| sdk_error(op, e))?;
-            Ok(())
-        }
+        let op = "create_upload";
+        let pointer = HashMap::from([
+            (
+                KEY.to_string(),
+                s(format!("{UPLOAD_OBJECT_PREFIX}{}", record.object_key)),
+            ),
+            ("user_id".to_string(), s(record.user.as_str())),
+            ("upload_id".to_string(), s(record.id.as_str())),
+            (EXPIRES_AT.to_string(), n(record.expires_at)),
+        ]);
+        self.put_key_item(op, pointer).await?;
+        self.client
+            .put_item()
+            .table_name(&self.tables.data)
+            .set_item(Some(record_item(record)))
+            .send()
+            .await
+            .map_err(|e| sdk_error(op, e))?;
+        Ok(())
     }
 
     async fn upload(
@@ -159,21 +157,19 @@ impl UploadStore for DynamoStore {
         object_key: &str,
         now: u64,
     ) -> Result<Option<UploadRecord>, StoreError> {
-        {
-            let op = "upload_by_object";
-            let Some(pointer) = self
-                .key_item(op, format!("{UPLOAD_OBJECT_PREFIX}{object_key}"))
-                .await?
-            else {
-                return Ok(None);
-            };
-            if get_u64(op, &pointer, EXPIRES_AT)? <= now {
-                return Ok(None);
-            }
-            let user = get_s(op, &pointer, "user_id")?;
-            let id = get_s(op, &pointer, "upload_id")?;
-            self.upload_record(op, &user, &id, now).await
+        let op = "upload_by_object";
+        let Some(pointer) = self
+            .key_item(op, format!("{UPLOAD_OBJECT_PREFIX}{object_key}"))
+            .await?
+        else {
+            return Ok(None);
+        };
+        if get_u64(op, &pointer, EXPIRES_AT)? <= now {
+            return Ok(None);
         }
+        let user = get_s(op, &pointer, "user_id")?;
+        let id = get_s(op, &pointer, "upload_id")?;
+        self.upload_record(op, &user, &id, now).await
     }
 
     async fn recent_uploads(
@@ -182,29 +178,27 @@ impl UploadStore for DynamoStore {
         limit: usize,
         now: u64,
     ) -> Result<Vec<UploadRecord>, StoreError> {
-        {
-            let op = "recent_uploads";
-            let limit = limit.clamp(1, MAX_LISTED_UPLOADS);
-            // One page, newest first: the records are small, `limit` of them fit.
-            let out = self
-                .user_query(user)
-                .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
-                .expression_attribute_names("#sk", SK)
-                .expression_attribute_values(":prefix", s(UPLOAD_PREFIX))
-                .scan_index_forward(false)
-                .limit(limit as i32)
-                .send()
-                .await
-                .map_err(|e| sdk_error(op, e))?;
-            let mut records = Vec::new();
-            for item in out.items() {
-                let record = record_from_item(op, item)?;
-                if record.expires_at > now {
-                    records.push(record);
-                }
+        let op = "recent_uploads";
+        let limit = limit.clamp(1, MAX_LISTED_UPLOADS);
+        // One page, newest first: the records are small, `limit` of them fit.
+        let out = self
+            .user_query(user)
+            .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_values(":prefix", s(UPLOAD_PREFIX))
+            .scan_index_forward(false)
+            .limit(limit as i32)
+            .send()
+            .await
+            .map_err(|e| sdk_error(op, e))?;
+        let mut records = Vec::new();
+        for item in out.items() {
+            let record = record_from_item(op, item)?;
+            if record.expires_at > now {
+                records.push(record);
             }
-            Ok(records)
         }
+        Ok(records)
     }
 
     async fn start_upload(
@@ -214,27 +208,25 @@ impl UploadStore for DynamoStore {
         bytes: u64,
         now: u64,
     ) -> Result<bool, StoreError> {
-        {
-            let op = "start_upload";
-            let result = self
-                .client
-                .update_item()
-                .table_name(&self.tables.data)
-                .key(PK, s(user))
-                .key(SK, s(upload_sk(id)))
-                .update_expression("SET #st = :importing, #bytes = :bytes, #active = :now")
-                .condition_expression("#st = :waiting")
-                .expression_attribute_names("#st", "status")
-                .expression_attribute_names("#bytes", "bytes")
-                .expression_attribute_names("#active", ACTIVE_AT)
-                .expression_attribute_values(":now", n(now))
-                .expression_attribute_values(":importing", s(UploadStatus::Importing.as_str()))
-                .expression_attribute_values(":waiting", s(UploadStatus::Waiting.as_str()))
-                .expression_attribute_values(":bytes", n(bytes))
-                .send()
-                .await;
-            Ok(conditional(op, result)?.is_some())
-        }
+        let op = "start_upload";
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.tables.data)
+            .key(PK, s(user))
+            .key(SK, s(upload_sk(id)))
+            .update_expression("SET #st = :importing, #bytes = :bytes, #active = :now")
+            .condition_expression("#st = :waiting")
+            .expression_attribute_names("#st", "status")
+            .expression_attribute_names("#bytes", "bytes")
+            .expression_attribute_names("#active", ACTIVE_AT)
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":importing", s(UploadStatus::Importing.as_str()))
+            .expression_attribute_values(":waiting", s(UploadStatus::Waiting.as_str()))
+            .expression_attribute_values(":bytes", n(bytes))
+            .send()
+            .await;
+        Ok(conditional(op, result)?.is_some())
     }
 
     async fn upload_progress(
@@ -246,29 +238,27 @@ impl UploadStore for DynamoStore {
         progress: f64,
         now: u64,
     ) -> Result<(), StoreError> {
-        {
-            let op = "upload_progress";
-            let result = self
-                .client
-                .update_item()
-                .table_name(&self.tables.data)
-                .key(PK, s(user))
-                .key(SK, s(upload_sk(id)))
-                .update_expression(
-                    "SET rows_read = :r, rows_written = :w, progress = :p, #active = :now",
-                )
-                .condition_expression("attribute_exists(#sk)")
-                .expression_attribute_names("#sk", SK)
-                .expression_attribute_names("#active", ACTIVE_AT)
-                .expression_attribute_values(":now", n(now))
-                .expression_attribute_values(":r", n(rows_read))
-                .expression_attribute_values(":w", n(rows_written))
-                .expression_attribute_values(":p", f(progress))
-                .send()
-                .await;
-            conditional(op, result)?;
-            Ok(())
-        }
+        let op = "upload_progress";
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.tables.data)
+            .key(PK, s(user))
+            .key(SK, s(upload_sk(id)))
+            .update_expression(
+                "SET rows_read = :r, rows_written = :w, progress = :p, #active = :now",
+            )
+            .condition_expression("attribute_exists(#sk)")
+            .expression_attribute_names("#sk", SK)
+            .expression_attribute_names("#active", ACTIVE_AT)
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":r", n(rows_read))
+            .expression_attribute_values(":w", n(rows_written))
+            .expression_attribute_values(":p", f(progress))
+            .send()
+            .await;
+        conditional(op, result)?;
+        Ok(())
     }
 
     async fn fail_stalled_upload(
@@ -279,32 +269,30 @@ impl UploadStore for DynamoStore {
         failure: &UploadFailure,
         now: u64,
     ) -> Result<bool, StoreError> {
-        {
-            let op = "fail_stalled_upload";
-            let result = self
-                .client
-                .update_item()
-                .table_name(&self.tables.data)
-                .key(PK, s(user))
-                .key(SK, s(upload_sk(id)))
-                .update_expression(
-                    "SET #st = :failed, finished_at = :now, error_message = :msg \
-                     REMOVE error_line",
-                )
-                .condition_expression(
-                    "#st = :importing AND (attribute_not_exists(#active) OR #active < :since)",
-                )
-                .expression_attribute_names("#st", "status")
-                .expression_attribute_names("#active", ACTIVE_AT)
-                .expression_attribute_values(":failed", s(UploadStatus::Failed.as_str()))
-                .expression_attribute_values(":importing", s(UploadStatus::Importing.as_str()))
-                .expression_attribute_values(":msg", s(failure.message.as_str()))
-                .expression_attribute_values(":now", n(now))
-                .expression_attribute_values(":since", n(silent_since))
-                .send()
-                .await;
-            Ok(conditional(op, result)?.is_some())
-        }
+        let op = "fail_stalled_upload";
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.tables.data)
+            .key(PK, s(user))
+            .key(SK, s(upload_sk(id)))
+            .update_expression(
+                "SET #st = :failed, finished_at = :now, error_message = :msg \
+                 REMOVE error_line",
+            )
+            .condition_expression(
+                "#st = :importing AND (attribute_not_exists(#active) OR #active < :since)",
+            )
+            .expression_attribute_names("#st", "status")
+            .expression_attribute_names("#active", ACTIVE_AT)
+            .expression_attribute_values(":failed", s(UploadStatus::Failed.as_str()))
+            .expression_attribute_values(":importing", s(UploadStatus::Importing.as_str()))
+            .expression_attribute_values(":msg", s(failure.message.as_str()))
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":since", n(silent_since))
+            .send()
+            .await;
+        Ok(conditional(op, result)?.is_some())
     }
 
     async fn finish_upload(
@@ -314,81 +302,77 @@ impl UploadStore for DynamoStore {
         outcome: &UploadOutcome,
         finished_at: u64,
     ) -> Result<(), StoreError> {
-        {
-            let op = "finish_upload";
-            let update = self
-                .client
-                .update_item()
-                .table_name(&self.tables.data)
-                .key(PK, s(user))
-                .key(SK, s(upload_sk(id)))
-                .condition_expression("#st = :importing")
-                .expression_attribute_names("#st", "status")
-                .expression_attribute_values(":importing", s(UploadStatus::Importing.as_str()))
-                .expression_attribute_values(":at", n(finished_at));
-            let update = match outcome {
-                UploadOutcome::Done(counts) => {
-                    let update = update
-                        .expression_attribute_values(":st", s(UploadStatus::Done.as_str()))
-                        .expression_attribute_values(":one", f(1.0));
-                    match counts.and_then(|c| serde_json::to_string(&c).ok()) {
-                        Some(counts) => update
-                            .update_expression(
-                                "SET #st = :st, finished_at = :at, progress = :one, counts = :c",
-                            )
-                            .expression_attribute_values(":c", s(counts)),
-                        None => update
-                            .update_expression("SET #st = :st, finished_at = :at, progress = :one"),
-                    }
+        let op = "finish_upload";
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.tables.data)
+            .key(PK, s(user))
+            .key(SK, s(upload_sk(id)))
+            .condition_expression("#st = :importing")
+            .expression_attribute_names("#st", "status")
+            .expression_attribute_values(":importing", s(UploadStatus::Importing.as_str()))
+            .expression_attribute_values(":at", n(finished_at));
+        let update = match outcome {
+            UploadOutcome::Done(counts) => {
+                let update = update
+                    .expression_attribute_values(":st", s(UploadStatus::Done.as_str()))
+                    .expression_attribute_values(":one", f(1.0));
+                match counts.and_then(|c| serde_json::to_string(&c).ok()) {
+                    Some(counts) => update
+                        .update_expression(
+                            "SET #st = :st, finished_at = :at, progress = :one, counts = :c",
+                        )
+                        .expression_attribute_values(":c", s(counts)),
+                    None => update
+                        .update_expression("SET #st = :st, finished_at = :at, progress = :one"),
                 }
-                UploadOutcome::Failed(failure) => {
-                    let update = update
-                        .expression_attribute_values(":st", s(UploadStatus::Failed.as_str()))
-                        .expression_attribute_values(":msg", s(failure.message.as_str()));
-                    match failure.line {
-                        Some(line) => update
-                            .update_expression(
-                                "SET #st = :st, finished_at = :at, error_message = :msg, \
-                                 error_line = :line",
-                            )
-                            .expression_attribute_values(":line", n(line)),
-                        None => update.update_expression(
-                            "SET #st = :st, finished_at = :at, error_message = :msg \
-                             REMOVE error_line",
-                        ),
-                    }
+            }
+            UploadOutcome::Failed(failure) => {
+                let update = update
+                    .expression_attribute_values(":st", s(UploadStatus::Failed.as_str()))
+                    .expression_attribute_values(":msg", s(failure.message.as_str()));
+                match failure.line {
+                    Some(line) => update
+                        .update_expression(
+                            "SET #st = :st, finished_at = :at, error_message = :msg, \
+                             error_line = :line",
+                        )
+                        .expression_attribute_values(":line", n(line)),
+                    None => update.update_expression(
+                        "SET #st = :st, finished_at = :at, error_message = :msg \
+                         REMOVE error_line",
+                    ),
                 }
-            };
-            conditional(op, update.send().await)?;
-            Ok(())
-        }
+            }
+        };
+        conditional(op, update.send().await)?;
+        Ok(())
     }
 
     async fn delete_uploads(&self, user: &str) -> Result<(), StoreError> {
-        {
-            let op = "delete_uploads";
-            let items = super::batch::query_all(
-                op,
-                self.user_query(user)
-                    .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
-                    .expression_attribute_names("#sk", SK)
-                    .expression_attribute_values(":prefix", s(UPLOAD_PREFIX))
-                    .projection_expression("#pk, #sk, object_key"),
-                self.page_limit,
-            )
-            .await?;
-            for item in &items {
-                // The pointer first: a retry still finds it through the record.
-                let object_key = get_s(op, item, "object_key")?;
-                self.client
-                    .delete_item()
-                    .table_name(&self.tables.keys)
-                    .key(KEY, s(format!("{UPLOAD_OBJECT_PREFIX}{object_key}")))
-                    .send()
-                    .await
-                    .map_err(|e| sdk_error(op, e))?;
-            }
-            self.delete_prefixed(op, user, UPLOAD_PREFIX).await
+        let op = "delete_uploads";
+        let items = super::batch::query_all(
+            op,
+            self.user_query(user)
+                .key_condition_expression("#pk = :pk AND begins_with(#sk, :prefix)")
+                .expression_attribute_names("#sk", SK)
+                .expression_attribute_values(":prefix", s(UPLOAD_PREFIX))
+                .projection_expression("#pk, #sk, object_key"),
+            self.page_limit,
+        )
+        .await?;
+        for item in &items {
+            // The pointer first: a retry still finds it through the record.
+            let object_key = get_s(op, item, "object_key")?;
+            self.client
+                .delete_item()
+                .table_name(&self.tables.keys)
+                .key(KEY, s(format!("{UPLOAD_OBJECT_PREFIX}{object_key}")))
+                .send()
+                .await
+                .map_err(|e| sdk_error(op, e))?;
         }
+        self.delete_prefixed(op, user, UPLOAD_PREFIX).await
     }
 }
