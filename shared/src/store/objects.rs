@@ -7,10 +7,10 @@
 //! Owns the [`UploadObjects`] trait and its types. Implementations stream: an object is
 //! never held whole in memory. Never logs an object key's user part or any content.
 
-use async_trait::async_trait;
 use std::pin::Pin;
 
 use super::StoreError;
+use async_trait::async_trait;
 
 /// Where and how a client sends a file: one `PUT` of the bytes to `url` with `headers`,
 /// before `expires_at` (epoch seconds). No other credential is needed: the URL is the

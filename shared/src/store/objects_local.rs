@@ -12,9 +12,9 @@
 //! import reads. File names are the SHA-256 of the key, so no key ever becomes a path.
 //! Never logs a key or any content.
 
-use async_trait::async_trait;
 use std::path::{Path, PathBuf};
 
+use async_trait::async_trait;
 use bytes::Bytes;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};

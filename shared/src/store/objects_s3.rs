@@ -6,9 +6,9 @@
 //! (`open` hands out the GetObject body as a stream), never logs a key or any content;
 //! errors name the operation only.
 
-use async_trait::async_trait;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use async_trait::async_trait;
 use aws_sdk_s3::Client;
 use aws_sdk_s3::config::RequestChecksumCalculation;
 use aws_sdk_s3::presigning::PresigningConfig;

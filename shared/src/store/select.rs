@@ -1,7 +1,6 @@
 //! Picks and opens the configured store and the place uploaded files wait, once per
 //! process.
 
-use async_trait::async_trait;
 use std::sync::Arc;
 
 #[cfg(feature = "sqlite")]
@@ -13,6 +12,7 @@ use super::{
     UploadObjects,
 };
 use crate::config::{Config, Runtime, StoreKind};
+use async_trait::async_trait;
 
 /// File name of the embedded database inside the data directory.
 pub const EMBEDDED_FILE: &str = "mirobody.sqlite3";

@@ -5,9 +5,9 @@
 //!
 //! Every read of an expiring item checks `expires_at` itself (TTL deletion lags).
 
-use async_trait::async_trait;
 use std::collections::HashMap;
 
+use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{ReturnValue, TransactWriteItem};
 
 use super::batch::query_all;

@@ -19,10 +19,10 @@
 //! switched and removed it) starts again from the pointer, so it never mixes versions.
 //! Never logs a genotype.
 
-use async_trait::async_trait;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 
 use super::batch::{GET_CHUNK, bounded, get_batch, put_request, query_all};

@@ -9,9 +9,9 @@
 //! Also the combined read of presence and servers: one Query over one key range.
 //! Keeps the credential only sealed, as given; never logs a record.
 
-use async_trait::async_trait;
 use std::collections::HashMap;
 
+use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 

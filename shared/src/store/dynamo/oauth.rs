@@ -3,9 +3,9 @@
 //!
 //! Single use and rotation are conditional writes, so two racing uses cannot both win.
 
-use async_trait::async_trait;
 use std::collections::HashMap;
 
+use async_trait::async_trait;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 

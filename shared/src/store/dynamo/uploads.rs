@@ -10,9 +10,9 @@
 //!
 //! Never logs a user id, a file name or an object key.
 
-use async_trait::async_trait;
 use std::collections::HashMap;
 
+use async_trait::async_trait;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::codec::{Item, get_opt_u64, get_s, get_u64, n, s};

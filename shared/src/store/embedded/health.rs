@@ -3,10 +3,10 @@
 //!
 //! Never logs a reading or a genotype.
 
-use async_trait::async_trait;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use super::{EmbeddedStore, json_column, json_from_column};
