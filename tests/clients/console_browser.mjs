@@ -464,7 +464,15 @@ async function uploadReadings(flow) {
 }
 
 async function chart(flow) {
+  // The summary: a card per measure, HbA1c (uploaded as HbA1c) in the metabolic section
+  // with its latest value and unit; the table one click away.
   await flow.visit('/console/data');
+  await flow.shoot('summary');
+  const card = flow.page.locator('#summary section[aria-labelledby="group-metabolic"] article.card[data-measure="Hemoglobin A1c"]');
+  check(await card.count() === 1, 'the summary has no Hemoglobin A1c card under Metabolic');
+  const cardValue = ((await card.locator('span.value').textContent()) || '').trim();
+  check(/^[\d.]+ %$/.test(cardValue), `the HbA1c card's latest value: ${JSON.stringify(cardValue)}`);
+  await flow.submit('a[href="/console/data?view=table"]');
   await flow.shoot('data');
   const rows = await flow.page.locator('table#catalogue tr[data-indicator]').count();
   const row = flow.page.locator('table#catalogue tr[data-indicator="Hemoglobin A1c"]');
@@ -706,7 +714,8 @@ async function oauthRevoke(flow) {
 /** Every page at both widths, before the account goes (signed-out pages were shot at sign-up). */
 async function screenshots(flow) {
   const pages = [
-    ['data', '/console/data'],
+    ['summary', '/console/data'],
+    ['data', '/console/data?view=table'],
     ['indicator', '/console/data/HbA1c'],
     ['genome', '/console/genome?rsid=rs4680%2C+rs429358'],
     ['upload', '/console/upload'],

@@ -12,7 +12,7 @@
 use e2e::{Reply, Server, form_of, get, post_json, send};
 use serde_json::json;
 
-const PASSWORD: &str = "correct horse battery staple";
+pub(super) const PASSWORD: &str = "correct horse battery staple";
 const MAX_PAGE: usize = 50 * 1024;
 
 /// Two years of glucose (two month points before the last year's twelve months, then
@@ -51,20 +51,22 @@ fn steps_and_sleep() -> String {
     csv
 }
 
-/// A day of a CGM, a reading every 15 minutes: 96 readings, of each 8 one at 200 mg/dL,
-/// one at 60 and six at 120 (12 above 180, 12 below 70, 72 in range).
-fn cgm_day() -> String {
+/// A CGM's `days` (`YYYY-MM-DD`), a reading every 15 minutes: 96 readings a day, of each
+/// 8 one at 200 mg/dL, one at 60 and six at 120 (12 above 180, 12 below 70, 72 in range).
+pub(super) fn cgm(days: &[String]) -> String {
     let mut csv = String::from("indicator,value,unit,time\n");
-    for i in 0..96 {
-        let value = match i % 8 {
-            0 => 200,
-            1 => 60,
-            _ => 120,
-        };
-        let (hour, minute) = (i / 4, (i % 4) * 15);
-        csv.push_str(&format!(
-            "Glucose,{value},mg/dL,2026-03-01T{hour:02}:{minute:02}:00\n"
-        ));
+    for day in days {
+        for i in 0..96 {
+            let value = match i % 8 {
+                0 => 200,
+                1 => 60,
+                _ => 120,
+            };
+            let (hour, minute) = (i / 4, (i % 4) * 15);
+            csv.push_str(&format!(
+                "Glucose,{value},mg/dL,{day}T{hour:02}:{minute:02}:00\n"
+            ));
+        }
     }
     csv
 }
@@ -77,14 +79,14 @@ rs1801133\t1\t11796321\tAG\n\
 rs999\t19\t45900000\tAA\n";
 
 /// A person signed in to the console: their session cookie.
-struct Person {
+pub(super) struct Person {
     cookie: String,
 }
 
 impl Person {
     /// Signs up through the console's form: GET the form (its CSRF token and nonce
     /// cookie), POST it; the answer sets the session cookie.
-    async fn sign_up(server: &Server, email: &str) -> Person {
+    pub(super) async fn sign_up(server: &Server, email: &str) -> Person {
         let form = get(&server.url("/console/signup")).await;
         assert_eq!(form.status, 200, "{}", form.body);
         let (fields, nonce) = form_of(&form);
@@ -109,7 +111,7 @@ impl Person {
         Person { cookie }
     }
 
-    async fn get(&self, server: &Server, path: &str) -> Reply {
+    pub(super) async fn get(&self, server: &Server, path: &str) -> Reply {
         let headers = vec![("cookie".to_string(), self.cookie.clone())];
         let reply = send("GET", &server.url(path), &headers, None).await;
         assert!(
@@ -122,7 +124,7 @@ impl Person {
 }
 
 /// A bearer token for the JSON API (`/auth/signin`).
-async fn api_token(server: &Server, email: &str) -> String {
+pub(super) async fn api_token(server: &Server, email: &str) -> String {
     let body = json!({ "email": email, "password": PASSWORD });
     let reply = post_json(&server.url("/auth/signin"), &[], &body).await;
     assert_eq!(reply.status, 200, "{}", reply.body);
@@ -131,7 +133,7 @@ async fn api_token(server: &Server, email: &str) -> String {
 
 /// `body` to `path` with the caller's token, from `source` (the `x-source` header: a
 /// genome's file name).
-async fn upload(
+pub(super) async fn upload(
     server: &Server,
     token: &str,
     path: &str,
@@ -150,7 +152,7 @@ async fn upload(
 
 /// The text of the first element opened by `open` (e.g. `<td class="count">`), up to
 /// its next `<`.
-fn text_after<'b>(body: &'b str, open: &str) -> &'b str {
+pub(super) fn text_after<'b>(body: &'b str, open: &str) -> &'b str {
     let start = body
         .find(open)
         .unwrap_or_else(|| panic!("{open} in the page: {body}"))
@@ -160,7 +162,7 @@ fn text_after<'b>(body: &'b str, open: &str) -> &'b str {
 }
 
 /// The part of the page from `open` to the end of that element's row or table.
-fn slice_from<'b>(body: &'b str, open: &str, close: &str) -> &'b str {
+pub(super) fn slice_from<'b>(body: &'b str, open: &str, close: &str) -> &'b str {
     let start = body
         .find(open)
         .unwrap_or_else(|| panic!("{open} in the page: {body}"));
@@ -234,7 +236,7 @@ async fn the_data_pages_show_a_persons_readings_and_genome_and_nobody_elses() {
 
     // The catalogue: one row per indicator with its latest figure as its kind reads
     // (with its unit and date), its count and dates.
-    let data = alice.get(&server, "/console/data").await;
+    let data = alice.get(&server, "/console/data?view=table").await;
     assert_eq!(data.status, 200);
     assert!(data.body.contains("4 indicators"), "{}", data.body);
     assert!(
@@ -475,7 +477,7 @@ async fn the_data_pages_show_a_persons_readings_and_genome_and_nobody_elses() {
         &carol_token,
         "/api/data/health",
         "text/csv",
-        &cgm_day(),
+        &cgm(&["2026-03-01".to_string()]),
         "Sensor",
     )
     .await;

@@ -20,6 +20,7 @@ mod console_browser;
 mod console_data;
 mod console_security;
 mod console_servers;
+mod console_summary;
 mod console_upload;
 mod cost_model;
 mod data_tools;

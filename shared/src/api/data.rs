@@ -18,9 +18,11 @@ use crate::clock::Clock;
 use crate::domain::{Genotype, Reading};
 use crate::http::{ApiError, Success};
 use crate::identity::Caller;
-use crate::store::{CatalogueEntry, Store};
+use crate::store::Store;
 /// The vocabulary of the typed reads (the console's data pages speak it).
-pub(crate) use crate::store::{GenomeSummary, HourValue, Period, ReadingQuery, Rollup, TIME_MAX};
+pub(crate) use crate::store::{
+    CatalogueEntry, GenomeSummary, HourValue, Period, ReadingQuery, Rollup, TIME_MAX,
+};
 use crate::upload::{self, UploadError};
 
 pub(crate) struct DataApi {

@@ -420,7 +420,7 @@ pub(crate) static ROUTES: &[Route] = {
         row!(Console "POST" "/console/password", Page
             => signed_in(Back) |con, s, c| con.password(s, c.request).await),
         row!(Console "GET" "/console/data", Page
-            => signed_in(Back) |con, s, _| con.data_page(s).await),
+            => signed_in(Back) |con, s, c| con.data_page(s, c.request).await),
         row!(Console "GET" "/console/data/{indicator}", Page
             => signed_in(Back) |con, s, c| con.indicator_page(s, &c.decoded("indicator")).await),
         row!(Console "GET" "/console/genome", Page

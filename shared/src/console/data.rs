@@ -26,6 +26,7 @@ use super::agp::{self, Profile};
 use super::chart::{self, Chart, ChartPoint, Values};
 use super::layout::{self, Notice};
 use super::stages::{self, Night};
+use super::summary;
 use super::{Answer, ConsoleApi, Session, html as page, query_param};
 use crate::api::data::{GenomeSummary, HourValue, Period, ReadingQuery, Rollup, TIME_MAX};
 use crate::domain::measures::{self, Kind};
@@ -60,7 +61,7 @@ pub(crate) fn path_segment(text: &str) -> String {
 }
 
 /// The date part of a stored time (`YYYY-MM-DD`), or the time as it is.
-fn day_of(time: &str) -> &str {
+pub(super) fn day_of(time: &str) -> &str {
     time.get(..10).unwrap_or(time)
 }
 
@@ -74,7 +75,7 @@ fn when(time: &str) -> String {
 
 /// A number as the tool answers it (at most four decimals), with thousands separators
 /// (`9,600`, `-1,234.5`).
-fn number_text(n: f64) -> String {
+pub(super) fn number_text(n: f64) -> String {
     let text = format_number(n);
     let (sign, digits) = match text.strip_prefix('-') {
         Some(rest) => ("-", rest),
@@ -101,23 +102,23 @@ fn value_text(value: &ReadingValue) -> String {
 }
 
 /// The kind of a stored series, from its key (a measure nobody listed is discrete).
-fn kind_of(key: &str) -> Kind {
+pub(super) fn kind_of(key: &str) -> Kind {
     measures::catalogue().kind_of_key(key)
 }
 
 /// A measure's latest figure: what it is (`9,600 steps`, `7 h 30 min`), what it stands
 /// for, and its day.
 #[derive(Debug, Clone, PartialEq)]
-struct Latest {
-    text: String,
-    basis: &'static str,
-    day: String,
+pub(crate) struct Latest {
+    pub(crate) text: String,
+    pub(crate) basis: &'static str,
+    pub(crate) day: String,
 }
 
 /// The latest figure as the tool's catalogue answers it: a cumulative measure's latest
 /// daily total, sleep's latest night, otherwise the latest reading. Every catalogue
 /// measure has one unit; a series nobody listed may hold several (then none is named).
-fn latest_of(kind: Kind, summary: &Rollup) -> Latest {
+pub(super) fn latest_of(kind: Kind, summary: &Rollup) -> Latest {
     let unit = summary.common_unit().flatten();
     let with_unit = |value: String| match unit {
         Some(unit) => format!("{value} {unit}"),
@@ -157,7 +158,7 @@ fn utc(epoch: u64) -> String {
 
 /// A rollup as a chart point: a discrete measure's mean, min and max; a summed one's
 /// day total (a month's mean daily total), sleep in hours. `None` without numbers.
-fn chart_point(rollup: &Rollup, values: Values) -> Option<ChartPoint> {
+pub(super) fn chart_point(rollup: &Rollup, values: Values) -> Option<ChartPoint> {
     let day = chart::day_number(&rollup.period)?;
     let value = match values {
         Values::Means => {
@@ -352,12 +353,24 @@ impl ConsoleApi {
         ))
     }
 
-    pub(crate) async fn data_page(&self, session: &Session) -> Answer {
+    /// Your data: the summary's cards (`?view=table`: the catalogue as a table), then
+    /// the genome summary.
+    pub(crate) async fn data_page(&self, session: &Session, request: &Request<Bytes>) -> Answer {
         let user = session.user_id.as_str();
+        let as_table = query_param(request, "view").as_deref() == Some("table");
         let (catalogue, genome) =
             tokio::join!(self.data.catalogue(user), self.data.genome_summary(user));
         let (catalogue, genome) = (catalogue?, genome?);
+        let cards = match as_table {
+            true => Vec::new(),
+            false => self.summary_cards(user, &catalogue).await?,
+        };
         let content = html! {
+            p.lede {
+                "Your own health readings and genome, stored in this service's database for "
+                "your account only. Your AI reads them through the MCP tools you connect; "
+                "nobody else sees them unless you share them."
+            }
             section aria-labelledby="readings-heading" {
                 h2 id="readings-heading" { "Your readings" }
                 @if catalogue.is_empty() {
@@ -366,7 +379,14 @@ impl ConsoleApi {
                         a href="/console/upload" { "Upload a file" }
                         " (CSV or JSON readings, or an Apple Health export) to see them here."
                     }
+                } @else if !as_table {
+                    p.view-switch {
+                        (catalogue.len()) @if catalogue.len() == 1 { " measure. " } @else { " measures. " }
+                        a href="/console/data?view=table" { "See them all as a table" }
+                    }
+                    div id="summary" { (summary::cards_markup(&cards)) }
                 } @else {
+                    p.view-switch { a href="/console/data" { "Back to the summary" } }
                     div.table-wrap {
                         table id="catalogue" {
                             caption.muted {

@@ -30,6 +30,7 @@ mod layout;
 mod servers;
 mod session;
 mod stages;
+mod summary;
 mod upload;
 
 use std::sync::Arc;

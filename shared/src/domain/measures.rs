@@ -24,6 +24,8 @@
 //!   value sent without a unit. Spellings are compared lower-cased, without spaces, µ as u.
 //!   A measure without `none` refuses a value sent without a unit (5.5 or 99 glucose?).
 //! - `source`: where each conversion factor comes from.
+//! - `group`: where a person looks for it ([`Group`]: activity, heart, sleep, body,
+//!   metabolic, labs), the console's summary sections.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -59,6 +61,46 @@ impl Kind {
     }
 }
 
+/// Where a person looks for a measure: the console summary's sections, in their order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Group {
+    Activity,
+    Heart,
+    Sleep,
+    Body,
+    Metabolic,
+    Labs,
+    /// A series the catalogue does not list.
+    Other,
+}
+
+impl Group {
+    fn parse(text: &str) -> Option<Group> {
+        Some(match text {
+            "activity" => Group::Activity,
+            "heart" => Group::Heart,
+            "sleep" => Group::Sleep,
+            "body" => Group::Body,
+            "metabolic" => Group::Metabolic,
+            "labs" => Group::Labs,
+            _ => return None,
+        })
+    }
+
+    /// The section's heading.
+    pub(crate) fn title(self) -> &'static str {
+        match self {
+            Group::Activity => "Activity",
+            Group::Heart => "Heart",
+            Group::Sleep => "Sleep",
+            Group::Body => "Body",
+            Group::Metabolic => "Metabolic",
+            Group::Labs => "Lab results",
+            Group::Other => "Other measures",
+        }
+    }
+}
+
 /// One accepted unit: canonical = value × factor + offset.
 #[derive(Debug, Clone, PartialEq)]
 struct UnitRule {
@@ -76,6 +118,7 @@ pub(crate) struct Measure {
     /// The series key: the name as an indicator key.
     pub(crate) key: String,
     pub(crate) kind: Kind,
+    pub(crate) group: Group,
     pub(crate) unit: String,
     /// LOINC codes, the measure's own first.
     pub(crate) loinc: Vec<String>,
@@ -208,6 +251,8 @@ impl Catalogue {
                 "sleep" => Kind::Sleep,
                 other => return Err(format!("line {line}: unknown kind {other:?}")),
             };
+            let group = Group::parse(cell(8))
+                .ok_or_else(|| format!("line {line}: unknown group {:?}", cell(8)))?;
             let mut units = Vec::new();
             for entry in list(cell(6)) {
                 let (spelling, rule) = entry
@@ -232,6 +277,7 @@ impl Catalogue {
                 name: cell(0).to_string(),
                 key: Reading::indicator_key(cell(0)),
                 kind,
+                group,
                 unit: cell(2).to_string(),
                 own: UnitRule {
                     spelling: cell(2).to_string(),
@@ -487,9 +533,28 @@ mod tests {
         assert_eq!(catalogue.by_code("2339-0").unwrap().name, "Glucose");
         assert_eq!(catalogue.by_name("Weight").unwrap().name, "Body weight");
         // A name claimed twice is refused, naming the line.
-        let twice = "name,kind,unit,loinc,apple,names,units,source\n\
-                     A,discrete,x,,,a;pulse,,\nB,discrete,y,,,pulse,,\n";
+        let twice = "name,kind,unit,loinc,apple,names,units,source,group\n\
+                     A,discrete,x,,,a;pulse,,,labs\nB,discrete,y,,,pulse,,,labs\n";
         assert!(Catalogue::parse(twice).unwrap_err().contains("line 3"));
+    }
+
+    #[test]
+    fn every_measure_has_the_section_a_person_looks_in() {
+        let c = catalogue();
+        let group = |name: &str| c.by_name(name).map(|m| m.group);
+        assert_eq!(group("steps"), Some(Group::Activity));
+        assert_eq!(group("rhr"), Some(Group::Heart));
+        assert_eq!(group("Sleep deep"), Some(Group::Sleep));
+        assert_eq!(group("weight"), Some(Group::Body));
+        assert_eq!(group("HbA1c"), Some(Group::Metabolic));
+        assert_eq!(group("TSH"), Some(Group::Labs));
+        let unknown = "name,kind,unit,loinc,apple,names,units,source,group\n\
+                       A,discrete,x,,,,,,vitals\n";
+        assert!(
+            Catalogue::parse(unknown)
+                .unwrap_err()
+                .contains("unknown group")
+        );
     }
 
     #[test]
