@@ -335,7 +335,7 @@ impl App {
             _ => {
                 let observed =
                     Observed::begin("not found", request.headers(), request.extensions(), None);
-                observed.end(None, ApiError::NoRoute.into_response())
+                observed.end(None, self.no_route(request.uri().path()))
             }
         }
     }
@@ -585,6 +585,18 @@ impl App {
 
     /// The web console; without keys there are no accounts, and its pages answer 503.
     #[cfg(feature = "console")]
+    /// No route: under `/console` (in a build serving the console) a page a person can
+    /// read and leave; elsewhere the API's JSON.
+    fn no_route(&self, path: &str) -> Response<Bytes> {
+        let console_path = path == "/console" || path.starts_with("/console/");
+        match self.console() {
+            Ok(console) if console_path && self.serves(RouteGroup::Console) => {
+                console.not_found_page()
+            }
+            _ => ApiError::NoRoute.into_response(),
+        }
+    }
+
     fn console(&self) -> Result<&ConsoleApi, ApiError> {
         self.signed
             .as_ref()

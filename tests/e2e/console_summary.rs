@@ -220,3 +220,24 @@ async fn the_summary_shows_each_measure_with_its_latest_figure_trend_baseline_an
     );
     assert!(table.body.contains("href=\"/console/data\""));
 }
+
+/// Issue 29: a console address nobody serves is a page in words with the way back (not
+/// the API's `{"error":"not found"}`), with the console's headers; API paths stay JSON.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_console_page_is_a_page_a_person_can_read() {
+    let server = Server::start(&[]);
+    let page = e2e::get(&server.url("/console/dashbord")).await;
+    assert_eq!(page.status, 404);
+    assert!(
+        page.header("content-type")
+            .is_some_and(|t| t.starts_with("text/html")),
+        "{:?}",
+        page.header("content-type")
+    );
+    assert!(page.body.contains("<title>Page not found"), "{}", page.body);
+    assert!(page.body.contains("/console/data"), "{}", page.body);
+    assert!(page.header("content-security-policy").is_some());
+    let api = e2e::get(&server.url("/api/nothing-here")).await;
+    assert_eq!(api.status, 404);
+    assert_eq!(api.json()["error"], "not found", "{}", api.body);
+}

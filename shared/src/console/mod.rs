@@ -136,6 +136,18 @@ impl ConsoleApi {
     }
 }
 
+impl ConsoleApi {
+    /// A console address no route answers: a page in words with the way back, 404.
+    pub(crate) fn not_found_page(&self) -> Response<Bytes> {
+        let text = "There is no page at this address. Your data is at /console/data.";
+        let page = html(
+            StatusCode::NOT_FOUND,
+            layout::message_page("Page not found", text),
+        );
+        with_page_headers(page, self.upload_origin.as_deref())
+    }
+}
+
 /// A console page: HTML, never cached, never framed.
 pub(crate) fn html(status: StatusCode, markup: Markup) -> Response<Bytes> {
     let mut response = Response::new(Bytes::from(markup.into_string()));
