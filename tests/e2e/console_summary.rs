@@ -226,6 +226,18 @@ async fn the_summary_shows_each_measure_with_its_latest_figure_trend_baseline_an
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_console_page_is_a_page_a_person_can_read() {
     let server = Server::start(&[]);
+    // `/` signed out: the sign-in page, with a sentence on what this is and where the data lives.
+    let home = e2e::get(&server.url("/")).await;
+    assert_eq!(home.status, 303);
+    let signin = e2e::get(&server.url(home.header("location").unwrap())).await;
+    assert!(
+        signin.body.contains("id=\"about\"")
+            && signin
+                .body
+                .contains("stored in this service's database for your account only"),
+        "{}",
+        signin.body
+    );
     let page = e2e::get(&server.url("/console/dashbord")).await;
     assert_eq!(page.status, 404);
     assert!(

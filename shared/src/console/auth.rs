@@ -71,6 +71,11 @@ impl ConsoleApi {
         let next = next_path(next.as_deref()).to_string();
         Ok(self.signed_out_form(request, "signin", "Sign in", problem, |csrf| {
             html! {
+                p.lede id="about" {
+                    "Mirobody keeps your own health readings and genome in one place, stored in "
+                    "this service's database for your account only, and lets the AI you connect "
+                    "read them through MCP. Nobody else sees them unless you share them."
+                }
                 form method="post" action="/console/signin" {
                     input type="hidden" name="csrf" value=(csrf);
                     input type="hidden" name="next" value=(next);
