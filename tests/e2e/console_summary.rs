@@ -204,7 +204,7 @@ async fn the_summary_shows_each_measure_with_its_latest_figure_trend_baseline_an
     assert_eq!(text_after(glucose, "<span class=\"tir-in-range\">"), "75 %");
     assert!(
         words(glucose, "<p class=\"flag low\"", "</p>")
-            .contains("12.5 % of readings below 70 mg/dL"),
+            .contains("12.5 % of readings below 70 mg/dL and 0 % below 54"),
         "{glucose}"
     );
     assert!(!glucose.contains("out-of-range"), "{glucose}");

@@ -238,7 +238,7 @@ fn sparkline(card: &Card) -> Markup {
     let label = format!("Last 7 days: {}", words.join(", "));
     html! {
         svg.spark role="img" aria-label=(label) viewBox={ "0 0 " (W) " " (H) }
-            preserveAspectRatio="none" {
+            {
             path d=(path.trim_end()) {}
             @for (x, y, latest) in &points {
                 circle class=[latest.then_some("latest")] cx=(chart::c(*x)) cy=(chart::c(*y))
@@ -315,8 +315,9 @@ fn card_markup(card: &Card) -> Markup {
                 }
                 @if below_70 >= 4.0 || below_54 >= 1.0 {
                     p.flag.low role="note" {
-                        "Lows: " (format_number(below_70)) " % of readings below 70 mg/dL"
-                        " (the consensus target is under 4 %)."
+                        "Lows: " (format_number(below_70)) " % of readings below 70 mg/dL and "
+                        (format_number(below_54)) " % below 54 (the consensus targets are under 4 % "
+                        "and under 1 %)."
                     }
                 }
             }
