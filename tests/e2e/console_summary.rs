@@ -209,6 +209,16 @@ async fn the_summary_shows_each_measure_with_its_latest_figure_trend_baseline_an
     );
     assert!(!glucose.contains("out-of-range"), "{glucose}");
 
+    // Its page counts one reading in the singular.
+    let a1c_page = person.get(&server, "/console/data/Hemoglobin%20A1c").await;
+    assert!(
+        a1c_page
+            .body
+            .contains("<span class=\"count\">1</span> reading from "),
+        "{}",
+        a1c_page.body
+    );
+
     // The table view is still there, one row per measure.
     let table = person.get(&server, "/console/data?view=table").await;
     assert_eq!(table.status, 200);

@@ -526,7 +526,8 @@ impl ConsoleApi {
         let sent = latest.iter().any(|r| as_sent(r).is_some());
         let content = html! {
             p.facts {
-                span.count { (grouped(summary.count)) } " readings from "
+                span.count { (grouped(summary.count)) }
+                @if summary.count == 1 { " reading from " } @else { " readings from " }
                 span.first { (day_of(&summary.first.time)) } " to "
                 span.last { (day_of(&summary.last.time)) }
                 @if let Some(unit) = unit { ", in " span.unit { (unit) } }
