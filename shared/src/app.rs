@@ -583,20 +583,24 @@ impl App {
         ))
     }
 
-    /// The web console; without keys there are no accounts, and its pages answer 503.
-    #[cfg(feature = "console")]
     /// No route: under `/console` (in a build serving the console) a page a person can
     /// read and leave; elsewhere the API's JSON.
     fn no_route(&self, path: &str) -> Response<Bytes> {
-        let console_path = path == "/console" || path.starts_with("/console/");
-        match self.console() {
-            Ok(console) if console_path && self.serves(RouteGroup::Console) => {
-                console.not_found_page()
-            }
-            _ => ApiError::NoRoute.into_response(),
+        #[cfg(feature = "console")]
+        if (path == "/console" || path.starts_with("/console/"))
+            && self.serves(RouteGroup::Console)
+            && let Ok(console) = self.console()
+        {
+            return console.not_found_page();
         }
+        // A build without the console answers every path in JSON.
+        #[cfg(not(feature = "console"))]
+        let _ = path;
+        ApiError::NoRoute.into_response()
     }
 
+    /// The web console; without keys there are no accounts, and its pages answer 503.
+    #[cfg(feature = "console")]
     fn console(&self) -> Result<&ConsoleApi, ApiError> {
         self.signed
             .as_ref()
