@@ -156,6 +156,17 @@ fn utc(epoch: u64) -> String {
         .unwrap_or_default()
 }
 
+/// How a series' rollups read: totals when every rollup has one (as the tool's buckets
+/// answer), by the night for sleep, else means.
+pub(super) fn values_of<'r>(kind: Kind, mut rollups: impl Iterator<Item = &'r Rollup>) -> Values {
+    let summed = kind.is_summed() && rollups.all(|r| r.total.is_some() || r.numeric_count == 0);
+    match (summed, kind) {
+        (true, Kind::Sleep) => Values::Nights,
+        (true, _) => Values::DailyTotals,
+        _ => Values::Means,
+    }
+}
+
 /// A rollup as a chart point: a discrete measure's mean, min and max; a summed one's
 /// day total (a month's mean daily total), sleep in hours. `None` without numbers.
 pub(super) fn chart_point(rollup: &Rollup, values: Values) -> Option<ChartPoint> {
@@ -361,9 +372,10 @@ impl ConsoleApi {
         let (catalogue, genome) =
             tokio::join!(self.data.catalogue(user), self.data.genome_summary(user));
         let (catalogue, genome) = (catalogue?, genome?);
-        let cards = match as_table {
-            true => Vec::new(),
-            false => self.summary_cards(user, &catalogue).await?,
+        let cards = if as_table {
+            Vec::new()
+        } else {
+            self.summary_cards(user, &catalogue).await?
         };
         let content = html! {
             p.lede {
@@ -468,18 +480,7 @@ impl ConsoleApi {
         );
         let (months, days, latest) = (months?, days?, latest?);
         let months: Vec<&Rollup> = months.iter().filter(|m| m.period < cutoff_month).collect();
-        // Totals when every rollup has one (as the tool's buckets answer), else means.
-        let summed = kind.is_summed()
-            && months
-                .iter()
-                .copied()
-                .chain(&days)
-                .all(|r| r.total.is_some() || r.numeric_count == 0);
-        let values = match (summed, kind) {
-            (true, Kind::Sleep) => Values::Nights,
-            (true, _) => Values::DailyTotals,
-            _ => Values::Means,
-        };
+        let values = values_of(kind, months.iter().copied().chain(&days));
         let points: Vec<ChartPoint> = months
             .iter()
             .copied()

@@ -134,9 +134,7 @@ impl ConsoleApi {
         });
         with_page_headers(response, self.upload_origin.as_deref())
     }
-}
 
-impl ConsoleApi {
     /// A console address no route answers: a page in words with the way back, 404.
     pub(crate) fn not_found_page(&self) -> Response<Bytes> {
         let text = "There is no page at this address. Your data is at /console/data.";

@@ -14,10 +14,13 @@ use maud::{Markup, html};
 
 use super::ConsoleApi;
 use super::chart::{self, Values, date_of, day_number, format_value};
-use super::data::{Latest, chart_point, day_of, kind_of, latest_of, number_text, path_segment};
+use super::data::{
+    Latest, chart_point, day_of, kind_of, latest_of, number_text, path_segment, values_of,
+};
 use crate::api::data::{CatalogueEntry, Period, Rollup};
 use crate::domain::ReadingValue;
-use crate::domain::measures::{self, Group, Kind};
+use crate::domain::measures::{self, Group};
+use crate::http::ApiError;
 use crate::tools::{cgm_report, format_number, hours_and_minutes, reference_range};
 
 /// The days of the recent window (the sparkline and the 7-day average).
@@ -84,27 +87,14 @@ pub(crate) fn card(entry: &CatalogueEntry, days: &[Rollup]) -> Option<Card> {
         .by_key(&entry.key)
         .map_or(Group::Other, |m| m.group);
     let last = day_number(day_of(&summary.last.time))?;
-    let values = match kind {
-        Kind::Cumulative
-            if days
-                .iter()
-                .all(|d| d.total.is_some() || d.numeric_count == 0) =>
-        {
-            Values::DailyTotals
-        }
-        Kind::Sleep
-            if days
-                .iter()
-                .all(|d| d.total.is_some() || d.numeric_count == 0) =>
-        {
-            Values::Nights
-        }
-        _ => Values::Means,
-    };
-    let figure = |day: i64| -> Option<f64> {
-        let rollup = days.iter().find(|d| day_number(&d.period) == Some(day))?;
-        chart_point(rollup, values).map(|p| p.mean)
-    };
+    let values = values_of(kind, days.iter());
+    // Each day's figure, once: (day number, figure).
+    let figures: Vec<(i64, f64)> = days
+        .iter()
+        .filter_map(|d| chart_point(d, values))
+        .map(|p| (p.day, p.mean))
+        .collect();
+    let figure = |day: i64| figures.iter().find(|(d, _)| *d == day).map(|(_, v)| *v);
     let recent: Vec<(i64, Option<f64>)> = (last - RECENT_DAYS + 1..=last)
         .map(|day| (day, figure(day)))
         .collect();
@@ -340,8 +330,8 @@ pub(crate) fn cards_markup(cards: &[Card]) -> Markup {
     groups.dedup();
     html! {
         @for group in groups {
-            section.group aria-labelledby={ "group-" (group.title().to_lowercase().replace(' ', "-")) } {
-                h3 id={ "group-" (group.title().to_lowercase().replace(' ', "-")) } { (group.title()) }
+            section.group aria-labelledby={ "group-" (group.id()) } {
+                h3 id={ "group-" (group.id()) } { (group.title()) }
                 div.cards {
                     @for card in cards.iter().filter(|c| c.group == group) {
                         (card_markup(card))
@@ -359,37 +349,23 @@ impl ConsoleApi {
         &self,
         user: &str,
         catalogue: &[CatalogueEntry],
-    ) -> Result<Vec<Card>, crate::http::ApiError> {
+    ) -> Result<Vec<Card>, ApiError> {
         let reads = catalogue.iter().map(|entry| async move {
-            let last = day_number(day_of(&entry.summary.last.time));
-            let (from, to) = match last {
-                Some(last) => (
-                    date_of(last - RECENT_DAYS - BASELINE_DAYS + 1),
-                    date_of(last),
-                ),
-                None => (None, None),
-            };
-            let days = match (from, to) {
-                (Some(from), Some(to)) => {
+            let to = day_of(&entry.summary.last.time);
+            let from = day_number(to)
+                .and_then(|last| date_of(last - RECENT_DAYS - BASELINE_DAYS + 1))
+                .map(|from| from.format("%Y-%m-%d").to_string());
+            let days = match from {
+                Some(from) => {
                     self.data
-                        .rollups(
-                            user,
-                            &entry.key,
-                            Period::Day,
-                            &from.format("%Y-%m-%d").to_string(),
-                            &to.format("%Y-%m-%d").to_string(),
-                        )
+                        .rollups(user, &entry.key, Period::Day, &from, to)
                         .await?
                 }
-                _ => Vec::new(),
+                None => Vec::new(),
             };
-            Ok::<_, crate::http::ApiError>(card(entry, &days))
+            Ok::<_, ApiError>(card(entry, &days))
         });
-        let cards = futures_util::future::join_all(reads).await;
-        let mut out = Vec::with_capacity(cards.len());
-        for card in cards {
-            out.extend(card?);
-        }
-        Ok(out)
+        let cards = futures_util::future::try_join_all(reads).await?;
+        Ok(cards.into_iter().flatten().collect())
     }
 }

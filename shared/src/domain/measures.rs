@@ -75,16 +75,31 @@ pub(crate) enum Group {
 }
 
 impl Group {
+    const LISTED: [Group; 6] = [
+        Group::Activity,
+        Group::Heart,
+        Group::Sleep,
+        Group::Body,
+        Group::Metabolic,
+        Group::Labs,
+    ];
+
+    /// A listed group by its name in the catalogue's `group` column (its [`Group::id`]).
     fn parse(text: &str) -> Option<Group> {
-        Some(match text {
-            "activity" => Group::Activity,
-            "heart" => Group::Heart,
-            "sleep" => Group::Sleep,
-            "body" => Group::Body,
-            "metabolic" => Group::Metabolic,
-            "labs" => Group::Labs,
-            _ => return None,
-        })
+        Group::LISTED.into_iter().find(|g| g.id() == text)
+    }
+
+    /// The group's name in the catalogue and in the page's ids (`lab results` is `labs`).
+    pub(crate) fn id(self) -> &'static str {
+        match self {
+            Group::Activity => "activity",
+            Group::Heart => "heart",
+            Group::Sleep => "sleep",
+            Group::Body => "body",
+            Group::Metabolic => "metabolic",
+            Group::Labs => "labs",
+            Group::Other => "other",
+        }
     }
 
     /// The section's heading.
