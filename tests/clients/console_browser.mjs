@@ -334,8 +334,39 @@ class Flow {
       const file = join(this.opts.screenshots, `${name}-${viewport.width}.png`);
       await this.page.screenshot({ path: file, fullPage: true });
       this.screenshots.push(file);
+      if (viewport.width < 600) {
+        const cut = await this.overflowing();
+        check(cut.length === 0, `${name} at ${viewport.width} px: cut off at the right edge: ${cut.join('; ')}`);
+      }
     }
     await this.page.setViewportSize(VIEWPORTS[0]);
+  }
+
+  /**
+   * What sticks out past the viewport's right edge: the page scrolls sideways, or a
+   * visible element ends beyond the edge (inside a scrolling box too, so a cut-off
+   * table column counts; a `pre` of code may scroll).
+   */
+  async overflowing() {
+    return this.page.evaluate(() => {
+      const edge = document.documentElement.clientWidth;
+      const out = [];
+      if (document.documentElement.scrollWidth > edge + 1) {
+        out.push(`the page is ${document.documentElement.scrollWidth} px wide`);
+      }
+      for (const element of document.body.querySelectorAll('*')) {
+        if (element.closest('pre')) continue;
+        const box = element.getBoundingClientRect();
+        if (box.width === 0 || box.height === 0 || box.right <= edge + 1) continue;
+        const style = getComputedStyle(element);
+        if (style.visibility === 'hidden' || box.left < 0) continue;
+        const id = element.id ? `#${element.id}` : '';
+        const cls = element.classList.length ? `.${[...element.classList].join('.')}` : '';
+        out.push(`${element.tagName.toLowerCase()}${id}${cls} ends at ${Math.round(box.right)} px`);
+        if (out.length >= 8) break;
+      }
+      return out;
+    });
   }
 
   async sessionCookie() {
@@ -500,8 +531,21 @@ async function chart(flow) {
   check(latest >= 1, 'table#latest shows no readings');
   const latestText = (await flow.text('table#latest')).replace(/\s+/g, ' ');
   check(latestText.includes('5.'), `table#latest shows no HbA1c value: ${latestText}`);
+  // A value on hover and on tap: the point under the pointer is named in the read-out.
+  const box = await svg.boundingBox();
+  await flow.page.mouse.move(box.x + box.width - 20, box.y + box.height / 2);
+  const hovered = (await flow.text('p.readout')) || '';
+  check(/^\d{4}-\d{2}(-\d{2})?: .*\d.* %/.test(hovered), `the read-out on hover: ${JSON.stringify(hovered)}`);
+  await svg.click({ position: { x: 70, y: box.height / 2 } });
+  const tapped = (await flow.text('p.readout')) || '';
+  check(tapped !== hovered && /\d %/.test(tapped), `the read-out on tap: ${JSON.stringify(tapped)}`);
+  check(await flow.page.locator('ul.legend li').count() >= 1, 'the chart has no legend');
   await flow.shoot('indicator');
-  return { catalogue_rows: rows, hba1c_row: rowText, genome_summary: genome, chart_title: title, line_points: (d.match(/[ML]/g) || []).length, band: band > 0, latest_rows: latest };
+  // The range control: a plain link, the chosen span marked.
+  await flow.submit('nav.range a[href$="range=year"]');
+  check(flow.page.url().endsWith('?range=year'), `the range link went to ${flow.page.url()}`);
+  check(((await flow.text('nav.range a[aria-current="true"]')) || '') === 'Year', 'the chosen range is not marked');
+  return { hovered, tapped, catalogue_rows: rows, hba1c_row: rowText, genome_summary: genome, chart_title: title, line_points: (d.match(/[ML]/g) || []).length, band: band > 0, latest_rows: latest };
 }
 
 /** The structured answer of `query_health_indicators` through `/mcp`. */

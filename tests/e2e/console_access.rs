@@ -149,7 +149,7 @@ impl Person {
 /// The `tbody` of `table#id` on the page.
 fn table<'p>(page: &'p str, id: &str) -> &'p str {
     let start = page
-        .find(&format!("<table id=\"{id}\">"))
+        .find(&format!("<table class=\"stack\" id=\"{id}\">"))
         .unwrap_or_else(|| panic!("no table#{id}: {page}"));
     let end = start + page[start..].find("</table>").unwrap();
     &page[start..end]
@@ -273,15 +273,19 @@ async fn console_access_lists_and_revokes_who_can_act_for_you() {
     let page = alice.get(&server, "/console/access").await;
     assert_eq!(page.status, 200);
     for id in [
-        "table id=\"oauth-grants\"",
+        "table class=\"stack\" id=\"oauth-grants\"",
         "section id=\"personal-url-status\"",
-        "table id=\"temporary-urls\"",
-        "table id=\"shares-granted\"",
-        "table id=\"shares-received\"",
+        "table class=\"stack\" id=\"temporary-urls\"",
+        "table class=\"stack\" id=\"shares-granted\"",
+        "table class=\"stack\" id=\"shares-received\"",
         "form id=\"signout-all\"",
     ] {
         assert!(page.body.contains(id), "{id} missing");
     }
+    // What a share gives, in words, beside the form that makes one (issue 29).
+    assert!(page.body.contains(
+        "They cannot change or delete anything, they never reach the MCP servers you added"
+    ));
     assert!(page.body.contains("You have no personal MCP URL."));
     assert!(!table(&page.body, "oauth-grants").contains("data-client-id"));
 
@@ -447,10 +451,20 @@ async fn console_access_lists_and_revokes_who_can_act_for_you() {
     let everywhere = alice
         .post(&server, "/console/access/signout-all", &[], true)
         .await;
-    assert_redirect(&everywhere, "/console/signin");
+    assert_redirect(&everywhere, "/console/signin?signed_out=everywhere");
     assert!(
         set_cookies(&everywhere).contains(&"mirobody_session=".to_string()),
         "the cookie is cleared"
+    );
+    // The sign-in page it lands on says what ended (issue 29).
+    let landed = e2e::get(&server.url("/console/signin?signed_out=everywhere")).await;
+    assert!(
+        landed.body.contains(
+            "<p class=\"notice done\" role=\"status\">You are signed out everywhere: every \
+             session, every app's access and your personal MCP URL have ended."
+        ),
+        "{}",
+        landed.body
     );
     let after = alice.get(&server, "/console/access").await;
     assert_eq!(after.status, 303, "the old cookie no longer works");

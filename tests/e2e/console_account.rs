@@ -227,7 +227,9 @@ async fn console_export_holds_what_was_uploaded_and_no_secret() {
     assert!(!account.body.contains("bob@example.com"));
     let changed = page(&server, "/console/account?changed=password", &ann.cookie).await;
     assert!(
-        changed.body.contains("Password changed"),
+        changed
+            .body
+            .contains("Password changed. Every other session and app signed in with the old one was signed out, and your personal MCP URL was revoked"),
         "{}",
         changed.body
     );

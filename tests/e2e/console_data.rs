@@ -150,13 +150,15 @@ pub(super) async fn upload(
     assert_eq!(reply.status, 200, "{path}: {}", reply.body);
 }
 
-/// The text of the first element opened by `open` (e.g. `<td class="count">`), up to
-/// its next `<`.
+/// The text of the first element opened by `open` (e.g. `<td class="count">`, which
+/// also finds `<td class="count" data-label="Readings">`), up to its next `<`.
 pub(super) fn text_after<'b>(body: &'b str, open: &str) -> &'b str {
-    let start = body
-        .find(open)
-        .unwrap_or_else(|| panic!("{open} in the page: {body}"))
-        + open.len();
+    let head = open.strip_suffix('>').unwrap_or(open);
+    let found = body
+        .find(head)
+        .unwrap_or_else(|| panic!("{open} in the page: {body}"));
+    let rest = &body[found + head.len()..];
+    let start = found + head.len() + rest.find('>').map_or(0, |end| end + 1);
     let rest = &body[start..];
     &rest[..rest.find('<').unwrap_or(rest.len())]
 }
@@ -248,16 +250,28 @@ async fn the_data_pages_show_a_persons_readings_and_genome_and_nobody_elses() {
         glucose.contains("href=\"/console/data/Glucose\""),
         "{glucose}"
     );
-    assert_eq!(text_after(glucose, "<td class=\"count\">"), "13");
-    assert_eq!(text_after(glucose, "<td class=\"first\">"), "2024-03-10");
-    assert_eq!(text_after(glucose, "<td class=\"last\">"), "2026-01-05");
+    assert_eq!(
+        text_after(glucose, "<td class=\"count\" data-label=\"Readings\">"),
+        "13"
+    );
+    assert_eq!(
+        text_after(glucose, "<td class=\"first\" data-label=\"First\">"),
+        "2024-03-10"
+    );
+    assert_eq!(
+        text_after(glucose, "<td class=\"last\" data-label=\"Last\">"),
+        "2026-01-05"
+    );
     // Glucose is discrete: its latest reading.
     assert_eq!(text_after(glucose, "<span class=\"value\">"), "109 mg/dL");
     assert_eq!(
         text_after(glucose, "<span class=\"basis muted\">"),
         "(reading)"
     );
-    assert_eq!(text_after(glucose, "<td class=\"date\">"), "2026-01-05");
+    assert_eq!(
+        text_after(glucose, "<td class=\"date\" data-label=\"On\">"),
+        "2026-01-05"
+    );
     // Steps: the latest day's total, 12 × 800 = 9,600 (not the last reading's 800).
     let steps = slice_from(&data.body, "<tr data-indicator=\"Steps\">", "</tr>");
     assert_eq!(text_after(steps, "<span class=\"value\">"), "9,600 steps");
@@ -265,14 +279,23 @@ async fn the_data_pages_show_a_persons_readings_and_genome_and_nobody_elses() {
         text_after(steps, "<span class=\"basis muted\">"),
         "(daily total)"
     );
-    assert_eq!(text_after(steps, "<td class=\"date\">"), "2026-03-02");
+    assert_eq!(
+        text_after(steps, "<td class=\"date\" data-label=\"On\">"),
+        "2026-03-02"
+    );
     // 10 + 12 readings.
-    assert_eq!(text_after(steps, "<td class=\"count\">"), "22");
+    assert_eq!(
+        text_after(steps, "<td class=\"count\" data-label=\"Readings\">"),
+        "22"
+    );
     // Sleep: the latest night, 7.5 h = 450 min = 7 h 30 min, dated by its morning.
     let sleep = slice_from(&data.body, "<tr data-indicator=\"Sleep asleep\">", "</tr>");
     assert_eq!(text_after(sleep, "<span class=\"value\">"), "7 h 30 min");
     assert_eq!(text_after(sleep, "<span class=\"basis muted\">"), "(night)");
-    assert_eq!(text_after(sleep, "<td class=\"date\">"), "2026-03-02");
+    assert_eq!(
+        text_after(sleep, "<td class=\"date\" data-label=\"On\">"),
+        "2026-03-02"
+    );
     let vitamin = slice_from(
         &data.body,
         "<tr data-indicator=\"Vitamin D (25-OH)\">",
@@ -282,7 +305,10 @@ async fn the_data_pages_show_a_persons_readings_and_genome_and_nobody_elses() {
         vitamin.contains("href=\"/console/data/Vitamin%20D%20%2825-OH%29\""),
         "{vitamin}"
     );
-    assert_eq!(text_after(vitamin, "<td class=\"count\">"), "1");
+    assert_eq!(
+        text_after(vitamin, "<td class=\"count\" data-label=\"Readings\">"),
+        "1"
+    );
     assert_eq!(text_after(vitamin, "<span class=\"value\">"), "31.5 ng/mL");
     // The genome summary: how many variants, from which file, when.
     let genome = slice_from(&data.body, "<section id=\"genome-summary\"", "</section>");
@@ -323,25 +349,59 @@ async fn the_data_pages_show_a_persons_readings_and_genome_and_nobody_elses() {
         "{}",
         page.body
     );
-    let latest = slice_from(&page.body, "<table id=\"latest\"", "</table>");
-    assert_eq!(latest.matches("<td class=\"when\">").count(), 13);
+    let latest = slice_from(
+        &page.body,
+        "<table class=\"compact\" id=\"latest\"",
+        "</table>",
+    );
     assert_eq!(
-        text_after(latest, "<td class=\"when\">"),
+        latest
+            .matches("<td class=\"when\" data-label=\"When\">")
+            .count(),
+        13
+    );
+    assert_eq!(
+        text_after(latest, "<td class=\"when\" data-label=\"When\">"),
         "2026-01-05 19:00"
     );
-    assert_eq!(text_after(latest, "<td class=\"value\">"), "109");
-    assert_eq!(text_after(latest, "<td class=\"unit\">"), "mg/dL");
-    assert_eq!(text_after(latest, "<td class=\"source\">"), "City Lab");
+    assert_eq!(
+        text_after(latest, "<td class=\"value\" data-label=\"Value\">"),
+        "109"
+    );
+    assert_eq!(
+        text_after(latest, "<td class=\"unit\" data-label=\"Unit\">"),
+        "mg/dL"
+    );
+    assert_eq!(
+        text_after(latest, "<td class=\"source\" data-label=\"Source\">"),
+        "City Lab"
+    );
     // The reading sent in mmol/L is stored in mg/dL: 5.5 × 18.016 = 99.088.
-    let converted = slice_from(latest, "<td class=\"when\">2024-03-20 08:00</td>", "</tr>");
-    assert_eq!(text_after(converted, "<td class=\"value\">"), "99.088");
-    assert_eq!(text_after(converted, "<td class=\"unit\">"), "mg/dL");
+    let converted = slice_from(
+        latest,
+        "<td class=\"when\" data-label=\"When\">2024-03-20 08:00</td>",
+        "</tr>",
+    );
+    assert_eq!(
+        text_after(converted, "<td class=\"value\" data-label=\"Value\">"),
+        "99.088"
+    );
+    assert_eq!(
+        text_after(converted, "<td class=\"unit\" data-label=\"Unit\">"),
+        "mg/dL"
+    );
     // What was sent is shown when the store gives it back (the embedded store's reads do
     // not yet).
-    if converted.contains("<td class=\"sent\">") {
-        assert_eq!(text_after(converted, "<td class=\"sent\">"), "5.5 mmol/L");
+    if converted.contains("<td class=\"sent\" data-label=\"As sent\">") {
+        assert_eq!(
+            text_after(converted, "<td class=\"sent\" data-label=\"As sent\">"),
+            "5.5 mmol/L"
+        );
     }
-    assert!(!latest.contains("<td class=\"unit\">mmol/L"), "one unit");
+    assert!(
+        !latest.contains("<td class=\"unit\" data-label=\"Unit\">mmol/L"),
+        "one unit"
+    );
 
     // Steps chart daily totals: one point per day, 5,000 then 9,600, no min–max range
     // and no reference band.
@@ -398,9 +458,19 @@ async fn the_data_pages_show_a_persons_readings_and_genome_and_nobody_elses() {
         sleep.body
     );
     // The latest readings are the stored minutes.
-    let nights = slice_from(&sleep.body, "<table id=\"latest\"", "</table>");
-    assert_eq!(text_after(nights, "<td class=\"value\">"), "450");
-    assert_eq!(text_after(nights, "<td class=\"unit\">"), "min");
+    let nights = slice_from(
+        &sleep.body,
+        "<table class=\"compact\" id=\"latest\"",
+        "</table>",
+    );
+    assert_eq!(
+        text_after(nights, "<td class=\"value\" data-label=\"Value\">"),
+        "450"
+    );
+    assert_eq!(
+        text_after(nights, "<td class=\"unit\" data-label=\"Unit\">"),
+        "min"
+    );
     // Any spelling of the name finds it; the encoded name with brackets too.
     assert_eq!(
         alice.get(&server, "/console/data/glucose").await.status,
@@ -440,7 +510,11 @@ async fn the_data_pages_show_a_persons_readings_and_genome_and_nobody_elses() {
         .await;
     assert_eq!(lookup.status, 200, "{}", lookup.body);
     assert!(lookup.body.contains("id=\"rsid\"") && lookup.body.contains("id=\"lookup\""));
-    let table = slice_from(&lookup.body, "<table id=\"genotypes\"", "</table>");
+    let table = slice_from(
+        &lookup.body,
+        "<table class=\"compact\" id=\"genotypes\"",
+        "</table>",
+    );
     let apoe = slice_from(table, "<tr data-rsid=\"rs429358\">", "</tr>");
     assert_eq!(text_after(apoe, "<td class=\"chromosome\">"), "19");
     assert_eq!(text_after(apoe, "<td class=\"position\">"), "44908684");

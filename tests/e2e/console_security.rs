@@ -404,7 +404,10 @@ async fn sign_out_ends_the_session_on_the_server_and_the_old_cookie_is_refused()
     )
     .await;
     assert_eq!(out.status, 303);
-    assert_eq!(out.header("location"), Some("/console/signin"));
+    assert_eq!(
+        out.header("location"),
+        Some("/console/signin?signed_out=here")
+    );
     // The browser forgot the cookie; an attacker who kept a copy replays it.
     for path in ["/console/data", "/console/password", "/console/account"] {
         let replay = page(&server, path, &person.cookie).await;

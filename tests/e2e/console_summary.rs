@@ -15,7 +15,7 @@ use e2e::{Server, rpc};
 /// 03-31, and 99,999 on 2026-01-01, outside both windows. Resting heart rate: 60 /min on
 /// the 12 days 02-23 to 03-06, then 62, 63 and 64 on 03-29 to 03-31. Sleep: three nights
 /// (7 h, 7 h 30 min, 8 h). HbA1c 6.1 % from a lab on 03-12.
-fn daily_series() -> String {
+pub(super) fn daily_series() -> String {
     let mut csv =
         String::from("indicator,value,unit,time\nSteps,99999,steps,2026-01-01T12:00:00\n");
     let days = (23..=28)
@@ -50,7 +50,7 @@ fn daily_series() -> String {
 /// A CGM fortnight, 03-18 to 03-31 (`console_data::cgm`: 96 readings a day, 1,344 in
 /// all; of each 8, one at 200 mg/dL, one at 60 and six at 120): 75 % in 70 to 180,
 /// 12.5 % below 70, none below 54.
-fn cgm_fortnight() -> String {
+pub(super) fn cgm_fortnight() -> String {
     let days: Vec<String> = (18..=31).map(|d| format!("2026-03-{d:02}")).collect();
     cgm(&days)
 }

@@ -249,7 +249,7 @@ async fn upload_page_script_flow_creates_puts_and_polls_to_done() {
     assert_eq!(upload.status, 200, "{}", upload.body);
     let table = &upload.body[upload
         .body
-        .find("<table id=\"uploads\"")
+        .find("<table class=\"stack\" id=\"uploads\"")
         .expect("the table")..];
     assert!(table.contains(&format!("data-upload=\"{id}\"")), "{table}");
     assert!(

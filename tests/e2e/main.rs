@@ -17,6 +17,7 @@ mod architecture;
 mod console_access;
 mod console_account;
 mod console_browser;
+mod console_charts;
 mod console_data;
 mod console_security;
 mod console_servers;

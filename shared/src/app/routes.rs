@@ -422,7 +422,7 @@ pub(crate) static ROUTES: &[Route] = {
         row!(Console "GET" "/console/data", Page
             => signed_in(Back) |con, s, c| con.data_page(s, c.request).await),
         row!(Console "GET" "/console/data/{indicator}", Page
-            => signed_in(Back) |con, s, c| con.indicator_page(s, &c.decoded("indicator")).await),
+            => signed_in(Back) |con, s, c| con.indicator_page(s, &c.decoded("indicator"), c.request).await),
         row!(Console "GET" "/console/genome", Page
             => signed_in(Back) |con, s, c| con.genome_page(s, c.request).await),
         row!(Console "GET" "/console/upload", Page

@@ -70,15 +70,15 @@ fn shares_table(session: &Session, id: &str, direction: &str, rows: &[ShareRow])
     html! {
         @if rows.is_empty() { p.muted { (empty) } }
         div.table-wrap {
-            table id=(id) {
+            table.stack id=(id) {
                 thead { tr { th { (person) } th { "Permissions" } th { "Status" } th { "Actions" } } }
                 tbody {
                     @for row in rows {
                         tr data-who=(row.who) data-status=(row.status) {
-                            td.who { (row.who) }
-                            td.permissions { (row.permissions) }
-                            td.status { (status_words(row.status)) }
-                            td {
+                            td.who data-label=(person) { (row.who) }
+                            td.permissions data-label="Permissions" { (row.permissions) }
+                            td.status data-label="Status" { (status_words(row.status)) }
+                            td.actions {
                                 form method="post" action="/console/access/shares/revoke"
                                     data-confirm={ "End the share with " (row.who) "?" } {
                                     input type="hidden" name="csrf" value=(session.csrf);
@@ -150,15 +150,15 @@ fn invitations_table(session: &Session, invitations: &[(Invitation, Option<Strin
     html! {
         @if invitations.is_empty() { p.muted { "No invitation waits for you." } }
         div.table-wrap {
-            table id="invitations-received" {
+            table.stack id="invitations-received" {
                 thead { tr { th { "From" } th { "Permissions" } th { "Invited" } th { "Actions" } } }
                 tbody {
                     @for (invitation, from) in invitations.iter().take(MAX_SHARES_SHOWN) {
                         tr data-invitation=(invitation.id) {
-                            td.who { (from.as_deref().unwrap_or("an account that no longer exists")) }
-                            td.permissions { (invitation.permissions.join(", ")) }
-                            td.since { (when(Some(invitation.created_at))) }
-                            td {
+                            td.who data-label="From" { (from.as_deref().unwrap_or("an account that no longer exists")) }
+                            td.permissions data-label="Permissions" { (invitation.permissions.join(", ")) }
+                            td.since data-label="Invited" { (when(Some(invitation.created_at))) }
+                            td.actions {
                                 form method="post" action="/console/access/invitations/accept" {
                                     input type="hidden" name="csrf" value=(session.csrf);
                                     input type="hidden" name="id" value=(invitation.id);
@@ -192,19 +192,19 @@ impl ConsoleApi {
                 h2 { "Apps you authorised" }
                 @if grants.is_empty() { p.muted { "You have not authorised any app." } }
                 div.table-wrap {
-                    table id="oauth-grants" {
+                    table.stack id="oauth-grants" {
                         thead { tr { th { "App" } th { "Access" } th { "Since" } th { "Actions" } } }
                         tbody {
                             @for (client_id, grant) in &grants {
                                 tr data-client-id=(client_id) {
-                                    td.app {
+                                    td.app data-label="App" {
                                         (grant.client_name.as_deref().unwrap_or("Unnamed app"))
                                         br;
                                         code.muted { (client_id) }
                                     }
-                                    td.scopes { (grant.scope) }
-                                    td.since { (when(Some(grant.granted_at))) }
-                                    td {
+                                    td.scopes data-label="Access" { (grant.scope) }
+                                    td.since data-label="Since" { (when(Some(grant.granted_at))) }
+                                    td.actions {
                                         form method="post"
                                             action={ "/console/access/grants/" (encoded(client_id)) "/revoke" }
                                             data-confirm="Withdraw this app's access?" {
@@ -242,15 +242,15 @@ impl ConsoleApi {
                 h2 { "Temporary agent URLs" }
                 @if temporary.is_empty() { p.muted { "No temporary URLs are active." } }
                 div.table-wrap {
-                    table id="temporary-urls" {
+                    table.stack id="temporary-urls" {
                         thead { tr { th { "Agent" } th { "Session" } th { "Expires" } th { "Actions" } } }
                         tbody {
                             @for (id, grant) in &temporary {
                                 tr data-url-id=(id) {
-                                    td.agent { (grant.agent_name.as_deref().unwrap_or("")) }
-                                    td.session { code { (grant.session_id.as_deref().unwrap_or("")) } }
-                                    td.expires { (when(Some(grant.expires_at))) }
-                                    td {
+                                    td.agent data-label="Agent" { (grant.agent_name.as_deref().unwrap_or("")) }
+                                    td.session data-label="Session" { code { (grant.session_id.as_deref().unwrap_or("")) } }
+                                    td.expires data-label="Expires" { (when(Some(grant.expires_at))) }
+                                    td.actions {
                                         form method="post" action="/console/access/urls/revoke" {
                                             input type="hidden" name="csrf" value=(csrf);
                                             input type="hidden" name="id" value=(id);
@@ -272,6 +272,12 @@ impl ConsoleApi {
                     p.muted id="share-rule" {
                         "They get an invitation by e-mail. Nothing is shared until they accept it, "
                         "signed in with that address, confirmed."
+                    }
+                    p.muted id="chat-explained" {
+                        "What they get is called “chat”: they can ask an AI of theirs about your "
+                        "health readings and genome, through an MCP URL of their own. They cannot "
+                        "change or delete anything, they never reach the MCP servers you added, "
+                        "and you can end the share here at any time."
                     }
                     button id="share" type="submit" { "Invite" }
                 }
@@ -386,7 +392,7 @@ impl ConsoleApi {
     /// too, so the browser goes to sign in.
     pub(crate) async fn sign_out_all(&self, session: &Session) -> Answer {
         self.accounts.end_everything(&session.user_id).await?;
-        let mut response = redirect("/console/signin");
+        let mut response = redirect("/console/signin?signed_out=everywhere");
         self.end_session_cookie(&mut response);
         Ok(response)
     }

@@ -23,7 +23,10 @@ const DELETE_ACCOUNT_QUESTION: &str = "Delete your account and everything in it?
 /// `?deleted=data`).
 fn redirect_notice(request: &Request<Bytes>) -> Option<Notice<'static>> {
     if query_param(request, "changed").as_deref() == Some("password") {
-        return Some(Notice::Done("Password changed."));
+        return Some(Notice::Done(
+            "Password changed. Every other session and app signed in with the old one was \
+             signed out, and your personal MCP URL was revoked: make a new one on Connect your AI.",
+        ));
     }
     if query_param(request, "deleted").as_deref() == Some("data") {
         return Some(Notice::Done(

@@ -61,7 +61,7 @@ impl ConsoleApi {
             request,
             "confirm",
             "Confirm your e-mail address",
-            problem,
+            problem.map(Notice::Problem),
             |csrf| {
                 html! {
                     form method="post" action="/console/confirm" {
@@ -117,7 +117,7 @@ impl ConsoleApi {
     pub(crate) fn forgot_form(&self, request: &Request<Bytes>, problem: Option<&str>) -> Answer {
         let fields = form(request);
         let email = field(&fields, "email").unwrap_or_default().to_string();
-        Ok(self.signed_out_form(request, "forgot", "Forgot your password?", problem, |csrf| {
+        Ok(self.signed_out_form(request, "forgot", "Forgot your password?", problem.map(Notice::Problem), |csrf| {
             html! {
                 form method="post" action="/console/forgot" {
                     input type="hidden" name="csrf" value=(csrf);
@@ -173,7 +173,7 @@ impl ConsoleApi {
                 .or_else(|| query_param(request, "token"))
                 .as_deref(),
         );
-        Ok(self.signed_out_form(request, "reset", "Choose a new password", problem, |csrf| {
+        Ok(self.signed_out_form(request, "reset", "Choose a new password", problem.map(Notice::Problem), |csrf| {
             html! {
                 form method="post" action="/console/reset" {
                     input type="hidden" name="csrf" value=(csrf);

@@ -188,7 +188,7 @@ fn legend() -> Markup {
 fn table(profile: &Profile) -> Markup {
     html! {
         div.table-wrap {
-            table id="agp-table" aria-labelledby="agp-heading" {
+            table.compact id="agp-table" aria-labelledby="agp-heading" {
                 thead { tr {
                     th scope="col" { "Hour" } th scope="col" { "5th" } th scope="col" { "25th" }
                     th scope="col" { "Median" } th scope="col" { "75th" } th scope="col" { "95th" }

@@ -47,11 +47,10 @@ impl ConsoleApi {
         request: &Request<Bytes>,
         form_name: &str,
         title: &str,
-        problem: Option<&str>,
+        notice: Option<Notice<'_>>,
         body: impl FnOnce(&str) -> Markup,
     ) -> Response<Bytes> {
         let (csrf, new_nonce) = self.signed_out_csrf(request, form_name);
-        let notice = problem.map(Notice::Problem);
         let mut response = page_response(
             StatusCode::OK,
             layout::bare(title, notice.as_ref(), body(&csrf)),
@@ -69,7 +68,17 @@ impl ConsoleApi {
             .map(str::to_string)
             .or_else(|| query_param(request, "next"));
         let next = next_path(next.as_deref()).to_string();
-        Ok(self.signed_out_form(request, "signin", "Sign in", problem, |csrf| {
+        // After signing out, the page says what ended (`?signed_out=here|everywhere`).
+        let notice = match (problem, query_param(request, "signed_out").as_deref()) {
+            (Some(problem), _) => Some(Notice::Problem(problem)),
+            (None, Some("here")) => Some(Notice::Done("You are signed out.")),
+            (None, Some("everywhere")) => Some(Notice::Done(
+                "You are signed out everywhere: every session, every app's access and your \
+                 personal MCP URL have ended. Apps you use again will ask you to sign in.",
+            )),
+            _ => None,
+        };
+        Ok(self.signed_out_form(request, "signin", "Sign in", notice, |csrf| {
             html! {
                 p.lede id="about" {
                     "Mirobody keeps your own health readings and genome in one place, stored in "
@@ -128,7 +137,7 @@ impl ConsoleApi {
     pub(crate) fn sign_up_form(&self, request: &Request<Bytes>, problem: Option<&str>) -> Answer {
         let fields = form(request);
         let email = field(&fields, "email").unwrap_or_default().to_string();
-        Ok(self.signed_out_form(request, "signup", "Create your account", problem, |csrf| {
+        Ok(self.signed_out_form(request, "signup", "Create your account", problem.map(Notice::Problem), |csrf| {
             html! {
                 form method="post" action="/console/signup" {
                     input type="hidden" name="csrf" value=(csrf);
@@ -177,7 +186,7 @@ impl ConsoleApi {
 
     pub(crate) async fn sign_out(&self, session: &Session) -> Answer {
         self.accounts.end_session(&session.claims).await?;
-        let mut response = redirect("/console/signin");
+        let mut response = redirect("/console/signin?signed_out=here");
         self.end_session_cookie(&mut response);
         Ok(response)
     }

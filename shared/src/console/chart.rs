@@ -30,6 +30,8 @@ const DOTS_UP_TO: usize = 60;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct ChartPoint {
     pub day: i64,
+    /// The point stands for a month (its mean), not a day.
+    pub month: bool,
     pub mean: f64,
     pub min: f64,
     pub max: f64,
@@ -90,6 +92,7 @@ fn drawable(points: &[ChartPoint]) -> Vec<ChartPoint> {
         .filter(|p| p.mean.is_finite() && p.min.is_finite() && p.max.is_finite())
         .map(|p| ChartPoint {
             day: p.day,
+            month: p.month,
             mean: p.mean,
             min: p.min.min(p.mean),
             max: p.max.max(p.mean),
@@ -329,10 +332,17 @@ pub(crate) fn draw(chart: &Chart<'_>) -> Markup {
         .map(|v| (scale.y(v), format_value(v)))
         .collect();
     let span = days.last.saturating_sub(days.first);
-    let day_ticks: Vec<(f64, &str, String)> = if points.is_empty() {
+    // (x, anchor, label, minor): the minor ticks give way at phone width (CSS), where
+    // the labels are drawn twice as large.
+    let day_ticks: Vec<(f64, &str, String, bool)> = if points.is_empty() {
         Vec::new()
     } else if span == 0 {
-        vec![(days.x(days.first), "middle", label_of(days.first, false))]
+        vec![(
+            days.x(days.first),
+            "middle",
+            label_of(days.first, false),
+            false,
+        )]
     } else {
         let ticks: i128 = if span < 4 { 2 } else { 5 };
         (0..ticks)
@@ -344,7 +354,12 @@ pub(crate) fn draw(chart: &Chart<'_>) -> Markup {
                     i if i == ticks - 1 => "end",
                     _ => "middle",
                 };
-                (days.x(day), anchor, label_of(day, span < 90))
+                (
+                    days.x(day),
+                    anchor,
+                    label_of(day, span < 90),
+                    ticks > 2 && i % 2 == 1,
+                )
             })
             .collect()
     };
@@ -363,8 +378,8 @@ pub(crate) fn draw(chart: &Chart<'_>) -> Markup {
             @for (y, label) in &value_ticks {
                 text.tick x=(c(LEFT - 6.0)) y=(c(y + 4.0)) text-anchor="end" { (label) }
             }
-            @for (x, anchor, label) in &day_ticks {
-                text.tick x=(c(*x)) y=(c(HEIGHT - 12.0)) text-anchor=(anchor) { (label) }
+            @for (x, anchor, label, minor) in &day_ticks {
+                text.tick.minor[*minor] x=(c(*x)) y=(c(HEIGHT - 12.0)) text-anchor=(anchor) { (label) }
             }
             @if points.is_empty() {
                 text.empty x=(c(WIDTH / 2.0)) y=(c(HEIGHT / 2.0)) text-anchor="middle" {
@@ -375,9 +390,70 @@ pub(crate) fn draw(chart: &Chart<'_>) -> Markup {
                     path.range d=(range) {}
                 }
                 path.line d=(line_path(&line)) data-points=(line.len()) {}
-                @if line.len() <= DOTS_UP_TO {
-                    @for (x, y) in &line {
-                        circle.point cx=(c(*x)) cy=(c(*y)) r="3" {}
+                // Every point carries its words for the script's read-out on hover and
+                // tap; up to DOTS_UP_TO they are drawn as dots, beyond that unseen.
+                @let class = if line.len() <= DOTS_UP_TO { "point" } else { "hit" };
+                @for (p, (x, y)) in points.iter().zip(&line) {
+                    circle class=(class) cx=(c(*x)) cy=(c(*y)) r="3"
+                        data-label=(point_label(chart, p)) {}
+                }
+            }
+        }
+    }
+}
+
+/// A point in words, as the read-out shows it: `2026-03-02: 9,600 steps`,
+/// `2026-01-01: mean 95 mg/dL (85 to 105)`, `Night ending 2026-03-02: 7 h 30 min`, a
+/// month point named as its month's mean.
+pub(crate) fn point_label(chart: &Chart<'_>, point: &ChartPoint) -> String {
+    let when = match date_of(point.day) {
+        Some(date) if point.month => date.format("%Y-%m").to_string(),
+        Some(date) => date.format("%Y-%m-%d").to_string(),
+        None => String::new(),
+    };
+    let unit = chart.unit.map(|u| format!(" {u}")).unwrap_or_default();
+    let number = super::data::number_text;
+    match (chart.values, point.month) {
+        (Values::Means, false) if point.min < point.max => format!(
+            "{when}: mean {}{unit} ({} to {})",
+            number(point.mean),
+            number(point.min),
+            number(point.max)
+        ),
+        (Values::Means, false) => format!("{when}: {}{unit}", number(point.mean)),
+        (Values::Means, true) => format!("{when}: month mean {}{unit}", number(point.mean)),
+        (Values::DailyTotals, false) => format!("{when}: {}{unit}", number(point.mean)),
+        (Values::DailyTotals, true) => {
+            format!("{when}: {}{unit} a day on average", number(point.mean))
+        }
+        (Values::Nights, false) => format!("Night ending {when}: {}", night_text(point.mean)),
+        (Values::Nights, true) => format!("{when}: {} a night on average", night_text(point.mean)),
+    }
+}
+
+/// What the chart's marks stand for, under it: the line, the day's spread, the
+/// reference band with its ends.
+pub(crate) fn legend(chart: &Chart<'_>) -> Markup {
+    let points = drawable(chart.points);
+    let ranged = points.iter().any(|p| p.min < p.max);
+    let band = valid_band(chart.band);
+    let unit = chart.unit.map(|u| format!(" {u}")).unwrap_or_default();
+    let line = match chart.values {
+        Values::Means => "Mean of the day (or month)",
+        Values::DailyTotals => "Total of the day (a month: its mean daily total)",
+        Values::Nights => "Sleep of the night (a month: its mean per night)",
+    };
+    html! {
+        @if !points.is_empty() {
+            ul.legend aria-label="Legend" {
+                li { span.swatch.line-mark aria-hidden="true" {} (line) }
+                @if ranged {
+                    li { span.swatch.range-mark aria-hidden="true" {} "Lowest to highest reading of the day" }
+                }
+                @if let Some((lo, hi)) = band {
+                    li {
+                        span.swatch.band-mark aria-hidden="true" {}
+                        "Typical adult range, " (format_value(lo)) " to " (format_value(hi)) (unit)
                     }
                 }
             }
@@ -401,6 +477,7 @@ mod tests {
     fn point(day: i64, mean: f64, min: f64, max: f64) -> ChartPoint {
         ChartPoint {
             day,
+            month: false,
             mean,
             min,
             max,
@@ -458,8 +535,14 @@ mod tests {
         assert!(out.contains("<path class=\"range\""), "min–max band drawn");
         assert!(out.contains("role=\"img\""));
         assert!(out.contains("<title id=\"chart-title\">Glucose (mg/dL)</title>"));
-        assert!(!out.contains("circle"), "no dots on a dense chart");
-        assert!(out.len() < 20_000, "{} bytes", out.len());
+        assert!(
+            !out.contains("<circle class=\"point\""),
+            "no dots on a dense chart"
+        );
+        // Each point still carries its words for the read-out, unseen.
+        assert_eq!(out.matches("<circle class=\"hit\"").count(), 365);
+        assert!(out.contains("data-label=\"2021-07-29: mean 100 mg/dL (90 to 120)\""));
+        assert!(out.len() < 60_000, "{} bytes", out.len());
     }
 
     #[test]

@@ -25,6 +25,7 @@ use serde_json::Value;
 use super::agp::{self, Profile};
 use super::chart::{self, Chart, ChartPoint, Values};
 use super::layout::{self, Notice};
+use super::range::{self, Span};
 use super::stages::{self, Night};
 use super::summary;
 use super::{Answer, ConsoleApi, Session, html as page, query_param};
@@ -171,10 +172,12 @@ pub(super) fn values_of<'r>(kind: Kind, mut rollups: impl Iterator<Item = &'r Ro
 /// day total (a month's mean daily total), sleep in hours. `None` without numbers.
 pub(super) fn chart_point(rollup: &Rollup, values: Values) -> Option<ChartPoint> {
     let day = chart::day_number(&rollup.period)?;
+    let month = rollup.period.len() == 7;
     let value = match values {
         Values::Means => {
             return Some(ChartPoint {
                 day,
+                month,
                 mean: rollup.mean()?,
                 min: rollup.min,
                 max: rollup.max,
@@ -187,10 +190,22 @@ pub(super) fn chart_point(rollup: &Rollup, values: Values) -> Option<ChartPoint>
     };
     Some(ChartPoint {
         day,
+        month,
         mean: value,
         min: value,
         max: value,
     })
+}
+
+/// The first day of a span of `days` that ends on `last` (`YYYY-MM-DD`), that day
+/// counted in; `last` itself when it is not a date.
+fn span_start(last: &str, days: i64) -> String {
+    chart::day_number(last)
+        .and_then(|day| chart::date_of(day - (days - 1)))
+        .map_or_else(
+            || last.to_string(),
+            |date| date.format("%Y-%m-%d").to_string(),
+        )
 }
 
 /// The calendar days from the first to the last reading, both counted (the period the
@@ -219,7 +234,7 @@ fn days_with_numbers(readings: &[Reading]) -> usize {
 fn report_number(report: &Value, field: &str) -> String {
     report[field]
         .as_f64()
-        .map_or_else(|| "–".to_string(), format_number)
+        .map_or_else(|| "–".to_string(), number_text)
 }
 
 /// The consensus time-in-range figures of a CGM's glucose over the chart's period.
@@ -400,7 +415,7 @@ impl ConsoleApi {
                 } @else {
                     p.view-switch { a href="/console/data" { "Back to the summary" } }
                     div.table-wrap {
-                        table id="catalogue" {
+                        table.stack id="catalogue" {
                             caption.muted {
                                 (catalogue.len()) " indicators. Latest: a cumulative measure's latest "
                                 "daily total (every source counted once), sleep's latest night, "
@@ -419,14 +434,14 @@ impl ConsoleApi {
                                         th scope="row" {
                                             a href={ "/console/data/" (path_segment(&s.name)) } { (s.name) }
                                         }
-                                        td.latest {
+                                        td.latest data-label="Latest" {
                                             span.value { (latest.text) } " "
                                             span.basis.muted { "(" (latest.basis) ")" }
                                         }
-                                        td.date { (latest.day) }
-                                        td.count { (grouped(s.count)) }
-                                        td.first { (day_of(&s.first.time)) }
-                                        td.last { (day_of(&s.last.time)) }
+                                        td.date data-label="On" { (latest.day) }
+                                        td.count data-label="Readings" { (grouped(s.count)) }
+                                        td.first data-label="First" { (day_of(&s.first.time)) }
+                                        td.last data-label="Last" { (day_of(&s.last.time)) }
                                     }
                                 }
                             }
@@ -439,7 +454,14 @@ impl ConsoleApi {
         self.signed_in_page(session, "Your data", None, content)
     }
 
-    pub(crate) async fn indicator_page(&self, session: &Session, indicator: &str) -> Answer {
+    /// An indicator's page: its chart over the span asked for (`?range=`, [`Span`]), a
+    /// CGM's time in range and profile, sleep stages, the latest readings.
+    pub(crate) async fn indicator_page(
+        &self,
+        session: &Session,
+        indicator: &str,
+        request: &Request<Bytes>,
+    ) -> Answer {
         let not_found = || {
             ApiError::refused(
                 StatusCode::NOT_FOUND,
@@ -467,13 +489,31 @@ impl ConsoleApi {
         let key = entry.key;
         let summary = entry.summary;
         let kind = kind_of(&key);
-        // Day points for the last twelve months or so, month points before them.
-        let cutoff = chart::day_points_from(&summary.last.time).unwrap_or_default();
-        let cutoff_month = cutoff.get(..7).unwrap_or_default().to_string();
+        let span = Span::parse(query_param(request, "range").as_deref());
+        let last_day = day_of(&summary.last.time);
+        // A span's day points from its first day; the whole history has day points for
+        // the last twelve months or so and month points before them.
+        let (cutoff, cutoff_month) = match span.days() {
+            Some(days) => (span_start(last_day, days), String::new()),
+            None => {
+                let cutoff = chart::day_points_from(last_day).unwrap_or_default();
+                let month = cutoff.get(..7).unwrap_or_default().to_string();
+                (cutoff, month)
+            }
+        };
         let all = ReadingQuery::default();
+        let months = async {
+            match cutoff_month.as_str() {
+                "" => Ok(Vec::new()),
+                before => {
+                    self.data
+                        .rollups(user, &key, Period::Month, "", before)
+                        .await
+                }
+            }
+        };
         let (months, days, latest) = tokio::join!(
-            self.data
-                .rollups(user, &key, Period::Month, "", &cutoff_month),
+            months,
             self.data
                 .rollups(user, &key, Period::Day, &cutoff, TIME_MAX),
             self.data.latest_readings(user, &key, LATEST, &all),
@@ -490,13 +530,25 @@ impl ConsoleApi {
         let month_count = months.len();
         let unit = summary.common_unit().flatten();
         // A CGM's glucose (the tool's rule: enough readings a day, bands counted) shows
-        // the consensus figures over the chart's period, which is the whole history.
-        let cgm = match values {
+        // the consensus figures over the chart's period: the span's days, or the whole
+        // history.
+        let whole = match values {
             Values::Means => cgm_report(&summary, period_days(&summary)),
             _ => None,
         };
-        let band = match (values, &cgm) {
-            (Values::Means, None) => reference_range(&summary.name, summary.code.as_deref(), unit),
+        let is_cgm = whole.is_some();
+        let cgm = match span.days() {
+            None => whole,
+            Some(span_days) => Rollup::merge("", days.iter())
+                .filter(|_| is_cgm)
+                .and_then(|window| cgm_report(&window, span_days.unsigned_abs())),
+        };
+        let (tir_from, tir_to) = match span.days() {
+            Some(_) => (cutoff.as_str(), last_day),
+            None => (day_of(&summary.first.time), last_day),
+        };
+        let band = match (values, is_cgm) {
+            (Values::Means, false) => reference_range(&summary.name, summary.code.as_deref(), unit),
             _ => None,
         };
         let title = match values {
@@ -515,9 +567,9 @@ impl ConsoleApi {
             band,
             values,
         };
-        let profile = match &cgm {
-            Some(_) => self.glucose_profile(user, &key, &summary).await?,
-            None => None,
+        let profile = match is_cgm {
+            true => self.glucose_profile(user, &key, &summary).await?,
+            false => None,
         };
         let nights = match kind {
             Kind::Sleep => self.sleep_stages(user, &cutoff, (&key, &days)).await?,
@@ -535,8 +587,11 @@ impl ConsoleApi {
                 ". Latest " (headline.basis) ": "
                 span.latest { (headline.text) } " on " span.date { (headline.day) } "."
             }
+            (range::control(&format!("/console/data/{}", path_segment(indicator)), span))
             figure.chart {
                 (chart::draw(&chart))
+                (chart::legend(&chart))
+                p.readout aria-live="polite" {}
                 figcaption.chart-summary {
                     (chart::describe(&chart))
                     @match (values, month_count > 0) {
@@ -567,11 +622,7 @@ impl ConsoleApi {
                 }
             }
             @if let Some(report) = &cgm {
-                (time_in_range_markup(
-                    report,
-                    day_of(&summary.first.time),
-                    day_of(&summary.last.time),
-                ))
+                (time_in_range_markup(report, tir_from, tir_to))
             }
             @if let Some(profile) = &profile {
                 (agp::section(profile))
@@ -579,7 +630,7 @@ impl ConsoleApi {
             (stages::section(&nights))
             h2 id="latest-heading" { "Latest readings" }
             div.table-wrap {
-                table id="latest" aria-labelledby="latest-heading" {
+                table.compact id="latest" aria-labelledby="latest-heading" {
                     thead { tr {
                         th scope="col" { "When" } th scope="col" { "Value" }
                         th scope="col" { "Unit" } th scope="col" { "Source" }
@@ -588,11 +639,11 @@ impl ConsoleApi {
                     tbody {
                         @for r in &latest {
                             tr {
-                                td.when { (when(&r.time)) }
-                                td.value { (value_text(&r.value)) }
-                                td.unit { (r.unit.as_deref().unwrap_or_default()) }
-                                td.source { (r.source) }
-                                @if sent { td.sent { (as_sent(r).unwrap_or_default()) } }
+                                td.when data-label="When" { (when(&r.time)) }
+                                td.value data-label="Value" { (value_text(&r.value)) }
+                                td.unit data-label="Unit" { (r.unit.as_deref().unwrap_or_default()) }
+                                td.source data-label="Source" { (r.source) }
+                                @if sent { td.sent data-label="As sent" { (as_sent(r).unwrap_or_default()) } }
                             }
                         }
                     }
@@ -698,7 +749,7 @@ impl ConsoleApi {
                 } @else {
                     h2 id="genotypes-heading" { "Your genotypes" }
                     div.table-wrap {
-                        table id="genotypes" aria-labelledby="genotypes-heading" {
+                        table.compact id="genotypes" aria-labelledby="genotypes-heading" {
                             thead { tr {
                                 th scope="col" { "rsid" } th scope="col" { "Chromosome" }
                                 th scope="col" { "Position" } th scope="col" { "Genotype" }

@@ -63,18 +63,17 @@ pub(crate) fn page(
                 a.skip href="#main" { "Skip to content" }
                 header.top {
                     a.brand href="/console/data" { "Mirobody" }
-                    nav aria-label="Console" {
-                        ul {
-                            @for (path, label) in SECTIONS {
-                                li {
-                                    @if path == active {
-                                        a href=(path) aria-current="page" { (label) }
-                                    } @else {
-                                        a href=(path) { (label) }
-                                    }
-                                }
+                    // The sections as a row of links, and at phone width (CSS shows
+                    // one or the other) behind a "Menu" disclosure naming the page.
+                    nav.wide aria-label="Console" { (sections(active)) }
+                    details.menu {
+                        summary {
+                            "Menu"
+                            @if let Some((_, label)) = SECTIONS.iter().find(|(p, _)| *p == active) {
+                                span.muted { ": " (label) }
                             }
                         }
+                        nav aria-label="Console menu" { (sections(active)) }
                     }
                     form.signout method="post" action="/console/signout" {
                         input type="hidden" name="csrf" value=(session.csrf);
@@ -85,6 +84,23 @@ pub(crate) fn page(
                     h1 { (title) }
                     (notice(notice_))
                     (content)
+                }
+            }
+        }
+    }
+}
+
+/// The links to the console's sections, `active` marked as the current page.
+fn sections(active: &str) -> Markup {
+    html! {
+        ul {
+            @for (path, label) in SECTIONS {
+                li {
+                    @if path == active {
+                        a href=(path) aria-current="page" { (label) }
+                    } @else {
+                        a href=(path) { (label) }
+                    }
                 }
             }
         }

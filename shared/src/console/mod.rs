@@ -27,6 +27,7 @@ mod chart;
 mod connect;
 mod data;
 mod layout;
+mod range;
 mod servers;
 mod session;
 mod stages;

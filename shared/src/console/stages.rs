@@ -197,7 +197,7 @@ fn legend() -> Markup {
 fn table(nights: &[Night]) -> Markup {
     html! {
         div.table-wrap {
-            table id="stages-table" aria-labelledby="stages-heading" {
+            table.compact id="stages-table" aria-labelledby="stages-heading" {
                 thead { tr {
                     th scope="col" { "Night (morning)" }
                     @for (_, _, label) in STAGES { th scope="col" { (label) } }

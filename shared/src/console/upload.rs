@@ -81,16 +81,16 @@ fn recent_table(records: &[UploadRecord]) -> Markup {
             p.muted id="no-uploads" { "No uploads yet." }
         } @else {
             div.table-wrap {
-                table id="uploads" {
+                table.stack id="uploads" {
                     thead { tr { th scope="col" { "File" } th scope="col" { "Kind" } th scope="col" { "Started" } th scope="col" { "Status" } th scope="col" { "Result" } } }
                     tbody {
                         @for record in records {
                             tr data-upload=(record.id) data-status=(record.status.as_str()) {
-                                td { @if record.filename.is_empty() { span.muted { "(unnamed)" } } @else { (record.filename) } }
-                                td { (kind_label(record.kind)) }
-                                td { (when(record.created_at)) }
-                                td.status { (record.status.as_str()) }
-                                td.result { (outcome(record)) }
+                                td.file data-label="File" { @if record.filename.is_empty() { span.muted { "(unnamed)" } } @else { (record.filename) } }
+                                td.kind data-label="Kind" { (kind_label(record.kind)) }
+                                td.started data-label="Started" { (when(record.created_at)) }
+                                td.status data-label="Status" { (record.status.as_str()) }
+                                td.result data-label="Result" { (outcome(record)) }
                             }
                         }
                     }

@@ -164,3 +164,41 @@
       .catch(function () { fail("the server could not be reached"); });
   });
 })();
+
+// ----- Indicator charts (console/chart.rs) -----
+// A value on hover and on tap: each point of a chart carries its words (data-label);
+// the point nearest the pointer is marked and its words shown in the figure's read-out.
+// Without the script the chart, its description and the latest readings still say it all.
+(function () {
+  Array.prototype.forEach.call(document.querySelectorAll("figure.chart"), function (figure) {
+    var svg = figure.querySelector("svg.chart");
+    var readout = figure.querySelector("p.readout");
+    if (!svg || !readout) return;
+    var points = Array.prototype.slice.call(svg.querySelectorAll("circle[data-label]"));
+    if (points.length === 0) return;
+    var xs = points.map(function (point) { return parseFloat(point.getAttribute("cx")); });
+    var width = svg.viewBox && svg.viewBox.baseVal ? svg.viewBox.baseVal.width : 720;
+    var marked = null;
+    function nearest(x) {
+      var low = 0, high = xs.length - 1;
+      while (low < high) {
+        var middle = (low + high) >> 1;
+        if (xs[middle] < x) low = middle + 1; else high = middle;
+      }
+      if (low > 0 && x - xs[low - 1] < xs[low] - x) low -= 1;
+      return points[low];
+    }
+    function show(event) {
+      var box = svg.getBoundingClientRect();
+      if (box.width === 0) return;
+      var point = nearest((event.clientX - box.left) * width / box.width);
+      if (point === marked) return;
+      if (marked) marked.classList.remove("on");
+      point.classList.add("on");
+      marked = point;
+      readout.textContent = point.getAttribute("data-label");
+    }
+    svg.addEventListener("pointermove", show);
+    svg.addEventListener("pointerdown", show);
+  });
+})();

@@ -1,0 +1,139 @@
+//! An indicator's chart over the span a person picks (issue 29): the range control
+//! (week, month, 3 months, year, all) as plain links, the points of that span only, each
+//! point's words for the read-out on hover and tap, the legend, and a CGM's time in range
+//! over the span. The data is the summary's (`console_summary::daily_series`, its last
+//! day 2026-03-31, and the CGM fortnight 03-18 to 03-31), every figure worked out by hand.
+
+use super::console_data::{Person, api_token, slice_from, text_after, upload};
+use super::console_summary::{cgm_fortnight, daily_series};
+use e2e::Server;
+
+/// Every point's words in the chart (its circles' `data-label`), in time order.
+fn labels(body: &str) -> Vec<&str> {
+    slice_from(body, "<svg class=\"chart\"", "</svg>")
+        .split("data-label=\"")
+        .skip(1)
+        .map(|rest| &rest[..rest.find('"').unwrap()])
+        .collect()
+}
+
+/// The span the range control marks as chosen.
+fn chosen(body: &str) -> &str {
+    let control = slice_from(body, "<nav class=\"range\"", "</nav>");
+    text_after(control, "aria-current=\"true\">")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chart_shows_the_span_asked_for_with_each_points_value_and_a_legend() {
+    let server = Server::start(&[]);
+    let person = Person::sign_up(&server, "charts@example.com").await;
+    let token = api_token(&server, "charts@example.com").await;
+    for (csv, source) in [(daily_series(), "iPhone"), (cgm_fortnight(), "CGM")] {
+        upload(
+            &server,
+            &token,
+            "/api/data/health",
+            "text/csv",
+            &csv,
+            source,
+        )
+        .await;
+    }
+
+    // Steps over a week: 03-25 to 03-31, six days of 5,000 + 5,000 and 03-31's
+    // 6,000 + 6,000, each a day's total.
+    let week = person.get(&server, "/console/data/Steps?range=week").await;
+    assert_eq!(week.status, 200, "{}", week.body);
+    assert_eq!(chosen(&week.body), "Week");
+    let points = labels(&week.body);
+    assert_eq!(points.len(), 7, "{points:?}");
+    assert_eq!(points[0], "2026-03-25: 10,000 steps");
+    assert_eq!(points[6], "2026-03-31: 12,000 steps");
+    assert!(
+        week.body.contains("Total of the day"),
+        "the legend names the line"
+    );
+    assert!(
+        week.body
+            .contains("<p class=\"readout\" aria-live=\"polite\">")
+    );
+    // Every span links to the same page.
+    for id in ["week", "month", "3m", "year", "all"] {
+        assert!(
+            week.body
+                .contains(&format!("href=\"/console/data/Steps?range={id}\"")),
+            "{id}"
+        );
+    }
+
+    // A month: the 30 days 03-02 to 03-31; 03-02 to 03-24 at 4,000 + 4,000.
+    let month = person.get(&server, "/console/data/Steps?range=month").await;
+    let points = labels(&month.body);
+    assert_eq!(points.len(), 30, "{points:?}");
+    assert_eq!(points[0], "2026-03-02: 8,000 steps");
+    // Three months, 90 days back from 03-31 (31 + 28 + 31): from 01-01 on, so the
+    // 99,999 of 01-01 is in, and 02-23 to 03-31 are its other 37 days. A year and the
+    // whole history (all in day points: less than a year) are the same 38 points;
+    // an unknown span is the whole history.
+    for path in [
+        "/console/data/Steps?range=3m",
+        "/console/data/Steps?range=year",
+        "/console/data/Steps",
+        "/console/data/Steps?range=decade",
+    ] {
+        let page = person.get(&server, path).await;
+        let points = labels(&page.body);
+        assert_eq!(points.len(), 38, "{path}: {points:?}");
+        assert_eq!(points[0], "2026-01-01: 99,999 steps", "{path}");
+    }
+    let all = person.get(&server, "/console/data/Steps").await;
+    assert_eq!(chosen(&all.body), "All");
+
+    // Sleep by the night, in hours: the week holds the three nights.
+    let sleep = person
+        .get(&server, "/console/data/Sleep%20asleep?range=week")
+        .await;
+    assert_eq!(
+        labels(&sleep.body),
+        [
+            "Night ending 2026-03-29: 7 h 00 min",
+            "Night ending 2026-03-30: 7 h 30 min",
+            "Night ending 2026-03-31: 8 h 00 min",
+        ]
+    );
+
+    // A lab result: its one reading, the legend naming the reference range's ends.
+    let a1c = person.get(&server, "/console/data/HbA1c").await;
+    assert_eq!(labels(&a1c.body), ["2026-03-12: 6.1 %"]);
+    assert!(
+        a1c.body.contains("Typical adult range, 4 to 5.6 %"),
+        "{}",
+        a1c.body
+    );
+
+    // A CGM day: of each 8 readings one at 200, one at 60 and six at 120, so the day's
+    // mean is (200 + 60 + 720) / 8 = 122.5 mg/dL, from 60 to 200. Over the week the
+    // time in range covers 03-25 to 03-31, 7 × 96 = 672 readings, 75 % in range, and
+    // says that 7 days are too few for the consensus; over everything, the fortnight's
+    // 1,344 readings.
+    let glucose = person
+        .get(&server, "/console/data/Glucose?range=week")
+        .await;
+    let points = labels(&glucose.body);
+    assert_eq!(points.len(), 7, "{points:?}");
+    assert_eq!(points[6], "2026-03-31: mean 122.5 mg/dL (60 to 200)");
+    let tir = slice_from(&glucose.body, "<section id=\"time-in-range\"", "</section>");
+    assert_eq!(text_after(tir, "<span class=\"from\">"), "2026-03-25");
+    assert_eq!(text_after(tir, "<span class=\"to\">"), "2026-03-31");
+    assert!(tir.contains("672 sensor readings over 7 days"), "{tir}");
+    assert_eq!(text_after(tir, "<td class=\"tir-in-range\">"), "75 %");
+    assert!(tir.contains("fewer than 14 days"), "{tir}");
+    assert!(
+        !glucose.body.contains("rect class=\"band\""),
+        "no fasting band on a CGM"
+    );
+    let whole = person.get(&server, "/console/data/Glucose").await;
+    let tir = slice_from(&whole.body, "<section id=\"time-in-range\"", "</section>");
+    assert_eq!(text_after(tir, "<span class=\"from\">"), "2026-03-18");
+    assert!(tir.contains("1,344 sensor readings over 14 days"), "{tir}");
+}
