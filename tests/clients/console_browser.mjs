@@ -437,7 +437,7 @@ async function password(flow) {
 }
 
 /** Picks a file on the upload page and follows the bar and the status to the end. */
-async function upload(flow, kind, name, contents, shot) {
+async function upload(flow, kind, name, contents, shot, expect = 'done') {
   await flow.visit('/console/upload');
   const file = join(flow.files, name);
   writeFileSync(file, contents);
@@ -473,9 +473,14 @@ async function upload(flow, kind, name, contents, shot) {
     return { value: Number(p.value), max: Number(p.max) };
   });
   if (shot) await flow.shoot(shot);
-  check(state === 'done', `the ${kind} upload ended ${state}: ${statusText}`);
-  check(bar.max === 100 && bar.value === 100, `the progress bar ended at ${bar.value}/${bar.max}`);
+  check(state === expect, `the ${kind} upload ended ${state}: ${statusText}`);
+  check(await flow.page.getAttribute('#upload-progress', 'data-state') === state, 'the bar does not show how the upload ended');
   check(await flow.page.getAttribute('#upload-status', 'aria-live') === 'polite', '#upload-status is not aria-live=polite');
+  if (expect === 'done') {
+    check(bar.max === 100 && bar.value === 100, `the progress bar ended at ${bar.value}/${bar.max}`);
+    const see = kind === 'genotype' ? '/console/genome' : '/console/data';
+    check(await flow.page.locator(`#upload-status a[href="${see}"]`).count() === 1, `the finished upload does not link to ${see}`);
+  }
   return { state, status_text: statusText, progress: bar.value, seen_states: seen.states, seen_progress: seen.progress };
 }
 
@@ -492,6 +497,14 @@ async function uploadReadings(flow) {
     `the readings upload says ${JSON.stringify(result.status_text)}`);
   flow.uploadedReadings = true;
   return result;
+}
+
+/** A PDF chosen as readings: the upload fails, the bar says so, the words name the file. */
+async function uploadWrongFile(flow) {
+  const result = await upload(flow, 'health', 'lab-report.pdf', '%PDF-1.7\n1 0 obj\n<< /Type /Catalog >>\n', null, 'failed');
+  check(result.status_text.includes('this is a PDF, not a readings file'), `the PDF upload says ${JSON.stringify(result.status_text)}`);
+  const row = (await flow.text('#recent-uploads')).replace(/\s+/g, ' ');
+  return { status_text: result.status_text, listed: row.includes('lab-report.pdf') };
 }
 
 async function chart(flow) {
@@ -937,6 +950,7 @@ const STEPS = [
   ['forgot_reset', forgotReset],
   ['upload_genome', uploadGenome],
   ['upload_readings', uploadReadings],
+  ['upload_wrong_file', uploadWrongFile],
   ['chart', chart],
   ['truthful_numbers', truthfulNumbers],
   ['genome_lookup', genomeLookup],

@@ -234,6 +234,7 @@ fn chromium_walks_the_console_from_sign_up_to_account_deletion() {
         "forgot_reset",
         "upload_genome",
         "upload_readings",
+        "upload_wrong_file",
         "chart",
         "truthful_numbers",
         "genome_lookup",

@@ -549,3 +549,82 @@ async fn connect_page_mints_shows_and_revokes_the_personal_url() {
     let tools = rpc(&local(&server, &url), None, "tools/list", json!({})).await;
     assert_eq!(tools.status, 404, "{}", tools.body);
 }
+
+/// The upload page's template (issue 29): a download (an attachment, CSV) that imports
+/// as it is, each row the measure and unit it names: 7 rows, 6 measures, steps as
+/// 5,200 + 3,100 = 8,300 for the day, nothing converted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readings_template_downloads_and_imports_as_it_is() {
+    let server = Server::start(&[]);
+    let person = sign_up(&server, "template@example.com").await;
+    let upload = page(&server, &person, "/console/upload").await;
+    assert!(
+        upload.body.contains(
+            "<a id=\"readings-template\" href=\"/console/assets/readings-template.csv\" download>"
+        ),
+        "{}",
+        upload.body
+    );
+    let template = get(&server.url("/console/assets/readings-template.csv")).await;
+    assert_eq!(template.status, 200);
+    assert_eq!(
+        template.header("content-type"),
+        Some("text/csv; charset=utf-8")
+    );
+    assert_eq!(
+        template.header("content-disposition"),
+        Some("attachment; filename=\"readings-template.csv\"")
+    );
+    assert!(
+        template
+            .body
+            .starts_with("indicator,value,unit,time,source\n")
+    );
+
+    let csrf = csrf(&server, &person).await;
+    let done = upload_through_console(
+        &server,
+        &person,
+        &csrf,
+        "health",
+        "readings-template.csv",
+        &template.body,
+    )
+    .await;
+    assert_eq!(done["status"], "done", "{done}");
+    assert_eq!(done["rows_written"], 7, "{done}");
+    assert_eq!(done["readings"]["new"], 7, "{done}");
+
+    let token = bearer_token(&server, &person).await;
+    let reply = rpc(
+        &server.url("/mcp"),
+        Some(&token),
+        "tools/call",
+        json!({ "name": "query_health_indicators", "arguments": {} }),
+    )
+    .await;
+    let answer = reply.json()["result"]["structuredContent"].clone();
+    assert_eq!(answer["indicator_count"], 6, "{answer}");
+    let rows: Vec<&str> = answer["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for (name, unit, latest) in [
+        ("Steps", "steps", "8300"),
+        ("Body weight", "kg", "72.4"),
+        ("Resting heart rate", "/min", "58"),
+        ("Glucose", "mg/dL", "95"),
+        ("Sleep asleep", "min", "450"),
+        ("Hemoglobin A1c", "%", "5.4"),
+    ] {
+        let row: Vec<&str> = rows
+            .iter()
+            .find(|row| row.starts_with(&format!("{name}|")))
+            .unwrap_or_else(|| panic!("{name} in {rows:?}"))
+            .split('|')
+            .collect();
+        assert_eq!((row[3], row[4]), (unit, latest), "{name}: {row:?}");
+    }
+}

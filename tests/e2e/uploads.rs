@@ -704,6 +704,10 @@ async fn a_file_that_is_not_readings_is_named_for_what_it_is() {
             "Date,Steps,Distance (km)\n2026-03-01,9600,7.1\n",
             "this file's first row has \\\"Date\\\", \\\"Steps\\\", \\\"Distance (km)\\\"",
         ),
+        (
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<HealthData locale=\"en_GB\">\n</HealthData>\n",
+            "this looks like an Apple Health export (export.xml), not a CSV of readings",
+        ),
     ] {
         let reply = send(
             "POST",
@@ -715,6 +719,20 @@ async fn a_file_that_is_not_readings_is_named_for_what_it_is() {
         assert_eq!(reply.status, 400, "{}", reply.body);
         assert!(reply.body.contains(says), "{says}: {}", reply.body);
     }
+    // An Apple Health export.zip chosen as readings (what the console's picker sends as
+    // `health`): the import names it and saves nothing.
+    let zip = b"PK\x03\x04\x14\x00\x00\x00\x08\x00apple_health_export/export.xml".to_vec();
+    let failed = upload_file(&server, &token, "health", "export.zip", zip).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(
+        failed["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with(
+                "this is a zip file, not a readings file: if it is the Apple Health export"
+            ),
+        "{failed}"
+    );
     let catalogue = rpc(
         &server.url("/mcp"),
         Some(&token),

@@ -43,6 +43,14 @@ fn kind_label(kind: UploadKind) -> &'static str {
     }
 }
 
+/// The page that shows what an upload of `kind` brought.
+fn where_to_see(kind: UploadKind) -> &'static str {
+    match kind {
+        UploadKind::Genotype => "/console/genome",
+        UploadKind::Health | UploadKind::AppleHealth => "/console/data",
+    }
+}
+
 /// What became of an upload, in words.
 fn outcome(record: &UploadRecord) -> String {
     match (record.status, &record.error) {
@@ -90,7 +98,12 @@ fn recent_table(records: &[UploadRecord]) -> Markup {
                                 td.kind data-label="Kind" { (kind_label(record.kind)) }
                                 td.started data-label="Started" { (when(record.created_at)) }
                                 td.status data-label="Status" { (record.status.as_str()) }
-                                td.result data-label="Result" { (outcome(record)) }
+                                td.result data-label="Result" {
+                                    (outcome(record))
+                                    @if record.status == UploadStatus::Done {
+                                        " " a href=(where_to_see(record.kind)) { "See it" }
+                                    }
+                                }
                             }
                         }
                     }
@@ -113,7 +126,14 @@ impl ConsoleApi {
                     }
                 }
                 ul.muted id="upload-formats" {
-                    li { "Readings: CSV with the columns " code { "indicator,value,unit,time,source" } ", or JSON; gzip-compressed files are fine." }
+                    li {
+                        "Readings: CSV with the columns " code { "indicator,value,unit,time,source" }
+                        ", or JSON; gzip-compressed files are fine. "
+                        a id="readings-template" href="/console/assets/readings-template.csv" download {
+                            "Download a template"
+                        }
+                        " with one row for each common measure."
+                    }
                     li { "Genome: the raw data file from 23andMe or AncestryDNA; it replaces the genome you had." }
                     li { "Apple Health: the " code { "export.zip" } " (or its " code { "export.xml" } ") from the Health app's “Export All Health Data”." }
                 }
@@ -127,7 +147,7 @@ impl ConsoleApi {
                 }
             }
             label for="upload-progress" { "Progress" }
-            progress id="upload-progress" max="100" value="0" { "0 %" }
+            progress id="upload-progress" max="100" value="0" data-state="idle" { "0 %" }
             p id="upload-status" aria-live="polite" data-state="idle" {
                 "Choose a file, then Upload. The bar shows two steps: sending the file (0–50 %), then importing it (50–100 %)."
             }

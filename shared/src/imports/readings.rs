@@ -57,6 +57,20 @@ fn parse(
     let (mut reader, _) = readers::open(body, handle).map_err(read_failure)?;
     let parsed: Result<usize, UploadError> = match format {
         Format::Readings => {
+            // A zip chosen as readings is, in practice, an Apple Health export.
+            if reader
+                .fill_buf()
+                .map_err(read_failure)?
+                .starts_with(ZIP_MAGIC)
+            {
+                return Err(UploadFailure {
+                    line: None,
+                    message: "this is a zip file, not a readings file: if it is the Apple \
+                              Health export (export.zip), upload it again as an Apple Health \
+                              export"
+                        .into(),
+                });
+            }
             if readers::looks_like_json(&mut reader).map_err(read_failure)? {
                 upload::for_each_json_reading(reader, DEFAULT_SOURCE, MAX_FILE_ROWS, repeats, row)
             } else {

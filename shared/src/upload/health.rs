@@ -366,6 +366,10 @@ fn header_problem(headers: &csv::StringRecord) -> String {
         "this is a PDF, not a readings file: upload readings as CSV or JSON, or an Apple \
          Health export (export.zip or export.xml)"
             .into()
+    } else if first.starts_with("<?xml") || first.starts_with("<HealthData") {
+        "this looks like an Apple Health export (export.xml), not a CSV of readings: \
+         upload it again as an Apple Health export, as it is"
+            .into()
     } else if genome {
         "this looks like a raw genome file (rsid, chromosome, position, genotype): upload \
          it as your genome, not as readings"

@@ -45,9 +45,17 @@
   var main = document.querySelector("main[data-csrf]");
   var csrf = main ? main.getAttribute("data-csrf") : "";
 
-  function show(state, percent, text) {
+  function show(state, percent, text, link) {
     status.setAttribute("data-state", state);
+    bar.setAttribute("data-state", state);
     status.textContent = text;
+    if (link) {
+      var see = document.createElement("a");
+      see.href = link.href;
+      see.textContent = link.text;
+      status.appendChild(document.createTextNode(" "));
+      status.appendChild(see);
+    }
     if (percent !== null) {
       bar.value = percent;
       bar.textContent = percent + " %";
@@ -97,7 +105,11 @@
             if (counts.replaced) said += ", " + counts.replaced + " replaced an earlier value";
             if (counts.merged_in_file) said += ", " + counts.merged_in_file + " repeated rows kept once";
           }
-          show("done", 100, said);
+          var genome = kind.value === "genotype";
+          show("done", 100, said + ".", {
+            href: genome ? "/console/genome" : "/console/data",
+            text: genome ? "See your genome" : "See your data"
+          });
           start.disabled = false;
           refreshRecent();
           return;
@@ -149,6 +161,8 @@
     }
     start.disabled = true;
     show("transferring", 0, "Step 1 of 2, sending the file: 0 %");
+    // On a phone the bar and its words are below the fold: bring them into view.
+    if (bar.scrollIntoView) bar.scrollIntoView({ block: "center", behavior: "smooth" });
     fetch("/console/uploads", {
       method: "POST",
       credentials: "same-origin",
