@@ -201,6 +201,7 @@ impl App {
                 form_key: Sha256::digest([&keys.seal[..], b"mirobody console v1"].concat()).into(),
                 origin: origin.clone(),
                 mcp_url: resource.clone(),
+                mcp_signs_in: config.require_auth,
                 upload_origin: config.upload_origin(),
             };
             Signed {

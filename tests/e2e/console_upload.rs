@@ -397,28 +397,39 @@ async fn connect_page_mints_shows_and_revokes_the_personal_url() {
     let alice = sign_up(&server, "alice@example.com").await;
     let bob = sign_up(&server, "bob@example.com").await;
 
-    // The GET page: no URL yet, every set of instructions, the plain MCP URL.
+    // The GET page: no URL yet; Claude and ChatGPT first (this server lets anonymous
+    // callers list tools, so a connector gets the personal URL, not an OAuth sign-in),
+    // then Cursor, Claude Desktop and the developers' clients, which wait for the URL:
+    // nothing to copy, no placeholder, no install link until a real URL exists.
     let connect = page(&server, &alice, "/console/connect").await;
     assert_eq!(connect.status, 200, "{}", connect.body);
-    for part in [
-        "You have no personal URL",
-        "This URL is a password.",
-        "<form id=\"url-create\"",
-        "id=\"claude-desktop\"",
-        "mcp-remote",
-        "id=\"cursor\"",
+    let order: Vec<usize> = [
         "id=\"remote-connectors\"",
-        "id=\"python-sdk\"",
-        "streamable_http_client",
-        "id=\"typescript-sdk\"",
-        "StreamableHTTPClientTransport",
+        "id=\"cursor\"",
+        "id=\"claude-desktop\"",
+        "id=\"developers\"",
+    ]
+    .iter()
+    .map(|part| {
+        connect
+            .body
+            .find(part)
+            .unwrap_or_else(|| panic!("missing {part}: {}", connect.body))
+    })
+    .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
+    let first = &connect.body[order[0]..order[1]];
+    assert!(first.contains("You have no personal URL yet."), "{first}");
+    assert!(first.contains("<form id=\"url-create\""), "{first}");
+    assert!(first.contains("choose no authentication"), "{first}");
+    for absent in [
+        "data-copy=",
+        "cursor-install",
+        "mcp-remote",
         "&lt;your personal MCP URL&gt;",
+        "This URL is a password.",
     ] {
-        assert!(
-            connect.body.contains(part),
-            "missing {part}: {}",
-            connect.body
-        );
+        assert!(!connect.body.contains(absent), "{absent}: {}", connect.body);
     }
     assert!(connect.body.contains(&format!("{}/mcp<", server.origin())));
     assert!(personal_url_in(&connect).is_none());
@@ -458,11 +469,45 @@ async fn connect_page_mints_shows_and_revokes_the_personal_url() {
     assert!(minted.body.contains("data-copy=\"personal-url\""));
     assert!(minted.body.contains("<form id=\"url-revoke\""));
     assert!(
-        minted.body.contains(&maud_escaped(&format!(
-            "\"args\": [\"mcp-remote\", \"{url}\"]"
-        ))),
-        "the snippets carry the URL: {}",
-        minted.body
+        minted
+            .body
+            .contains("Keep this URL to yourself, like a password")
+    );
+    for snippet in [
+        format!("\"args\": [\"-y\", \"mcp-remote\", \"{url}\"]"),
+        format!("claude mcp add --transport http mirobody {url}"),
+        format!("\"type\": \"http\",\n      \"url\": \"{url}\""),
+        format!("streamable_http_client(\"{url}\")"),
+        format!("new URL(\"{url}\")"),
+    ] {
+        assert!(
+            minted.body.contains(&maud_escaped(&snippet)),
+            "the snippets carry the URL: {snippet}: {}",
+            minted.body
+        );
+    }
+    // Cursor's install link: its deeplink, the settings as base64 JSON.
+    let link = minted
+        .body
+        .split("id=\"cursor-install\" href=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the Cursor install link");
+    let config = link
+        .strip_prefix("cursor://anysphere.cursor-deeplink/mcp/install?name=mirobody&amp;config=")
+        .unwrap_or_else(|| panic!("{link}"));
+    // Standard base64, percent-encoded: only `+`, `/` and `=` need it.
+    let config = config
+        .replace("%2B", "+")
+        .replace("%2F", "/")
+        .replace("%3D", "=");
+    use base64::Engine;
+    let config = base64::engine::general_purpose::STANDARD
+        .decode(config)
+        .unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&config).unwrap(),
+        json!({ "url": url })
     );
     let tools = rpc(&local(&server, &url), None, "tools/list", json!({})).await;
     assert_eq!(tools.status, 200, "{}", tools.body);
@@ -627,4 +672,38 @@ async fn the_readings_template_downloads_and_imports_as_it_is() {
             .collect();
         assert_eq!((row[3], row[4]), (unit, latest), "{name}: {row:?}");
     }
+}
+
+/// With `MIROBODY_REQUIRE_AUTH=true`, `/mcp` asks every anonymous caller to sign in, so
+/// a connector given the plain URL runs the OAuth sign-in: the page leads with that URL
+/// (ready to copy, in Cursor's install link too) and keeps the personal URL for apps
+/// that cannot sign in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_page_leads_with_the_sign_in_url_where_mcp_requires_it() {
+    let server = Server::start(&[("MIROBODY_REQUIRE_AUTH", "true")]);
+    let person = sign_up(&server, "oauth-first@example.com").await;
+    let connect = page(&server, &person, "/console/connect").await;
+    assert_eq!(connect.status, 200, "{}", connect.body);
+    let mcp = format!("{}/mcp", server.origin());
+    let first = &connect.body[connect.body.find("id=\"remote-connectors\"").unwrap()
+        ..connect.body.find("id=\"cursor\"").unwrap()];
+    assert!(
+        first.contains(&format!(
+            "<code class=\"secret\" id=\"mcp-url\">{mcp}</code>"
+        )),
+        "{first}"
+    );
+    assert!(first.contains("data-copy=\"mcp-url\""), "{first}");
+    assert!(first.contains("Sign in with your Mirobody e-mail and password"));
+    assert!(!first.contains("url-create"), "{first}");
+    assert!(connect.body.contains("id=\"cursor-install\""));
+    assert!(connect.body.contains(&maud_escaped(&format!(
+        "claude mcp add --transport http mirobody {mcp}"
+    ))));
+    assert!(connect.body.contains("id=\"personal-url-section\""));
+    assert!(connect.body.contains("<form id=\"url-create\""));
+    // And the URL it gives does ask an anonymous caller to sign in.
+    let anonymous = rpc(&server.url("/mcp"), None, "tools/list", json!({})).await;
+    assert_eq!(anonymous.status, 401, "{}", anonymous.body);
+    assert!(anonymous.header("www-authenticate").is_some());
 }

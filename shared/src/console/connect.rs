@@ -1,20 +1,22 @@
-//! Connect your AI: the personal MCP URL (create, copy, revoke; it is a password) and
-//! ready-to-paste instructions for Claude Desktop (mcp-remote), Cursor, Claude's and
-//! ChatGPT's remote connectors and the Python and TypeScript SDKs.
+//! Connect your AI, for people: first the way most people connect (Claude or ChatGPT:
+//! paste an address, sign in where asked), then Cursor (its install link), Claude
+//! Desktop (through `mcp-remote`), and a section for developers (Claude Code, VS Code,
+//! the MCP Inspector, the Python and TypeScript SDKs).
 //!
-//! The personal URL is a secret: it is shown only in the answer to the POST that mints
-//! (or re-shows) it, never on a GET; the GET page says whether one is active. The
-//! snippets carry this deployment's real URLs: the personal URL when just shown, else a
-//! placeholder, and the plain MCP endpoint (OAuth signs in) for the remote connectors.
+//! Which address a connector gets follows what this deployment does: when `/mcp` asks
+//! an anonymous caller to sign in (`MIROBODY_REQUIRE_AUTH`), the plain MCP URL and the
+//! OAuth sign-in; otherwise the personal MCP URL, which needs no sign-in because it is
+//! the credential. The personal URL is a secret: it is shown only in the answer to the
+//! POST that mints (or re-shows) it, never on a GET; the GET page says whether one is
+//! active. Snippets carry only real addresses; until one exists they say so and offer
+//! nothing to copy.
+
 use http::StatusCode;
 use maud::{Markup, html};
 
 use super::layout::{self, Notice};
 use super::{Answer, ConsoleApi, Session, html as page};
 use crate::http::ApiError;
-
-/// What the snippets show where the personal URL goes when it is not on the page.
-const PLACEHOLDER: &str = "<your personal MCP URL>";
 
 /// One ready-to-paste snippet: a `pre` with an id, and its copy button.
 fn snippet(id: &str, text: &str) -> Markup {
@@ -30,7 +32,7 @@ fn claude_desktop(url: &str) -> String {
   "mcpServers": {{
     "mirobody": {{
       "command": "npx",
-      "args": ["mcp-remote", "{url}"]
+      "args": ["-y", "mcp-remote", "{url}"]
     }}
   }}
 }}"#
@@ -81,6 +83,80 @@ console.log(tools.map((tool) => tool.name));"#
     )
 }
 
+/// The personal URL: shown with Copy when just minted (with the calm note that it is a
+/// password), else whether one is active; the buttons to make, show and revoke it.
+fn personal_url_block(session: &Session, active: bool, minted: Option<&str>) -> Markup {
+    html! {
+        div id="personal-url-block" {
+            @if let Some(minted) = minted {
+                p { code.secret id="personal-url" { (minted) } }
+                p.notice role="note" id="personal-url-warning" {
+                    "Keep this URL to yourself, like a password: whoever has it can read your data. "
+                    "It is shown only now; press Show it again to see it later, or revoke it if it leaks "
+                    "and make a new one."
+                }
+            } @else if active {
+                p id="personal-url-state" data-active="true" { "You have an active personal URL. It is not shown on this page; press Show to see it." }
+            } @else {
+                p id="personal-url-state" data-active="false" { "You have no personal URL yet." }
+            }
+            div.actions {
+                @if minted.is_some() {
+                    button type="button" data-copy="personal-url" { "Copy" }
+                }
+                form id="url-create" method="post" action="/console/connect/url" {
+                    input type="hidden" name="csrf" value=(session.csrf);
+                    @if minted.is_some() {
+                        button.secondary type="submit" { "Show it again" }
+                    } @else if active {
+                        button type="submit" { "Show my personal URL" }
+                    } @else {
+                        button type="submit" { "Make my personal URL" }
+                    }
+                }
+                @if active || minted.is_some() {
+                    form id="url-revoke" method="post" action="/console/connect/url/revoke"
+                        data-confirm="Revoke your personal URL? Every client using it stops working." {
+                        input type="hidden" name="csrf" value=(session.csrf);
+                        button.danger type="submit" { "Revoke it" }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What to do before a snippet can carry the personal URL.
+fn first_the_url(active: bool) -> &'static str {
+    if active {
+        "Press Show my personal URL above first:"
+    } else {
+        "Make your personal URL above first:"
+    }
+}
+
+/// Cursor's install link: its deeplink with the server's settings, base64 JSON.
+fn cursor_install_link(url: &str) -> String {
+    use base64::Engine;
+    let config = serde_json::json!({ "url": url }).to_string();
+    let encoded = base64::engine::general_purpose::STANDARD.encode(config);
+    let encoded: String = form_urlencoded::byte_serialize(encoded.as_bytes()).collect();
+    format!("cursor://anysphere.cursor-deeplink/mcp/install?name=mirobody&config={encoded}")
+}
+
+fn vscode(url: &str) -> String {
+    format!(
+        r#"{{
+  "servers": {{
+    "mirobody": {{
+      "type": "http",
+      "url": "{url}"
+    }}
+  }}
+}}"#
+    )
+}
+
 impl ConsoleApi {
     /// The page; `minted` is the personal URL when this answers the POST that showed it.
     fn connect_view(
@@ -90,74 +166,107 @@ impl ConsoleApi {
         minted: Option<&str>,
         notice: Option<&Notice<'_>>,
     ) -> Markup {
-        let url = minted.unwrap_or(PLACEHOLDER);
+        // The address a connector is given, when there is a real one to give.
+        let oauth = self.mcp_signs_in.then_some(self.mcp_url.as_str());
+        let url = oauth.or(minted);
         let content = html! {
-            section id="personal-url-section" aria-labelledby="personal-url-heading" {
-                h2 id="personal-url-heading" { "Your personal MCP URL" }
-                p.notice.problem role="note" id="personal-url-warning" {
-                    strong { "This URL is a password." }
-                    " Anyone who has it reads your health data through any AI client. Keep it to yourself, and revoke it here if it leaks: a new one can be made at once."
+            p.lede {
+                "Connect an AI assistant to your data: it can then answer questions about your "
+                "readings and genome, and only yours. Pick the app you use."
+            }
+            section id="remote-connectors" aria-labelledby="remote-connectors-heading" {
+                h2 id="remote-connectors-heading" { "Claude or ChatGPT" }
+                ol.steps {
+                    @if let Some(address) = oauth {
+                        li {
+                            "Copy this address: " code.secret id="mcp-url" { (address) } " "
+                            button.secondary type="button" data-copy="mcp-url" { "Copy" }
+                        }
+                        li {
+                            strong { "Claude" } " (claude.ai or the app): Settings → Connectors → "
+                            "Add custom connector. Name it Mirobody, paste the address, Add, then Connect. "
+                            strong { "ChatGPT" } ": Settings → Apps & Connectors → Create (developer mode "
+                            "on), paste the address, choose OAuth."
+                        }
+                        li { "Sign in with your Mirobody e-mail and password when asked, and allow access." }
+                    } @else {
+                        li {
+                            "Make your personal MCP URL: it is the address your AI uses, and it opens "
+                            "your data without a password, so it needs no sign-in."
+                            (personal_url_block(session, active, minted))
+                        }
+                        li {
+                            strong { "Claude" } " (claude.ai or the app): Settings → Connectors → "
+                            "Add custom connector. Name it Mirobody, paste the URL, Add. "
+                            strong { "ChatGPT" } ": Settings → Apps & Connectors → Create (developer mode "
+                            "on), paste the URL, choose no authentication."
+                        }
+                    }
+                    li { "Ask it something, for example “How did I sleep last week?”" }
                 }
-                @if let Some(minted) = minted {
-                    p { "Your personal MCP URL (shown only now; press Show to see it again later):" }
-                    p { code.secret id="personal-url" { (minted) } }
-                } @else if active {
-                    p id="personal-url-state" data-active="true" { "You have an active personal URL. It is not shown on this page; press Show to see it." }
+            }
+            section id="cursor" aria-labelledby="cursor-heading" {
+                h2 id="cursor-heading" { "Cursor" }
+                @if let Some(url) = url {
+                    p {
+                        a.button id="cursor-install" href=(cursor_install_link(url)) { "Add to Cursor" }
+                        " opens Cursor and adds the server; or add this to "
+                        code { "~/.cursor/mcp.json" } ":"
+                    }
+                    (snippet("cursor-config", &cursor(url)))
                 } @else {
-                    p id="personal-url-state" data-active="false" { "You have no personal URL. Create one to connect a client that cannot sign in by itself." }
-                }
-                div.actions {
-                    @if minted.is_some() {
-                        button type="button" data-copy="personal-url" { "Copy" }
-                    }
-                    form id="url-create" method="post" action="/console/connect/url" {
-                        input type="hidden" name="csrf" value=(session.csrf);
-                        @if minted.is_some() {
-                            button.secondary type="submit" { "Show it again" }
-                        } @else if active {
-                            button type="submit" { "Show my personal URL" }
-                        } @else {
-                            button type="submit" { "Create my personal URL" }
-                        }
-                    }
-                    @if active || minted.is_some() {
-                        form id="url-revoke" method="post" action="/console/connect/url/revoke"
-                            data-confirm="Revoke your personal URL? Every client using it stops working." {
-                            input type="hidden" name="csrf" value=(session.csrf);
-                            button.danger type="submit" { "Revoke it" }
-                        }
-                    }
+                    p.muted { (first_the_url(active)) " the install link and the settings carry it." }
                 }
             }
             section id="claude-desktop" aria-labelledby="claude-desktop-heading" {
                 h2 id="claude-desktop-heading" { "Claude Desktop" }
-                p { "Add this to " code { "claude_desktop_config.json" } " (Settings → Developer → Edit Config), then restart Claude Desktop. It runs " code { "mcp-remote" } " through " code { "npx" } " (Node.js needed)." }
-                (snippet("claude-desktop-config", &claude_desktop(url)))
-            }
-            section id="cursor" aria-labelledby="cursor-heading" {
-                h2 id="cursor-heading" { "Cursor" }
-                p { "Add this to " code { "~/.cursor/mcp.json" } " (or the project's " code { ".cursor/mcp.json" } ")." }
-                (snippet("cursor-config", &cursor(url)))
-            }
-            section id="remote-connectors" aria-labelledby="remote-connectors-heading" {
-                h2 id="remote-connectors-heading" { "Claude and ChatGPT connectors" }
-                p { "These sign in with your account (OAuth), so they take the plain MCP URL, not your personal one:" }
-                p { code.secret id="mcp-url" { (self.mcp_url) } }
-                button.secondary type="button" data-copy="mcp-url" { "Copy" }
-                ul {
-                    li { strong { "Claude" } " (claude.ai or the apps): Settings → Connectors → Add custom connector; paste the URL, then Connect and sign in here." }
-                    li { strong { "ChatGPT" } ": Settings → Apps & Connectors (developer mode on) → Create; paste the URL, choose OAuth, then sign in here." }
+                p {
+                    "The simplest way is the connector above: Claude Desktop shares Claude's connectors. "
+                    "To set it up by hand instead, add this to " code { "claude_desktop_config.json" }
+                    " (Settings → Developer → Edit Config) and restart Claude Desktop; it needs Node.js."
+                }
+                @if let Some(url) = url {
+                    (snippet("claude-desktop-config", &claude_desktop(url)))
+                } @else {
+                    p.muted { (first_the_url(active)) " the settings carry it." }
                 }
             }
-            section id="python-sdk" aria-labelledby="python-sdk-heading" {
-                h2 id="python-sdk-heading" { "Python SDK" }
-                p { "The " code { "mcp" } " package (2.x), over streamable HTTP:" }
-                (snippet("python-sdk-code", &python_sdk(url)))
+            @if oauth.is_some() {
+                section id="personal-url-section" aria-labelledby="personal-url-heading" {
+                    h2 id="personal-url-heading" { "A personal MCP URL, for apps that cannot sign in" }
+                    (personal_url_block(session, active, minted))
+                }
             }
-            section id="typescript-sdk" aria-labelledby="typescript-sdk-heading" {
-                h2 id="typescript-sdk-heading" { "TypeScript SDK" }
-                p { code { "@modelcontextprotocol/sdk" } " with its streamable HTTP transport:" }
-                (snippet("typescript-sdk-code", &typescript_sdk(url)))
+            section id="developers" aria-labelledby="developers-heading" {
+                h2 id="developers-heading" { "For developers" }
+                @if let Some(url) = url {
+                    h3 { "Claude Code" }
+                    (snippet("claude-code-command", &format!("claude mcp add --transport http mirobody {url}")))
+                    h3 { "VS Code" }
+                    p { "In " code { ".vscode/mcp.json" } ":" }
+                    (snippet("vscode-config", &vscode(url)))
+                    h3 { "MCP Inspector" }
+                    (snippet("inspector-command", &format!("npx -y @modelcontextprotocol/inspector --cli {url} --transport http --method tools/list")))
+                    section id="python-sdk" aria-labelledby="python-sdk-heading" {
+                        h3 id="python-sdk-heading" { "Python SDK" }
+                        p { "The " code { "mcp" } " package (2.x), over streamable HTTP:" }
+                        (snippet("python-sdk-code", &python_sdk(url)))
+                    }
+                    section id="typescript-sdk" aria-labelledby="typescript-sdk-heading" {
+                        h3 id="typescript-sdk-heading" { "TypeScript SDK" }
+                        p { code { "@modelcontextprotocol/sdk" } " with its streamable HTTP transport:" }
+                        (snippet("typescript-sdk-code", &typescript_sdk(url)))
+                    }
+                } @else {
+                    p.muted {
+                        "Claude Code, VS Code, the MCP Inspector and the Python and TypeScript SDKs take "
+                        "the personal URL too. " (first_the_url(active)) " their settings appear here."
+                    }
+                }
+                p {
+                    "The MCP endpoint is " code { (self.mcp_url) } "; scripts can also send a bearer "
+                    "token from " code { "POST /auth/signin" } " (see the README)."
+                }
             }
         };
         layout::page(
@@ -224,7 +333,7 @@ mod tests {
         let desktop: serde_json::Value = serde_json::from_str(&claude_desktop(url)).unwrap();
         assert_eq!(
             desktop["mcpServers"]["mirobody"]["args"],
-            serde_json::json!(["mcp-remote", url])
+            serde_json::json!(["-y", "mcp-remote", url])
         );
         assert!(python_sdk(url).contains(&format!("streamable_http_client(\"{url}\")")));
         assert!(typescript_sdk(url).contains(&format!("new URL(\"{url}\")")));

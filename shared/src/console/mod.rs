@@ -67,6 +67,9 @@ pub(crate) struct ConsoleApi {
     pub origin: String,
     /// The MCP endpoint's URL, for the connect page.
     pub mcp_url: String,
+    /// Whether `/mcp` asks an anonymous caller to sign in (`MIROBODY_REQUIRE_AUTH`): only
+    /// then does a connector given the plain URL run the OAuth sign-in.
+    pub mcp_signs_in: bool,
     /// Where the upload page's script may PUT besides this origin (the S3 bucket's).
     pub upload_origin: Option<String>,
 }
