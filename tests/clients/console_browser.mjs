@@ -32,7 +32,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 
+import { createRequire } from 'node:module';
 import { chromium } from 'playwright-core';
+
+// axe-core (from npm), evaluated in each page over CDP (page script could not load it:
+// the console's CSP allows only its own script).
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 const CHROMIUM = '/usr/bin/chromium';
 const MODERN = '2026-07-28';
@@ -275,6 +280,8 @@ class Flow {
     this.cspViolations = [];
     this.pageSizes = {};
     this.screenshots = [];
+    this.axeViolations = [];
+    this.axeChecked = [];
     this.credentials = {};
     this.files = mkdtempSync(join(tmpdir(), 'mirobody-console-files-'));
   }
@@ -334,12 +341,22 @@ class Flow {
       const file = join(this.opts.screenshots, `${name}-${viewport.width}.png`);
       await this.page.screenshot({ path: file, fullPage: true });
       this.screenshots.push(file);
+      await this.accessibility(`${name}-${viewport.width}`);
       if (viewport.width < 600) {
         const cut = await this.overflowing();
         check(cut.length === 0, `${name} at ${viewport.width} px: cut off at the right edge: ${cut.join('; ')}`);
       }
     }
     await this.page.setViewportSize(VIEWPORTS[0]);
+  }
+
+  /** axe-core's WCAG 2 A/AA rules on the page as shown; every violation is recorded. */
+  async accessibility(label) {
+    const violations = await this.page.evaluate(`${AXE_SOURCE}
+      ;axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] }, resultTypes: ['violations'] })
+        .then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) })))`);
+    this.axeChecked.push(label);
+    for (const v of violations) this.axeViolations.push({ page: label, ...v });
   }
 
   /**
@@ -730,15 +747,14 @@ async function oauthRevoke(flow) {
     }).toString();
     const redirected = callback.next();
     redirected.catch(() => {});
-    const consent = await flow.context.newPage();
-    try {
-      await consent.goto(authorize.toString(), { waitUntil: 'load' });
-      await consent.fill('#email', flow.email);
-      await consent.fill('#password', flow.password);
-      await Promise.all([consent.waitForEvent('load'), consent.click('#allow')]);
-    } finally {
-      await consent.close();
-    }
+    // Signed in to the console in this browser: the consent names the account and
+    // asks for no second password.
+    await flow.page.goto(authorize.toString(), { waitUntil: 'load' });
+    const signedIn = ((await flow.text('#signed-in')) || '').replace(/\s+/g, ' ');
+    check(signedIn.includes(`You are signed in as ${flow.email}`), `the consent page: ${signedIn}`);
+    check(await flow.page.locator('#password').count() === 0, 'the consent page asks for the password again');
+    await flow.shoot('consent');
+    await Promise.all([flow.page.waitForEvent('load'), flow.page.click('#allow')]);
     const params = await redirected;
     check(params.code, `no code: ${JSON.stringify(params)}`);
     const tokens = await http('POST', `${flow.base}/oauth/token`, {
@@ -1023,6 +1039,8 @@ async function main() {
       page_sizes: flow.pageSizes,
       oversized_pages: oversized,
       csp_violations: flow.cspViolations,
+      axe_checked: flow.axeChecked,
+      axe_violations: flow.axeViolations,
       off_loopback_requests: offLoopback,
     };
     console.log(JSON.stringify(report));

@@ -160,9 +160,8 @@ fn assert_redirect(reply: &Reply, to: &str) {
     assert_eq!(reply.header("location"), Some(to));
 }
 
-/// Registers a public client and authorises it for `person` through the consent form:
-/// the client id and a refresh token.
-async fn authorise_client(server: &Server, person: &Person) -> (String, String) {
+/// Registers a public client: its id and the query of an authorization request for it.
+async fn register_client(server: &Server) -> (String, String) {
     let client = post_json(
         &server.url("/oauth/register"),
         &[],
@@ -183,32 +182,39 @@ async fn authorise_client(server: &Server, person: &Person) -> (String, String) 
         ("code_challenge", &challenge),
         ("code_challenge_method", "S256"),
     ]);
-    let page = get(&server.url(&format!("/oauth/authorize?{query}"))).await;
-    assert_eq!(page.status, 200, "{}", page.body);
-    let (fields, cookie) = form_of(&page);
+    (client_id, query)
+}
+
+/// Posts the consent form's `fields` with `more`, the cookies given.
+async fn consent(
+    server: &Server,
+    fields: &[(String, String)],
+    more: &[(&str, &str)],
+    cookies: &str,
+) -> Reply {
     let mut submit: Vec<(&str, &str)> = fields
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    submit.extend([
-        ("email", person.email.as_str()),
-        ("password", PASSWORD),
-        ("decision", "allow"),
-    ]);
+    submit.extend(more);
     let headers = vec![
         (
             "content-type".to_string(),
             "application/x-www-form-urlencoded".to_string(),
         ),
-        ("cookie".to_string(), cookie),
+        ("cookie".to_string(), cookies.to_string()),
     ];
-    let consent = send(
+    send(
         "POST",
         &server.url("/oauth/authorize"),
         &headers,
         Some(encode_form(&submit)),
     )
-    .await;
+    .await
+}
+
+/// The tokens a consent's redirect (`consent`, a 302 with a code) is exchanged for.
+async fn exchange(server: &Server, client_id: &str, consent: &Reply) -> Value {
     assert_eq!(consent.status, 302, "{}", consent.body);
     let code = url_param(consent.header("location").unwrap(), "code").expect("a code");
     let tokens = token(
@@ -217,14 +223,109 @@ async fn authorise_client(server: &Server, person: &Person) -> (String, String) 
             ("grant_type", "authorization_code"),
             ("code", &code),
             ("redirect_uri", REDIRECT),
-            ("client_id", &client_id),
+            ("client_id", client_id),
             ("code_verifier", VERIFIER),
         ],
     )
     .await;
     assert_eq!(tokens.status, 200, "{}", tokens.body);
-    let refresh = tokens.json()["refresh_token"].as_str().unwrap().to_string();
+    tokens.json()
+}
+
+/// Registers a public client and authorises it for `person` through the consent form,
+/// signing in with the password: the client id and a refresh token.
+async fn authorise_client(server: &Server, person: &Person) -> (String, String) {
+    let (client_id, query) = register_client(server).await;
+    let page = get(&server.url(&format!("/oauth/authorize?{query}"))).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let (fields, cookie) = form_of(&page);
+    let more = [
+        ("email", person.email.as_str()),
+        ("password", PASSWORD),
+        ("decision", "allow"),
+    ];
+    let answer = consent(server, &fields, &more, &cookie).await;
+    let tokens = exchange(server, &client_id, &answer).await;
+    let refresh = tokens["refresh_token"].as_str().unwrap().to_string();
     (client_id, refresh)
+}
+
+/// Issue 29: a browser signed in to the console consents without a second password. The
+/// page names the account and offers another (`prompt=login`); its form is bound to the
+/// session, so without the session cookie it is refused; the code it gives is the
+/// person's (the app is listed on their page). With `prompt=login`, or once the session
+/// ended, the page asks for the password again.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_consent_page_takes_the_console_session_instead_of_a_second_password() {
+    let server = Server::start(&[]);
+    let alice = sign_up(&server, "alice@example.com").await;
+    let (client_id, query) = register_client(&server).await;
+    let authorize = format!("/oauth/authorize?{query}");
+    let with_session = vec![("cookie".to_string(), alice.cookie.clone())];
+    let page = send("GET", &server.url(&authorize), &with_session, None).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body
+            .contains("You are signed in as <strong>alice@example.com</strong>."),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains("type=\"password\""), "{}", page.body);
+    assert!(
+        page.body
+            .contains("<strong>Console Test App</strong> wants to connect")
+    );
+    assert!(
+        page.body
+            .contains("you go back to <strong>127.0.0.1:9</strong>")
+    );
+    let other = attr_after(&page.body, "id=\"signed-in\"", "href");
+    assert!(
+        other.starts_with("/oauth/authorize?") && other.ends_with("prompt=login"),
+        "{other}"
+    );
+    assert_eq!(
+        page.header("content-security-policy")
+            .map(|csp| csp.contains("frame-ancestors 'none'")),
+        Some(true)
+    );
+    let (fields, csrf_cookie) = form_of(&page);
+
+    // The form without the session cookie: refused, nothing issued.
+    let refused = consent(&server, &fields, &[("decision", "allow")], &csrf_cookie).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    // With it: a code for Alice, her app.
+    let both = format!("{csrf_cookie}; {}", alice.cookie);
+    let allowed = consent(&server, &fields, &[("decision", "allow")], &both).await;
+    let tokens = exchange(&server, &client_id, &allowed).await;
+    assert!(tokens["access_token"].is_string(), "{tokens}");
+    let access = alice.get(&server, "/console/access").await;
+    assert!(
+        table(&access.body, "oauth-grants").contains(&format!("data-client-id=\"{client_id}\"")),
+        "{}",
+        access.body
+    );
+
+    // Another account: the password form, though the session is there.
+    let login = send(
+        "GET",
+        &server.url(&other.replace("&amp;", "&")),
+        &with_session,
+        None,
+    )
+    .await;
+    assert_eq!(login.status, 200, "{}", login.body);
+    assert!(login.body.contains("type=\"password\""), "{}", login.body);
+    assert!(!login.body.contains("You are signed in as"));
+
+    // Once the session ended, its cookie counts for nothing here either.
+    let out = alice
+        .post(&server, "/console/access/signout-all", &[], true)
+        .await;
+    assert_eq!(out.status, 303, "{}", out.body);
+    let ended = send("GET", &server.url(&authorize), &with_session, None).await;
+    assert!(ended.body.contains("type=\"password\""), "{}", ended.body);
+    assert!(!ended.body.contains("You are signed in as"));
 }
 
 async fn token(server: &Server, pairs: &[(&str, &str)]) -> Reply {

@@ -26,7 +26,7 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 const REMOTE_TOKEN: &str = "console-remote-bearer-9d3a61";
 
 /// The pages shot at both widths.
-const PAGES: [&str; 17] = [
+const PAGES: [&str; 18] = [
     "signin",
     "signup",
     "confirm",
@@ -44,6 +44,7 @@ const PAGES: [&str; 17] = [
     "servers",
     "access",
     "account",
+    "consent",
 ];
 const WIDTHS: [u32; 2] = [1280, 390];
 
@@ -216,6 +217,18 @@ fn chromium_walks_the_console_from_sign_up_to_account_deletion() {
     assert_eq!(report["ok"], true, "{report}");
     assert_eq!(report["off_loopback_requests"], Value::Array(vec![]));
     assert_eq!(report["csp_violations"], Value::Array(vec![]));
+    // axe-core on every page at both widths: no violation (issue 29).
+    assert_eq!(report["axe_violations"], Value::Array(vec![]), "{report}");
+    let checked = report["axe_checked"].as_array().expect("axe_checked");
+    for page in PAGES {
+        for width in WIDTHS {
+            let label = format!("{page}-{width}");
+            assert!(
+                checked.iter().any(|c| c == &label),
+                "axe did not check {label}"
+            );
+        }
+    }
     let status = |name: &str| -> String {
         steps
             .iter()

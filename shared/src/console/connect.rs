@@ -21,7 +21,8 @@ use crate::http::ApiError;
 /// One ready-to-paste snippet: a `pre` with an id, and its copy button.
 fn snippet(id: &str, text: &str) -> Markup {
     html! {
-        pre id=(id) { code { (text) } }
+        // Focusable: a long line scrolls, and the keyboard must reach it.
+        pre id=(id) tabindex="0" { code { (text) } }
         button.secondary type="button" data-copy=(id) { "Copy" }
     }
 }

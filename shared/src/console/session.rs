@@ -14,10 +14,9 @@ use http::{HeaderValue, Request, Response};
 
 use super::{ConsoleApi, field, form};
 use crate::api::accounts::SESSION_TOKEN_SECS;
-use crate::http::{ApiError, cookie};
+use crate::http::{ApiError, SESSION_COOKIE, cookie};
 use crate::identity::{Claims, csrf_token, csrf_valid, random_secret};
 
-pub(crate) const SESSION_COOKIE: &str = "mirobody_session";
 /// The nonce of the signed-out forms (sign-in, sign-up).
 const NONCE_COOKIE: &str = "mirobody_console_nonce";
 /// How long a signed-out form's token stays good.

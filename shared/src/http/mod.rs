@@ -163,6 +163,11 @@ fn allow_headers(request: &http::HeaderMap) -> HeaderValue {
         .unwrap_or(HeaderValue::from_static(ALLOW_HEADERS))
 }
 
+/// The cookie of a person's console session (its session token): set by the console,
+/// read by the console and by the OAuth consent page (no second password in a browser
+/// already signed in).
+pub(crate) const SESSION_COOKIE: &str = "mirobody_session";
+
 /// The value of cookie `name` in the request's `Cookie` headers.
 pub(crate) fn cookie(headers: &http::HeaderMap, name: &str) -> Option<String> {
     headers

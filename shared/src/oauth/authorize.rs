@@ -3,6 +3,11 @@
 //! the post checks the form, the credentials and the decision, then redirects with a
 //! single-use code (stored hashed) or an error, always with `state` and `iss`.
 //!
+//! A browser already signed in to the console (its session cookie verifies and was not
+//! ended) is not asked for the password again: the page names the account, offers
+//! another one (`prompt=login`), and its form's CSRF token is bound to that session, so
+//! the post is taken as that person only from the page that showed it.
+//!
 //! Every error found before the user has interacted is shown on a page, never
 //! redirected: every client this server knows is dynamically registered or a Client ID
 //! Metadata Document, so redirecting an invalid request to its redirect URI would make
@@ -20,8 +25,17 @@ use super::{
     CODE_SECS, Form, OAuthApi, field, form, html, known_scopes, no_store, pages, query, unavailable,
 };
 use crate::domain::{AuthCode, OAuthClient};
-use crate::http as web;
-use crate::identity::{SERVERS_SCOPE, SignIn, random_secret, secret_hash, shown_name};
+use crate::http::{self as web, SESSION_COOKIE, cookie};
+use crate::identity::{
+    Claims, SERVERS_SCOPE, SignIn, TokenKind, random_secret, secret_hash, shown_name,
+};
+use crate::store::StoreError;
+
+/// The console session a consent is given under: its claims and the account's address.
+struct Session {
+    claims: Claims,
+    email: String,
+}
 
 /// The redirect URI as the consent page names it: its host (with a port that is not the
 /// scheme's own), or `scheme:` for an app's private-use scheme.
@@ -172,17 +186,57 @@ impl OAuthApi {
             "code_challenge",
             "code_challenge_method",
             "resource",
+            "prompt",
         ]
         .into_iter()
         .filter_map(|k| field(params, k).map(|v| (k, v)))
         .collect()
     }
 
-    fn binding(request: &AuthorizeRequest) -> String {
+    /// What the form's CSRF token is bound to: the request, and the console session
+    /// when the consent is given under one.
+    fn binding(request: &AuthorizeRequest, session: Option<&Session>) -> String {
+        let session = session.map_or("", |s| s.claims.session_key().unwrap_or_default());
         format!(
-            "authorize|{}|{}|{}",
+            "authorize|{}|{}|{}|{session}",
             request.client.client_id, request.redirect_uri, request.code_challenge
         )
+    }
+
+    /// The person this browser is signed in to the console as, unless the request asks
+    /// for a sign-in (`prompt=login`): a session token that verifies, was not ended, and
+    /// whose account exists.
+    async fn console_session(
+        &self,
+        request: &Request<Bytes>,
+        params: &Form,
+    ) -> Result<Option<Session>, StoreError> {
+        if field(params, "prompt") == Some("login") {
+            return Ok(None);
+        }
+        let Some(token) = cookie(request.headers(), SESSION_COOKIE) else {
+            return Ok(None);
+        };
+        let Some(claims) = self
+            .jwts
+            .verify(&token)
+            .ok()
+            .filter(|c| c.kind == TokenKind::Session)
+        else {
+            return Ok(None);
+        };
+        let state = self.store.token_state(&claims.sub).await?;
+        if claims.ended_by(&state) {
+            return Ok(None);
+        }
+        Ok(self
+            .store
+            .account(&claims.sub)
+            .await?
+            .map(|account| Session {
+                claims,
+                email: account.email,
+            }))
     }
 
     /// `GET /oauth/authorize`: the sign-in and consent page.
@@ -196,7 +250,11 @@ impl OAuthApi {
             Ok(auth) => auth,
             Err(response) => return response,
         };
-        self.consent_page(request, action, &params, &auth, None)
+        let session = match self.console_session(request, &params).await {
+            Ok(session) => session,
+            Err(e) => return unavailable(e),
+        };
+        self.consent_page(request, action, &params, &auth, session.as_ref(), None)
     }
 
     /// The sign-in and consent form for a validated authorization request.
@@ -206,6 +264,7 @@ impl OAuthApi {
         action: &str,
         params: &Form,
         auth: &AuthorizeRequest,
+        session: Option<&Session>,
         error: Option<&str>,
     ) -> Response<Bytes> {
         // Cleaned as the login prompt's names are: no control, bidi or zero-width
@@ -217,6 +276,16 @@ impl OAuthApi {
             .and_then(|name| shown_name(name, CLIENT_NAME_CHARS))
             .unwrap_or_else(|| auth.client.client_id.clone());
         let redirect_to = redirect_shown(&auth.redirect_uri);
+        let carried = Self::carried(params);
+        // The same request asking for a sign-in, for "Use another account".
+        let other_account = {
+            let mut query = form_urlencoded::Serializer::new(String::new());
+            for (name, value) in carried.iter().filter(|(name, _)| *name != "prompt") {
+                query.append_pair(name, value);
+            }
+            query.append_pair("prompt", "login");
+            format!("{action}?{}", query.finish())
+        };
         let form = SignInForm {
             action,
             consent: Some(pages::Consent {
@@ -224,10 +293,14 @@ impl OAuthApi {
                 redirect_to: &redirect_to,
                 scope: &auth.scope,
             }),
-            fields: &Self::carried(params),
-            binding: &Self::binding(auth),
+            fields: &carried,
+            binding: &Self::binding(auth, session),
             redirect_uri: Some(&auth.redirect_uri),
             asked: None,
+            signed_in: session.map(|s| pages::SignedIn {
+                email: &s.email,
+                other_account: &other_account,
+            }),
         };
         self.form_page(request, form, error)
     }
@@ -244,7 +317,16 @@ impl OAuthApi {
             Ok(auth) => auth,
             Err(response) => return response,
         };
-        if !self.csrf_ok(request, field(&params, "csrf"), &Self::binding(&auth)) {
+        // A form with an e-mail field signs in; one without is the signed-in page's.
+        let session = match field(&params, "email") {
+            Some(_) => None,
+            None => match self.console_session(request, &params).await {
+                Ok(session) => session,
+                Err(e) => return unavailable(e),
+            },
+        };
+        let binding = Self::binding(&auth, session.as_ref());
+        if !self.csrf_ok(request, field(&params, "csrf"), &binding) {
             return html(
                 StatusCode::FORBIDDEN,
                 pages::message(
@@ -261,7 +343,11 @@ impl OAuthApi {
             pairs.insert(0, ("error", "access_denied"));
             return redirect(&with_query(&auth.redirect_uri, &pairs));
         }
-        let user_id = match self.check_credentials(request, &params).await {
+        let signed_in = match session {
+            Some(session) => Ok(SignIn::Verified(session.claims.sub)),
+            None => self.check_credentials(request, &params).await,
+        };
+        let user_id = match signed_in {
             Ok(SignIn::Verified(user_id)) => user_id,
             Ok(SignIn::Wrong) => {
                 return self.consent_page(
@@ -269,12 +355,13 @@ impl OAuthApi {
                     action,
                     &params,
                     &auth,
+                    None,
                     Some("Wrong e-mail or password."),
                 );
             }
             Ok(SignIn::Limited(retry_after)) => {
                 let page =
-                    self.consent_page(request, action, &params, &auth, Some(signin::LIMITED));
+                    self.consent_page(request, action, &params, &auth, None, Some(signin::LIMITED));
                 return signin::limited(page, retry_after);
             }
             Err(e) => return unavailable(e),

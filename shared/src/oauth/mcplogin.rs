@@ -56,6 +56,7 @@ impl OAuthApi {
                     client: login.client_name.as_deref(),
                     at: &at,
                 }),
+                signed_in: None,
             },
             error,
         )

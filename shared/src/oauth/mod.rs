@@ -142,7 +142,7 @@ fn html(status: StatusCode, page: String) -> Response<Bytes> {
     headers.insert(
         "content-security-policy",
         HeaderValue::from_static(
-            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
+            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
         ),
     );
     no_store(response)

@@ -5,12 +5,20 @@ use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use crate::identity::SERVERS_SCOPE;
 
-/// The pages' own style: inline, which their CSP allows (`style-src 'unsafe-inline'`);
-/// a constant, never data.
-const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem}\
-label{display:block;margin:.8rem 0 .2rem}input[type=email],input[type=password],input[type=text]{width:100%;padding:.4rem}\
-button{margin:1rem .5rem 0 0;padding:.5rem 1rem}.error{color:#a00}\
-label.check{display:flex;gap:.5rem;align-items:flex-start}ul{padding-left:1.2rem}";
+/// The pages' own style, the console's look (its colours, type, fields and buttons):
+/// inline, which their CSP allows (`style-src 'unsafe-inline'`), so the page needs
+/// nothing from the console's function; a constant, never data.
+const STYLE: &str = ":root{--fg:#1b1f24;--muted:#57606a;--line:#d0d7de;--soft:#f6f8fa;--accent:#0b5cad;--bad:#a40e26}\
+*{box-sizing:border-box}body{margin:0;font:16px/1.5 system-ui,-apple-system,\"Segoe UI\",Roboto,sans-serif;color:var(--fg)}\
+header{padding:.6rem 1rem;border-bottom:1px solid var(--line);background:var(--soft);font-weight:700}\
+main{max-width:30rem;margin:0 auto;padding:1rem}h1{font-size:1.6rem;margin:.5rem 0 1rem}\
+label{display:block;margin:.7rem 0 .2rem;font-weight:600}\
+input[type=email],input[type=password],input[type=text]{width:100%;padding:.45rem;border:1px solid var(--line);border-radius:4px;font:inherit}\
+button{margin:1rem .5rem 0 0;padding:.45rem .9rem;border:1px solid var(--accent);border-radius:4px;background:var(--accent);color:#fff;font:inherit;cursor:pointer}\
+button.secondary{background:#fff;color:var(--accent)}\
+button:focus-visible,a:focus-visible,input:focus-visible{outline:3px solid #f0b400;outline-offset:2px}\
+a{color:var(--accent)}.error{color:var(--bad);border:1px solid var(--bad);border-radius:4px;padding:.5rem .7rem}\
+label.check{display:flex;gap:.5rem;align-items:flex-start;font-weight:400}ul{padding-left:1.2rem}code{font-size:.9rem}";
 
 fn page(title: &str, body: Markup) -> String {
     html! {
@@ -18,13 +26,16 @@ fn page(title: &str, body: Markup) -> String {
         html lang="en" {
             head {
                 meta charset="utf-8";
-                meta name="viewport" content="width=device-width";
+                meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) }
                 style { (PreEscaped(STYLE)) }
             }
             body {
-                h1 { (title) }
-                (body)
+                header { "Mirobody" }
+                main {
+                    h1 { (title) }
+                    (body)
+                }
             }
         }
     }
@@ -47,6 +58,13 @@ pub(super) struct Asked<'a> {
     pub(super) client: Option<&'a str>,
     /// When, as shown (UTC).
     pub(super) at: &'a str,
+}
+
+/// The person this browser is signed in as (the console's session), on the consent page.
+pub(super) struct SignedIn<'a> {
+    pub(super) email: &'a str,
+    /// The same request with `prompt=login`: the form that asks for a password instead.
+    pub(super) other_account: &'a str,
 }
 
 /// What an OAuth client asks for, as the consent page shows it.
@@ -128,6 +146,7 @@ pub(super) fn sign_in(
     hidden_fields: Markup,
     error: Option<&str>,
     asked: Option<&Asked<'_>>,
+    signed_in: Option<&SignedIn<'_>>,
 ) -> String {
     let body = html! {
         @match (consent, asked) {
@@ -150,15 +169,26 @@ pub(super) fn sign_in(
                 input id="user_code" name="user_code" type="text" autocomplete="off"
                     autocapitalize="characters" spellcheck="false" required;
             }
-            label for="email" { "E-mail" }
-            input id="email" name="email" type="email" autocomplete="username" required;
-            label for="password" { "Password" }
-            input id="password" name="password" type="password" autocomplete="current-password" required;
+            @if let Some(signed_in) = signed_in {
+                p id="signed-in" {
+                    "You are signed in as " strong { (signed_in.email) } ". "
+                    a href=(signed_in.other_account) { "Use another account" }
+                }
+            } @else {
+                label for="email" { "E-mail" }
+                input id="email" name="email" type="email" autocomplete="username" required;
+                label for="password" { "Password" }
+                input id="password" name="password" type="password" autocomplete="current-password" required;
+            }
             button id="allow" type="submit" name="decision" value="allow" { "Allow" }
-            button id="deny" type="submit" name="decision" value="deny" formnovalidate { "Deny" }
+            button.secondary id="deny" type="submit" name="decision" value="deny" formnovalidate { "Deny" }
         }
     };
-    page("Sign in to Mirobody", body)
+    let title = match signed_in {
+        Some(_) => "Allow access to your Mirobody account?",
+        None => "Sign in to Mirobody",
+    };
+    page(title, body)
 }
 
 pub(super) fn message(title: &str, text: &str) -> String {
@@ -189,8 +219,12 @@ mod tests {
                 hidden(&fields),
                 Some(hostile),
                 None,
+                Some(&SignedIn {
+                    email: hostile,
+                    other_account: hostile,
+                }),
             ),
-            sign_in("/mcplogin", None, hidden(&fields), None, Some(&asked)),
+            sign_in("/mcplogin", None, hidden(&fields), None, Some(&asked), None),
             message(hostile, hostile),
         ] {
             assert!(!page.contains("<script>"), "{page}");
@@ -211,6 +245,7 @@ mod tests {
                     scope,
                 }),
                 hidden(&[]),
+                None,
                 None,
                 None,
             )

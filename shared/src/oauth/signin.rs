@@ -41,6 +41,9 @@ pub(super) struct SignInForm<'a> {
     pub(super) redirect_uri: Option<&'a str>,
     /// `/mcplogin`: who asked and when; the form then asks for the user code.
     pub(super) asked: Option<pages::Asked<'a>>,
+    /// The console session this browser is signed in with: the form then asks for no
+    /// password and names the account.
+    pub(super) signed_in: Option<pages::SignedIn<'a>>,
 }
 
 impl OAuthApi {
@@ -78,6 +81,7 @@ impl OAuthApi {
             binding,
             redirect_uri,
             asked,
+            signed_in,
         } = form;
         let nonce = cookie(request.headers(), CSRF_COOKIE)
             .filter(|n| n.len() >= 20)
@@ -98,11 +102,12 @@ impl OAuthApi {
                 pages::hidden(&all),
                 error,
                 asked.as_ref(),
+                signed_in.as_ref(),
             ),
         );
         if let Some(target) = redirect_uri.and_then(form_target) {
             let csp = format!(
-                "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' {target}"
+                "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' {target}; frame-ancestors 'none'"
             );
             if let Ok(value) = HeaderValue::from_str(&csp) {
                 response
