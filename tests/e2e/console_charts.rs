@@ -1,7 +1,8 @@
 //! An indicator's chart over the span a person picks (issue 29): the range control
 //! (week, month, 3 months, year, all) as plain links, the points of that span only, each
 //! point's words for the read-out on hover and tap, the legend, and a CGM's time in range
-//! over the span. The data is the summary's (`console_summary::daily_series`, its last
+//! over the span; and the series' readings as a CSV download that reads back as the
+//! same series. The data is the summary's (`console_summary::daily_series`, its last
 //! day 2026-03-31, and the CGM fortnight 03-18 to 03-31), every figure worked out by hand.
 
 use super::console_data::{Person, api_token, slice_from, text_after, upload};
@@ -136,4 +137,146 @@ async fn a_chart_shows_the_span_asked_for_with_each_points_value_and_a_legend() 
     let tir = slice_from(&whole.body, "<section id=\"time-in-range\"", "</section>");
     assert_eq!(text_after(tir, "<span class=\"from\">"), "2026-03-18");
     assert!(tir.contains("1,344 sensor readings over 14 days"), "{tir}");
+}
+
+/// `path` with the session cookie and `accept-encoding`: the status, the headers and the
+/// body as sent (still compressed when it was).
+async fn raw(
+    server: &Server,
+    person: &Person,
+    path: &str,
+    encoding: &str,
+) -> (u16, http::HeaderMap, Vec<u8>) {
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let response = client
+        .get(server.url(path))
+        .header("cookie", &person.cookie)
+        .header("accept-encoding", encoding)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    (status, headers, response.bytes().await.unwrap().to_vec())
+}
+
+/// An indicator's readings as CSV (issue 29): a link on its page, an attachment named for
+/// it, gzip-compressed for a browser, every reading once, oldest first, in the upload's
+/// shape, so it reads back as the same series: into another account the same day totals,
+/// into the same account nothing new.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_indicators_readings_download_as_csv_and_read_back_the_same() {
+    use std::io::Read;
+
+    let server = Server::start(&[]);
+    let person = Person::sign_up(&server, "export-csv@example.com").await;
+    let token = api_token(&server, "export-csv@example.com").await;
+    upload(
+        &server,
+        &token,
+        "/api/data/health",
+        "text/csv",
+        &daily_series(),
+        "iPhone",
+    )
+    .await;
+
+    let page = person.get(&server, "/console/data/Steps").await;
+    assert!(
+        page.body
+            .contains("<a id=\"export-csv\" href=\"/console/data/Steps/readings.csv\" download>"),
+        "{}",
+        page.body
+    );
+    let (status, headers, gz) = raw(
+        &server,
+        &person,
+        "/console/data/Steps/readings.csv",
+        "gzip, deflate, br",
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(headers["content-encoding"], "gzip");
+    assert_eq!(headers["content-type"], "text/csv; charset=utf-8");
+    assert_eq!(
+        headers["content-disposition"],
+        "attachment; filename=\"steps.csv\""
+    );
+    let mut csv = String::new();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_string(&mut csv)
+        .expect("gzip");
+    // 1 January's reading and two a day on the 37 days 02-23 to 03-31: 75 rows.
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 1 + 75, "{csv}");
+    assert_eq!(lines[0], "indicator,value,unit,time,source");
+    assert_eq!(lines[1], "Steps,99999,steps,2026-01-01T12:00:00,iPhone");
+    assert_eq!(lines[75], "Steps,6000,steps,2026-03-31T18:00:00,iPhone");
+    // Without gzip it comes plain, byte for byte the same.
+    let (_, headers, plain) = raw(
+        &server,
+        &person,
+        "/console/data/Steps/readings.csv",
+        "identity",
+    )
+    .await;
+    assert!(headers.get("content-encoding").is_none());
+    assert_eq!(String::from_utf8(plain).unwrap(), csv);
+
+    // Read back into the same account: all 75 already there.
+    let again = e2e::send(
+        "POST",
+        &server.url("/api/data/health"),
+        &[
+            ("authorization".to_string(), format!("Bearer {token}")),
+            ("content-type".to_string(), "text/csv".to_string()),
+        ],
+        Some(csv.clone()),
+    )
+    .await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    let counts = &again.json()["data"];
+    assert_eq!(
+        (counts["new"].as_u64(), counts["already_there"].as_u64()),
+        (Some(0), Some(75)),
+        "{}",
+        again.body
+    );
+    // Into another account: the same series, 03-31's total 6,000 + 6,000.
+    let other = Person::sign_up(&server, "export-reader@example.com").await;
+    let other_token = api_token(&server, "export-reader@example.com").await;
+    upload(
+        &server,
+        &other_token,
+        "/api/data/health",
+        "text/csv",
+        &csv,
+        "ignored",
+    )
+    .await;
+    let theirs = other.get(&server, "/console/data/Steps?range=week").await;
+    assert_eq!(
+        labels(&theirs.body),
+        labels(
+            &person
+                .get(&server, "/console/data/Steps?range=week")
+                .await
+                .body
+        )
+    );
+    assert_eq!(labels(&theirs.body)[6], "2026-03-31: 12,000 steps");
+
+    // Someone else's series, or none: 404, nothing sent.
+    let (status, _, _) = raw(
+        &server,
+        &other,
+        "/console/data/Glucose/readings.csv",
+        "gzip",
+    )
+    .await;
+    assert_eq!(status, 404);
 }

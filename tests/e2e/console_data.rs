@@ -80,7 +80,7 @@ rs999\t19\t45900000\tAA\n";
 
 /// A person signed in to the console: their session cookie.
 pub(super) struct Person {
-    cookie: String,
+    pub(super) cookie: String,
 }
 
 impl Person {

@@ -423,6 +423,8 @@ pub(crate) static ROUTES: &[Route] = {
             => signed_in(Back) |con, s, c| con.data_page(s, c.request).await),
         row!(Console "GET" "/console/data/{indicator}", Page
             => signed_in(Back) |con, s, c| con.indicator_page(s, &c.decoded("indicator"), c.request).await),
+        row!(Console "GET" "/console/data/{indicator}/readings.csv", Page
+            => signed_in(Back) |con, s, c| con.indicator_export(s, &c.decoded("indicator"), c.request).await),
         row!(Console "GET" "/console/genome", Page
             => signed_in(Back) |con, s, c| con.genome_page(s, c.request).await),
         row!(Console "GET" "/console/upload", Page

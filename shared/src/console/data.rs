@@ -29,7 +29,9 @@ use super::range::{self, Span};
 use super::stages::{self, Night};
 use super::summary;
 use super::{Answer, ConsoleApi, Session, html as page, query_param};
-use crate::api::data::{GenomeSummary, HourValue, Period, ReadingQuery, Rollup, TIME_MAX};
+use crate::api::data::{
+    CatalogueEntry, GenomeSummary, HourValue, Period, ReadingQuery, Rollup, TIME_MAX,
+};
 use crate::domain::measures::{self, Kind};
 use crate::domain::{Genotype, Reading, ReadingValue};
 use crate::http::ApiError;
@@ -454,14 +456,13 @@ impl ConsoleApi {
         self.signed_in_page(session, "Your data", None, content)
     }
 
-    /// An indicator's page: its chart over the span asked for (`?range=`, [`Span`]), a
-    /// CGM's time in range and profile, sleep stages, the latest readings.
-    pub(crate) async fn indicator_page(
+    /// The person's series of `indicator`: the name as asked, else the measure it is
+    /// another name of (`HbA1c`); 404 when they have none.
+    pub(super) async fn series(
         &self,
-        session: &Session,
+        user: &str,
         indicator: &str,
-        request: &Request<Bytes>,
-    ) -> Answer {
+    ) -> Result<CatalogueEntry, ApiError> {
         let not_found = || {
             ApiError::refused(
                 StatusCode::NOT_FOUND,
@@ -471,21 +472,29 @@ impl ConsoleApi {
         if indicator.is_empty() || indicator.len() > MAX_INDICATOR {
             return Err(not_found());
         }
-        let user = session.user_id.as_str();
         let catalogue = self.data.catalogue(user).await?;
-        // The name as asked, else the measure it is another name of (`HbA1c`).
         let asked = Reading::indicator_key(indicator);
         let measure = measures::catalogue()
             .by_name(indicator)
             .map(|m| m.key.clone());
-        let Some(entry) = catalogue
+        catalogue
             .iter()
             .find(|e| e.key == asked)
             .or_else(|| catalogue.iter().find(|e| Some(&e.key) == measure.as_ref()))
             .cloned()
-        else {
-            return Err(not_found());
-        };
+            .ok_or_else(not_found)
+    }
+
+    /// An indicator's page: its chart over the span asked for (`?range=`, [`Span`]), a
+    /// CGM's time in range and profile, sleep stages, the latest readings.
+    pub(crate) async fn indicator_page(
+        &self,
+        session: &Session,
+        indicator: &str,
+        request: &Request<Bytes>,
+    ) -> Answer {
+        let user = session.user_id.as_str();
+        let entry = self.series(user, indicator).await?;
         let key = entry.key;
         let summary = entry.summary;
         let kind = kind_of(&key);
@@ -648,6 +657,12 @@ impl ConsoleApi {
                         }
                     }
                 }
+            }
+            p {
+                a id="export-csv" href={ "/console/data/" (path_segment(indicator)) "/readings.csv" } download {
+                    "Download every reading as CSV"
+                }
+                " (the shape the upload page reads back)."
             }
             p { a href="/console/data" { "Back to all your data" } }
         };

@@ -26,6 +26,7 @@ mod auth;
 mod chart;
 mod connect;
 mod data;
+mod export;
 mod layout;
 mod range;
 mod servers;
