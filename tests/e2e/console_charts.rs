@@ -103,6 +103,32 @@ async fn a_chart_shows_the_span_asked_for_with_each_points_value_and_a_legend() 
         ]
     );
 
+    // Resting heart rate against the person's own baseline, as the summary's card has
+    // it: 60 /min on the 12 baseline days (02-23 to 03-06) of the 30 before the last 7
+    // (03-25 to 03-31), drawn as a dashed line, in the legend and the description.
+    // Steps get none.
+    let rhr = person
+        .get(&server, "/console/data/Resting%20heart%20rate")
+        .await;
+    assert!(
+        rhr.body.contains("data-value=\"60\""),
+        "{}",
+        slice_from(&rhr.body, "<svg class=\"chart\"", "</svg>")
+    );
+    assert!(rhr.body.contains("<line class=\"baseline\""));
+    assert!(
+        rhr.body
+            .contains("Your 30-day baseline, 60 /min (the mean of the 30 days before the last 7)")
+    );
+    assert!(
+        rhr.body
+            .contains("The dashed line is your 30-day baseline, 60 /min.")
+    );
+    assert!(
+        !all.body.contains("class=\"baseline\""),
+        "steps have no baseline line"
+    );
+
     // A lab result: its one reading, the legend naming the reference range's ends.
     let a1c = person.get(&server, "/console/data/HbA1c").await;
     assert_eq!(labels(&a1c.body), ["2026-03-12: 6.1 %"]);

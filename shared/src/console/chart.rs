@@ -58,6 +58,8 @@ pub(crate) struct Chart<'a> {
     pub points: &'a [ChartPoint],
     /// The reference range (low, high), shaded as `rect.band`.
     pub band: Option<(f64, f64)>,
+    /// The person's own 30-day baseline, drawn as a dashed `line.baseline`.
+    pub baseline: Option<f64>,
     pub values: Values,
 }
 
@@ -293,7 +295,18 @@ pub(crate) fn describe(chart: &Chart<'_>) -> String {
             format_value(hi)
         ));
     }
+    if let Some(baseline) = valid_baseline(chart.baseline) {
+        text.push_str(&format!(
+            " The dashed line is your 30-day baseline, {}{unit}.",
+            format_value(baseline)
+        ));
+    }
     text
+}
+
+/// A baseline that can be drawn: a finite value.
+fn valid_baseline(baseline: Option<f64>) -> Option<f64> {
+    baseline.filter(|b| b.is_finite())
 }
 
 /// The chart as an `svg.chart` (`role="img"`, a `<title>` and a `<desc>`): the
@@ -301,15 +314,18 @@ pub(crate) fn describe(chart: &Chart<'_>) -> String {
 pub(crate) fn draw(chart: &Chart<'_>) -> Markup {
     let points = drawable(chart.points);
     let band = valid_band(chart.band);
+    let baseline = valid_baseline(chart.baseline);
     let low = points
         .iter()
         .map(|p| p.min)
         .chain(band.map(|b| b.0))
+        .chain(baseline)
         .fold(f64::INFINITY, f64::min);
     let high = points
         .iter()
         .map(|p| p.max)
         .chain(band.map(|b| b.1))
+        .chain(baseline)
         .fold(f64::NEG_INFINITY, f64::max);
     let scale = Scale::new(low, high);
     let days = Days {
@@ -372,6 +388,10 @@ pub(crate) fn draw(chart: &Chart<'_>) -> Markup {
                 @let (top, bottom) = (scale.y(hi), scale.y(lo));
                 rect.band x=(c(LEFT)) y=(c(top)) width=(c(plot_right - LEFT))
                     height=(c((bottom - top).max(0.0))) data-low=(lo) data-high=(hi) {}
+            }
+            @if let Some(baseline) = baseline {
+                line.baseline x1=(c(LEFT)) y1=(c(scale.y(baseline))) x2=(c(plot_right))
+                    y2=(c(scale.y(baseline))) data-value=(baseline) {}
             }
             line.axis x1=(c(LEFT)) y1=(c(plot_bottom)) x2=(c(plot_right)) y2=(c(plot_bottom)) {}
             line.axis x1=(c(LEFT)) y1=(c(TOP)) x2=(c(LEFT)) y2=(c(plot_bottom)) {}
@@ -456,6 +476,13 @@ pub(crate) fn legend(chart: &Chart<'_>) -> Markup {
                         "Typical adult range, " (format_value(lo)) " to " (format_value(hi)) (unit)
                     }
                 }
+                @if let Some(baseline) = valid_baseline(chart.baseline) {
+                    li.baseline-legend {
+                        span.swatch.baseline-mark aria-hidden="true" {}
+                        "Your 30-day baseline, " (super::data::number_text(baseline)) (unit)
+                        " (the mean of the 30 days before the last 7)"
+                    }
+                }
             }
         }
     }
@@ -490,6 +517,7 @@ mod tests {
             unit: Some("mg/dL"),
             points,
             band,
+            baseline: None,
             values: Values::Means,
         })
         .into_string()
@@ -717,6 +745,7 @@ mod tests {
             unit: None,
             points: &[],
             band: None,
+            baseline: None,
             values: Values::Means,
         })
         .into_string();
@@ -735,6 +764,7 @@ mod tests {
             unit: Some("steps"),
             points: &days,
             band: None,
+            baseline: None,
             values: Values::DailyTotals,
         };
         let text = describe(&chart);
@@ -759,6 +789,7 @@ mod tests {
             unit: Some("h"),
             points: &nights,
             band: None,
+            baseline: None,
             values: Values::Nights,
         });
         assert!(

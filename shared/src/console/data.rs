@@ -46,6 +46,9 @@ const MAX_INDICATOR: usize = 300;
 pub(crate) const MAX_RSIDS: usize = 50;
 /// The longest look-up text read (50 rsids of 14 characters with separators fit).
 const MAX_LOOKUP: usize = 1000;
+/// The measures whose chart shows the person's own baseline (what Oura and Whoop read
+/// them against).
+const BASELINE_MEASURES: [&str; 2] = ["Resting heart rate", "Heart rate variability SDNN"];
 /// How many of the newest readings the indicator page lists.
 const LATEST: usize = 20;
 
@@ -485,6 +488,36 @@ impl ConsoleApi {
             .ok_or_else(not_found)
     }
 
+    /// The person's own 30-day baseline of a measure read against one (resting heart
+    /// rate, heart rate variability), as the summary's card computes it (the mean of the
+    /// days with a figure in the 30 days before the last 7, with enough of them) and
+    /// shows it (rounded); `None` for other measures and without enough days.
+    async fn personal_baseline(
+        &self,
+        user: &str,
+        entry: &CatalogueEntry,
+    ) -> Result<Option<f64>, ApiError> {
+        if !BASELINE_MEASURES.iter().any(|name| {
+            measures::catalogue()
+                .by_name(name)
+                .is_some_and(|m| m.key == entry.key)
+        }) {
+            return Ok(None);
+        }
+        let last = day_of(&entry.summary.last.time);
+        let from = span_start(last, summary::WINDOW_DAYS);
+        let days = self
+            .data
+            .rollups(user, &entry.key, Period::Day, &from, TIME_MAX)
+            .await?;
+        Ok(
+            summary::card(entry, &days).and_then(|card| match card.baseline {
+                summary::Baseline::Known { baseline, .. } => Some(summary::rounded(baseline)),
+                _ => None,
+            }),
+        )
+    }
+
     /// An indicator's page: its chart over the span asked for (`?range=`, [`Span`]), a
     /// CGM's time in range and profile, sleep stages, the latest readings.
     pub(crate) async fn indicator_page(
@@ -495,6 +528,7 @@ impl ConsoleApi {
     ) -> Answer {
         let user = session.user_id.as_str();
         let entry = self.series(user, indicator).await?;
+        let baseline = self.personal_baseline(user, &entry).await?;
         let key = entry.key;
         let summary = entry.summary;
         let kind = kind_of(&key);
@@ -574,6 +608,7 @@ impl ConsoleApi {
             },
             points: &points,
             band,
+            baseline,
             values,
         };
         let profile = match is_cgm {

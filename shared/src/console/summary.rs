@@ -27,6 +27,8 @@ use crate::tools::{cgm_report, format_number, hours_and_minutes, reference_range
 const RECENT_DAYS: i64 = 7;
 /// The days of the baseline, just before the recent window.
 const BASELINE_DAYS: i64 = 30;
+/// The days a card reads: the baseline and the recent window.
+pub(super) const WINDOW_DAYS: i64 = RECENT_DAYS + BASELINE_DAYS;
 /// The days a CGM's time in range is counted over (the consensus's minimum).
 const CGM_DAYS: i64 = 14;
 /// Days with a figure needed for a baseline to be shown: in the recent window, in the
@@ -164,7 +166,7 @@ fn figure_text(card: &Card, value: f64) -> String {
 }
 
 /// An average as shown: whole numbers from 100 up, one decimal below.
-fn rounded(value: f64) -> f64 {
+pub(super) fn rounded(value: f64) -> f64 {
     if value.abs() >= 100.0 {
         value.round()
     } else {
