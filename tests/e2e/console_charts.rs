@@ -10,7 +10,7 @@ use super::console_summary::{cgm_fortnight, daily_series};
 use e2e::Server;
 
 /// Every point's words in the chart (its circles' `data-label`), in time order.
-fn labels(body: &str) -> Vec<&str> {
+pub(super) fn labels(body: &str) -> Vec<&str> {
     slice_from(body, "<svg class=\"chart\"", "</svg>")
         .split("data-label=\"")
         .skip(1)

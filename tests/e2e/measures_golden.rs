@@ -7,10 +7,16 @@
 //! report, a bad value and colliding rows refused on every upload path. The upload paths:
 //! CSV and JSON to `POST /api/data/health`, and the whole-file flow (create, PUT, poll)
 //! with a CSV file and with an Apple Health `export.xml`.
+//!
+//! The console shows the same numbers: each case reads its figures off the summary's
+//! card and the indicator page's chart (each point's words) and time in range, as the
+//! person's browser gets them (issue 29).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::console_charts::labels;
+use super::console_data::{slice_from, text_after};
 use e2e::{Reply, Server, bearer, bearer_json, rpc, send};
 use mirobody::store::{DynamoStore, DynamoTables};
 use mirobody::testing::Moto;
@@ -29,6 +35,25 @@ async fn post(server: &Server, token: &str, content_type: &str, body: String) ->
         Some(body),
     )
     .await
+}
+
+/// A console page as the person's browser gets it (the token is a session token, as
+/// the console's cookie holds).
+async fn console(server: &Server, token: &str, path: &str) -> String {
+    let cookie = vec![("cookie".to_string(), format!("mirobody_session={token}"))];
+    let page = send("GET", &server.url(path), &cookie, None).await;
+    assert_eq!(page.status, 200, "{path}: {}", page.body);
+    page.body
+}
+
+/// The summary card of `measure`: its latest figure and that figure's day.
+async fn card(server: &Server, token: &str, measure: &str) -> (String, String) {
+    let page = console(server, token, "/console/data").await;
+    let card = slice_from(&page, &format!("data-measure=\"{measure}\""), "</article>");
+    (
+        text_after(card, "<span class=\"value\">").to_string(),
+        text_after(card, "<span class=\"date\">").to_string(),
+    )
 }
 
 /// A data API upload refused (400) with `message` in its answer.
@@ -171,6 +196,21 @@ async fn steps_from_a_phone_and_a_watch(server: Arc<Server>) {
     let catalogue = query(&server, &token, json!({})).await;
     let row = "Steps|LOINC 55423-8|cumulative|steps|3000|2026-03-09|27|2026-03-02|2026-03-09";
     assert_eq!(catalogue["rows"], json!([row]), "{catalogue}");
+
+    // The console: the card's latest day total, and the chart's day totals.
+    assert_eq!(
+        card(&server, &token, "Steps").await,
+        ("3,000 steps".to_string(), "2026-03-09".to_string())
+    );
+    let chart = console(&server, &token, "/console/data/Steps").await;
+    assert_eq!(
+        labels(&chart),
+        [
+            "2026-03-02: 10,800 steps",
+            "2026-03-03: 7,000 steps",
+            "2026-03-09: 3,000 steps"
+        ]
+    );
 }
 
 /// Case 2 (JSON to the data API): "Blood sugar" 5.5 mmol/L from a meter on 2026-03-02
@@ -208,6 +248,14 @@ async fn glucose_in_two_units(server: Arc<Server>) {
     let rows = "2026-03-04T00:00:00|99|Lab|
                 2026-03-02T07:30:00|99.088|Meter|5.5 mmol/L";
     table(&latest, about, rows);
+
+    // The console: one card and one chart, in mg/dL.
+    assert_eq!(card(&server, &token, "Glucose").await.0, "99 mg/dL");
+    let chart = console(&server, &token, "/console/data/Blood%20sugar").await;
+    assert_eq!(
+        labels(&chart),
+        ["2026-03-02: 99.088 mg/dL", "2026-03-04: 99 mg/dL"]
+    );
 }
 
 /// Case 3 (a whole CSV file): `Weight` 150 lb on 2026-03-01 is 150 × 0.45359237 =
@@ -235,6 +283,14 @@ async fn weight_in_two_units(server: Arc<Server>) {
     let rows = "2026-03-08T00:00:00|68|
                 2026-03-01T00:00:00|68.0389|150 lb";
     table(&latest, about, rows);
+
+    // The console: one card, one chart, in kg.
+    assert_eq!(card(&server, &token, "Body weight").await.0, "68 kg");
+    let chart = console(&server, &token, "/console/data/Weight").await;
+    assert_eq!(
+        labels(&chart),
+        ["2026-03-01: 68.0389 kg", "2026-03-08: 68 kg"]
+    );
 }
 
 /// Case 4's export: Apple Health sleep records (source, stage, start, end; `+0100`).
@@ -283,6 +339,19 @@ async fn a_night_across_midnight(server: Arc<Server>) {
 
     let nights = series(&server, &token, "Sleep asleep", "day", json!({})).await;
     table(&nights, about, "2026-03-03|440|Watch\n2026-03-04|360|Watch");
+    // The console: the latest night on the card, each night on the chart, in hours.
+    assert_eq!(
+        card(&server, &token, "Sleep asleep").await,
+        ("6 h 00 min".to_string(), "2026-03-04".to_string())
+    );
+    let chart = console(&server, &token, "/console/data/Sleep%20asleep").await;
+    assert_eq!(
+        labels(&chart),
+        [
+            "Night ending 2026-03-03: 7 h 20 min",
+            "Night ending 2026-03-04: 6 h 00 min"
+        ]
+    );
 
     // Mean (440 + 360) / 2 = 400 min = 6 h 40 min; the longest 440 (03-03), the latest 360.
     let stats = series(&server, &token, "Sleep asleep", "stats", json!({})).await;
@@ -442,6 +511,31 @@ async fn a_cgm_fortnight(server: Arc<Server>) {
     let rows = "2026-01-31|134.7222|50|260|288|69.4
                 2026-02-01|134.7222|50|260|288|69.4";
     table(&days, about, rows);
+
+    // The console: the indicator page's time in range over the whole fortnight, and
+    // each day's point (mean 134.7222 → 134.7222, from 50 to 260).
+    let page = console(&server, &token, "/console/data/Glucose").await;
+    let tir = slice_from(&page, "<section id=\"time-in-range\"", "</section>");
+    assert!(
+        tir.contains("4,032 sensor readings over 14 days (100 % of those expected)"),
+        "{tir}"
+    );
+    for (class, shown) in [
+        ("tir-in-range", "69.4 %"),
+        ("tir-below", "9.7 %"),
+        ("tir-above", "20.8 %"),
+        ("tir-mean", "134.7 mg/dL"),
+        ("tir-gmi", "6.5 %"),
+    ] {
+        assert_eq!(
+            text_after(tir, &format!("<td class=\"{class}\">")),
+            shown,
+            "{class}"
+        );
+    }
+    let points = labels(&page);
+    assert_eq!(points.len(), 14, "{points:?}");
+    assert_eq!(points[0], "2026-01-25: mean 134.7222 mg/dL (50 to 260)");
 }
 
 /// The user holds no health data (the data summary, and an empty catalogue).
