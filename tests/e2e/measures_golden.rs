@@ -533,6 +533,14 @@ async fn a_cgm_fortnight(server: Arc<Server>) {
             "{class}"
         );
     }
+    // Lows past the targets (9.7 % below 70, 2.8 % below 54), said in words.
+    assert!(
+        tir.contains(
+            "Lows: 9.7 % of readings below 70 mg/dL and 2.8 % below 54 (the consensus targets \
+             are under 4 % and under 1 %)."
+        ),
+        "{tir}"
+    );
     let points = labels(&page);
     assert_eq!(points.len(), 14, "{points:?}");
     assert_eq!(points[0], "2026-01-25: mean 134.7222 mg/dL (50 to 260)");

@@ -283,6 +283,11 @@ fn time_in_range_markup(report: &Value, from: &str, to: &str) -> Markup {
                     }
                 }
             }
+            @if let (Some(below_70), Some(below_54)) =
+                (report["time_below_70_pct"].as_f64(), report["time_below_54_pct"].as_f64())
+            {
+                (summary::lows_note(below_70, below_54))
+            }
             @if let Some(note) = report["note"].as_str() {
                 p.muted.tir-note { "Note: " (note) "." }
             }

@@ -165,6 +165,21 @@ fn figure_text(card: &Card, value: f64) -> String {
     }
 }
 
+/// A CGM's lows in words when they pass the consensus targets (below 70 mg/dL 4 % of
+/// readings or more, below 54 1 % or more); nothing otherwise. The card and the
+/// indicator page say it the same way.
+pub(super) fn lows_note(below_70: f64, below_54: f64) -> Markup {
+    html! {
+        @if below_70 >= 4.0 || below_54 >= 1.0 {
+            p.flag.low role="note" {
+                "Lows: " (format_number(below_70)) " % of readings below 70 mg/dL and "
+                (format_number(below_54)) " % below 54 (the consensus targets are under 4 % "
+                "and under 1 %)."
+            }
+        }
+    }
+}
+
 /// An average as shown: whole numbers from 100 up, one decimal below.
 pub(super) fn rounded(value: f64) -> f64 {
     if value.abs() >= 100.0 {
@@ -305,13 +320,7 @@ fn card_markup(card: &Card) -> Markup {
                     "Time in range (70 to 180 mg/dL): " span.tir-in-range { (format_number(in_range)) " %" }
                     " over the 14 days to " (card.latest.day) "."
                 }
-                @if below_70 >= 4.0 || below_54 >= 1.0 {
-                    p.flag.low role="note" {
-                        "Lows: " (format_number(below_70)) " % of readings below 70 mg/dL and "
-                        (format_number(below_54)) " % below 54 (the consensus targets are under 4 % "
-                        "and under 1 %)."
-                    }
-                }
+                (lows_note(below_70, below_54))
             }
             @if let Some(flag) = &card.flag {
                 @let unit = card.unit.as_deref().unwrap_or("");
