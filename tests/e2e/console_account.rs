@@ -600,3 +600,77 @@ async fn export_lists_mcp_servers_without_their_credentials() {
     assert_eq!(listed.status, 200, "{}", listed.body);
     assert!(!listed.body.contains("shop"), "{}", listed.body);
 }
+
+/// Issue 29: a form's problem is said under the field it is about, in plain words, the
+/// field marked invalid and described by it; nothing is created or changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn form_problems_are_said_under_their_field() {
+    let server = Server::start(&[]);
+    let signup = |email: &'static str, password: &'static str| {
+        let server = &server;
+        async move {
+            let page = get(&server.url("/console/signup")).await;
+            let (hidden, nonce) = form_of(&page);
+            let mut pairs: Vec<(&str, &str)> = hidden
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            pairs.extend([("email", email), ("password", password)]);
+            post_form(server, "/console/signup", &pairs, &nonce).await
+        }
+    };
+    // A short password: under the password, which is invalid and described by it.
+    let short = signup("short@example.com", "seven77").await;
+    assert_eq!(short.status, 400, "{}", short.body);
+    assert!(short.body.contains(
+        "<p class=\"error field-error\" id=\"password-error\">The password must have at least 10 characters.</p>"
+    ), "{}", short.body);
+    assert!(
+        short
+            .body
+            .contains("aria-invalid=\"true\" aria-describedby=\"password-error password-rule\"")
+    );
+    assert!(
+        !short.body.contains("class=\"notice problem\""),
+        "not above the form too"
+    );
+    assert!(session_cookie(&short).is_none(), "no account, no session");
+    // An address already taken: under the address, which keeps what was typed.
+    let ann = sign_up(&server, "ann@example.com").await;
+    let taken = signup("ann@example.com", "another long password").await;
+    assert_eq!(taken.status, 409, "{}", taken.body);
+    assert!(taken.body.contains(
+        "<p class=\"error field-error\" id=\"email-error\">An account with this e-mail already exists; sign in instead.</p>"
+    ), "{}", taken.body);
+    assert!(taken.body.contains(
+        "value=\"ann@example.com\" aria-invalid=\"true\" aria-describedby=\"email-error\""
+    ));
+
+    // The password page: a wrong current password under that field; the password is
+    // unchanged (the old one still signs in).
+    let form = page(&server, "/console/password", &ann.cookie).await;
+    let csrf = csrf_of(&form);
+    let wrong = post_form(
+        &server,
+        "/console/password",
+        &[
+            ("csrf", &csrf),
+            ("current_password", "not the password at all"),
+            ("new_password", "a brand new password"),
+        ],
+        &ann.cookie,
+    )
+    .await;
+    assert_eq!(wrong.status, 403, "{}", wrong.body);
+    assert!(wrong.body.contains(
+        "<p class=\"error field-error\" id=\"current_password-error\">The current password is wrong.</p>"
+    ), "{}", wrong.body);
+    let still = send(
+        "POST",
+        &server.url("/auth/signin"),
+        &[("content-type".into(), "application/json".into())],
+        Some(json!({ "email": ann.email, "password": PASSWORD }).to_string()),
+    )
+    .await;
+    assert_eq!(still.status, 200, "{}", still.body);
+}

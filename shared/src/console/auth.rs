@@ -8,7 +8,7 @@ use http::header::RETRY_AFTER;
 use http::{HeaderValue, Request, Response, StatusCode};
 use maud::{Markup, html};
 
-use super::layout::{self, Notice};
+use super::layout::{self, FieldProblem, Notice};
 use super::{
     Answer, ConsoleApi, Session, field, form, html as page_response, query_param, redirect,
 };
@@ -137,15 +137,32 @@ impl ConsoleApi {
     pub(crate) fn sign_up_form(&self, request: &Request<Bytes>, problem: Option<&str>) -> Answer {
         let fields = form(request);
         let email = field(&fields, "email").unwrap_or_default().to_string();
-        Ok(self.signed_out_form(request, "signup", "Create your account", problem.map(Notice::Problem), |csrf| {
+        // A problem with the address or the password goes under its field.
+        let at = problem.and_then(|text| {
+            FieldProblem::of(
+                text,
+                &[
+                    ("password", &["password"]),
+                    ("email", &["e-mail", "email", "address", "account"]),
+                ],
+            )
+        });
+        let notice = problem.filter(|_| at.is_none()).map(Notice::Problem);
+        Ok(self.signed_out_form(request, "signup", "Create your account", notice, |csrf| {
             html! {
                 form method="post" action="/console/signup" {
                     input type="hidden" name="csrf" value=(csrf);
                     label for="email" { "E-mail" }
-                    input id="email" name="email" type="email" autocomplete="username" required value=(email);
+                    input id="email" name="email" type="email" autocomplete="username" required value=(email)
+                        aria-invalid=[FieldProblem::on(at, "email").then_some("true")]
+                        aria-describedby=[FieldProblem::on(at, "email").then_some("email-error")];
+                    (layout::field_error(at, "email"))
                     label for="password" { "Password" }
                     input id="password" name="password" type="password" autocomplete="new-password"
-                        minlength=(MIN_PASSWORD) required aria-describedby="password-rule";
+                        minlength=(MIN_PASSWORD) required
+                        aria-invalid=[FieldProblem::on(at, "password").then_some("true")]
+                        aria-describedby=(layout::described_by(at, "password", "password-rule"));
+                    (layout::field_error(at, "password"))
                     p.muted id="password-rule" { "At least " (MIN_PASSWORD) " characters." }
                     button id="signup" type="submit" { "Create account" }
                 }
@@ -192,14 +209,32 @@ impl ConsoleApi {
     }
 
     pub(crate) fn password_form(&self, session: &Session, notice: Option<&Notice<'_>>) -> Answer {
+        // A wrong current password or a too-short new one goes under its field.
+        let at = match notice {
+            Some(Notice::Problem(text)) => FieldProblem::of(
+                text,
+                &[
+                    ("current_password", &["current password"]),
+                    ("new_password", &["password must"]),
+                ],
+            ),
+            _ => None,
+        };
+        let notice = notice.filter(|_| at.is_none());
         let content = html! {
             form method="post" action="/console/password" {
                 input type="hidden" name="csrf" value=(session.csrf);
                 label for="current_password" { "Current password" }
-                input id="current_password" name="current_password" type="password" autocomplete="current-password" required;
+                input id="current_password" name="current_password" type="password" autocomplete="current-password" required
+                    aria-invalid=[FieldProblem::on(at, "current_password").then_some("true")]
+                    aria-describedby=[FieldProblem::on(at, "current_password").then_some("current_password-error")];
+                (layout::field_error(at, "current_password"))
                 label for="new_password" { "New password" }
                 input id="new_password" name="new_password" type="password" autocomplete="new-password"
-                    minlength=(MIN_PASSWORD) required aria-describedby="password-rule";
+                    minlength=(MIN_PASSWORD) required
+                    aria-invalid=[FieldProblem::on(at, "new_password").then_some("true")]
+                    aria-describedby=(layout::described_by(at, "new_password", "password-rule"));
+                (layout::field_error(at, "new_password"))
                 p.muted id="password-rule" {
                     "At least " (MIN_PASSWORD) " characters. Changing it signs you out everywhere else and revokes your personal MCP URL."
                 }

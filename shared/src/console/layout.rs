@@ -36,6 +36,49 @@ fn head(title: &str) -> Markup {
     }
 }
 
+/// A refusal that is about one field of a form: shown under that field (its id), the
+/// field marked `aria-invalid` and described by it, instead of above the form.
+#[derive(Clone, Copy)]
+pub(crate) struct FieldProblem<'a> {
+    pub field: &'a str,
+    pub text: &'a str,
+}
+
+impl<'a> FieldProblem<'a> {
+    /// The problem of `text` when it names one of `fields` (`(id, words it is known
+    /// by)`, first match wins), e.g. a too-short password.
+    pub(crate) fn of(text: &'a str, fields: &[(&'a str, &[&str])]) -> Option<FieldProblem<'a>> {
+        let lower = text.to_lowercase();
+        fields
+            .iter()
+            .find(|(_, words)| words.iter().any(|w| lower.contains(w)))
+            .map(|(field, _)| FieldProblem { field, text })
+    }
+
+    /// Whether this is about `field`.
+    pub(crate) fn on(problem: Option<FieldProblem<'_>>, field: &str) -> bool {
+        problem.is_some_and(|p| p.field == field)
+    }
+}
+
+/// The words under `field` when the problem is about it (`p.error#<field>-error`).
+pub(crate) fn field_error(problem: Option<FieldProblem<'_>>, field: &str) -> Markup {
+    html! {
+        @if let Some(problem) = problem.filter(|p| p.field == field) {
+            p.error.field-error id={ (field) "-error" } { (problem.text) }
+        }
+    }
+}
+
+/// The `aria-describedby` of `field`: its rule, and its error when it has one.
+pub(crate) fn described_by(problem: Option<FieldProblem<'_>>, field: &str, rule: &str) -> String {
+    if FieldProblem::on(problem, field) {
+        format!("{field}-error {rule}")
+    } else {
+        rule.to_string()
+    }
+}
+
 pub(crate) fn notice(notice: Option<&Notice<'_>>) -> Markup {
     html! {
         @match notice {
