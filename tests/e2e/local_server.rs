@@ -184,3 +184,73 @@ fn sigterm_shuts_down_cleanly() {
         .expect("exits within 5 s of SIGTERM");
     assert!(status.success(), "{status:?}");
 }
+
+/// `mirobody-local` with `args` and `env` (nothing else from this process's
+/// environment but PATH, and a data directory of its own): exit code, stdout, stderr.
+fn local_command(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let data = e2e::TempDir::new("local-command");
+    let out = std::process::Command::new(e2e::binary("mirobody-local"))
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("MIROBODY_DATA_DIR", &data.0)
+        .envs(env.iter().copied())
+        .output()
+        .expect("mirobody-local runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Issue 30: `--help`, `-h`, `help` and `--version` answer (exit 0) even with a bad
+/// setting, which still stops every other command, naming the setting; `mint-token`
+/// says which origin its token is for, on stderr (stdout is the token alone).
+#[test]
+fn the_local_binary_explains_itself() {
+    let bad = [("HTTP_PORT", "not-a-port")];
+    for flag in ["--help", "-h", "help"] {
+        let (code, out, _) = local_command(&[flag], &bad);
+        assert_eq!(code, 0, "{flag}");
+        assert!(out.contains("Usage:"), "{flag}: {out}");
+        for command in [
+            "mint-token <user>",
+            "seed-demo [user]",
+            "migrate",
+            "temp-url",
+            "routes-template",
+            "--version",
+        ] {
+            assert!(out.contains(command), "{flag} names {command}: {out}");
+        }
+    }
+    let (code, out, _) = local_command(&["--version"], &bad);
+    assert_eq!(
+        (code, out.trim()),
+        (
+            0,
+            format!("mirobody-local {}", env!("CARGO_PKG_VERSION")).as_str()
+        )
+    );
+
+    let (code, out, err) = local_command(&["mint-token", "ann"], &bad);
+    assert_eq!(code, 2, "{out}");
+    assert!(err.contains("HTTP_PORT"), "the setting is named: {err}");
+    let (code, out, _) = local_command(&["frobnicate"], &[]);
+    assert_eq!(code, 2, "{out}");
+
+    let (code, token, err) = local_command(&["mint-token", "ann"], &[("HTTP_PORT", "18777")]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        token.lines().count(),
+        1,
+        "stdout is the token alone: {token}"
+    );
+    assert!(
+        err.contains(
+            "the token is for http://127.0.0.1:18777 (its MCP endpoint http://127.0.0.1:18777/mcp)"
+        ),
+        "{err}"
+    );
+}

@@ -12,6 +12,8 @@
 //!                                   one, in the configured store (safe to run again)
 //! mirobody-local temp-url <user> <session> <agent>
 //!                                   print a ten-minute agent URL (B3)
+//! mirobody-local routes-template    write template.yaml's routes from the route table
+//! mirobody-local --help, --version
 //! ```
 
 use std::convert::Infallible;
@@ -44,6 +46,26 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Lifetime of a token printed by `mint-token`.
 const DEV_TOKEN_SECS: u64 = 30 * 24 * 3600;
 
+/// What `--help` prints: one usage line per command, and where settings come from.
+const USAGE: &str = "\
+mirobody-local: the whole product in one process on the embedded store (development and tests)
+
+Usage:
+  mirobody-local                          serve on HTTP_HOST:HTTP_PORT (default 127.0.0.1:18060)
+  mirobody-local mint-token <user>        print a session token for <user> (30 days)
+  mirobody-local seed-demo [user]         load the generated demo account (default: demo), print a token
+  mirobody-local migrate                  move data stored in an older layout into the current one
+  mirobody-local temp-url <user> <session> <agent>
+                                          print a ten-minute agent URL
+  mirobody-local routes-template [file]   write template.yaml's routes from the route table
+  mirobody-local --help | -h | help       this text
+  mirobody-local --version | -V           the version
+
+Settings come from the environment and the config file (see the README's settings table);
+every command reads the same ones, so a token is for the origin the server serves
+(MCP_PUBLIC_URL, else http://HTTP_HOST:HTTP_PORT).
+";
+
 fn fail(message: impl std::fmt::Display) -> ! {
     eprintln!("mirobody-local: {message}");
     std::process::exit(2);
@@ -59,6 +81,18 @@ async fn main() {
         // A server's log is read from a file or a collector, not a terminal.
         .with_ansi(false)
         .init();
+    // Help and the version need no settings: a bad one must not hide them.
+    match std::env::args().nth(1).as_deref() {
+        Some("--help" | "-h" | "help") => {
+            print!("{USAGE}");
+            return;
+        }
+        Some("--version" | "-V") => {
+            println!("mirobody-local {}", env!("CARGO_PKG_VERSION"));
+            return;
+        }
+        _ => {}
+    }
     let vars = layered::vars().unwrap_or_else(|e| fail(e));
     let limits = ServerLimits::from_vars(&vars).unwrap_or_else(|e| fail(e));
     let config = Config::from_vars(Runtime::Local, vars).unwrap_or_else(|e| fail(e));
@@ -69,6 +103,7 @@ async fn main() {
                 .get(1)
                 .unwrap_or_else(|| fail("usage: mirobody-local mint-token <user>"));
             println!("{}", token(&config, user).await);
+            for_origin(&config);
             return;
         }
         Some("seed-demo") => {
@@ -82,6 +117,7 @@ async fn main() {
             eprintln!("{readings} readings and {genotypes} genotypes written");
             println!("demo data loaded for user {user:?}; a token for it:");
             println!("{}", token(&config, user).await);
+            for_origin(&config);
             return;
         }
         Some("migrate") => {
@@ -125,7 +161,8 @@ async fn main() {
             return;
         }
         Some(other) => fail(format!(
-            "unknown command {other:?} (commands: mint-token, seed-demo, migrate, temp-url, routes-template)"
+            "unknown command {other:?} (commands: mint-token, seed-demo, migrate, temp-url, \
+             routes-template; --help says more)"
         )),
         None => {}
     }
@@ -235,6 +272,16 @@ fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
 }
 
 /// A token for `user`, signed with the dev key (without opening the store).
+/// Says, on stderr (stdout is the token alone), which server a printed token is for: a
+/// server on another origin refuses it.
+fn for_origin(config: &Config) {
+    eprintln!(
+        "the token is for {} (its MCP endpoint {}/mcp); a server on another origin refuses it",
+        config.public_origin(),
+        config.public_origin()
+    );
+}
+
 async fn token(config: &Config, user: &str) -> String {
     match Services::mint_token(config, user, DEV_TOKEN_SECS).await {
         Ok(Some(token)) => token,
