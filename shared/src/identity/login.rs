@@ -141,7 +141,7 @@ impl LoginPrompts {
         );
         Ok(json!({
             "success": true,
-            "message": format!("Sign in to let this tool read your data. Open the link, sign in, and enter the code {user_code} when the page asks for it; then repeat the request."),
+            "message": format!("Sign in to let this tool read your data. Open the link, sign in, and enter the code {user_code} when the page asks for it; then repeat the request. If you are asked to sign in again after you did, your app cannot collect this sign-in: connect it with your personal MCP URL instead, from Connect your AI at {}/console/connect (it needs no sign-in).", self.origin),
             "authorization_url": url,
             "user_code": user_code,
             "auto_open_browser": true,
@@ -282,6 +282,15 @@ mod tests {
         let text = |key: &str| prompt["auto_polling"][key].as_str().unwrap().to_string();
         let (state, poll_secret) = (text("state"), text("poll_secret"));
         let code = prompt["user_code"].as_str().unwrap();
+        // A person whose app cannot collect the sign-in is told what to do instead.
+        assert!(
+            prompt["message"].as_str().unwrap().ends_with(
+                "If you are asked to sign in again after you did, your app cannot collect this \
+                 sign-in: connect it with your personal MCP URL instead, from Connect your AI at \
+                 https://example.test/console/connect (it needs no sign-in)."
+            ),
+            "{prompt}"
+        );
 
         assert_eq!(store.login_state(&state).await.unwrap(), None);
         let stored = store
