@@ -306,3 +306,61 @@ async fn an_indicators_readings_download_as_csv_and_read_back_the_same() {
     .await;
     assert_eq!(status, 404);
 }
+
+/// A large page goes compressed to a browser that takes gzip (a chart's points carry
+/// their words), the same page byte for byte; a small one, or a client that takes no
+/// gzip (`gzip;q=0`), gets it as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_pages_are_sent_compressed_to_browsers_that_take_gzip() {
+    use std::io::Read;
+
+    let server = Server::start(&[]);
+    let person = Person::sign_up(&server, "gzip-pages@example.com").await;
+    let token = api_token(&server, "gzip-pages@example.com").await;
+    upload(
+        &server,
+        &token,
+        "/api/data/health",
+        "text/csv",
+        &cgm_fortnight(),
+        "CGM",
+    )
+    .await;
+
+    let path = "/console/data/Glucose";
+    let (status, headers, plain) = raw(&server, &person, path, "identity").await;
+    assert_eq!(status, 200);
+    assert!(headers.get("content-encoding").is_none());
+    assert!(
+        plain.len() >= 8 * 1024,
+        "{} bytes: large enough to compress",
+        plain.len()
+    );
+    let (status, headers, gz) = raw(&server, &person, path, "gzip, deflate, br, zstd").await;
+    assert_eq!(status, 200);
+    assert_eq!(headers["content-encoding"], "gzip");
+    assert_eq!(headers["vary"], "accept-encoding");
+    assert!(
+        headers.contains_key("content-security-policy"),
+        "the page headers stay"
+    );
+    assert!(
+        gz.len() * 3 < plain.len(),
+        "{} of {} bytes",
+        gz.len(),
+        plain.len()
+    );
+    let mut page = Vec::new();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_end(&mut page)
+        .expect("gzip");
+    assert_eq!(page, plain);
+    let (_, headers, _) = raw(&server, &person, path, "gzip;q=0, identity").await;
+    assert!(headers.get("content-encoding").is_none());
+    let (_, headers, small) = raw(&server, &person, "/console/password", "gzip").await;
+    assert!(
+        headers.get("content-encoding").is_none(),
+        "{} bytes",
+        small.len()
+    );
+}

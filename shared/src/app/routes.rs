@@ -184,7 +184,7 @@ macro_rules! handler {
                         $body
                     }
                     .await;
-                    Ok(console.finish(answer, None))
+                    Ok(console.finish(answer, None, call.request))
                 })
             }
             Handler(handler)
@@ -208,7 +208,7 @@ macro_rules! handler {
                         $body
                     }
                     .await;
-                    Ok(console.finish(answer, Some(signed_out)))
+                    Ok(console.finish(answer, Some(signed_out), call.request))
                 })
             }
             Handler(handler)

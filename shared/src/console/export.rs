@@ -5,13 +5,15 @@
 //! itself), so three years of 5-minute readings stay far under Lambda's 6 MB answer.
 //! The series' size is known from the catalogue before anything is read: past
 //! [`MAX_EXPORT_READINGS`] the answer says to use the whole-account export instead.
+//! The readings are read a month at a time and written straight into the (compressed)
+//! answer, so memory holds one month of readings and the answer, never the series.
 
 use std::io::Write;
 
 use bytes::Bytes;
 use flate2::Compression;
 use flate2::write::GzEncoder;
-use http::header::{ACCEPT_ENCODING, CONTENT_DISPOSITION, CONTENT_ENCODING, CONTENT_TYPE, VARY};
+use http::header::{CONTENT_DISPOSITION, CONTENT_ENCODING, CONTENT_TYPE, VARY};
 use http::{HeaderValue, Request, Response, StatusCode};
 
 use super::{Answer, ConsoleApi, Session};
@@ -39,10 +41,46 @@ fn file_name(name: &str) -> String {
     format!("{}.csv", if out.is_empty() { "readings" } else { out })
 }
 
-/// The CSV of `readings` under the series' `name`.
-fn csv_of(name: &str, readings: &[Reading]) -> Result<Vec<u8>, csv::Error> {
-    let mut out = csv::Writer::from_writer(Vec::with_capacity(readings.len() * 56 + 40));
-    out.write_record(["indicator", "value", "unit", "time", "source"])?;
+/// Where the CSV goes: plain, or through gzip.
+enum Sink {
+    Plain(Vec<u8>),
+    Gzip(GzEncoder<Vec<u8>>),
+}
+
+impl Write for Sink {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Sink::Plain(out) => out.write(bytes),
+            Sink::Gzip(out) => out.write(bytes),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Sink::Plain(out) => out.flush(),
+            Sink::Gzip(out) => out.flush(),
+        }
+    }
+}
+
+impl Sink {
+    fn finish(self) -> std::io::Result<Vec<u8>> {
+        match self {
+            Sink::Plain(out) => Ok(out),
+            Sink::Gzip(out) => out.finish(),
+        }
+    }
+}
+
+/// The CSV's header row.
+const HEADER: [&str; 5] = ["indicator", "value", "unit", "time", "source"];
+
+/// `readings` as CSV rows under the series' `name`.
+fn write_rows<W: Write>(
+    out: &mut csv::Writer<W>,
+    name: &str,
+    readings: &[Reading],
+) -> Result<(), csv::Error> {
     for r in readings {
         let value = match &r.value {
             ReadingValue::Number(n) => n.to_string(),
@@ -60,24 +98,43 @@ fn csv_of(name: &str, readings: &[Reading]) -> Result<Vec<u8>, csv::Error> {
             &r.source,
         ])?;
     }
-    out.into_inner().map_err(|e| e.into_error().into())
+    Ok(())
 }
 
-fn gzip(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut out = GzEncoder::new(Vec::with_capacity(bytes.len() / 8), Compression::fast());
-    out.write_all(bytes)?;
-    out.finish()
+/// The periods the series is read in, oldest first: its months (`YYYY-MM`, as a
+/// reading query's `from` and `to`, which covers every time it prefixes), or its years
+/// when it spans more than [`MAX_MONTHS`] (an absurd first date must not cost a query
+/// a month).
+fn periods(first: &str, last: &str) -> Vec<String> {
+    let month = |time: &str| -> Option<(i32, u32)> {
+        let year = time.get(..4)?.parse().ok()?;
+        let month = time.get(5..7)?.parse().ok()?;
+        (1..=12).contains(&month).then_some((year, month))
+    };
+    let (Some((y0, m0)), Some((y1, m1))) = (month(first), month(last)) else {
+        return vec![String::new()];
+    };
+    let months = (i64::from(y1) - i64::from(y0)) * 12 + i64::from(m1) - i64::from(m0) + 1;
+    if months <= 0 {
+        return vec![String::new()];
+    }
+    if months > MAX_MONTHS {
+        return (y0..=y1).map(|y| format!("{y:04}")).collect();
+    }
+    let mut out = Vec::new();
+    let (mut y, mut m) = (y0, m0);
+    while (y, m) <= (y1, m1) {
+        out.push(format!("{y:04}-{m:02}"));
+        (y, m) = if m == 12 { (y + 1, 1) } else { (y, m + 1) };
+    }
+    out
 }
 
-fn takes_gzip(request: &Request<Bytes>) -> bool {
-    request
-        .headers()
-        .get_all(ACCEPT_ENCODING)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|coding| coding.split(';').next().is_some_and(|c| c.trim() == "gzip"))
-}
+/// Past this many months a series is read a year at a time.
+const MAX_MONTHS: i64 = 1200;
+/// About what a reading takes as a CSV row, to tell before reading whether the plain
+/// answer would pass [`MAX_PLAIN_BYTES`].
+const ROW_BYTES: u64 = 64;
 
 fn export_failed() -> ApiError {
     ApiError::refused(
@@ -103,18 +160,31 @@ impl ConsoleApi {
                  everything” on Your account, which has them all.",
             ));
         }
-        let query = ReadingQuery {
-            indicator_keys: Some(vec![entry.key.clone()]),
-            ..ReadingQuery::default()
-        };
-        let readings = self.data.readings(user, &query).await?;
-        let csv = csv_of(&entry.summary.name, &readings).map_err(|_| export_failed())?;
-        let name = file_name(&entry.summary.name);
-        let (body, encoded) = if takes_gzip(request) || csv.len() > MAX_PLAIN_BYTES {
-            (gzip(&csv).map_err(|_| export_failed())?, true)
+        let asks_gzip = super::accepts_gzip(request);
+        let encoded =
+            asks_gzip || entry.summary.count.saturating_mul(ROW_BYTES) > MAX_PLAIN_BYTES as u64;
+        let sink = if encoded {
+            Sink::Gzip(GzEncoder::new(Vec::new(), Compression::fast()))
         } else {
-            (csv, false)
+            Sink::Plain(Vec::new())
         };
+        let mut out = csv::Writer::from_writer(sink);
+        out.write_record(HEADER).map_err(|_| export_failed())?;
+        for period in periods(&entry.summary.first.time, &entry.summary.last.time) {
+            let query = ReadingQuery {
+                indicator_keys: Some(vec![entry.key.clone()]),
+                from: (!period.is_empty()).then(|| period.clone()),
+                to: (!period.is_empty()).then_some(period),
+            };
+            let readings = self.data.readings(user, &query).await?;
+            write_rows(&mut out, &entry.summary.name, &readings).map_err(|_| export_failed())?;
+        }
+        let body = out
+            .into_inner()
+            .map_err(|_| export_failed())?
+            .finish()
+            .map_err(|_| export_failed())?;
+        let name = file_name(&entry.summary.name);
         let mut response = Response::new(Bytes::from(body));
         let headers = response.headers_mut();
         headers.insert(
@@ -122,7 +192,7 @@ impl ConsoleApi {
             HeaderValue::from_static("text/csv; charset=utf-8"),
         );
         headers.insert(VARY, HeaderValue::from_static("accept-encoding"));
-        match (encoded, takes_gzip(request)) {
+        match (encoded, asks_gzip) {
             (true, true) => {
                 headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
             }
@@ -132,7 +202,7 @@ impl ConsoleApi {
             }
             _ => {}
         }
-        let file = if encoded && !takes_gzip(request) {
+        let file = if encoded && !asks_gzip {
             format!("{name}.gz")
         } else {
             name
@@ -148,6 +218,19 @@ impl ConsoleApi {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_series_is_read_a_month_at_a_time_or_a_year_at_a_time_when_absurdly_long() {
+        assert_eq!(
+            periods("2025-11-20T09:00:00", "2026-02-03T07:00:00"),
+            ["2025-11", "2025-12", "2026-01", "2026-02"]
+        );
+        assert_eq!(periods("2026-03-01", "2026-03-31"), ["2026-03"]);
+        assert_eq!(periods("0001-01-01", "2026-03-01").len(), 2026);
+        assert_eq!(periods("0001-01-01", "2026-03-01")[0], "0001");
+        assert_eq!(periods("garbage", "2026-03-01"), [""]);
+        assert_eq!(periods("2026-03-01", "2025-01-01"), [""]);
+    }
 
     #[test]
     fn a_file_is_named_for_its_indicator_in_plain_letters() {
@@ -170,7 +253,10 @@ mod tests {
             offset: offset.map(str::to_string),
             original: None,
         };
-        let csv = csv_of(
+        let mut out = csv::Writer::from_writer(Vec::new());
+        out.write_record(HEADER).unwrap();
+        write_rows(
+            &mut out,
             "Glucose",
             &[
                 reading(
@@ -188,6 +274,7 @@ mod tests {
             ],
         )
         .unwrap();
+        let csv = out.into_inner().unwrap();
         assert_eq!(
             String::from_utf8(csv).unwrap(),
             "indicator,value,unit,time,source\n\

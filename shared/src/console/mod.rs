@@ -123,9 +123,15 @@ impl ConsoleApi {
 
     /// A page's answer finished: a refusal mapped to what the console shows (JSON for the
     /// upload page's script, `SignedOut::Script`; otherwise a page in the console's frame
-    /// with the refusal's status), then the page headers. `signed_out`: the page's, `None`
-    /// for a page anyone may see.
-    pub(crate) fn finish(&self, answer: Answer, signed_out: Option<SignedOut>) -> Response<Bytes> {
+    /// with the refusal's status), then the page headers, and a large page compressed for
+    /// a browser that takes gzip. `signed_out`: the page's, `None` for a page anyone may
+    /// see.
+    pub(crate) fn finish(
+        &self,
+        answer: Answer,
+        signed_out: Option<SignedOut>,
+        request: &Request<Bytes>,
+    ) -> Response<Bytes> {
         let response = answer.unwrap_or_else(|error| {
             if signed_out == Some(SignedOut::Script) {
                 return error.into_response();
@@ -137,7 +143,12 @@ impl ConsoleApi {
                 layout::message_page("Something went wrong", &message),
             )
         });
-        with_page_headers(response, self.upload_origin.as_deref())
+        let response = with_page_headers(response, self.upload_origin.as_deref());
+        if accepts_gzip(request) {
+            compressed(response)
+        } else {
+            response
+        }
     }
 
     /// A console address no route answers: a page in words with the way back, 404.
@@ -149,6 +160,61 @@ impl ConsoleApi {
         );
         with_page_headers(page, self.upload_origin.as_deref())
     }
+}
+
+/// Pages from this size on are sent compressed to a browser that takes gzip (a chart's
+/// points carry their words: a year of day points is some 50 KB of HTML, 8 KB sent).
+const COMPRESS_FROM: usize = 8 * 1024;
+
+/// Whether the request's `Accept-Encoding` takes gzip.
+pub(crate) fn accepts_gzip(request: &Request<Bytes>) -> bool {
+    request
+        .headers()
+        .get_all(http::header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|coding| {
+            let mut parts = coding.split(';');
+            let name = parts.next().unwrap_or_default().trim();
+            // `gzip;q=0` refuses it.
+            let refused = parts.any(|p| matches!(p.trim(), "q=0" | "q=0.0" | "q=0.00" | "q=0.000"));
+            name == "gzip" && !refused
+        })
+}
+
+/// An HTML page of [`COMPRESS_FROM`] bytes or more, gzip-compressed (`Content-Encoding`,
+/// `Vary`); anything else as it is.
+fn compressed(mut response: Response<Bytes>) -> Response<Bytes> {
+    use std::io::Write;
+    let html = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .is_some_and(|t| t.as_bytes().starts_with(b"text/html"));
+    let encoded = response
+        .headers()
+        .contains_key(http::header::CONTENT_ENCODING);
+    if !html || encoded || response.body().len() < COMPRESS_FROM {
+        return response;
+    }
+    let mut gzip = flate2::write::GzEncoder::new(
+        Vec::with_capacity(response.body().len() / 4),
+        flate2::Compression::fast(),
+    );
+    let Ok(body) = gzip.write_all(response.body()).and_then(|()| gzip.finish()) else {
+        return response;
+    };
+    *response.body_mut() = Bytes::from(body);
+    let headers = response.headers_mut();
+    headers.insert(
+        http::header::CONTENT_ENCODING,
+        HeaderValue::from_static("gzip"),
+    );
+    headers.insert(
+        http::header::VARY,
+        HeaderValue::from_static("accept-encoding"),
+    );
+    response
 }
 
 /// A console page: HTML, never cached, never framed.
