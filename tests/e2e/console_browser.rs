@@ -26,13 +26,14 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 const REMOTE_TOKEN: &str = "console-remote-bearer-9d3a61";
 
 /// The pages shot at both widths.
-const PAGES: [&str; 18] = [
+const PAGES: [&str; 19] = [
     "signin",
     "signup",
     "confirm",
     "forgot",
     "reset",
     "password",
+    "summary",
     "data",
     "indicator",
     "steps",
