@@ -254,3 +254,48 @@ fn the_local_binary_explains_itself() {
         "{err}"
     );
 }
+
+/// Issue 30: a token minted with another port's settings (the same keys) is refused with
+/// a 401 that says it is for another origin; any other bad token gets the usual words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_for_another_origin_is_refused_in_words() {
+    let server = Server::start(&[]);
+    let data = server.data_dir().display().to_string();
+    let env = [
+        ("MIROBODY_DATA_DIR", data.as_str()),
+        ("MIROBODY_FIXTURES", "true"),
+        ("HTTP_PORT", "18777"),
+    ];
+    let (code, token, err) = local_command(&["mint-token", "ann"], &env);
+    assert_eq!(code, 0, "{err}");
+    let call = |token: String| {
+        let server = &server;
+        async move {
+            e2e::rpc(
+                &server.url("/mcp"),
+                Some(&token),
+                "tools/call",
+                json!({ "name": "query_health_indicators", "arguments": {} }),
+            )
+            .await
+        }
+    };
+    let refused = call(token.trim().to_string()).await;
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    assert!(
+        refused
+            .body
+            .contains("this token was issued for another origin"),
+        "{}",
+        refused.body
+    );
+    let garbage = call("not.a.token".to_string()).await;
+    assert_eq!(garbage.status, 401);
+    assert!(
+        garbage.body.contains("missing, expired or not ours"),
+        "{}",
+        garbage.body
+    );
+    // The server's own token still works.
+    assert_eq!(call(server.token("ann")).await.status, 200);
+}

@@ -75,6 +75,8 @@ enum Bearer {
     Token(Box<Claims>),
     /// A bearer token that does not verify: refused with 401, never treated as anonymous.
     Invalid,
+    /// One signed with this server's key for another origin: refused with 401 that says so.
+    OtherOrigin,
 }
 
 /// Resolves callers; built once per process. Without keys no token verifies and no URL
@@ -130,7 +132,15 @@ impl CallerResolver {
             return Ok(Bearer::Absent);
         };
         let Some(claims) = self.verified(value) else {
-            return Ok(Bearer::Invalid);
+            let other = match (self.jwts.as_ref(), bearer_token(value)) {
+                (Some(jwts), Some(token)) => jwts.for_another_origin(token),
+                _ => false,
+            };
+            return Ok(if other {
+                Bearer::OtherOrigin
+            } else {
+                Bearer::Invalid
+            });
         };
         let state = self.tokens.token_state(&claims.sub).await?;
         if claims.ended_by(&state) {
@@ -142,11 +152,7 @@ impl CallerResolver {
     /// The claims of a bearer header value that verifies (signature, expiry, issuer,
     /// audience); nothing is read from the store.
     fn verified(&self, value: &HeaderValue) -> Option<Claims> {
-        let token = value.to_str().ok().and_then(|v| {
-            v.strip_prefix("Bearer ")
-                .or_else(|| v.strip_prefix("bearer "))
-        })?;
-        self.jwts.as_ref()?.verify(token.trim()).ok()
+        self.jwts.as_ref()?.verify(bearer_token(value)?).ok()
     }
 
     /// The console's session cookie: the claims of a person's session token that
@@ -237,6 +243,7 @@ impl CallerResolver {
         match self.bearer(headers).await? {
             Bearer::Token(claims) => self.admit(accepts, *claims),
             Bearer::Absent | Bearer::Invalid => Err(self.unauthorized()),
+            Bearer::OtherOrigin => Err(self.other_origin()),
         }
     }
 
@@ -252,6 +259,7 @@ impl CallerResolver {
         match self.bearer(headers).await? {
             Bearer::Token(claims) => return self.admit(accepts, *claims).map(Some),
             Bearer::Invalid => return Err(self.unauthorized()),
+            Bearer::OtherOrigin => return Err(self.other_origin()),
             Bearer::Absent => {}
         }
         let Some(secret) = secret else {
@@ -283,6 +291,16 @@ impl CallerResolver {
         )
     }
 
+    /// 401 for a token signed with this server's key but for another origin: what a
+    /// token printed by `mirobody-local mint-token` with another port's settings is.
+    fn other_origin(&self) -> ApiError {
+        ApiError::Unauthorized(
+            "this token was issued for another origin (another port or public URL): mint it \
+             with this server's own settings (HTTP_PORT, MCP_PUBLIC_URL), or sign in again",
+            self.invalid_token.clone(),
+        )
+    }
+
     /// `MIROBODY_REQUIRE_AUTH`: 401 for a request without credentials.
     pub(crate) fn sign_in_required(&self) -> ApiError {
         ApiError::Unauthorized(
@@ -290,6 +308,15 @@ impl CallerResolver {
             self.sign_in.clone(),
         )
     }
+}
+
+/// The token of an `Authorization: Bearer …` value.
+fn bearer_token(value: &HeaderValue) -> Option<&str> {
+    let value = value.to_str().ok()?;
+    value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))
+        .map(str::trim)
 }
 
 fn unknown_url() -> ApiError {

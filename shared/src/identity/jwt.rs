@@ -190,6 +190,16 @@ impl Jwts {
         })
     }
 
+    /// Whether `token` is signed with this server's key but issued for another origin
+    /// (a dev token minted with another port's settings): its signature verifies, its
+    /// issuer is not ours. Only then may a refusal say so.
+    pub(crate) fn for_another_origin(&self, token: &str) -> bool {
+        matches!(
+            jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation),
+            Err(e) if matches!(e.kind(), jsonwebtoken::errors::ErrorKind::InvalidIssuer)
+        )
+    }
+
     pub fn verify(&self, token: &str) -> Result<Claims, JwtError> {
         jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
             .map(|data| data.claims)
@@ -207,6 +217,23 @@ mod tests {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_secs()
+    }
+
+    #[test]
+    fn a_token_for_another_origin_is_told_apart_only_with_our_key() {
+        let here = Jwts::for_origin(&[7; 32], "http://127.0.0.1:18060");
+        let there = Jwts::for_origin(&[7; 32], "http://127.0.0.1:18777");
+        let token = there.mint("user-1", 3600, now());
+        assert!(here.verify(&token).is_err());
+        assert!(here.for_another_origin(&token));
+        assert!(!here.for_another_origin(&here.mint("user-1", 3600, now())));
+        let forged =
+            Jwts::for_origin(&[8; 32], "http://127.0.0.1:18777").mint("user-1", 3600, now());
+        assert!(
+            !here.for_another_origin(&forged),
+            "another key says nothing"
+        );
+        assert!(!here.for_another_origin("not a token"));
     }
 
     #[test]
