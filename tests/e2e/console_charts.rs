@@ -18,6 +18,17 @@ pub(super) fn labels(body: &str) -> Vec<&str> {
         .collect()
 }
 
+/// A person signed up through the console with `files` (CSV, source) uploaded through
+/// the JSON API: their session and their bearer token.
+async fn person_with(server: &Server, email: &str, files: &[(&str, &str)]) -> (Person, String) {
+    let person = Person::sign_up(server, email).await;
+    let token = api_token(server, email).await;
+    for (csv, source) in files {
+        upload(server, &token, "/api/data/health", "text/csv", csv, source).await;
+    }
+    (person, token)
+}
+
 /// The span the range control marks as chosen.
 fn chosen(body: &str) -> &str {
     let control = slice_from(body, "<nav class=\"range\"", "</nav>");
@@ -27,19 +38,13 @@ fn chosen(body: &str) -> &str {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chart_shows_the_span_asked_for_with_each_points_value_and_a_legend() {
     let server = Server::start(&[]);
-    let person = Person::sign_up(&server, "charts@example.com").await;
-    let token = api_token(&server, "charts@example.com").await;
-    for (csv, source) in [(daily_series(), "iPhone"), (cgm_fortnight(), "CGM")] {
-        upload(
-            &server,
-            &token,
-            "/api/data/health",
-            "text/csv",
-            &csv,
-            source,
-        )
-        .await;
-    }
+    let (daily, cgm) = (daily_series(), cgm_fortnight());
+    let (person, _) = person_with(
+        &server,
+        "charts@example.com",
+        &[(&daily, "iPhone"), (&cgm, "CGM")],
+    )
+    .await;
 
     // Steps over a week: 03-25 to 03-31, six days of 5,000 + 5,000 and 03-31's
     // 6,000 + 6,000, each a day's total.
@@ -199,17 +204,9 @@ async fn an_indicators_readings_download_as_csv_and_read_back_the_same() {
     use std::io::Read;
 
     let server = Server::start(&[]);
-    let person = Person::sign_up(&server, "export-csv@example.com").await;
-    let token = api_token(&server, "export-csv@example.com").await;
-    upload(
-        &server,
-        &token,
-        "/api/data/health",
-        "text/csv",
-        &daily_series(),
-        "iPhone",
-    )
-    .await;
+    let daily = daily_series();
+    let (person, token) =
+        person_with(&server, "export-csv@example.com", &[(&daily, "iPhone")]).await;
 
     let page = person.get(&server, "/console/data/Steps").await;
     assert!(
@@ -273,17 +270,7 @@ async fn an_indicators_readings_download_as_csv_and_read_back_the_same() {
         again.body
     );
     // Into another account: the same series, 03-31's total 6,000 + 6,000.
-    let other = Person::sign_up(&server, "export-reader@example.com").await;
-    let other_token = api_token(&server, "export-reader@example.com").await;
-    upload(
-        &server,
-        &other_token,
-        "/api/data/health",
-        "text/csv",
-        &csv,
-        "ignored",
-    )
-    .await;
+    let (other, _) = person_with(&server, "export-reader@example.com", &[(&csv, "ignored")]).await;
     let theirs = other.get(&server, "/console/data/Steps?range=week").await;
     assert_eq!(
         labels(&theirs.body),
@@ -315,17 +302,8 @@ async fn large_pages_are_sent_compressed_to_browsers_that_take_gzip() {
     use std::io::Read;
 
     let server = Server::start(&[]);
-    let person = Person::sign_up(&server, "gzip-pages@example.com").await;
-    let token = api_token(&server, "gzip-pages@example.com").await;
-    upload(
-        &server,
-        &token,
-        "/api/data/health",
-        "text/csv",
-        &cgm_fortnight(),
-        "CGM",
-    )
-    .await;
+    let cgm = cgm_fortnight();
+    let (person, _) = person_with(&server, "gzip-pages@example.com", &[(&cgm, "CGM")]).await;
 
     let path = "/console/data/Glucose";
     let (status, headers, plain) = raw(&server, &person, path, "identity").await;

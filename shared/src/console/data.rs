@@ -496,11 +496,14 @@ impl ConsoleApi {
     /// The person's own 30-day baseline of a measure read against one (resting heart
     /// rate, heart rate variability), as the summary's card computes it (the mean of the
     /// days with a figure in the 30 days before the last 7, with enough of them) and
-    /// shows it (rounded); `None` for other measures and without enough days.
+    /// shows it (rounded); `None` for other measures and without enough days. `read`:
+    /// the day rollups the page read for its chart and their first day; when they cover
+    /// the card's window they are used, else the window is read.
     async fn personal_baseline(
         &self,
         user: &str,
         entry: &CatalogueEntry,
+        read: (&str, &[Rollup]),
     ) -> Result<Option<f64>, ApiError> {
         if !BASELINE_MEASURES.iter().any(|name| {
             measures::catalogue()
@@ -511,10 +514,18 @@ impl ConsoleApi {
         }
         let last = day_of(&entry.summary.last.time);
         let from = span_start(last, summary::WINDOW_DAYS);
-        let days = self
-            .data
-            .rollups(user, &entry.key, Period::Day, &from, TIME_MAX)
-            .await?;
+        let days: Vec<Rollup> = match read {
+            (first, days) if first <= from.as_str() => days
+                .iter()
+                .filter(|d| d.period.as_str() >= from.as_str())
+                .cloned()
+                .collect(),
+            _ => {
+                self.data
+                    .rollups(user, &entry.key, Period::Day, &from, TIME_MAX)
+                    .await?
+            }
+        };
         Ok(
             summary::card(entry, &days).and_then(|card| match card.baseline {
                 summary::Baseline::Known { baseline, .. } => Some(summary::rounded(baseline)),
@@ -533,9 +544,7 @@ impl ConsoleApi {
     ) -> Answer {
         let user = session.user_id.as_str();
         let entry = self.series(user, indicator).await?;
-        let baseline = self.personal_baseline(user, &entry).await?;
-        let key = entry.key;
-        let summary = entry.summary;
+        let (key, summary) = (entry.key.as_str(), &entry.summary);
         let kind = kind_of(&key);
         let span = Span::parse(query_param(request, "range").as_deref());
         let last_day = day_of(&summary.last.time);
@@ -567,6 +576,9 @@ impl ConsoleApi {
             self.data.latest_readings(user, &key, LATEST, &all),
         );
         let (months, days, latest) = (months?, days?, latest?);
+        let baseline = self
+            .personal_baseline(user, &entry, (&cutoff, &days))
+            .await?;
         let months: Vec<&Rollup> = months.iter().filter(|m| m.period < cutoff_month).collect();
         let values = values_of(kind, months.iter().copied().chain(&days));
         let points: Vec<ChartPoint> = months

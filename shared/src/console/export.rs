@@ -185,28 +185,20 @@ impl ConsoleApi {
             .finish()
             .map_err(|_| export_failed())?;
         let name = file_name(&entry.summary.name);
+        // Gzip as the browser asked (it saves the CSV), plain, or, too large to send plain
+        // to a client that takes no gzip, a .gz file.
+        let (kind, file, encoding) = match (encoded, asks_gzip) {
+            (true, true) => ("text/csv; charset=utf-8", name, Some("gzip")),
+            (true, false) => ("application/gzip", format!("{name}.gz"), None),
+            (false, _) => ("text/csv; charset=utf-8", name, None),
+        };
         let mut response = Response::new(Bytes::from(body));
         let headers = response.headers_mut();
-        headers.insert(
-            CONTENT_TYPE,
-            HeaderValue::from_static("text/csv; charset=utf-8"),
-        );
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static(kind));
         headers.insert(VARY, HeaderValue::from_static("accept-encoding"));
-        match (encoded, asks_gzip) {
-            (true, true) => {
-                headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-            }
-            // Too large to send plain to a client that takes no gzip: a .gz file.
-            (true, false) => {
-                headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/gzip"));
-            }
-            _ => {}
+        if let Some(encoding) = encoding {
+            headers.insert(CONTENT_ENCODING, HeaderValue::from_static(encoding));
         }
-        let file = if encoded && !asks_gzip {
-            format!("{name}.gz")
-        } else {
-            name
-        };
         if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{file}\"")) {
             headers.insert(CONTENT_DISPOSITION, value);
         }

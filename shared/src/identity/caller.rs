@@ -159,18 +159,14 @@ impl CallerResolver {
     /// verifies and that its user did not end (the same token-state read as a bearer
     /// token). Any other kind of token is no session.
     pub(crate) async fn session_token(&self, token: &str) -> Result<Option<Claims>, ApiError> {
-        let Some(claims) = self.jwts.as_ref().and_then(|j| j.verify(token).ok()) else {
+        let Some(jwts) = &self.jwts else {
             return Ok(None);
         };
-        if claims.kind != TokenKind::Session {
-            return Ok(None);
+        let claims = jwts.live_session(&*self.tokens, token).await?;
+        if let Some(claims) = &claims {
+            observe::note_caller(CallerKind::Session, &claims.sub);
         }
-        let state = self.tokens.token_state(&claims.sub).await?;
-        if claims.ended_by(&state) {
-            return Ok(None);
-        }
-        observe::note_caller(CallerKind::Session, &claims.sub);
-        Ok(Some(claims))
+        Ok(claims)
     }
 
     /// The claims of the request's bearer token, for a handler whose route the door

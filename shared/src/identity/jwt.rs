@@ -10,6 +10,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
 use crate::domain::TokenState;
+use crate::store::{AccountStore, StoreError};
 
 /// What a token is. Which kinds a route accepts is the route table's `accepts` column.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -198,6 +199,26 @@ impl Jwts {
             jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation),
             Err(e) if matches!(e.kind(), jsonwebtoken::errors::ErrorKind::InvalidIssuer)
         )
+    }
+
+    /// The claims of a person's session token that verifies and that its user did not
+    /// end (signed out, signed out everywhere, changed the password, deleted the
+    /// account): one token-state read. Any other kind of token, or none, is `None`. The
+    /// console's cookie and the OAuth consent page both take a session this way.
+    pub(crate) async fn live_session<S: AccountStore + ?Sized>(
+        &self,
+        tokens: &S,
+        token: &str,
+    ) -> Result<Option<Claims>, StoreError> {
+        let Some(claims) = self
+            .verify(token)
+            .ok()
+            .filter(|c| c.kind == TokenKind::Session)
+        else {
+            return Ok(None);
+        };
+        let state = tokens.token_state(&claims.sub).await?;
+        Ok((!claims.ended_by(&state)).then_some(claims))
     }
 
     pub fn verify(&self, token: &str) -> Result<Claims, JwtError> {

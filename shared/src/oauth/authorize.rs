@@ -26,9 +26,7 @@ use super::{
 };
 use crate::domain::{AuthCode, OAuthClient};
 use crate::http::{self as web, SESSION_COOKIE, cookie};
-use crate::identity::{
-    Claims, SERVERS_SCOPE, SignIn, TokenKind, random_secret, secret_hash, shown_name,
-};
+use crate::identity::{Claims, SERVERS_SCOPE, SignIn, random_secret, secret_hash, shown_name};
 use crate::store::StoreError;
 
 /// The console session a consent is given under: its claims and the account's address.
@@ -217,18 +215,9 @@ impl OAuthApi {
         let Some(token) = cookie(request.headers(), SESSION_COOKIE) else {
             return Ok(None);
         };
-        let Some(claims) = self
-            .jwts
-            .verify(&token)
-            .ok()
-            .filter(|c| c.kind == TokenKind::Session)
-        else {
+        let Some(claims) = self.jwts.live_session(&*self.store, &token).await? else {
             return Ok(None);
         };
-        let state = self.store.token_state(&claims.sub).await?;
-        if claims.ended_by(&state) {
-            return Ok(None);
-        }
         Ok(self
             .store
             .account(&claims.sub)
