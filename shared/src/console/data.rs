@@ -545,7 +545,7 @@ impl ConsoleApi {
         let user = session.user_id.as_str();
         let entry = self.series(user, indicator).await?;
         let (key, summary) = (entry.key.as_str(), &entry.summary);
-        let kind = kind_of(&key);
+        let kind = kind_of(key);
         let span = Span::parse(query_param(request, "range").as_deref());
         let last_day = day_of(&summary.last.time);
         // A span's day points from its first day; the whole history has day points for
@@ -564,16 +564,15 @@ impl ConsoleApi {
                 "" => Ok(Vec::new()),
                 before => {
                     self.data
-                        .rollups(user, &key, Period::Month, "", before)
+                        .rollups(user, key, Period::Month, "", before)
                         .await
                 }
             }
         };
         let (months, days, latest) = tokio::join!(
             months,
-            self.data
-                .rollups(user, &key, Period::Day, &cutoff, TIME_MAX),
-            self.data.latest_readings(user, &key, LATEST, &all),
+            self.data.rollups(user, key, Period::Day, &cutoff, TIME_MAX),
+            self.data.latest_readings(user, key, LATEST, &all),
         );
         let (months, days, latest) = (months?, days?, latest?);
         let baseline = self
@@ -593,7 +592,7 @@ impl ConsoleApi {
         // the consensus figures over the chart's period: the span's days, or the whole
         // history.
         let whole = match values {
-            Values::Means => cgm_report(&summary, period_days(&summary)),
+            Values::Means => cgm_report(summary, period_days(summary)),
             _ => None,
         };
         let is_cgm = whole.is_some();
@@ -629,14 +628,14 @@ impl ConsoleApi {
             values,
         };
         let profile = match is_cgm {
-            true => self.glucose_profile(user, &key, &summary).await?,
+            true => self.glucose_profile(user, key, summary).await?,
             false => None,
         };
         let nights = match kind {
-            Kind::Sleep => self.sleep_stages(user, &cutoff, (&key, &days)).await?,
+            Kind::Sleep => self.sleep_stages(user, &cutoff, (key, &days)).await?,
             _ => Vec::new(),
         };
-        let headline = latest_of(kind, &summary);
+        let headline = latest_of(kind, summary);
         let sent = latest.iter().any(|r| as_sent(r).is_some());
         let content = html! {
             p.facts {
