@@ -1,9 +1,12 @@
 //! Test support shared by the library's own tests and the end-to-end tests (feature
-//! `testing`): a local moto server. Never compiled into a deployed function.
+//! `testing`): a local moto server, and the product's MCP client as the conformance
+//! suite drives it ([`conformance_client`]). Never compiled into a deployed function.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+pub use crate::remote::conformance::run as conformance_client;
 
 /// A moto server (DynamoDB + Secrets Manager emulator) on a free loopback port,
 /// stopped on drop. Fails with the install hint when moto is missing.

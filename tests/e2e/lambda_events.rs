@@ -13,7 +13,7 @@ use mirobody::{App, Config, RouteGroup, Runtime, Services};
 
 fn expected_status(name: &str) -> u16 {
     match name {
-        "mcp-get" => 405,
+        "mcp-get" | "mcp-secret-get" => 405,
         // A URL secret nobody minted (or one revoked or expired) is refused.
         "mcp-secret-post-tools-list" => 404,
         // Without keys no bearer token verifies, and accounts and OAuth are switched off

@@ -33,7 +33,7 @@ fn function_of(name: &str) -> &str {
 /// (`oauth-signin` runs before `oauth-signup`, so it finds no account yet).
 fn expected_as_written(name: &str) -> u16 {
     match name {
-        "mcp-get" => 405,
+        "mcp-get" | "mcp-secret-get" => 405,
         // A URL secret nobody minted.
         "mcp-secret-post-tools-list" => 404,
         // SAMPLE_TOKEN is not a token of this deployment.

@@ -20,15 +20,11 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
-use e2e::{Server, TempDir, bearer, bearer_json, post_json, root, send};
+use e2e::{Server, TempDir, assert_hba1c_answer, bearer_json, person_with_hba1c, root};
 use serde_json::{Value, json};
 
 /// How long one answer may take through the bridge (its start-up included).
 const ANSWER_WITHIN: Duration = Duration::from_secs(20);
-
-const CSV: &str = "indicator,value,unit,time,source\n\
-HbA1c,6.1,%,2026-01-10,City Lab\n\
-HbA1c,5.7,%,2026-03-12,City Lab\n";
 
 /// The `mcp-remote` entry point that `npx mcp-remote` runs.
 fn mcp_remote() -> PathBuf {
@@ -61,31 +57,56 @@ struct Bridge {
 
 impl Bridge {
     fn start(url: &str, options: &[&str]) -> Bridge {
+        Bridge::start_with(url, options, None)
+    }
+
+    /// As [`Bridge::start`], and when `person` is given (an email and a password), the
+    /// browser the bridge opens is headless Chromium signing that person in
+    /// (`tests/clients/sign_in_browser.mjs`); without one it is a stub that records the
+    /// attempt and fails.
+    fn start_with(url: &str, options: &[&str], person: Option<(&str, &str)>) -> Bridge {
         let home = TempDir::new("mcp-remote");
         let bin = home.0.join("bin");
         std::fs::create_dir_all(&bin).unwrap();
         std::os::unix::fs::symlink(node(), bin.join("node")).unwrap();
         let browser = home.0.join("browser");
+        let opened = home.0.join("browser-opened");
+        let then = match person {
+            None => "exit 1".to_string(),
+            Some(_) => format!(
+                "exec '{}' '{}' \"$1\"",
+                node().display(),
+                root().join("tests/clients/sign_in_browser.mjs").display()
+            ),
+        };
         std::fs::write(
             &browser,
-            format!(
-                "#!/bin/sh\necho \"$@\" >> '{}'\nexit 1\n",
-                home.0.join("browser-opened").display()
-            ),
+            format!("#!/bin/sh\necho \"$@\" >> '{}'\n{then}\n", opened.display()),
         )
         .unwrap();
         let mut permissions = std::fs::metadata(&browser).unwrap().permissions();
         std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
         std::fs::set_permissions(&browser, permissions).unwrap();
         let stderr = home.0.join("stderr.log");
-        let mut child = Command::new(node())
+        let mut command = Command::new(node());
+        command
             .arg(mcp_remote())
             .arg(url)
             .args(options)
             .env_clear()
-            .env("PATH", &bin)
             .env("HOME", &home.0)
-            .env("BROWSER", &browser)
+            .env("BROWSER", &browser);
+        match person {
+            // Only `node`: no opener can be found but the stub.
+            None => command.env("PATH", &bin),
+            // The system's opener (`xdg-open`, which runs `BROWSER`) and its shell tools.
+            Some((email, password)) => command
+                .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+                .env("SIGN_IN_EMAIL", email)
+                .env("SIGN_IN_PASSWORD", password)
+                .env("SIGN_IN_LOG", home.0.join("sign-in.log")),
+        };
+        let mut child = command
             .current_dir(&home.0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -151,7 +172,9 @@ impl Bridge {
     }
 
     /// Closes stdin (how a host ends the session) and waits for the process to exit.
-    fn close(mut self) -> PathBuf {
+    /// Ends the bridge (its stdin closed, as a host quitting), keeping its home, where
+    /// the browser's record and any cached credentials are, for the caller to read.
+    fn close(mut self) -> TempDir {
         drop(self.stdin.take());
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
@@ -162,7 +185,7 @@ impl Bridge {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
-        self.home.0.clone()
+        std::mem::replace(&mut self.home, TempDir(PathBuf::new()))
     }
 }
 
@@ -175,25 +198,7 @@ impl Drop for Bridge {
 
 /// A user with readings uploaded, signed up through the API: their session token.
 async fn user_with_readings(server: &Server) -> String {
-    let reply = post_json(
-        &server.url("/auth/signup"),
-        &[],
-        &json!({ "email": "bridge@example.com", "password": "correct horse battery" }),
-    )
-    .await;
-    assert_eq!(reply.status, 201, "{}", reply.body);
-    let token = reply.json()["data"]["token"].as_str().unwrap().to_string();
-    let mut headers = bearer(&token);
-    headers.push(("content-type".into(), "text/csv".into()));
-    let upload = send(
-        "POST",
-        &server.url("/api/data/health"),
-        &headers,
-        Some(CSV.into()),
-    )
-    .await;
-    assert_eq!(upload.status, 200, "{}", upload.body);
-    token
+    person_with_hba1c(&server.base, "bridge@example.com", "correct horse battery").await
 }
 
 /// What a desktop host does through the bridge; asserts every answer a user would see.
@@ -239,14 +244,7 @@ fn converse(bridge: &mut Bridge) {
     );
     let called = bridge.answer(3);
     let result = &called["result"];
-    assert_eq!(result["isError"], false, "{called}");
-    let hba1c = &result["structuredContent"]["indicators"][0];
-    assert_eq!(hba1c["name"], "Hemoglobin A1c", "{called}");
-    assert_eq!(
-        hba1c["rows"],
-        json!(["2026-03-12T00:00:00|5.7", "2026-01-10T00:00:00|6.1"]),
-        "the two uploaded readings, newest first: {called}"
-    );
+    assert_hba1c_answer(result, "mcp-remote");
     let text = result["content"][0]["text"].as_str().unwrap_or_default();
     assert!(
         text.contains("Hemoglobin A1c"),
@@ -350,7 +348,7 @@ async fn mcp_remote_with_a_bearer_header_on_the_plain_url_lists_and_calls() {
     converse(&mut bridge);
     let home = bridge.close();
     assert!(started.elapsed() < Duration::from_secs(30));
-    assert_no_interactive_sign_in(&log, &home);
+    assert_no_interactive_sign_in(&log, &home.0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -367,5 +365,48 @@ async fn mcp_remote_on_the_personal_url_lists_and_calls() {
     converse(&mut bridge);
     let home = bridge.close();
     assert!(started.elapsed() < Duration::from_secs(30));
-    assert_no_interactive_sign_in(&log, &home);
+    assert_no_interactive_sign_in(&log, &home.0);
+}
+
+/// The seed's desktop walk-through with the plain URL and nothing else, on a server that
+/// asks for sign-in up front (`MIROBODY_REQUIRE_AUTH=true`, the stack's `RequireAuth`):
+/// `mcp-remote` gets the 401, discovers the authorization server, registers itself,
+/// opens the browser (headless Chromium, where the person signs in and clicks Allow),
+/// takes the code at its loopback callback, and then lists and calls tools as that
+/// person: the data answer is theirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_remote_on_the_plain_url_signs_in_in_the_browser() {
+    let logs = TempDir::new("bridge-log");
+    let log = logs.0.join("server.log");
+    let server = Server::start_logging(
+        &[("RUST_LOG", "info"), ("MIROBODY_REQUIRE_AUTH", "true")],
+        std::fs::File::create(&log).unwrap(),
+    );
+    user_with_readings(&server).await;
+    let callback_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port()
+        .to_string();
+    let mut bridge = Bridge::start_with(
+        &server.url("/mcp"),
+        &[&callback_port],
+        Some(("bridge@example.com", "correct horse battery")),
+    );
+    converse(&mut bridge);
+    let home = bridge.close();
+    let signed_in = std::fs::read_to_string(home.0.join("sign-in.log")).unwrap_or_default();
+    assert!(
+        signed_in.contains("\"opened\":\"/oauth/authorize\"") && !signed_in.contains("error"),
+        "the browser signed the person in: {signed_in}"
+    );
+    let routes = routes(&log);
+    for step in [
+        "POST /oauth/register",
+        "GET /oauth/authorize",
+        "POST /oauth/authorize",
+        "POST /oauth/token",
+    ] {
+        assert!(routes.iter().any(|r| r == step), "{step}: {routes:?}");
+    }
 }

@@ -490,6 +490,52 @@ pub async fn sign_up_as(server: &Server, email: &str, password: &str) -> (String
     (field("user_id"), field("token"))
 }
 
+/// Two HbA1c results, as a person uploads them in the client tests (`POST /api/data/health`).
+pub const HBA1C_CSV: &str = "indicator,value,unit,time,source\n\
+HbA1c,6.1,%,2026-01-10,City Lab\n\
+HbA1c,5.7,%,2026-03-12,City Lab\n";
+
+/// What `query_health_indicators` with `keywords: ["HbA1c"]` answers for [`HBA1C_CSV`]
+/// (its `structuredContent.indicators[0].rows`): both results, newest first, worked out
+/// from the file by hand.
+pub const HBA1C_ROWS: [&str; 2] = ["2026-03-12T00:00:00|5.7", "2026-01-10T00:00:00|6.1"];
+
+/// Signs up `email` with `password` at `base` (a server's origin) and uploads
+/// [`HBA1C_CSV`] as them: their session token.
+pub async fn person_with_hba1c(base: &str, email: &str, password: &str) -> String {
+    let body = json!({ "email": email, "password": password });
+    let reply = post_json(&format!("{base}/auth/signup"), &[], &body).await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    let token = reply.json()["data"]["token"]
+        .as_str()
+        .expect("a session token")
+        .to_string();
+    let mut headers = bearer(&token);
+    headers.push(("content-type".into(), "text/csv".into()));
+    let upload = send(
+        "POST",
+        &format!("{base}/api/data/health"),
+        &headers,
+        Some(HBA1C_CSV.into()),
+    )
+    .await;
+    assert_eq!(upload.status, 200, "{}", upload.body);
+    token
+}
+
+/// Asserts a `query_health_indicators` result (`result`, as the client got it) is the
+/// person's [`HBA1C_CSV`]: not an error, the measure by its name, both rows.
+pub fn assert_hba1c_answer(result: &Value, client: &str) {
+    assert_eq!(result["isError"], false, "{client}: {result}");
+    let hba1c = &result["structuredContent"]["indicators"][0];
+    assert_eq!(hba1c["name"], "Hemoglobin A1c", "{client}: {result}");
+    assert_eq!(
+        hba1c["rows"],
+        json!(HBA1C_ROWS),
+        "{client}: the person's two readings, newest first: {result}"
+    );
+}
+
 pub async fn post_json(url: &str, headers: &[(String, String)], body: &Value) -> Reply {
     let mut all = vec![("content-type".to_string(), "application/json".to_string())];
     all.extend_from_slice(headers);

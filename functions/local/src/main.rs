@@ -13,6 +13,7 @@
 //! mirobody-local temp-url <user> <session> <agent>
 //!                                   print a ten-minute agent URL (B3)
 //! mirobody-local routes-template    write template.yaml's routes from the route table
+//! mirobody-local routes-watch       write CargoLambda.toml, `cargo lambda watch`'s router
 //! mirobody-local --help, --version
 //! ```
 
@@ -58,6 +59,7 @@ Usage:
   mirobody-local temp-url <user> <session> <agent>
                                           print a ten-minute agent URL
   mirobody-local routes-template [file]   write template.yaml's routes from the route table
+  mirobody-local routes-watch [file]      write CargoLambda.toml (cargo lambda watch's router)
   mirobody-local --help | -h | help       this text
   mirobody-local --version | -V           the version
 
@@ -160,9 +162,24 @@ async fn main() {
             }
             return;
         }
+        Some("routes-watch") => {
+            // `cargo lambda watch`'s router, generated from the route table.
+            let path = args
+                .get(1)
+                .map(String::as_str)
+                .unwrap_or("CargoLambda.toml");
+            let router = mirobody::routes::watch_router();
+            if std::fs::read_to_string(path).is_ok_and(|text| text == router) {
+                println!("{path}: its router is the route table's already");
+            } else {
+                std::fs::write(path, router).unwrap_or_else(|e| fail(format!("{path}: {e}")));
+                println!("{path}: router written from the route table");
+            }
+            return;
+        }
         Some(other) => fail(format!(
             "unknown command {other:?} (commands: mint-token, seed-demo, migrate, temp-url, \
-             routes-template; --help says more)"
+             routes-template, routes-watch; --help says more)"
         )),
         None => {}
     }

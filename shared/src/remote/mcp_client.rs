@@ -287,9 +287,43 @@ impl McpConnection {
         }
     }
 
-    /// 2026-07-28: `server/discover`. A modern refusal of our version ends here; any
-    /// other refusal means a server of the handshake era.
+    /// 2026-07-28: `server/discover`. A modern refusal of our version is read for the
+    /// versions the server does support (the spec asks a client to retry with one of
+    /// them): 2026-07-28 listed after all is asked once more, a handshake-era version
+    /// sends us to the handshake, and anything else ends here. Any other refusal means a
+    /// server of the handshake era.
     async fn discover(&mut self) -> Result<(), Attempt> {
+        let supported = match self.discover_once().await? {
+            Ok(()) => return Ok(()),
+            Err(supported) if supported.iter().any(|v| v == MODERN_VERSION) => {
+                match self.discover_once().await? {
+                    Ok(()) => return Ok(()),
+                    Err(supported) => supported,
+                }
+            }
+            Err(supported) => supported,
+        };
+        let refusal = protocol(format!(
+            "the server does not speak MCP {MODERN_VERSION} (it supports {})",
+            if supported.is_empty() {
+                "(not said)".to_string()
+            } else {
+                supported.join(", ")
+            }
+        ));
+        let handshake_era = supported
+            .iter()
+            .any(|v| STREAMABLE_HANDSHAKE_VERSIONS.contains(&v.as_str()));
+        Err(if handshake_era {
+            Attempt::OtherDialect(refusal)
+        } else {
+            Attempt::Failed(refusal)
+        })
+    }
+
+    /// One `server/discover`; `Ok(Err(supported))` is a refusal of our version, with
+    /// the versions the server says it supports.
+    async fn discover_once(&mut self) -> Result<Result<(), Vec<String>>, Attempt> {
         self.protocol_version = MODERN_VERSION.to_string();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body = self.request_body(id, "server/discover", json!({}));
@@ -309,14 +343,20 @@ impl McpConnection {
         if let Some(error) = message.get("error")
             && error.get("code").and_then(Value::as_i64) == Some(UNSUPPORTED_PROTOCOL_VERSION)
         {
+            // At most a few short version strings are kept from the refusal.
             let supported = error
                 .get("data")
                 .and_then(|data| data.get("supported"))
-                .map(|list| truncate(&list.to_string(), 120))
-                .unwrap_or_else(|| "(not said)".into());
-            return Err(Attempt::Failed(protocol(format!(
-                "the server does not speak MCP {MODERN_VERSION} (it supports {supported})"
-            ))));
+                .and_then(Value::as_array)
+                .map(|list| {
+                    list.iter()
+                        .take(8)
+                        .filter_map(Value::as_str)
+                        .map(|version| truncate(version, 40))
+                        .collect()
+                })
+                .unwrap_or_default();
+            return Ok(Err(supported));
         }
         if response.status != StatusCode::OK {
             return Err(Attempt::OtherDialect(status_error(
@@ -341,7 +381,7 @@ impl McpConnection {
             .and_then(|info| info.get("name"))
             .and_then(Value::as_str)
             .map(|name| truncate(name, 128));
-        Ok(())
+        Ok(Ok(()))
     }
 
     /// 2025-era: `initialize`, then `notifications/initialized`.
@@ -396,7 +436,7 @@ impl McpConnection {
     }
 
     /// The protocol version in use.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn protocol_version(&self) -> &str {
         &self.protocol_version
     }

@@ -461,6 +461,39 @@ async fn a_modern_server_without_our_version_is_not_retried_as_legacy() {
 }
 
 #[tokio::test]
+async fn a_refusal_that_lists_our_version_is_asked_once_more() {
+    // The spec: a client refused a version retries with one the server lists. The
+    // scripted server refuses the first discover only.
+    static DISCOVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let addr = scripted(|method, _| match method {
+        "server/discover" if DISCOVERS.fetch_add(1, Ordering::SeqCst) == 0 => {
+            json!({"error": {"code": UNSUPPORTED_PROTOCOL_VERSION, "message": "unsupported",
+                             "data": {"supported": ["2026-07-28"], "requested": "2026-07-28"}}})
+        }
+        "server/discover" => discover_result(),
+        _ => json!({}),
+    })
+    .await;
+    let connection = connect_to(addr).await.unwrap();
+    assert_eq!(connection.dialect(), Dialect::Stateless);
+    assert_eq!(DISCOVERS.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_refusal_that_lists_a_handshake_version_leads_to_the_handshake() {
+    let addr = scripted(|method, _| match method {
+        "server/discover" => json!({"error": {"code": UNSUPPORTED_PROTOCOL_VERSION, "message": "unsupported",
+                                              "data": {"supported": ["2025-11-25"], "requested": "2026-07-28"}}}),
+        "initialize" => json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "older"}}),
+        _ => json!({}),
+    })
+    .await;
+    let connection = connect_to(addr).await.unwrap();
+    assert_eq!(connection.dialect(), Dialect::Handshake);
+    assert_eq!(connection.protocol_version(), "2025-11-25");
+}
+
+#[tokio::test]
 async fn a_tool_asking_for_input_is_its_own_error() {
     let addr = scripted(|method, _| match method {
         "server/discover" => discover_result(),

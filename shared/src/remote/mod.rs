@@ -10,6 +10,8 @@
 //! Does not know about accounts, stored servers or MCP messages; those sit on top.
 
 mod client;
+#[cfg(any(test, feature = "testing"))]
+pub(crate) mod conformance;
 mod guard;
 mod mcp_client;
 
