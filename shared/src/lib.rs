@@ -14,6 +14,7 @@
 
 mod api;
 mod app;
+pub mod clients;
 pub mod clock;
 mod config;
 #[cfg(feature = "console")]

@@ -14,6 +14,7 @@
 //!                                   print a ten-minute agent URL (B3)
 //! mirobody-local routes-template    write template.yaml's routes from the route table
 //! mirobody-local routes-watch       write CargoLambda.toml, `cargo lambda watch`'s router
+//! mirobody-local clients-readme     write the README's client section from the client table
 //! mirobody-local --help, --version
 //! ```
 
@@ -60,6 +61,7 @@ Usage:
                                           print a ten-minute agent URL
   mirobody-local routes-template [file]   write template.yaml's routes from the route table
   mirobody-local routes-watch [file]      write CargoLambda.toml (cargo lambda watch's router)
+  mirobody-local clients-readme [file]    write README.md's client section from the client table
   mirobody-local --help | -h | help       this text
   mirobody-local --version | -V           the version
 
@@ -177,9 +179,23 @@ async fn main() {
             }
             return;
         }
+        Some("clients-readme") => {
+            // The README's client section, generated from the table the console shows.
+            let path = args.get(1).map(String::as_str).unwrap_or("README.md");
+            let text =
+                std::fs::read_to_string(path).unwrap_or_else(|e| fail(format!("{path}: {e}")));
+            let written = mirobody::clients::readme_with_clients(&text).unwrap_or_else(|e| fail(e));
+            if written == text {
+                println!("{path}: its client section is the table's already");
+            } else {
+                std::fs::write(path, written).unwrap_or_else(|e| fail(format!("{path}: {e}")));
+                println!("{path}: client section written from the client table");
+            }
+            return;
+        }
         Some(other) => fail(format!(
             "unknown command {other:?} (commands: mint-token, seed-demo, migrate, temp-url, \
-             routes-template, routes-watch; --help says more)"
+             routes-template, routes-watch, clients-readme; --help says more)"
         )),
         None => {}
     }

@@ -16,72 +16,18 @@ use maud::{Markup, html};
 
 use super::layout::{self, Notice};
 use super::{Answer, ConsoleApi, Session, html as page};
+use crate::clients::{self, ClientSetup};
 use crate::http::ApiError;
 
-/// One ready-to-paste snippet: a `pre` with an id, and its copy button.
-fn snippet(id: &str, text: &str) -> Markup {
+/// One client's ready-to-paste settings for `url` (`clients.rs`, which the README's
+/// client section is written from too): a `pre` with the client's id, and its copy button.
+fn snippet(client: &ClientSetup, url: &str) -> Markup {
+    let (id, text) = (client.id, (client.settings)(url));
     html! {
         // Focusable: a long line scrolls, and the keyboard must reach it.
         pre id=(id) tabindex="0" { code { (text) } }
         button.secondary type="button" data-copy=(id) { "Copy" }
     }
-}
-
-fn claude_desktop(url: &str) -> String {
-    format!(
-        r#"{{
-  "mcpServers": {{
-    "mirobody": {{
-      "command": "npx",
-      "args": ["-y", "mcp-remote", "{url}"]
-    }}
-  }}
-}}"#
-    )
-}
-
-fn cursor(url: &str) -> String {
-    format!(
-        r#"{{
-  "mcpServers": {{
-    "mirobody": {{
-      "url": "{url}"
-    }}
-  }}
-}}"#
-    )
-}
-
-fn python_sdk(url: &str) -> String {
-    format!(
-        r#"# pip install "mcp>=2"
-import asyncio
-
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-
-
-async def main() -> None:
-    async with Client(streamable_http_client("{url}")) as client:
-        tools = await client.list_tools()
-        print([tool.name for tool in tools.tools])
-
-
-asyncio.run(main())"#
-    )
-}
-
-fn typescript_sdk(url: &str) -> String {
-    format!(
-        r#"// npm install @modelcontextprotocol/sdk
-import {{ Client }} from "@modelcontextprotocol/sdk/client/index.js";
-import {{ StreamableHTTPClientTransport }} from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-
-const client = new Client({{ name: "my-app", version: "1.0.0" }});
-await client.connect(new StreamableHTTPClientTransport(new URL("{url}")));
-const {{ tools }} = await client.listTools();
-console.log(tools.map((tool) => tool.name));"#
-    )
 }
 
 /// The personal URL: shown with Copy when just minted (with the calm note that it is a
@@ -145,19 +91,6 @@ fn cursor_install_link(url: &str) -> String {
     format!("cursor://anysphere.cursor-deeplink/mcp/install?name=mirobody&config={encoded}")
 }
 
-fn vscode(url: &str) -> String {
-    format!(
-        r#"{{
-  "servers": {{
-    "mirobody": {{
-      "type": "http",
-      "url": "{url}"
-    }}
-  }}
-}}"#
-    )
-}
-
 impl ConsoleApi {
     /// The page; `minted` is the personal URL when this answers the POST that showed it.
     fn connect_view(
@@ -214,7 +147,7 @@ impl ConsoleApi {
                         " opens Cursor and adds the server; or add this to "
                         code { "~/.cursor/mcp.json" } ":"
                     }
-                    (snippet("cursor-config", &cursor(url)))
+                    (snippet(&clients::CURSOR, url))
                 } @else {
                     p.muted { (first_the_url(active)) " the install link and the settings carry it." }
                 }
@@ -227,7 +160,7 @@ impl ConsoleApi {
                     " (Settings → Developer → Edit Config) and restart Claude Desktop; it needs Node.js."
                 }
                 @if let Some(url) = url {
-                    (snippet("claude-desktop-config", &claude_desktop(url)))
+                    (snippet(&clients::CLAUDE_DESKTOP, url))
                 } @else {
                     p.muted { (first_the_url(active)) " the settings carry it." }
                 }
@@ -242,21 +175,21 @@ impl ConsoleApi {
                 h2 id="developers-heading" { "For developers" }
                 @if let Some(url) = url {
                     h3 { "Claude Code" }
-                    (snippet("claude-code-command", &format!("claude mcp add --transport http mirobody {url}")))
+                    (snippet(&clients::CLAUDE_CODE, url))
                     h3 { "VS Code" }
                     p { "In " code { ".vscode/mcp.json" } ":" }
-                    (snippet("vscode-config", &vscode(url)))
+                    (snippet(&clients::VSCODE, url))
                     h3 { "MCP Inspector" }
-                    (snippet("inspector-command", &format!("npx -y @modelcontextprotocol/inspector --cli {url} --transport http --method tools/list")))
+                    (snippet(&clients::INSPECTOR, url))
                     section id="python-sdk" aria-labelledby="python-sdk-heading" {
                         h3 id="python-sdk-heading" { "Python SDK" }
                         p { "The " code { "mcp" } " package (2.x), over streamable HTTP:" }
-                        (snippet("python-sdk-code", &python_sdk(url)))
+                        (snippet(&clients::PYTHON_SDK, url))
                     }
                     section id="typescript-sdk" aria-labelledby="typescript-sdk-heading" {
                         h3 id="typescript-sdk-heading" { "TypeScript SDK" }
                         p { code { "@modelcontextprotocol/sdk" } " with its streamable HTTP transport:" }
-                        (snippet("typescript-sdk-code", &typescript_sdk(url)))
+                        (snippet(&clients::TYPESCRIPT_SDK, url))
                     }
                 } @else {
                     p.muted {
@@ -316,27 +249,5 @@ impl ConsoleApi {
             StatusCode::OK,
             self.connect_view(session, false, None, Some(&Notice::Done(words))),
         ))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn console_connect_snippets_carry_the_url_and_stay_valid_json() {
-        let url = "https://mcp.example.com/mcp/secret";
-        for config in [claude_desktop(url), cursor(url)] {
-            let parsed: serde_json::Value = serde_json::from_str(&config).unwrap();
-            assert!(config.contains(url), "{config}");
-            assert!(parsed["mcpServers"]["mirobody"].is_object(), "{config}");
-        }
-        let desktop: serde_json::Value = serde_json::from_str(&claude_desktop(url)).unwrap();
-        assert_eq!(
-            desktop["mcpServers"]["mirobody"]["args"],
-            serde_json::json!(["-y", "mcp-remote", url])
-        );
-        assert!(python_sdk(url).contains(&format!("streamable_http_client(\"{url}\")")));
-        assert!(typescript_sdk(url).contains(&format!("new URL(\"{url}\")")));
     }
 }
