@@ -7,9 +7,10 @@
 //
 // Usage: SIGN_IN_EMAIL=… SIGN_IN_PASSWORD=… node sign_in_browser.mjs AUTHORIZATION_URL
 //
-// Appends one JSON line to SIGN_IN_LOG (when set): the path opened, the page's title and
-// where the browser landed (the code elided), or the error. Exit 0 once the callback answered. Every page request must stay on
-// loopback; one that does not fails the run.
+// Appends JSON lines to SIGN_IN_LOG (when set): the path opened and the page's title (before
+// Allow is pressed), then where the browser landed (the code elided), or the error. Exit 0
+// once the callback answered. Every page request must stay on loopback; one that does not
+// fails the run.
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -57,12 +58,13 @@ async function signIn(url) {
     const title = await page.title();
     await page.fill('#email', process.env.SIGN_IN_EMAIL ?? '');
     await page.fill('#password', process.env.SIGN_IN_PASSWORD ?? '');
-    const [landed] = await Promise.all([page.waitForEvent('load'), page.click('#allow')]);
-    void landed;
     if (offLoopback.length) throw new Error(`requests left loopback: ${offLoopback.join(' ')}`);
-    // Recorded before the browser closes: the client may end (and end this process) as
-    // soon as its callback has the code.
-    record({ opened: new URL(url).pathname, title, landed: page.url().replace(/([?&]code=)[^&]+/, '$1…') });
+    // Recorded before Allow is pressed: the client may end (and end this process) as soon
+    // as its callback has the code, before the callback's page has loaded here.
+    record({ opened: new URL(url).pathname, title });
+    await Promise.all([page.waitForEvent('load'), page.click('#allow')]);
+    if (offLoopback.length) throw new Error(`requests left loopback: ${offLoopback.join(' ')}`);
+    record({ landed: page.url().replace(/([?&]code=)[^&]+/, '$1…') });
   } finally {
     await context.close();
     rmSync(profile, { recursive: true, force: true });
