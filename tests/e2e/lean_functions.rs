@@ -86,6 +86,14 @@ fn each_function_links_its_groups_needs_only() {
         // Only the functions that send mail (sign-up, reset, invitations).
         let ses = matches!(function, "oauth" | "console");
         check(function, &tree, "aws-sdk-sesv2", ses);
+        // Password hashing and HTML pages only where people sign up and in and pages are
+        // served (the authorization server, the console).
+        let pages = matches!(function, "oauth" | "console");
+        check(function, &tree, "argon2", pages);
+        check(function, &tree, "maud", pages);
+        // The Apple Health parser only where uploads are read.
+        let uploads = matches!(function, "data" | "console" | "import");
+        check(function, &tree, "quick-xml", uploads);
 
         // The library's features: the function's own group (the import function has no
         // routes), never the full build or another group's.
@@ -123,6 +131,8 @@ fn the_local_server_links_everything() {
         "aws-sdk-dynamodb",
         "reqwest",
         "maud",
+        "argon2",
+        "quick-xml",
     ] {
         check("mirobody-local", &tree, needed, true);
     }

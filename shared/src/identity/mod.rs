@@ -9,6 +9,11 @@ mod csrf;
 mod jwt;
 mod keys;
 mod login;
+#[cfg(feature = "passwords")]
+mod password;
+// The same interface, failing closed, where no route takes a password.
+#[cfg(not(feature = "passwords"))]
+#[path = "password_absent.rs"]
 mod password;
 mod quota;
 mod seal;

@@ -11,14 +11,20 @@
 //! Owns the RFC 6749 error codes and every check on codes, clients and redirect URIs.
 //! Stores through `Store`; never logs a code, a token, a secret or a password.
 
+// The HTML endpoints (maud: authorize, mcplogin, pages, signin) are built where the
+// pages are (the oauth and console groups).
+#[cfg(feature = "pages")]
 mod authorize;
 mod clients;
 mod introspect;
+#[cfg(feature = "pages")]
 mod mcplogin;
 mod metadata;
+#[cfg(feature = "pages")]
 mod pages;
 mod register;
 mod revoke;
+#[cfg(feature = "pages")]
 mod signin;
 mod token;
 

@@ -10,6 +10,11 @@
 //! Pure functions: no storage, no HTTP. Error messages name the line and the field,
 //! never echo the value (it is health data).
 
+#[cfg(feature = "apple-health")]
+mod apple_health;
+// The same interface, refusing every file, in the functions that read no upload.
+#[cfg(not(feature = "apple-health"))]
+#[path = "apple_health_absent.rs"]
 mod apple_health;
 mod bounds;
 mod collisions;
