@@ -75,10 +75,10 @@ pub struct Config {
     /// `MCP_REMOTE_RESULT_MAX_BYTES`: a forwarded tool result's content is cut to this
     /// many bytes, with a note; 256 KiB unless set, 1 KiB to 4 MiB.
     pub remote_result_max_bytes: usize,
-    /// `MIROBODY_SNAPSHOT_TTL_SECS` (1 to 60): how long a user's MCP server's tool list is
-    /// reused on `/mcp` before it is fetched again (a failed server is left out for 15 s,
-    /// or this if shorter). `None` keeps the default, 60 s. Tests set a few seconds to
-    /// see a server's new tools without waiting a minute.
+    /// `MIROBODY_SNAPSHOT_TTL_SECS` (1 to 60): the longest a user's MCP server's tool list
+    /// is reused on `/mcp` before it is fetched again, whatever the server's `ttlMs` said
+    /// (it is reused for what the server said, at least 2 s; a failed server is left out
+    /// for 15 s, or this if shorter). `None` keeps the default, 10 s.
     pub snapshot_ttl_secs: Option<u64>,
     /// `MCP_ALLOWED_ORIGINS`: browser origins beyond loopback and the
     /// public URL that may call the bearer-token routes (`/mcp`, the API), or any origin.

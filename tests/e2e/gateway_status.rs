@@ -63,6 +63,10 @@ struct State {
     fault: Option<Fault>,
     /// Whether the stub also lists (and runs) a second tool, `added`.
     added: bool,
+    /// The `ttlMs` its tool list carries, if any.
+    ttl_ms: Option<u64>,
+    /// How many `tools/list` requests it answered.
+    listings: usize,
 }
 
 /// An MCP server on a loopback port whose behaviour the test switches.
@@ -81,6 +85,8 @@ impl Stub {
             era,
             fault: None,
             added: false,
+            ttl_ms: None,
+            listings: 0,
         }));
         let shared = state.clone();
         tokio::spawn(async move {
@@ -101,6 +107,14 @@ impl Stub {
 
     fn add_tool(&self) {
         self.state.lock().unwrap().added = true;
+    }
+
+    fn say_ttl(&self, ttl_ms: u64) {
+        self.state.lock().unwrap().ttl_ms = Some(ttl_ms);
+    }
+
+    fn listings(&self) -> usize {
+        self.state.lock().unwrap().listings
     }
 }
 
@@ -156,7 +170,7 @@ async fn answer(mut socket: TcpStream, state: Arc<Mutex<State>>) {
         ),
         None => {
             let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            match mcp_answer(&request, &state.lock().unwrap()) {
+            match mcp_answer(&request, &mut state.lock().unwrap()) {
                 Some(message) => ("200 OK", "application/json", message.to_string()),
                 None => ("202 Accepted", "application/json", String::new()),
             }
@@ -171,7 +185,10 @@ async fn answer(mut socket: TcpStream, state: Arc<Mutex<State>>) {
 }
 
 /// The stub's JSON-RPC answer to `request`; `None` for a notification.
-fn mcp_answer(request: &Value, state: &State) -> Option<Value> {
+fn mcp_answer(request: &Value, state: &mut State) -> Option<Value> {
+    if request["method"] == "tools/list" {
+        state.listings += 1;
+    }
     let id = request.get("id")?.clone();
     let method = request["method"].as_str().unwrap_or_default();
     let tool = |name: &str| {
@@ -194,7 +211,10 @@ fn mcp_answer(request: &Value, state: &State) -> Option<Value> {
             if state.added {
                 tools.push(tool("added"));
             }
-            json!({ "tools": tools })
+            match state.ttl_ms {
+                Some(ttl) => json!({ "tools": tools, "ttlMs": ttl }),
+                None => json!({ "tools": tools }),
+            }
         }
         (_, "tools/call") => {
             let text = request["params"]["arguments"]["text"]
@@ -369,7 +389,7 @@ async fn status_fields_tell_the_truth_on_a_2025_server() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_that_dies_is_unlisted_at_once_and_the_model_is_told() {
     let remote = RemoteServer::start(&[]);
-    // The default snapshot validity (60 s): nothing here waits for it.
+    // The default reuse rule (what the server said, 2 s to 10 s): nothing here waits for it.
     let server = Server::start(&[
         ("MIROBODY_REMOTE_DEV_LOOPBACK", "true"),
         ("MIROBODY_REMOTE_TIMEOUT_SECS", "2"),
@@ -388,7 +408,7 @@ async fn a_server_that_dies_is_unlisted_at_once_and_the_model_is_told() {
         "{listed}"
     );
     let ttl = ttl_ms(&listed);
-    assert!(ttl <= 60_000 && ttl > 50_000, "{ttl}");
+    assert!(ttl <= 10_000 && ttl > 1_000, "{ttl}");
 
     drop(remote);
     let called = mcp(
@@ -399,23 +419,32 @@ async fn a_server_that_dies_is_unlisted_at_once_and_the_model_is_told() {
     )
     .await;
     let text = error_text(&called);
+    // What failed, since when, when it is tried again; never "in this conversation",
+    // since a later listing brings the server back once it answers.
     for words in [
-        "\"shop\" is unavailable right now",
-        "Do not call its tools again in this conversation",
+        "\"shop\" is unavailable (",
+        " since 20",
+        "It is tried again by the first request after 20",
+        "until it is listed again, do not call its tools",
         "MCP server settings",
     ] {
         assert!(text.contains(words), "{text:?} lacks {words:?}");
     }
+    assert!(!text.contains("conversation"), "{text}");
 
     let after = mcp(&server, &token, "tools/list", json!({})).await;
     assert!(external(&after, "shop").is_empty(), "{after}");
     let notes = &after["result"]["_meta"]["io.mirobody/unavailableServers"];
     assert_eq!(notes[0]["server"], "shop", "{after}");
-    assert!(
-        notes[0]["error"].as_str().unwrap().contains("do not call"),
-        "{notes}"
-    );
-    assert!(ttl_ms(&after) <= 15_000, "{after}");
+    let note = notes[0]["error"].as_str().unwrap();
+    for words in [
+        "left out since 20",
+        "tried again by the first request after 20",
+        "do not call",
+    ] {
+        assert!(note.contains(words), "{note:?} lacks {words:?}");
+    }
+    assert!(ttl_ms(&after) <= 10_000, "{after}");
     let (at, error) = status(&server, &token, "shop").await;
     assert!(at.is_string(), "{at}");
     assert!(error.is_string(), "{error}");
@@ -423,7 +452,7 @@ async fn a_server_that_dies_is_unlisted_at_once_and_the_model_is_told() {
     // Another call does not reach the dead server again and says the same.
     let again = call(&server, &token, "mcp__shop__create_ticket", "x").await;
     assert!(
-        error_text(&again).contains("unavailable right now"),
+        error_text(&again).contains("\"shop\" is unavailable ("),
         "{again}"
     );
     // A name that never existed is still an unknown tool.
@@ -474,9 +503,66 @@ async fn new_tools_appear_when_the_listing_expires_and_switched_off_servers_say_
     let called = call(&server, &token, "mcp__grows__echo", "x").await;
     let text = error_text(&called);
     assert!(
-        text.contains("switched off") && text.contains("Do not call its tools again"),
+        text.contains("switched off")
+            && text.contains("cannot be called until the user changes that"),
         "{text}"
     );
     let unknown = call(&server, &token, "mcp__grows__never_listed", "x").await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+}
+
+/// The listing rule, counted on the wire: a server that says nothing of its list's
+/// freshness is asked again after 2 s, not before (one turn's listing and call reach it
+/// once); a server that died leaves the next listing after that, with no failed call
+/// first, and the note says since when and when it is tried again; a server that says
+/// `ttlMs` is trusted that long (within the longest reuse, 10 s by default).
+#[tokio::test(flavor = "multi_thread")]
+async fn listings_follow_the_servers_word_and_a_dead_server_leaves_the_next_one() {
+    let server = Server::start(&[
+        ("MIROBODY_REMOTE_DEV_LOOPBACK", "true"),
+        ("MIROBODY_REMOTE_TIMEOUT_SECS", "2"),
+    ]);
+    let quiet = Stub::start(Era::Modern).await;
+    let token = server.token("rule");
+    register(&server, &token, "quiet", &quiet.url()).await;
+    let listed = mcp(&server, &token, "tools/list", json!({})).await;
+    assert_eq!(external(&listed, "quiet"), ["mcp__quiet__echo"]);
+    let ttl = ttl_ms(&listed);
+    assert!(
+        ttl <= 2_000 && ttl > 1_000,
+        "said nothing: reused 2 s ({ttl})"
+    );
+    let asked = quiet.listings();
+    let again = mcp(&server, &token, "tools/list", json!({})).await;
+    assert_eq!(external(&again, "quiet"), ["mcp__quiet__echo"]);
+    assert_eq!(quiet.listings(), asked, "within 2 s the list is reused");
+
+    quiet.fail(Some(Fault::Dead));
+    tokio::time::sleep(Duration::from_millis(ttl + 100)).await;
+    let after = mcp(&server, &token, "tools/list", json!({})).await;
+    assert!(external(&after, "quiet").is_empty(), "{after}");
+    let note = after["result"]["_meta"]["io.mirobody/unavailableServers"][0]["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    for words in [
+        "left out since 20",
+        "tried again by the first request after 20",
+    ] {
+        assert!(note.contains(words), "{note:?} lacks {words:?}");
+    }
+
+    let steady = Stub::start(Era::Modern).await;
+    steady.say_ttl(5_000);
+    let other = server.token("steady");
+    register(&server, &other, "steady", &steady.url()).await;
+    let listed = mcp(&server, &other, "tools/list", json!({})).await;
+    assert_eq!(external(&listed, "steady"), ["mcp__steady__echo"]);
+    let ttl = ttl_ms(&listed);
+    assert!(ttl <= 5_000 && ttl > 4_000, "its own word ({ttl})");
+    let asked = steady.listings();
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let later = mcp(&server, &other, "tools/list", json!({})).await;
+    assert_eq!(external(&later, "steady"), ["mcp__steady__echo"]);
+    assert_eq!(steady.listings(), asked, "trusted for its 5 s");
 }

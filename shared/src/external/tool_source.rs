@@ -3,16 +3,18 @@
 //! `mcp__<server>__<tool>`, and calls forwarded. Answers in the tools' own vocabulary
 //! ([`ToolOutput`], [`ToolError`]); `mcp` shapes the wire.
 //!
-//! Owns the per-process snapshot cache: a server's tool list is reused for
-//! [`SNAPSHOT_TTL`] after a successful connection (a failure for [`FAILURE_TTL`]), so
-//! `tools/list` does not open every server on every request; a listing can therefore be
-//! up to a minute behind a server's own list, and says so: its `ttlMs` is never longer
-//! than what is left of the snapshots it used ([`SourceListing::valid_for`]). Any
-//! change through the registry API drops the entry at once (in this process; another
-//! warm Lambda instance keeps its own until it expires). A call always opens a fresh
+//! Owns the per-process snapshot cache and its rule: a server's tool list is fresh for
+//! what the server said (`ttlMs`, the caching utility; none means immediately stale),
+//! but reused for at least [`MIN_REUSE`] (so a client's `tools/list` and the call right
+//! after it contact the server once) and at most [`SNAPSHOT_TTL`] (so a server that
+//! stopped answering leaves a listing, and a tool it added appears, within seconds). A
+//! failed server is left out for [`FAILURE_TTL`] and tried again after that; the note
+//! and a call's answer say since when and when. A listing's `ttlMs` is never longer than
+//! what is left of the snapshots it used ([`SourceListing::valid_for`]). Any change
+//! through the registry API drops the entry at once (in this process; another warm
+//! Lambda instance keeps its own until it expires). A call always opens a fresh
 //! connection; one that finds the server unreachable replaces its snapshot with a
-//! failure at once, so the next listing leaves the server out instead of listing dead
-//! tools.
+//! failure at once.
 //!
 //! Owns the truth of `last_connected_at` and `last_connect_error` for `/mcp` (D8): a
 //! connection counts as made only after a real exchange (a listing, or a call that
@@ -46,8 +48,13 @@ use crate::tools::{
 /// Each server gets this long to connect and list (D8), all of them in parallel.
 pub(crate) const CONNECT_BUDGET: Duration = Duration::from_secs(20);
 
-/// How long a server's tool list is reused before it is fetched again.
-pub(crate) const SNAPSHOT_TTL: Duration = Duration::from_secs(60);
+/// The longest a server's tool list is reused before it is fetched again, whatever its
+/// `ttlMs` said (`MIROBODY_SNAPSHOT_TTL_SECS` may set 1 to 60 s).
+pub(crate) const SNAPSHOT_TTL: Duration = Duration::from_secs(10);
+
+/// The shortest a tool list is reused, also when the server said nothing (or 0): one
+/// conversation turn's `tools/list` and `tools/call` reach the server once, not twice.
+pub(crate) const MIN_REUSE: Duration = Duration::from_secs(2);
 
 /// How long a failed server is left out before it is tried again (never longer than
 /// the snapshot validity in force).
@@ -82,11 +89,14 @@ struct Snapshot {
     note: Option<String>,
     /// The listing entries' bytes (what a `tools/list` answer carries of this server).
     bytes: usize,
+    /// The server's own `ttlMs` for the list.
+    ttl_ms: Option<u64>,
 }
 
 impl Snapshot {
     fn new(record: &McpServerRecord, dialect: Dialect, list: ToolList) -> Snapshot {
         let note = list.note();
+        let ttl_ms = list.ttl_ms;
         let tools = list.tools;
         let names = namespaced_tools(&record.name, tools.iter().map(|t| t.name.as_str()));
         let exposed: Arc<[ListedTool]> = tools
@@ -104,6 +114,7 @@ impl Snapshot {
             exposed,
             note,
             bytes,
+            ttl_ms,
         }
     }
 
@@ -113,12 +124,23 @@ impl Snapshot {
     }
 }
 
+/// Why a server is left out, since when, and when it is tried again (Unix seconds).
+#[derive(Clone, Debug)]
+pub(super) struct Failure {
+    why: String,
+    /// The first failure of this run of failures.
+    since: u64,
+    retry_at: u64,
+}
+
 struct Entry {
     /// The record version the entry was made for (a changed record misses).
     url: String,
     updated_at: u64,
     at: Instant,
-    outcome: Result<Arc<Snapshot>, String>,
+    /// How long the entry is used from `at`.
+    fresh_for: Duration,
+    outcome: Result<Arc<Snapshot>, Failure>,
 }
 
 pub(super) struct SnapshotCache {
@@ -177,20 +199,23 @@ impl SnapshotCache {
         }
     }
 
-    /// How long an entry with this outcome stays valid.
-    fn ttl<T>(&self, outcome: &Result<T, String>) -> Duration {
+    /// How long an entry with this outcome is used: a list for what its server said,
+    /// within [`MIN_REUSE`] and the longest reuse; a failure for [`FAILURE_TTL`].
+    fn fresh_for(&self, outcome: &Result<Arc<Snapshot>, String>) -> Duration {
+        let longest = self.snapshot_ttl;
         match outcome {
-            Ok(_) => self.snapshot_ttl,
-            Err(_) => FAILURE_TTL.min(self.snapshot_ttl),
+            Ok(snapshot) => Duration::from_millis(snapshot.ttl_ms.unwrap_or(0))
+                .clamp(MIN_REUSE.min(longest), longest),
+            Err(_) => FAILURE_TTL.min(longest),
         }
     }
 
-    fn get(&self, user: &str, record: &McpServerRecord) -> Option<Result<Arc<Snapshot>, String>> {
+    fn get(&self, user: &str, record: &McpServerRecord) -> Option<Result<Arc<Snapshot>, Failure>> {
         let entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         let entry = entries.map.get(&(user.to_string(), record.name.clone()))?;
         let fresh = entry.url == record.url
             && entry.updated_at == record.updated_at
-            && entry.at.elapsed() < self.ttl(&entry.outcome);
+            && entry.at.elapsed() < entry.fresh_for;
         fresh.then(|| entry.outcome.clone())
     }
 
@@ -203,7 +228,7 @@ impl SnapshotCache {
             .into_iter()
             .map(
                 |name| match entries.map.get(&(user.to_string(), name.to_string())) {
-                    Some(entry) => self.ttl(&entry.outcome).saturating_sub(entry.at.elapsed()),
+                    Some(entry) => entry.fresh_for.saturating_sub(entry.at.elapsed()),
                     None => Duration::ZERO,
                 },
             )
@@ -211,15 +236,34 @@ impl SnapshotCache {
             .unwrap_or(self.snapshot_ttl)
     }
 
-    fn put(&self, user: &str, record: &McpServerRecord, outcome: Result<Arc<Snapshot>, String>) {
+    /// Keeps `outcome` of a fetch made at `now` (Unix seconds) and answers it as kept: a
+    /// failure dated from the first of a run of failures, with its next try.
+    fn put(
+        &self,
+        user: &str,
+        record: &McpServerRecord,
+        outcome: Result<Arc<Snapshot>, String>,
+        now: u64,
+    ) -> Result<Arc<Snapshot>, Failure> {
+        let fresh_for = self.fresh_for(&outcome);
+        let key = (user.to_string(), record.name.clone());
+        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let since = match entries.map.get(&key).map(|entry| &entry.outcome) {
+            Some(Err(earlier)) => earlier.since,
+            _ => now,
+        };
+        let outcome = outcome.map_err(|why| Failure {
+            why,
+            since,
+            retry_at: now + fresh_for.as_secs(),
+        });
         let entry = Entry {
             url: record.url.clone(),
             updated_at: record.updated_at,
             at: Instant::now(),
-            outcome,
+            fresh_for,
+            outcome: outcome.clone(),
         };
-        let key = (user.to_string(), record.name.clone());
-        let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         entries.remove(&key);
         while !entries.map.is_empty()
             && (entries.map.len() >= CACHE_CAPACITY
@@ -229,6 +273,7 @@ impl SnapshotCache {
         }
         entries.weight += entry.weight();
         entries.map.insert(key, entry);
+        outcome
     }
 
     pub(super) fn forget(&self, user: &str, name: &str) {
@@ -392,7 +437,7 @@ impl ExternalServers {
         &self,
         user: &str,
         record: &McpServerRecord,
-    ) -> (Result<Arc<Snapshot>, String>, Option<McpConnection>) {
+    ) -> (Result<Arc<Snapshot>, Failure>, Option<McpConnection>) {
         if let Some(cached) = self.cache.get(user, record) {
             return (cached, None);
         }
@@ -401,8 +446,8 @@ impl ExternalServers {
             Ok((snapshot, connection)) => (Ok(snapshot), Some(connection)),
             Err(why) => (Err(why), None),
         };
-        self.cache.put(user, record, outcome.clone());
-        let error = outcome.as_ref().err().map(String::as_str);
+        let outcome = self.cache.put(user, record, outcome, self.clock.now());
+        let error = outcome.as_ref().err().map(|failure| failure.why.as_str());
         self.record(user, record, error).await;
         (outcome, connection)
     }
@@ -486,11 +531,9 @@ impl ExternalServers {
                     }
                     out.push(snapshot.exposed.clone(), shown);
                 }
-                Err(why) => out.unavailable.push(Unavailable {
+                Err(failure) => out.unavailable.push(Unavailable {
                     server: record.name.clone(),
-                    error: format!(
-                        "{why}; its tools are not available in this request, do not call them"
-                    ),
+                    error: left_out(&failure),
                 }),
             }
         }
@@ -527,7 +570,7 @@ impl ExternalServers {
             let (outcome, connection) = self.snapshot(user, record).await;
             let snapshot = match outcome {
                 Ok(snapshot) => snapshot,
-                Err(why) => return Ok(unavailable(&record.name, &why)),
+                Err(failure) => return Ok(unavailable(&record.name, &failure, self.clock.now())),
             };
             let Some(index) = snapshot.exposed.iter().position(|e| e.name == name) else {
                 continue;
@@ -543,10 +586,7 @@ impl ExternalServers {
                     // a 2025-era one answers the handshake here.
                     match self.connect(user, record, Some(snapshot.dialect)).await {
                         Ok(connection) => connection,
-                        Err(why) => {
-                            self.unreachable(user, record, &why).await;
-                            return Ok(unavailable(&record.name, &why));
-                        }
+                        Err(why) => return Ok(self.unreachable(user, record, why).await),
                     }
                 }
             };
@@ -601,11 +641,7 @@ impl ExternalServers {
                     self.record(user, record, None).await;
                     ToolOutput::Error(too_large(&record.name, limit))
                 }
-                Ok(Err(error)) => {
-                    let why = error.to_string();
-                    self.unreachable(user, record, &why).await;
-                    unavailable(&record.name, &why)
-                }
+                Ok(Err(error)) => self.unreachable(user, record, error.to_string()).await,
             });
         }
         // A switched-off server's tool (one it listed when it was last probed) is
@@ -619,16 +655,24 @@ impl ExternalServers {
             } else {
                 "it is switched off in the MCP server settings"
             };
-            return Ok(unavailable(&record.name, why));
+            return Ok(ToolOutput::Error(format!(
+                "The MCP server {:?} is not in use: {why}. Its tools cannot be called until the user changes that there.",
+                record.name
+            )));
         }
         Err(unknown())
     }
 
     /// A forwarded call found the server unreachable: recorded, and its snapshot
-    /// replaced by the failure at once, so the next listing leaves it out with a note.
-    async fn unreachable(&self, user: &str, record: &McpServerRecord, why: &str) {
-        self.cache.put(user, record, Err(why.to_string()));
-        self.record(user, record, Some(why)).await;
+    /// replaced by the failure at once, so the next listing leaves it out with a note;
+    /// answers what the model is told ([`unavailable`]).
+    async fn unreachable(&self, user: &str, record: &McpServerRecord, why: String) -> ToolOutput {
+        let now = self.clock.now();
+        self.record(user, record, Some(&why)).await;
+        match self.cache.put(user, record, Err(why), now) {
+            Err(failure) => unavailable(&record.name, &failure, now),
+            Ok(_) => ToolOutput::Error(format!("the MCP server {:?} failed", record.name)),
+        }
     }
 }
 
@@ -648,12 +692,42 @@ fn stored_tool(record: &McpServerRecord, name: &str) -> bool {
         .any(|(exposed, tool)| exposed == name && allowed(record, &tool.name))
 }
 
-/// What a call to the tool of an unavailable server answers: a tool error a model acts
-/// on (stop calling, tell the user where to look), with the reason in words.
-fn unavailable(server: &str, why: &str) -> ToolOutput {
-    let why: String = why.chars().take(300).collect();
+/// A Unix time in words a person and a model read alike.
+fn utc(secs: u64) -> String {
+    i64::try_from(secs)
+        .ok()
+        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
+        .map_or_else(
+            || format!("{secs} s after 1970"),
+            |time| time.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+        )
+}
+
+/// The reason, cut to what a note carries.
+fn reason(failure: &Failure) -> String {
+    failure.why.chars().take(300).collect()
+}
+
+/// The listing's note for a server left out: what failed, since when, and when it is
+/// tried again (it comes back by itself in a later listing once it answers).
+fn left_out(failure: &Failure) -> String {
+    format!(
+        "{}; left out since {}; tried again by the first request after {}, and listed again once it answers; do not call its tools until then",
+        reason(failure),
+        utc(failure.since),
+        utc(failure.retry_at)
+    )
+}
+
+/// What a call to the tool of an unavailable server answers at `now`: a tool error a
+/// model acts on (what failed, since when, when it is tried again, where the user looks).
+fn unavailable(server: &str, failure: &Failure, now: u64) -> ToolOutput {
+    let wait = failure.retry_at.saturating_sub(now);
     ToolOutput::Error(format!(
-        "The MCP server {server:?} is unavailable right now ({why}). Do not call its tools again in this conversation; tell the user to check it in their MCP server settings."
+        "The MCP server {server:?} is unavailable ({}) since {}. It is tried again by the first request after {} (in about {wait} s); until it is listed again, do not call its tools. If it keeps failing, tell the user to check it in their MCP server settings.",
+        reason(failure),
+        utc(failure.since),
+        utc(failure.retry_at)
     ))
 }
 
@@ -693,7 +767,16 @@ mod tests {
 
     /// 256 tools of about 1 KiB each: a snapshot of about 256 KiB of listing.
     fn big_snapshot(record: &McpServerRecord) -> Arc<Snapshot> {
-        let tools = (0..256)
+        snapshot_saying(record, None, 256)
+    }
+
+    /// `count` tools of about 1 KiB each, the list's `ttlMs` as the server said it.
+    fn snapshot_saying(
+        record: &McpServerRecord,
+        ttl_ms: Option<u64>,
+        count: usize,
+    ) -> Arc<Snapshot> {
+        let tools = (0..count)
             .map(|i| RemoteTool {
                 name: format!("t{i}"),
                 description: Some("d".repeat(1000)),
@@ -703,6 +786,7 @@ mod tests {
             .collect();
         let list = ToolList {
             tools,
+            ttl_ms,
             ..ToolList::default()
         };
         Arc::new(Snapshot::new(record, Dialect::Stateless, list))
@@ -717,7 +801,7 @@ mod tests {
         let servers = CACHE_BYTES / one + 20;
         for i in 0..servers {
             let record = record(&format!("s{i}"));
-            cache.put("u", &record, Ok(big_snapshot(&record)));
+            let _ = cache.put("u", &record, Ok(big_snapshot(&record)), 1_000);
             assert!(
                 cache.weight() <= CACHE_BYTES,
                 "{} after {i}",
@@ -731,7 +815,7 @@ mod tests {
         let newest = record(&format!("s{}", servers - 1));
         assert!(cache.get("u", &newest).is_some());
         // Replacing an entry does not count it twice.
-        cache.put("u", &newest, Err("down".into()));
+        let _ = cache.put("u", &newest, Err("down".into()), 1_000);
         cache.forget("u", &newest.name);
         assert!(cache.weight() <= CACHE_BYTES - one);
     }
@@ -742,15 +826,97 @@ mod tests {
     fn a_listing_is_valid_for_what_is_left_of_its_snapshots() {
         let cache = SnapshotCache::with_ttl(Duration::from_secs(30));
         let (up, down) = (record("up"), record("down"));
-        cache.put("u", &up, Ok(big_snapshot(&up)));
+        let _ = cache.put("u", &up, Ok(snapshot_saying(&up, Some(25_000), 1)), 1_000);
         let valid = cache.valid_for("u", ["up"]);
-        assert!(valid <= Duration::from_secs(30) && valid > Duration::from_secs(29));
-        cache.put("u", &down, Err("refused".into()));
+        assert!(valid <= Duration::from_secs(25) && valid > Duration::from_secs(24));
+        let _ = cache.put("u", &down, Err("refused".into()), 1_000);
         assert!(cache.valid_for("u", ["up", "down"]) <= FAILURE_TTL);
+        let _ = cache.put("u", &up, Ok(big_snapshot(&up)), 1_000);
+        assert!(
+            cache.valid_for("u", ["up"]) <= MIN_REUSE,
+            "said nothing: 2 s"
+        );
         assert_eq!(cache.valid_for("u", ["up", "gone"]), Duration::ZERO);
         let short = SnapshotCache::with_ttl(Duration::from_secs(2));
-        short.put("u", &down, Err("refused".into()));
+        let _ = short.put("u", &down, Err("refused".into()), 1_000);
         assert!(short.valid_for("u", ["down"]) <= Duration::from_secs(2));
+    }
+
+    /// The reuse rule: a list for what its server said, at least
+    /// [`MIN_REUSE`] (also when it said nothing or 0) and at most the longest reuse; a
+    /// failure for [`FAILURE_TTL`] or the longest reuse if shorter.
+    #[test]
+    fn a_list_is_reused_for_what_its_server_said_within_bounds() {
+        let cache = SnapshotCache::with_ttl(Duration::from_secs(10));
+        let server = record("s");
+        let reuse = |ttl_ms| cache.fresh_for(&Ok(snapshot_saying(&server, ttl_ms, 1)));
+        assert_eq!(
+            reuse(None),
+            MIN_REUSE,
+            "said nothing: immediately stale, reused 2 s"
+        );
+        assert_eq!(reuse(Some(0)), MIN_REUSE);
+        assert_eq!(reuse(Some(4_500)), Duration::from_millis(4_500));
+        assert_eq!(
+            reuse(Some(3_600_000)),
+            Duration::from_secs(10),
+            "an hour: 10 s"
+        );
+        assert_eq!(
+            cache.fresh_for(&Err("down".into())),
+            Duration::from_secs(10)
+        );
+        let one = SnapshotCache::with_ttl(Duration::from_secs(1));
+        assert_eq!(
+            one.fresh_for(&Ok(snapshot_saying(&server, None, 1))),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            SnapshotCache::default().fresh_for(&Err("down".into())),
+            Duration::from_secs(10)
+        );
+    }
+
+    /// A run of failures keeps the time of its first; a success ends the run; the
+    /// model's text says since when and when the server is tried again, and never that
+    /// it is gone for the conversation.
+    #[test]
+    fn a_failure_says_since_when_and_when_it_is_tried_again() {
+        let cache = SnapshotCache::with_ttl(Duration::from_secs(60));
+        let server = record("shop");
+        // 2026-12-04 19:00:00 UTC.
+        let first = 1_796_410_800;
+        let Err(failure) = cache.put("u", &server, Err("HTTP 503".into()), first) else {
+            panic!("a failure is kept as one");
+        };
+        assert_eq!((failure.since, failure.retry_at), (first, first + 15));
+        let Err(again) = cache.put("u", &server, Err("refused".into()), first + 20) else {
+            panic!("a failure is kept as one");
+        };
+        assert_eq!(
+            (again.since, again.retry_at),
+            (first, first + 35),
+            "since the first"
+        );
+        let ToolOutput::Error(text) = unavailable("shop", &again, first + 30) else {
+            panic!("a tool error");
+        };
+        assert_eq!(
+            text,
+            "The MCP server \"shop\" is unavailable (refused) since 2026-12-04 19:00:00 UTC. It is tried again by the first request after 2026-12-04 19:00:35 UTC (in about 5 s); until it is listed again, do not call its tools. If it keeps failing, tell the user to check it in their MCP server settings."
+        );
+        assert!(!text.contains("conversation"));
+        assert!(left_out(&again).contains("left out since 2026-12-04 19:00:00 UTC; tried again by the first request after 2026-12-04 19:00:35 UTC"));
+        let _ = cache.put(
+            "u",
+            &server,
+            Ok(snapshot_saying(&server, None, 1)),
+            first + 40,
+        );
+        let Err(later) = cache.put("u", &server, Err("refused".into()), first + 50) else {
+            panic!("a failure is kept as one");
+        };
+        assert_eq!(later.since, first + 50, "a success ended the run");
     }
 
     /// A success is written only when it changes what the record

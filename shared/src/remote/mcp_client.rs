@@ -77,6 +77,10 @@ pub(crate) struct ToolList {
     /// Whether tools past [`MAX_TOOLS`], [`MAX_LISTING_BYTES`] or [`MAX_TOOL_PAGES`]
     /// were left out.
     pub truncated: bool,
+    /// How long the server said its list may be considered fresh (`ttlMs`, the least of
+    /// its pages'; a negative one counts as 0). `None` when it said nothing, which the
+    /// caching utility reads as 0 (immediately stale).
+    pub ttl_ms: Option<u64>,
 }
 
 impl ToolList {
@@ -472,6 +476,11 @@ impl McpConnection {
                 .get("tools")
                 .and_then(Value::as_array)
                 .ok_or_else(|| protocol("tools/list result has no tools array"))?;
+            if let Some(ttl) = result.get("ttlMs").and_then(Value::as_f64) {
+                // Whole milliseconds, never negative; `as` saturates a huge one.
+                let ttl = ttl.max(0.0) as u64;
+                list.ttl_ms = Some(list.ttl_ms.map_or(ttl, |least| least.min(ttl)));
+            }
             for tool in page {
                 if list.tools.len() >= MAX_TOOLS {
                     list.truncated = true;

@@ -381,6 +381,46 @@ async fn tool_lists_follow_cursors_up_to_the_bounds() {
     assert!(listed.truncated);
 }
 
+/// A list's `ttlMs` is kept as the server said it: the least of its pages', a negative
+/// one as 0, none when no page said one.
+#[tokio::test]
+async fn a_tool_lists_ttl_is_the_least_its_pages_said() {
+    let paged = scripted(|method, params| match method {
+        "server/discover" => discover_result(),
+        _ => match params["cursor"].as_str() {
+            None => json!({"tools": tools(0, 1), "ttlMs": 30_000, "nextCursor": "1"}),
+            Some(_) => json!({"tools": tools(1, 1), "ttlMs": 4_000}),
+        },
+    })
+    .await;
+    let listed = connect_to(paged).await.unwrap().list_tools().await.unwrap();
+    assert_eq!((listed.tools.len(), listed.ttl_ms), (2, Some(4_000)));
+    let negative = scripted(|method, _| match method {
+        "server/discover" => discover_result(),
+        _ => json!({"tools": tools(0, 1), "ttlMs": -5}),
+    })
+    .await;
+    let listed = connect_to(negative)
+        .await
+        .unwrap()
+        .list_tools()
+        .await
+        .unwrap();
+    assert_eq!(listed.ttl_ms, Some(0));
+    let silent = scripted(|method, _| match method {
+        "server/discover" => discover_result(),
+        _ => json!({"tools": tools(0, 1)}),
+    })
+    .await;
+    let listed = connect_to(silent)
+        .await
+        .unwrap()
+        .list_tools()
+        .await
+        .unwrap();
+    assert_eq!(listed.ttl_ms, None);
+}
+
 /// A server listing 256 tools with 15 kB descriptions (3.9 MB) is
 /// kept to 256 KiB: descriptions cut to 2,000 characters, a tool with a 20 KiB schema left
 /// out, tools past the budget left out, and the caller told.
