@@ -655,7 +655,10 @@ impl App {
         }
         let server_url = self.server_url(request);
         let agent = caller.as_ref().and_then(|c| c.agent.as_deref());
-        let visible = |name: &str| self.agents.allows(agent, name);
+        let visible = |name: &str| {
+            self.agents
+                .allows(agent, name, crate::external::is_external_tool(name))
+        };
         let parsed_here;
         let body = match parsed {
             Some(body) => body,

@@ -566,3 +566,52 @@ async fn listings_follow_the_servers_word_and_a_dead_server_leaves_the_next_one(
     assert_eq!(external(&later, "steady"), ["mcp__steady__echo"]);
     assert_eq!(steady.listings(), asked, "trusted for its 5 s");
 }
+
+/// An agent URL with only a deny list sees none of the owner's external tools (and
+/// cannot call one), as an agent whose allow list leaves them out; an allow list that
+/// names one reaches it; the owner's own token sees them all.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deny_only_agent_url_reaches_no_external_tool() {
+    let stub = Stub::start(Era::Modern).await;
+    let mut env = env();
+    env.push(("DISALLOWED_TOOLS_DENIER", "get_genetic_data"));
+    env.push(("ALLOWED_TOOLS_NAMER", "mcp__shop__echo"));
+    let server = Server::start(&env);
+    let owner = "u_gatewayagents";
+    let token = server.token(owner);
+    register(&server, &token, "shop", &stub.url()).await;
+    let own = mcp(&server, &token, "tools/list", json!({})).await;
+    assert_eq!(external(&own, "shop"), ["mcp__shop__echo"], "{own}");
+
+    let agent_url = |agent: &str| {
+        let url = server.command(&["temp-url", owner, "session-1", agent]);
+        let url = url.trim();
+        server.url(&url[url.find("/mcp/").expect("an agent URL has /mcp/<secret>")..])
+    };
+    let denier = agent_url("denier");
+    let listed = rpc(&denier, None, "tools/list", json!({})).await.json();
+    // What the owner sees, less the denied tool and every external one.
+    let expected: Vec<String> = listed_tools(&own)
+        .into_iter()
+        .filter(|name| !name.starts_with("mcp__") && name != "get_genetic_data")
+        .collect();
+    assert!(!expected.is_empty(), "the owner sees built-in tools: {own}");
+    assert_eq!(listed_tools(&listed), expected, "{listed}");
+    let params = json!({"name": "mcp__shop__echo", "arguments": {"text": "x"}});
+    let refused = rpc(&denier, None, "tools/call", params.clone())
+        .await
+        .json();
+    assert_eq!(
+        refused["error"]["code"], -32602,
+        "hidden is not callable: {refused}"
+    );
+
+    let namer = agent_url("namer");
+    let listed = rpc(&namer, None, "tools/list", json!({})).await.json();
+    assert_eq!(listed_tools(&listed), ["mcp__shop__echo"]);
+    let called = rpc(&namer, None, "tools/call", params).await.json();
+    assert_eq!(
+        called["result"]["content"][0]["text"], "echo: x",
+        "{called}"
+    );
+}

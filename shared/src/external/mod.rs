@@ -37,6 +37,11 @@ pub(crate) use registry::{Changes, Registration};
 pub(crate) use results::DEFAULT_RESULT_MAX_BYTES;
 pub(crate) use tool_source::CONNECT_BUDGET;
 
+/// Whether a tool name on `/mcp` is one of a user's own MCP servers' tools.
+pub(crate) fn is_external_tool(name: &str) -> bool {
+    name.starts_with(naming::PREFIX)
+}
+
 /// The external-server side of the app, built once per process.
 pub(crate) struct ExternalServers {
     store: Arc<dyn McpServerStore>,

@@ -1,7 +1,10 @@
 //! Agent scoping (A8): a URL secret that names an agent narrows the tools to that
 //! agent's `ALLOWED_TOOLS_{NAME}` list, then removes its `DISALLOWED_TOOLS_{NAME}`
 //! list. With neither configured, an agent URL sees no tools (documented: agent URLs
-//! must configure at least one). Applies to `tools/list` and `tools/call` alike.
+//! must configure at least one). An agent with only a deny list sees none of the
+//! owner's external tools (`mcp__…`, which no operator's list can foresee) unless an
+//! allow list names them, as an allow-listed agent does. Applies to `tools/list` and
+//! `tools/call` alike.
 
 use std::collections::HashMap;
 
@@ -23,15 +26,16 @@ impl AgentPolicy {
         }
     }
 
-    /// May `agent` (none: an ordinary caller) see and call `tool`?
-    pub(crate) fn allows(&self, agent: Option<&str>, tool: &str) -> bool {
+    /// May `agent` (none: an ordinary caller) see and call `tool` (`external`: one of
+    /// the owner's own MCP servers' tools)?
+    pub(crate) fn allows(&self, agent: Option<&str>, tool: &str, external: bool) -> bool {
         let Some(agent) = agent else { return true };
         let key = agent.trim().to_uppercase();
         let allowed = self.allowed.get(&key);
         let disallowed = self.disallowed.get(&key);
         let base = match (allowed, disallowed) {
             (Some(list), _) => list.iter().any(|t| t == tool),
-            (None, Some(_)) => true,
+            (None, Some(_)) => !external,
             (None, None) => false,
         };
         base && !disallowed.is_some_and(|list| list.iter().any(|t| t == tool))
@@ -58,14 +62,30 @@ mod tests {
     #[test]
     fn allow_then_deny_and_nothing_without_lists() {
         let p = policy();
-        assert!(p.allows(None, "a"));
-        assert!(p.allows(Some(" allowonly "), "a") && !p.allows(Some("allowonly"), "c"));
-        assert!(!p.allows(Some("denyonly"), "a") && p.allows(Some("denyonly"), "c"));
+        let builtin = |agent, tool| p.allows(agent, tool, false);
+        assert!(builtin(None, "a"));
+        assert!(builtin(Some(" allowonly "), "a") && !builtin(Some("allowonly"), "c"));
+        assert!(!builtin(Some("denyonly"), "a") && builtin(Some("denyonly"), "c"));
         assert!(
-            p.allows(Some("both"), "a")
-                && !p.allows(Some("both"), "b")
-                && !p.allows(Some("both"), "c")
+            builtin(Some("both"), "a")
+                && !builtin(Some("both"), "b")
+                && !builtin(Some("both"), "c")
         );
-        assert!(!p.allows(Some("unconfigured"), "a"));
+        assert!(!builtin(Some("unconfigured"), "a"));
+    }
+
+    /// The owner's external tools reach an ordinary caller and an agent whose allow list
+    /// names them, never a deny-only agent (its list cannot foresee them).
+    #[test]
+    fn a_deny_only_agent_sees_no_external_tool() {
+        let p = AgentPolicy::new(
+            [("NAMED".to_string(), vec!["mcp__shop__lookup".to_string()])].into(),
+            [("DENYONLY".to_string(), vec!["a".to_string()])].into(),
+        );
+        assert!(p.allows(None, "mcp__shop__lookup", true));
+        assert!(!p.allows(Some("denyonly"), "mcp__shop__lookup", true));
+        assert!(p.allows(Some("denyonly"), "c", false));
+        assert!(p.allows(Some("named"), "mcp__shop__lookup", true));
+        assert!(!p.allows(Some("named"), "mcp__shop__other", true));
     }
 }
