@@ -10,7 +10,7 @@ behind uvicorn on 127.0.0.1. With --token, requests need `Authorization: Bearer 
 with --header, they need that header; otherwise 401. While --hang-file exists, every
 request hangs (a server that stopped answering). Tools: lookup_order, create_ticket,
 always_fails (raises, so the result is isError), stall (never finishes); with --bulk K,
-also bulk_000 … (K tools, each with a 15 kB description: a listing that must be bounded).
+also bulk_000 … (K tools, each with a 5 kB description: a listing that must be bounded).
 With --metadata, also describe_order (a title, annotations, an output schema
 and structured content) and big_result(size) (plain text of `size` bytes, no structured
 content) and big_structured(size) (the same as structured content, with an output
@@ -52,7 +52,7 @@ def build(name: str, bulk: int = 0, metadata: bool = False, long_name: bool = Fa
         def bulk_tool(i: int = i) -> str:
             return f"bulk {i}"
 
-        server.add_tool(bulk_tool, name=f"bulk_{i:03}", description="d" * 15_000)
+        server.add_tool(bulk_tool, name=f"bulk_{i:03}", description="d" * 5_000)
 
     @server.tool(description="Look up an order's status by its order number.")
     def lookup_order(order_number: str) -> str:

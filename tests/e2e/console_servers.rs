@@ -182,6 +182,12 @@ async fn console_servers_add_edit_toggle_probe_and_delete() {
     for tool in ["lookup_order", "create_ticket", "always_fails", "stall"] {
         assert!(tools.contains(tool), "{tool} not in {tools}");
     }
+    // Each tool with the name the AI sees and the description /mcp hands it (issue 31).
+    assert!(
+        tools.contains("<code class=\"exposed\">mcp__shop__lookup_order</code>")
+            && tools.contains("Look up an order"),
+        "{tools}"
+    );
     assert_eq!(cell(shop, "auth"), "bearer token (set)");
     assert_eq!(cell(shop, "enabled"), "yes");
     assert_eq!(cell(shop, "last-error"), "");

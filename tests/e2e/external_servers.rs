@@ -807,12 +807,13 @@ async fn an_unreadable_server_list_degrades_to_a_note() {
 }
 
 /// One user's servers cannot blow up a `tools/list` answer. Seven
-/// servers each listing 200 tools with 15 kB descriptions (21 MB of listings before)
-/// come back within about 1 MiB: descriptions cut, each server's tools bounded, servers
-/// past the total left out, and every cut said in `_meta`.
+/// servers each listing 300 tools with 5 kB descriptions (10.5 MB of listings before)
+/// come back within about 1 MiB: descriptions cut to 500 characters (what the registry
+/// shows), each server's tools bounded to 256, servers past the total left out, and
+/// every cut said in `_meta`.
 #[tokio::test(flavor = "multi_thread")]
 async fn huge_external_listings_are_bounded_with_notes() {
-    let remotes: Vec<Remote> = (0..7).map(|_| Remote::python(&["--bulk", "200"])).collect();
+    let remotes: Vec<Remote> = (0..7).map(|_| Remote::python(&["--bulk", "300"])).collect();
     let server = Server::start(&env());
     let token = server.token("grace");
     for (i, remote) in remotes.iter().enumerate() {
@@ -844,7 +845,7 @@ async fn huge_external_listings_are_bounded_with_notes() {
         .all(|t| {
             t["description"]
                 .as_str()
-                .is_none_or(|d| d.chars().count() <= 2_001)
+                .is_none_or(|d| d.chars().count() <= 501)
         });
     assert!(descriptions_cut);
     let notes = listed["result"]["_meta"]["io.mirobody/unavailableServers"].to_string();

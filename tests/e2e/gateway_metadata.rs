@@ -32,8 +32,8 @@ fn env() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-/// Registers `remote` as the caller's server `shop` (no auth).
-async fn register(server: &Server, token: &str, remote: &RemoteServer) {
+/// Registers `remote` as the caller's server `shop` (no auth): the registration answer.
+async fn register(server: &Server, token: &str, remote: &RemoteServer) -> Value {
     let mut headers = bearer(token);
     headers.push(("content-type".into(), "application/json".into()));
     let body = json!({"name": "shop", "url": remote.url()});
@@ -45,6 +45,7 @@ async fn register(server: &Server, token: &str, remote: &RemoteServer) {
     )
     .await;
     assert_eq!(reply.status, 201, "{}", reply.body);
+    reply.json()
 }
 
 async fn mcp(server: &Server, token: &str, method: &str, params: Value) -> Value {
@@ -386,4 +387,71 @@ async fn a_200_character_tool_name_is_listed_within_128() {
 
     let result = call(&server, &token, &name, json!({})).await;
     assert_eq!(texts(&result), ["long name answered"], "{result}");
+}
+
+/// Issue 31, one view of a server: the registration answer, the registry's read and
+/// `/mcp` show the same tools (the 200-character one too, under its cut and hashed
+/// name), each with the name the model sees and the same description, cut to the one
+/// bound of 500 characters.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_registry_and_mcp_show_the_same_tools_under_the_same_names() {
+    let remote = RemoteServer::start(&["--long-name", "--bulk", "2"]);
+    let server = Server::start(&env());
+    let token = server.token("dora");
+    let registered = register(&server, &token, &remote).await;
+    let read = send(
+        "GET",
+        &server.url("/api/user/mcp-servers/shop"),
+        &bearer(&token),
+        None,
+    )
+    .await;
+    assert_eq!(read.status, 200, "{}", read.body);
+    let read = read.json();
+
+    // (exposed name, remote name, description) of each view, in name order.
+    let of_view = |view: &Value| {
+        let mut tools: Vec<(String, String, Value)> = view["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no tools: {view}"))
+            .iter()
+            .map(|t| {
+                (
+                    t["exposed_name"].as_str().unwrap_or_default().to_string(),
+                    t["name"].as_str().unwrap().to_string(),
+                    t["description"].clone(),
+                )
+            })
+            .collect();
+        tools.sort_by(|a, b| a.0.cmp(&b.0));
+        tools
+    };
+    let mut listed: Vec<(String, String, Value)> = external_tools(&server, &token)
+        .await
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_string(),
+                t["_meta"]["io.mirobody/tool"].as_str().unwrap().to_string(),
+                t.get("description").cloned().unwrap_or(Value::Null),
+            )
+        })
+        .collect();
+    listed.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(of_view(&registered), listed, "{registered}");
+    assert_eq!(of_view(&read), listed, "{read}");
+
+    let long = listed
+        .iter()
+        .find(|(_, remote, _)| *remote == long_name())
+        .unwrap_or_else(|| panic!("the 200-character tool is in every view: {listed:?}"));
+    assert!(long.0.starts_with("mcp__shop__long_nnn") && long.0.len() <= 64);
+    // The bulk tools' 5,000-character descriptions: 500 characters and an ellipsis.
+    let bulk = listed
+        .iter()
+        .find(|(_, remote, _)| remote == "bulk_000")
+        .expect("bulk_000 listed");
+    let description = bulk.2.as_str().unwrap();
+    assert_eq!(description.chars().count(), 501, "{description}");
+    assert!(description.starts_with("ddd") && description.ends_with('…'));
 }

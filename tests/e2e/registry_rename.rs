@@ -92,13 +92,42 @@ async fn a_rename_keeps_the_credential_and_moves_the_tools() {
         "allowed_tools",
         "enabled",
         "order",
-        "tools",
         "server_name",
         "created_at",
         "last_connected_at",
         "last_connect_error",
     ] {
         assert_eq!(after[field], before[field], "{field} kept");
+    }
+    // The same tools; the names the AI sees follow the new name.
+    let tools = |view: &Value| {
+        view["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["name"].clone(),
+                    t["description"].clone(),
+                    t["exposed_name"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let (was, now) = (tools(&before), tools(&after));
+    assert_eq!(was.len(), now.len());
+    for ((name, description, exposed), (name_now, description_now, exposed_now)) in
+        was.iter().zip(&now)
+    {
+        assert_eq!(
+            (name, description),
+            (name_now, description_now),
+            "tools kept"
+        );
+        assert_eq!(
+            exposed.replacen("mcp__shop__", "mcp__store__", 1),
+            *exposed_now
+        );
     }
     assert!(!renamed.body.contains(REMOTE_TOKEN));
 

@@ -125,10 +125,14 @@ fn view(record: &McpServerRecord) -> Map<String, Value> {
         McpAuth::Bearer => json!({"type": "BEARER"}),
         McpAuth::Header { name } => json!({"type": "HEADER", "name": name}),
     };
+    let exposed = crate::external::exposed_names(&record.name, &record.tools);
     let tools: Vec<Value> = record
         .tools
         .iter()
-        .map(|tool| json!({"name": tool.name, "description": tool.description}))
+        .zip(exposed)
+        .map(|(tool, exposed)| {
+            json!({"name": tool.name, "exposed_name": exposed, "description": tool.description})
+        })
         .collect();
     let mut view = Map::new();
     view.insert("name".into(), record.name.clone().into());

@@ -167,6 +167,30 @@ fn auth_select(id: &str, selected: &str) -> Markup {
     }
 }
 
+/// A server's tools as the last probe saw them: each name, the name your AI sees it
+/// under when that differs from the plain `mcp__<server>__<tool>`, and its
+/// description, the same words `/mcp` hands the model.
+fn tool_list(record: &McpServerRecord) -> Markup {
+    let exposed = crate::external::exposed_names(&record.name, &record.tools);
+    html! {
+        @if !record.tools.is_empty() {
+            ul.tool-list {
+                @for (tool, exposed) in record.tools.iter().zip(exposed) {
+                    li data-tool=(tool.name) {
+                        details {
+                            summary { code { (tool.name) } }
+                            p { "Your AI sees it as " code.exposed { (exposed) } "." }
+                            @if let Some(description) = &tool.description {
+                                p.description { (description) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn servers_table(session: &Session, records: &[McpServerRecord]) -> Markup {
     html! {
         @if records.is_empty() {
@@ -198,9 +222,7 @@ fn servers_table(session: &Session, records: &[McpServerRecord]) -> Markup {
                                     None => span.muted { "all" },
                                 }
                             }
-                            td.tools data-label="Tools" {
-                                (record.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", "))
-                            }
+                            td.tools data-label="Tools" { (tool_list(record)) }
                             td.last-connected data-label="Last connected" { (when(record.last_connected_at)) }
                             td.last-error data-label="Last error" {
                                 @if let Some(error) = &record.last_connect_error { span.error { (error) } }

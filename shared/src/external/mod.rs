@@ -37,6 +37,12 @@ pub(crate) use registry::{Changes, Registration};
 pub(crate) use results::DEFAULT_RESULT_MAX_BYTES;
 pub(crate) use tool_source::CONNECT_BUDGET;
 
+/// How each of a server's stored tools is named on `/mcp` (the same mangling, cut and
+/// hash as the gateway's listing), in the snapshot's order.
+pub(crate) fn exposed_names(server: &str, tools: &[crate::domain::McpToolSnapshot]) -> Vec<String> {
+    naming::namespaced_tools(server, tools.iter().map(|tool| tool.name.as_str()))
+}
+
 /// Whether a tool name on `/mcp` is one of a user's own MCP servers' tools.
 pub(crate) fn is_external_tool(name: &str) -> bool {
     name.starts_with(naming::PREFIX)

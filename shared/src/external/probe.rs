@@ -23,16 +23,14 @@ pub(crate) const PROBE_BUDGET: Duration = Duration::from_secs(25);
 /// How long ending a legacy session may take (best effort).
 pub(super) const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Tool names longer than this are not kept (D6).
-pub(super) const MAX_TOOL_NAME: usize = 128;
-
-/// Stored descriptions are cut to this many characters (D6).
-pub(super) const MAX_STORED_DESCRIPTION: usize = 500;
+/// Tool names longer than this are not kept (the client leaves them out).
+pub(super) use crate::remote::MAX_TOOL_NAME;
 
 /// What a successful probe saw.
 pub(super) struct Probe {
     pub server_name: Option<String>,
-    /// At most 256 tools (the client's bound), names of at most 128 characters.
+    /// At most 256 tools, names of at most 256 characters, descriptions of at most 500
+    /// (the client's bounds, the same on `/mcp`).
     pub tools: Vec<RemoteTool>,
 }
 
@@ -106,24 +104,18 @@ pub(super) async fn probe_or(
     connection.close(CLOSE_TIMEOUT).await;
     Ok(Probe {
         server_name,
-        tools: tools
-            .tools
-            .into_iter()
-            .filter(|tool| tool.name.chars().count() <= MAX_TOOL_NAME)
-            .collect(),
+        tools: tools.tools,
     })
 }
 
-/// What is stored of the tools (D6): names, descriptions cut to 500 characters.
+/// What is stored of the tools (D6): names and descriptions, as the client kept them
+/// (cut to 500 characters) and as `/mcp` lists them.
 pub(super) fn snapshot(tools: &[RemoteTool]) -> Vec<McpToolSnapshot> {
     tools
         .iter()
         .map(|tool| McpToolSnapshot {
             name: tool.name.clone(),
-            description: tool
-                .description
-                .as_ref()
-                .map(|text| text.chars().take(MAX_STORED_DESCRIPTION).collect()),
+            description: tool.description.clone(),
         })
         .collect()
 }

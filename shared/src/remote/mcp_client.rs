@@ -48,9 +48,17 @@ pub(crate) const MAX_TOOL_PAGES: usize = 10;
 /// At most this many tools are kept (D6).
 pub(crate) const MAX_TOOLS: usize = 256;
 
-/// A kept tool's description is cut to this many characters (a server's
-/// listing must not fill the caller's answer or our memory).
-pub(crate) const MAX_TOOL_DESCRIPTION: usize = 2_000;
+/// A kept tool's description is cut to this many characters (D6): the one bound for
+/// what the model reads on `/mcp` and what the person reads in the registry and the
+/// console, so nothing reaches the model that the person cannot read.
+pub(crate) const MAX_TOOL_DESCRIPTION: usize = 500;
+
+/// A tool whose name is longer than this many characters is left out, everywhere:
+/// what is kept is stored whole, so the person sees and can allow every tool the model
+/// is offered. (D6 says 128, the MCP spec's advice for a name; a 200-character name is
+/// real enough that the gateway offers it under a cut and hashed name, so the stored
+/// bound is wider. The listing's byte bound keeps the stored record small.)
+pub(crate) const MAX_TOOL_NAME: usize = 256;
 
 /// A tool whose `inputSchema` serialises to more bytes than this is left out.
 pub(crate) const MAX_TOOL_SCHEMA: usize = 16 * 1024;
@@ -74,6 +82,8 @@ pub(crate) struct ToolList {
     pub tools: Vec<RemoteTool>,
     /// Tools left out because their input schema is over [`MAX_TOOL_SCHEMA`].
     pub oversized: usize,
+    /// Tools left out because their name is over [`MAX_TOOL_NAME`] characters.
+    pub long_names: usize,
     /// Whether tools past [`MAX_TOOLS`], [`MAX_LISTING_BYTES`] or [`MAX_TOOL_PAGES`]
     /// were left out.
     pub truncated: bool,
@@ -92,6 +102,12 @@ impl ToolList {
                 "{} of its tools were left out because their input schemas are over {} KiB",
                 self.oversized,
                 MAX_TOOL_SCHEMA / 1024
+            ));
+        }
+        if self.long_names > 0 {
+            parts.push(format!(
+                "{} of its tools were left out because their names are over {MAX_TOOL_NAME} characters",
+                self.long_names
             ));
         }
         if self.truncated {
@@ -487,6 +503,10 @@ impl McpConnection {
                     return Ok(list);
                 }
                 let tool = parse_tool(tool)?;
+                if tool.name.chars().count() > MAX_TOOL_NAME {
+                    list.long_names += 1;
+                    continue;
+                }
                 if self.dialect == Dialect::Stateless
                     && param_annotations(&tool.input_schema).is_err()
                 {

@@ -421,9 +421,10 @@ async fn a_tool_lists_ttl_is_the_least_its_pages_said() {
     assert_eq!(listed.ttl_ms, None);
 }
 
-/// A server listing 256 tools with 15 kB descriptions (3.9 MB) is
-/// kept to 256 KiB: descriptions cut to 2,000 characters, a tool with a 20 KiB schema left
-/// out, tools past the budget left out, and the caller told.
+/// A server listing 256 tools with 15 kB descriptions and 3 kB schemas (4.6 MB) is
+/// kept to 256 KiB: descriptions cut to 500 characters, a tool with a 20 KiB schema and
+/// one with a 257-character name left out, tools past the budget left out, and the
+/// caller told.
 #[tokio::test]
 async fn a_huge_tool_list_is_kept_within_its_bounds() {
     let addr = scripted(|method, params| match method {
@@ -434,7 +435,7 @@ async fn a_huge_tool_list_is_kept_within_its_bounds() {
             let mut tools: Vec<Value> = (page * 64..page * 64 + 64)
                 .map(|i| {
                     json!({"name": format!("t{i:03}"), "description": "d".repeat(15_000),
-                                "inputSchema": {"type": "object"}})
+                                "inputSchema": {"type": "object", "description": "s".repeat(3_000)}})
                 })
                 .collect();
             if page == 0 {
@@ -443,6 +444,7 @@ async fn a_huge_tool_list_is_kept_within_its_bounds() {
                     json!({"name": "wide", "inputSchema": {"type": "object",
                     "description": "x".repeat(20 * 1024)}}),
                 );
+                tools.insert(1, json!({"name": "n".repeat(257)}));
             }
             let mut result = json!({ "tools": tools });
             if page < 3 {
@@ -456,8 +458,14 @@ async fn a_huge_tool_list_is_kept_within_its_bounds() {
     let connection = connect_to(addr).await.unwrap();
     let listed = connection.list_tools().await.unwrap();
     assert_eq!(listed.oversized, 1);
+    assert_eq!(listed.long_names, 1);
     assert!(listed.truncated);
-    assert!(listed.tools.iter().all(|t| t.name != "wide"));
+    assert!(
+        listed
+            .tools
+            .iter()
+            .all(|t| t.name != "wide" && t.name.len() <= 256)
+    );
     let description = listed.tools[0].description.as_deref().unwrap();
     assert_eq!(
         description.chars().count(),
@@ -467,13 +475,20 @@ async fn a_huge_tool_list_is_kept_within_its_bounds() {
     let kept: usize = listed
         .tools
         .iter()
-        .map(|t| t.name.len() + t.description.as_ref().map_or(0, String::len) + 16)
+        .map(|t| t.name.len() + t.description.as_ref().map_or(0, String::len) + 3_000 + 16)
         .sum();
     assert!(kept <= MAX_LISTING_BYTES, "{kept}");
-    assert!(listed.tools.len() > 100, "{}", listed.tools.len());
+    // About 3.5 kB a tool: past the first page of 64, short of the 256.
+    assert!(
+        (65..100).contains(&listed.tools.len()),
+        "{}",
+        listed.tools.len()
+    );
     let note = listed.note().unwrap();
     assert!(
-        note.contains("1 of its tools") && note.contains("first"),
+        note.contains("1 of its tools were left out because their input schemas")
+            && note.contains("1 of its tools were left out because their names are over 256")
+            && note.contains("first"),
         "{note}"
     );
 

@@ -19,4 +19,6 @@ pub(crate) use client::{GuardedHttp, HttpError};
 #[cfg(feature = "fuzzing")]
 pub(crate) use guard::Resolver;
 pub(crate) use guard::{AddressGuard, GuardPolicy, INVALID_URL_CODE};
-pub(crate) use mcp_client::{Dialect, McpConnection, RemoteError, RemoteTool, ToolList};
+pub(crate) use mcp_client::{
+    Dialect, MAX_TOOL_NAME, McpConnection, RemoteError, RemoteTool, ToolList,
+};
