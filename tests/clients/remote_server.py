@@ -8,7 +8,8 @@ Usage:
 The Python SDK's MCPServer (mcp==2.3.0, both eras: 2026-07-28 and the 2025 handshake)
 behind uvicorn on 127.0.0.1. With --token, requests need `Authorization: Bearer T`;
 with --header, they need that header; otherwise 401. While --hang-file exists, every
-request hangs (a server that stopped answering). Tools: lookup_order, create_ticket,
+request hangs (a server that stopped answering). Tools: lookup_order (annotated
+read-only), create_ticket,
 always_fails (raises, so the result is isError), stall (never finishes); with --bulk K,
 also bulk_000 … (K tools, each with a 5 kB description: a listing that must be bounded).
 With --metadata, also describe_order (a title, annotations, an output schema
@@ -54,7 +55,10 @@ def build(name: str, bulk: int = 0, metadata: bool = False, long_name: bool = Fa
 
         server.add_tool(bulk_tool, name=f"bulk_{i:03}", description="d" * 5_000)
 
-    @server.tool(description="Look up an order's status by its order number.")
+    @server.tool(
+        description="Look up an order's status by its order number.",
+        annotations=ToolAnnotations(readOnlyHint=True),
+    )
     def lookup_order(order_number: str) -> str:
         return f"order {order_number}: shipped"
 

@@ -516,3 +516,127 @@ async fn console_edit_renames_a_server() {
     assert!(row(&page.body, "store").is_some());
     assert!(cell(row(&page.body, "spare").unwrap(), "enabled").contains("no"));
 }
+
+/// The edit page's switches: a tool switched off, read-only and ask-first saved from
+/// the form, shown in the table (`data-offered`, "off", "asks you first") and kept on
+/// the form; an edit from an older form without the switches leaves them as they were.
+#[tokio::test(flavor = "multi_thread")]
+async fn console_switches_tools_off_and_asks_first() {
+    let remote = RemoteServer::start(&["--token", REMOTE_TOKEN]);
+    let url = remote.url();
+    let server = Server::start(&[
+        ("MIROBODY_REMOTE_DEV_LOOPBACK", "true"),
+        ("MIROBODY_REMOTE_TIMEOUT_SECS", "4"),
+    ]);
+    let kim = sign_up(&server, "kim@example.com").await;
+    let added = kim
+        .post(
+            &server,
+            "/console/servers",
+            &[
+                ("name", "shop"),
+                ("url", url.as_str()),
+                ("auth_type", "bearer"),
+                ("credential", REMOTE_TOKEN),
+                ("enabled", "on"),
+                ("allowed_tools", ""),
+            ],
+            true,
+        )
+        .await;
+    assert_redirect(&added, "/console/servers?done=added");
+    let edit = kim.get(&server, "/console/servers/shop").await;
+    assert!(
+        edit.body.contains("id=\"server-controls\""),
+        "{}",
+        edit.body
+    );
+    assert!(
+        edit.body.contains("value=\"create_ticket\" checked"),
+        "{}",
+        edit.body
+    );
+
+    // Everything on but always_fails and stall; ask first.
+    let saved = kim
+        .post(
+            &server,
+            "/console/servers/shop",
+            &[
+                ("name", "shop"),
+                ("auth_type", "bearer"),
+                ("credential", ""),
+                ("allowed_tools", ""),
+                ("enabled", "on"),
+                ("controls", "1"),
+                ("tool_on", "lookup_order"),
+                ("tool_on", "create_ticket"),
+                ("ask_first", "on"),
+            ],
+            true,
+        )
+        .await;
+    assert_redirect(&saved, "/console/servers?done=saved");
+    let page = kim.get(&server, "/console/servers").await;
+    let shop = row(&page.body, "shop").expect("the row");
+    let tools = cell(shop, "tools");
+    assert!(
+        tools.contains("data-tool=\"always_fails\" data-offered=\"false\""),
+        "{tools}"
+    );
+    assert!(
+        tools.contains("data-tool=\"lookup_order\" data-offered=\"true\""),
+        "{tools}"
+    );
+    let ticket = &tools[tools.find("data-tool=\"create_ticket\"").unwrap()..];
+    assert!(
+        ticket[..ticket.find("</li>").unwrap()].contains("asks you first"),
+        "{tools}"
+    );
+    let lookup = &tools[tools.find("data-tool=\"lookup_order\"").unwrap()..];
+    assert!(
+        !lookup[..lookup.find("</li>").unwrap()].contains("asks you first"),
+        "a read-only tool is not asked about: {tools}"
+    );
+    let edit = kim.get(&server, "/console/servers/shop").await;
+    assert!(
+        edit.body.contains("value=\"always_fails\">"),
+        "{}",
+        edit.body
+    );
+    assert!(
+        edit.body.contains("value=\"lookup_order\" checked"),
+        "{}",
+        edit.body
+    );
+    assert!(
+        edit.body.contains(
+            "id=\"server-ask-first\" name=\"ask_first\" type=\"checkbox\" value=\"on\" checked"
+        ),
+        "{}",
+        edit.body
+    );
+
+    // An edit without the switches (an older form) leaves them as they are.
+    let plain = kim
+        .post(
+            &server,
+            "/console/servers/shop",
+            &[
+                ("name", "shop"),
+                ("auth_type", "bearer"),
+                ("credential", ""),
+                ("allowed_tools", ""),
+                ("enabled", "on"),
+            ],
+            true,
+        )
+        .await;
+    assert_redirect(&plain, "/console/servers?done=saved");
+    let page = kim.get(&server, "/console/servers").await;
+    let tools = cell(row(&page.body, "shop").unwrap(), "tools").to_string();
+    assert!(
+        tools.contains("data-tool=\"always_fails\" data-offered=\"false\""),
+        "{tools}"
+    );
+}

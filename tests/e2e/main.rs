@@ -66,4 +66,5 @@ mod stdio_bridge;
 mod telemetry;
 mod template_ops;
 mod template_routes;
+mod tool_controls;
 mod uploads;

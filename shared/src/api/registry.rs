@@ -17,7 +17,7 @@ use http::StatusCode;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value, json};
 
-use crate::domain::{McpAuth, McpServerRecord};
+use crate::domain::{McpAuth, McpServerRecord, ToolControls};
 use crate::external::{AuthInput, Changes, ExternalServers, Registration, RegistryError};
 use crate::http::{ApiError, Success};
 use crate::identity::Caller;
@@ -40,6 +40,12 @@ struct CreateRequest {
     #[serde(default)]
     allowed_tools: Option<Vec<String>>,
     #[serde(default)]
+    denied_tools: Option<Vec<String>>,
+    #[serde(default)]
+    read_only: Option<bool>,
+    #[serde(default)]
+    ask_first: Option<bool>,
+    #[serde(default)]
     enabled: Option<bool>,
     #[serde(default)]
     order: Option<i64>,
@@ -59,6 +65,12 @@ struct UpdateRequest {
     #[serde(default, deserialize_with = "nullable")]
     allowed_tools: Option<Option<Vec<String>>>,
     #[serde(default)]
+    denied_tools: Option<Vec<String>>,
+    #[serde(default)]
+    read_only: Option<bool>,
+    #[serde(default)]
+    ask_first: Option<bool>,
+    #[serde(default)]
     enabled: Option<bool>,
     #[serde(default)]
     order: Option<i64>,
@@ -77,6 +89,12 @@ struct SeedEntry {
     auth: Option<AuthInput>,
     #[serde(default, deserialize_with = "nullable")]
     allowed_tools: Option<Option<Vec<String>>>,
+    #[serde(default)]
+    denied_tools: Option<Vec<String>>,
+    #[serde(default)]
+    read_only: Option<bool>,
+    #[serde(default)]
+    ask_first: Option<bool>,
     #[serde(default)]
     enabled: Option<bool>,
     #[serde(default)]
@@ -131,7 +149,14 @@ fn view(record: &McpServerRecord) -> Map<String, Value> {
         .iter()
         .zip(exposed)
         .map(|(tool, exposed)| {
-            json!({"name": tool.name, "exposed_name": exposed, "description": tool.description})
+            json!({
+                "name": tool.name,
+                "exposed_name": exposed,
+                "description": tool.description,
+                "read_only": tool.read_only,
+                "offered": record.offers(&tool.name, tool.read_only),
+                "asks_first": record.asks_first(tool.read_only),
+            })
         })
         .collect();
     let mut view = Map::new();
@@ -139,6 +164,9 @@ fn view(record: &McpServerRecord) -> Map<String, Value> {
     view.insert("url".into(), record.url.clone().into());
     view.insert("auth".into(), auth);
     view.insert("allowed_tools".into(), json!(record.allowed_tools));
+    view.insert("denied_tools".into(), json!(record.controls.denied_tools));
+    view.insert("read_only".into(), record.controls.read_only.into());
+    view.insert("ask_first".into(), record.controls.ask_first.into());
     view.insert("enabled".into(), record.enabled.into());
     view.insert("order".into(), record.order.into());
     view.insert("server_name".into(), json!(record.server_name));
@@ -195,6 +223,9 @@ impl ExternalServers {
                 name: None,
                 auth,
                 allowed_tools: entry.allowed_tools,
+                denied_tools: entry.denied_tools,
+                read_only: entry.read_only,
+                ask_first: entry.ask_first,
                 enabled: entry.enabled,
                 order: entry.order,
             };
@@ -242,6 +273,11 @@ impl ExternalServers {
                 url: request.url,
                 auth: request.auth.unwrap_or(AuthInput::None),
                 allowed_tools: request.allowed_tools,
+                controls: ToolControls {
+                    denied_tools: request.denied_tools.unwrap_or_default(),
+                    read_only: request.read_only.unwrap_or(false),
+                    ask_first: request.ask_first.unwrap_or(false),
+                },
                 enabled: request.enabled.unwrap_or(true),
                 order: request.order.unwrap_or(0),
             };
@@ -274,6 +310,9 @@ impl ExternalServers {
                 name: request.name,
                 auth: request.auth,
                 allowed_tools: request.allowed_tools,
+                denied_tools: request.denied_tools,
+                read_only: request.read_only,
+                ask_first: request.ask_first,
                 enabled: request.enabled,
                 order: request.order,
             };

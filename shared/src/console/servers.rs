@@ -176,10 +176,19 @@ fn tool_list(record: &McpServerRecord) -> Markup {
         @if !record.tools.is_empty() {
             ul.tool-list {
                 @for (tool, exposed) in record.tools.iter().zip(exposed) {
-                    li data-tool=(tool.name) {
+                    @let offered = record.offers(&tool.name, tool.read_only);
+                    li data-tool=(tool.name) data-offered=(offered) {
                         details {
-                            summary { code { (tool.name) } }
-                            p { "Your AI sees it as " code.exposed { (exposed) } "." }
+                            summary {
+                                code { (tool.name) }
+                                @if !offered { " " span.badge.off { "off" } }
+                                @else if record.asks_first(tool.read_only) { " " span.badge { "asks you first" } }
+                            }
+                            @if offered {
+                                p { "Your AI sees it as " code.exposed { (exposed) } "." }
+                            } @else {
+                                p { "Your AI does not see it (" code.exposed { (exposed) } ")." }
+                            }
                             @if let Some(description) = &tool.description {
                                 p.description { (description) }
                             }
@@ -189,6 +198,70 @@ fn tool_list(record: &McpServerRecord) -> Markup {
             }
         }
     }
+}
+
+/// The per-tool switches, read-only and ask-first: what the edit form adds to its
+/// fields (`controls` says they were shown, so an unchecked box means off).
+fn controls_fieldset(record: &McpServerRecord) -> Markup {
+    html! {
+        fieldset id="server-controls" {
+            legend { "What your AI may use" }
+            input type="hidden" name="controls" value="1";
+            @if record.tools.is_empty() {
+                p.muted { "No tools listed yet: they appear here once the server answers." }
+            }
+            ul.tool-switches {
+                @for (i, tool) in record.tools.iter().enumerate() {
+                    @let id = format!("tool-on-{i}");
+                    @let on = !record.controls.denied_tools.contains(&tool.name);
+                    li {
+                        label for=(id) {
+                            input id=(id) name="tool_on" type="checkbox" value=(tool.name) checked[on];
+                            " " code { (tool.name) }
+                            @if tool.read_only { " " span.badge { "read-only" } }
+                        }
+                    }
+                }
+            }
+            label for="server-read-only" {
+                input id="server-read-only" name="read_only" type="checkbox" value="on"
+                    checked[record.controls.read_only];
+                " Only tools the server marks read-only"
+            }
+            label for="server-ask-first" {
+                input id="server-ask-first" name="ask_first" type="checkbox" value="on"
+                    checked[record.controls.ask_first];
+                " Ask me before a tool that can change things runs"
+            }
+            p.muted {
+                "Read-only is the server's own word (its readOnlyHint). When asking first, an AI "
+                "app that can show a question asks you for each such call; one that cannot is told "
+                "the tool did not run and why."
+            }
+        }
+    }
+}
+
+/// The deny list the edit form's switches give: the listed tools left unchecked, and
+/// the denied names the server no longer lists (kept, harmless).
+fn denied_from(fields: &[(String, String)], record: &McpServerRecord) -> Vec<String> {
+    let on = |name: &str| fields.iter().any(|(k, v)| k == "tool_on" && v == name);
+    let listed = |name: &str| record.tools.iter().any(|tool| tool.name == name);
+    let mut denied: Vec<String> = record
+        .controls
+        .denied_tools
+        .iter()
+        .filter(|name| !listed(name))
+        .cloned()
+        .collect();
+    denied.extend(
+        record
+            .tools
+            .iter()
+            .filter(|tool| !on(&tool.name))
+            .map(|tool| tool.name.clone()),
+    );
+    denied
 }
 
 fn servers_table(session: &Session, records: &[McpServerRecord]) -> Markup {
@@ -336,6 +409,7 @@ impl ConsoleApi {
                 url: draft.url.clone(),
                 auth,
                 allowed_tools: allowed_tools(&draft.allowed_tools),
+                controls: Default::default(),
                 enabled: draft.enabled,
                 order: 0,
             };
@@ -392,6 +466,7 @@ impl ConsoleApi {
                     input id="server-enabled" name="enabled" type="checkbox" value="on" checked[record.enabled];
                     " Enabled"
                 }
+                (controls_fieldset(record))
                 button id="server-save" type="submit" { "Save" }
             }
             p { a href=(SECTION) { "Back to your servers" } }
@@ -426,6 +501,7 @@ impl ConsoleApi {
         let typed_name = field(&fields, "name")
             .map(|n| n.trim().to_string())
             .filter(|n| !n.is_empty());
+        let controls = field(&fields, "controls").is_some();
         let outcome = async {
             let changes = Changes {
                 name: typed_name.clone(),
@@ -433,6 +509,9 @@ impl ConsoleApi {
                 allowed_tools: Some(allowed_tools(
                     field(&fields, "allowed_tools").unwrap_or_default(),
                 )),
+                denied_tools: controls.then(|| denied_from(&fields, &record)),
+                read_only: controls.then(|| field(&fields, "read_only").is_some()),
+                ask_first: controls.then(|| field(&fields, "ask_first").is_some()),
                 enabled: Some(field(&fields, "enabled").is_some()),
                 ..Changes::default()
             };
@@ -448,6 +527,11 @@ impl ConsoleApi {
                 shown.allowed_tools =
                     allowed_tools(field(&fields, "allowed_tools").unwrap_or_default());
                 shown.enabled = field(&fields, "enabled").is_some();
+                if controls {
+                    shown.controls.denied_tools = denied_from(&fields, &shown);
+                    shown.controls.read_only = field(&fields, "read_only").is_some();
+                    shown.controls.ask_first = field(&fields, "ask_first").is_some();
+                }
                 let typed = typed_name.unwrap_or_else(|| shown.name.clone());
                 self.edit_view(
                     session,

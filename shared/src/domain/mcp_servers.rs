@@ -23,6 +23,30 @@ pub enum McpAuth {
 pub struct McpToolSnapshot {
     pub name: String,
     pub description: Option<String>,
+    /// The server annotated it `readOnlyHint: true` (it says it changes nothing).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
+}
+
+/// The person's own controls over a server's tools, beside its allow list
+/// ([`McpServerRecord::allowed_tools`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolControls {
+    /// Tools switched off by name (a deny list: tools the server adds later are on).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub denied_tools: Vec<String>,
+    /// Only the tools the server annotates `readOnlyHint: true` are offered.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
+    /// A tool not annotated read-only runs only once the person said yes to that call.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ask_first: bool,
+}
+
+impl ToolControls {
+    pub fn is_default(&self) -> bool {
+        self == &ToolControls::default()
+    }
 }
 
 /// A user's external MCP server. Its name and its url are each unique per account.
@@ -41,6 +65,8 @@ pub struct McpServerRecord {
     pub order: i64,
     /// `None`: every tool, including ones the server adds later (D7).
     pub allowed_tools: Option<Vec<String>>,
+    /// Switches, read-only and ask-first (narrowing what the allow list lets through).
+    pub controls: ToolControls,
     /// The tools the last probe saw (at most 256).
     pub tools: Vec<McpToolSnapshot>,
     /// The server's self-reported `serverInfo.name`.
@@ -51,6 +77,26 @@ pub struct McpServerRecord {
     pub last_connected_at: Option<u64>,
     /// Why the last connection failed; cleared by a successful one.
     pub last_connect_error: Option<String>,
+}
+
+impl McpServerRecord {
+    /// Whether the person lets the model see and call `tool` (annotated read-only or
+    /// not): on the allow list (or no list), not switched off, and read-only when only
+    /// read-only tools are wanted.
+    pub fn offers(&self, tool: &str, read_only: bool) -> bool {
+        let allowed = self
+            .allowed_tools
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|name| name == tool));
+        allowed
+            && !self.controls.denied_tools.iter().any(|name| name == tool)
+            && (read_only || !self.controls.read_only)
+    }
+
+    /// Whether a call of a tool (annotated read-only or not) waits for the person's yes.
+    pub fn asks_first(&self, read_only: bool) -> bool {
+        self.controls.ask_first && !read_only
+    }
 }
 
 /// How many external MCP servers one account may register: the store refuses the

@@ -25,6 +25,8 @@ pub(crate) use genome::{
 };
 pub use health::{DataPresence, Genotype, Original, Reading, ReadingValue};
 pub(crate) use health::{FIRST_DAY, LAST_DAY, day_accepted};
-pub use mcp_servers::{MAX_MCP_SERVERS, McpAuth, McpServerRecord, McpServerWrite, McpToolSnapshot};
+pub use mcp_servers::{
+    MAX_MCP_SERVERS, McpAuth, McpServerRecord, McpServerWrite, McpToolSnapshot, ToolControls,
+};
 pub use oauth::{AuthCode, OAuthClient, RefreshRecord, RefreshUse};
 pub use uploads::{ReadingCounts, UploadFailure, UploadKind, UploadRecord, UploadStatus};

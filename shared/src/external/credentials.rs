@@ -173,6 +173,7 @@ mod tests {
             enabled: true,
             order: 0,
             allowed_tools: None,
+            controls: Default::default(),
             tools: vec![],
             server_name: None,
             created_at: 0,

@@ -12,6 +12,7 @@
 //! only), log a tool's arguments or results (health data may pass through), or let one
 //! failing server affect another.
 
+mod approval;
 mod credentials;
 mod naming;
 mod probe;
@@ -154,12 +155,12 @@ impl RegistryError {
         )
     }
 
-    pub(crate) fn unknown_tool(names: &[&str]) -> Self {
+    pub(crate) fn unknown_tool(field: &str, names: &[&str]) -> Self {
         Self::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "unknown_mcp_tool",
             format!(
-                "allowed_tools names tools the server does not list: {}",
+                "{field} names tools the server does not list: {}",
                 names.join(", ")
             ),
         )

@@ -116,12 +116,15 @@ pub(super) fn snapshot(tools: &[RemoteTool]) -> Vec<McpToolSnapshot> {
         .map(|tool| McpToolSnapshot {
             name: tool.name.clone(),
             description: tool.description.clone(),
+            read_only: tool.read_only(),
         })
         .collect()
 }
 
-/// D7: every name in `allowed` must be one of the probed tools.
+/// D7: every name in `allowed` (the allow list, else the deny list named by `field`)
+/// must be one of the probed tools.
 pub(super) fn check_allowed(
+    field: &str,
     allowed: Option<&[String]>,
     tools: &[McpToolSnapshot],
 ) -> Result<(), RegistryError> {
@@ -136,5 +139,5 @@ pub(super) fn check_allowed(
     if unknown.is_empty() {
         return Ok(());
     }
-    Err(RegistryError::unknown_tool(&unknown))
+    Err(RegistryError::unknown_tool(field, &unknown))
 }

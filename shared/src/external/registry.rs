@@ -12,7 +12,7 @@ use super::credentials::{self, AuthInput};
 use super::naming::namespace;
 use super::probe::{self, Probe};
 use super::{ExternalServers, RegistryError};
-use crate::domain::{MAX_MCP_SERVERS, McpServerRecord, McpServerWrite};
+use crate::domain::{MAX_MCP_SERVERS, McpServerRecord, McpServerWrite, ToolControls};
 use crate::identity::Caller;
 
 /// Longest server name: the namespace must leave room for tool names within 64.
@@ -70,16 +70,24 @@ fn check_name(name: &str) -> Result<(), RegistryError> {
 }
 
 fn check_allowed_shape(allowed: Option<&Vec<String>>) -> Result<(), RegistryError> {
-    let Some(allowed) = allowed else {
+    check_names_shape("allowed_tools must be null or", allowed)
+}
+
+fn check_denied_shape(denied: &[String]) -> Result<(), RegistryError> {
+    check_names_shape("denied_tools must be", Some(&denied.to_vec()))
+}
+
+fn check_names_shape(what: &str, names: Option<&Vec<String>>) -> Result<(), RegistryError> {
+    let Some(names) = names else {
         return Ok(());
     };
-    if allowed.len() > MAX_ALLOWED
-        || allowed
+    if names.len() > MAX_ALLOWED
+        || names
             .iter()
             .any(|name| name.is_empty() || name.chars().count() > probe::MAX_TOOL_NAME)
     {
         return Err(RegistryError::bad_request(format!(
-            "allowed_tools must be null or at most {MAX_ALLOWED} tool names of 1 to {} characters",
+            "{what} at most {MAX_ALLOWED} tool names of 1 to {} characters",
             probe::MAX_TOOL_NAME
         )));
     }
@@ -92,6 +100,7 @@ pub(crate) struct Registration {
     pub url: String,
     pub auth: AuthInput,
     pub allowed_tools: Option<Vec<String>>,
+    pub controls: ToolControls,
     pub enabled: bool,
     pub order: i64,
 }
@@ -103,6 +112,10 @@ pub(crate) struct Changes {
     pub name: Option<String>,
     pub auth: Option<AuthInput>,
     pub allowed_tools: Option<Option<Vec<String>>>,
+    /// The whole deny list (the per-tool switches that are off).
+    pub denied_tools: Option<Vec<String>>,
+    pub read_only: Option<bool>,
+    pub ask_first: Option<bool>,
     pub enabled: Option<bool>,
     pub order: Option<i64>,
 }
@@ -144,6 +157,11 @@ impl ExternalServers {
                 url: changes.url.unwrap_or_default(),
                 auth: changes.auth.unwrap_or(AuthInput::None),
                 allowed_tools: changes.allowed_tools.flatten(),
+                controls: ToolControls {
+                    denied_tools: changes.denied_tools.unwrap_or_default(),
+                    read_only: changes.read_only.unwrap_or(false),
+                    ask_first: changes.ask_first.unwrap_or(false),
+                },
                 enabled: changes.enabled.unwrap_or(true),
                 order: changes.order.unwrap_or(0),
             };
@@ -255,6 +273,7 @@ impl ExternalServers {
     ) -> Result<McpServerRecord, RegistryError> {
         let user = &caller.user_id;
         check_allowed_shape(registration.allowed_tools.as_ref())?;
+        check_denied_shape(&registration.controls.denied_tools)?;
         let existing = self
             .store
             .mcp_servers(user)
@@ -298,6 +317,7 @@ impl ExternalServers {
             enabled: registration.enabled,
             order: registration.order,
             allowed_tools: registration.allowed_tools,
+            controls: registration.controls,
             tools: Vec::new(),
             server_name: None,
             created_at: now,
@@ -312,7 +332,13 @@ impl ExternalServers {
                 .map_err(RegistryError::bad_request)?;
             let seen = probe::probe(&self.http, &record.url, &headers, self.probe_budget).await?;
             self.apply_probe(&mut record, &seen, now);
-            probe::check_allowed(record.allowed_tools.as_deref(), &record.tools)?;
+            probe::check_allowed(
+                "allowed_tools",
+                record.allowed_tools.as_deref(),
+                &record.tools,
+            )?;
+            let denied = Some(record.controls.denied_tools.as_slice());
+            probe::check_allowed("denied_tools", denied, &record.tools)?;
         }
         let written = self
             .store
@@ -390,8 +416,23 @@ impl ExternalServers {
         }
         if let Some(allowed) = changes.allowed_tools {
             check_allowed_shape(allowed.as_ref())?;
-            reprobe |= probe::check_allowed(allowed.as_deref(), &record.tools).is_err();
+            reprobe |=
+                probe::check_allowed("allowed_tools", allowed.as_deref(), &record.tools).is_err();
             record.allowed_tools = allowed;
+        }
+        // The deny list is checked against the tools only when it is given: a tool the
+        // server later drops stays on it harmlessly.
+        let denied_given = changes.denied_tools.is_some();
+        if let Some(denied) = changes.denied_tools {
+            check_denied_shape(&denied)?;
+            reprobe |= probe::check_allowed("denied_tools", Some(&denied), &record.tools).is_err();
+            record.controls.denied_tools = denied;
+        }
+        if let Some(read_only) = changes.read_only {
+            record.controls.read_only = read_only;
+        }
+        if let Some(ask_first) = changes.ask_first {
+            record.controls.ask_first = ask_first;
         }
         let switching_on = changes.enabled == Some(true) && !record.enabled;
         if let Some(enabled) = changes.enabled {
@@ -428,7 +469,15 @@ impl ExternalServers {
             self.apply_probe(&mut record, &seen, now);
         }
         if record.enabled {
-            probe::check_allowed(record.allowed_tools.as_deref(), &record.tools)?;
+            probe::check_allowed(
+                "allowed_tools",
+                record.allowed_tools.as_deref(),
+                &record.tools,
+            )?;
+            if denied_given {
+                let denied = Some(record.controls.denied_tools.as_slice());
+                probe::check_allowed("denied_tools", denied, &record.tools)?;
+            }
         }
         record.updated_at = now;
         if url_given {

@@ -31,9 +31,10 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, json};
 
 use super::ExternalServers;
+use super::approval::{self, Approval, Pending};
 use super::credentials;
 use super::naming::{PREFIX, namespace, namespaced_tools};
 use super::probe::{CLOSE_TIMEOUT, connect_and_list};
@@ -42,7 +43,8 @@ use crate::domain::McpServerRecord;
 use crate::remote::{Dialect, HttpError, McpConnection, RemoteError, RemoteTool, ToolList};
 use crate::store::StoreError;
 use crate::tools::{
-    Caller, ListedTool, SourceListing, ToolError, ToolOutput, ToolSource, Unavailable,
+    Caller, ListedTool, Retry, SourceCall, SourceListing, ToolError, ToolOutput, ToolSource,
+    Unavailable,
 };
 
 /// Each server gets this long to connect and list (D8), all of them in parallel.
@@ -310,11 +312,9 @@ fn enabled(
     Ok(records)
 }
 
-fn allowed(record: &McpServerRecord, tool: &str) -> bool {
-    record
-        .allowed_tools
-        .as_ref()
-        .is_none_or(|list| list.iter().any(|name| name == tool))
+/// Whether the person's controls let the model see and call `tool`.
+fn offered(record: &McpServerRecord, tool: &RemoteTool) -> bool {
+    record.offers(&tool.name, tool.read_only())
 }
 
 /// A remote tool's `tools/list` entry under its exposed `name`: its title, description,
@@ -386,9 +386,9 @@ impl ToolSource for ExternalServers {
         &'a self,
         caller: &'a Caller,
         name: &'a str,
-        arguments: Map<String, Value>,
+        call: SourceCall<'a>,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(self.forward(caller, name, arguments))
+        Box::pin(self.forward(caller, name, call))
     }
 }
 
@@ -506,7 +506,7 @@ impl ExternalServers {
             match outcome {
                 Ok(snapshot) => {
                     let shown: Vec<usize> = (0..snapshot.tools.len())
-                        .filter(|&i| allowed(record, &snapshot.tools[i].name))
+                        .filter(|&i| offered(record, &snapshot.tools[i]))
                         .collect();
                     let bytes: usize = shown
                         .iter()
@@ -550,7 +550,7 @@ impl ExternalServers {
         &self,
         caller: &Caller,
         name: &str,
-        arguments: Map<String, Value>,
+        mut call: SourceCall<'_>,
     ) -> Result<ToolOutput, ToolError> {
         // The whole call, connection included, fits the registration probe's budget
         // (25 s): a clear answer inside the function's 29 s and API Gateway's 30 s.
@@ -576,8 +576,30 @@ impl ExternalServers {
                 continue;
             };
             let tool = &snapshot.tools[index];
-            if !allowed(record, &tool.name) {
+            if !offered(record, tool) {
+                if let Some(connection) = connection {
+                    connection.close(CLOSE_TIMEOUT).await;
+                }
                 return Err(unknown());
+            }
+            if record.asks_first(tool.read_only()) {
+                let pending = Pending {
+                    user,
+                    server: &record.name,
+                    tool: &tool.name,
+                    exposed: name,
+                    arguments: &call.arguments,
+                };
+                let now = self.clock.now();
+                let retry = std::mem::replace(&mut call.retry, Ok(Retry::default()));
+                if let Approval::Answer(output) =
+                    approval::decide(&self.sealer, &pending, call.can_ask, retry, now)
+                {
+                    if let Some(connection) = connection {
+                        connection.close(CLOSE_TIMEOUT).await;
+                    }
+                    return Ok(output);
+                }
             }
             let connection = match connection {
                 Some(connection) => connection,
@@ -591,8 +613,8 @@ impl ExternalServers {
                 }
             };
             let left = self.probe_budget.saturating_sub(started.elapsed());
-            let call = tokio::time::timeout(left, connection.call_tool(tool, arguments));
-            let outcome = call.await;
+            let outcome =
+                tokio::time::timeout(left, connection.call_tool(tool, call.arguments)).await;
             connection.close(CLOSE_TIMEOUT).await;
             let waited = started.elapsed().as_secs_f32().ceil();
             return Ok(match outcome {
@@ -689,7 +711,7 @@ fn stored_tool(record: &McpServerRecord, name: &str) -> bool {
     namespaced_tools(&record.name, tools)
         .iter()
         .zip(&record.tools)
-        .any(|(exposed, tool)| exposed == name && allowed(record, &tool.name))
+        .any(|(exposed, tool)| exposed == name && record.offers(&tool.name, tool.read_only))
 }
 
 /// A Unix time in words a person and a model read alike.
@@ -756,6 +778,7 @@ mod tests {
             enabled: true,
             order: 0,
             allowed_tools: None,
+            controls: Default::default(),
             tools: Vec::new(),
             server_name: None,
             created_at: 0,
@@ -942,6 +965,7 @@ mod tests {
         server.tools = vec![crate::domain::McpToolSnapshot {
             name: "lookup".into(),
             description: None,
+            read_only: false,
         }];
         assert!(in_namespace(&server, "mcp__my_shop__lookup"));
         assert!(!in_namespace(&server, "mcp__my_shopx__lookup"));

@@ -192,6 +192,17 @@ pub(crate) struct RemoteTool {
 }
 
 impl RemoteTool {
+    /// Whether the server annotated it `readOnlyHint: true`: a hint from the server,
+    /// which the read-only and ask-first controls take at its word (the spec's
+    /// annotations are untrusted for security, but they are what the person chose by).
+    pub(crate) fn read_only(&self) -> bool {
+        self.annotations
+            .as_ref()
+            .and_then(|annotations| annotations.get("readOnlyHint"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
     /// The bytes its listing entry carries of the remote's text and schemas.
     fn listing_bytes(&self, input_schema_bytes: usize) -> usize {
         let json_len = |value: &Option<Value>| {

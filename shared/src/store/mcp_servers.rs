@@ -8,7 +8,9 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::StoreError;
-use crate::domain::{DataPresence, McpAuth, McpServerRecord, McpServerWrite, McpToolSnapshot};
+use crate::domain::{
+    DataPresence, McpAuth, McpServerRecord, McpServerWrite, McpToolSnapshot, ToolControls,
+};
 
 /// How both backends keep a server record: the key (`name`), the `url` and the
 /// connection fields are columns (attributes) of their own, so that uniqueness and
@@ -22,6 +24,8 @@ pub(crate) struct McpServerBody {
     order: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     allowed_tools: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "ToolControls::is_default")]
+    controls: ToolControls,
     tools: Vec<McpToolSnapshot>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     server_name: Option<String>,
@@ -49,6 +53,7 @@ impl From<McpServerRecord> for McpServerParts {
                 enabled: record.enabled,
                 order: record.order,
                 allowed_tools: record.allowed_tools,
+                controls: record.controls,
                 tools: record.tools,
                 server_name: record.server_name,
                 created_at: record.created_at,
@@ -77,6 +82,7 @@ impl From<McpServerParts> for McpServerRecord {
             enabled: body.enabled,
             order: body.order,
             allowed_tools: body.allowed_tools,
+            controls: body.controls,
             tools: body.tools,
             server_name: body.server_name,
             created_at: body.created_at,

@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 
 use super::output::{ToolError, ToolOutput};
 use super::registry::Caller;
+use super::toolbox::Retry;
 use crate::domain::McpServerRecord;
 use crate::store::StoreError;
 
@@ -39,8 +40,19 @@ pub(crate) trait ToolSource: Send + Sync {
         &'a self,
         caller: &'a Caller,
         name: &'a str,
-        arguments: Map<String, Value>,
+        call: SourceCall<'a>,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+}
+
+/// A call as a source receives it: the arguments, and what a source that must ask the
+/// person first needs (whether the client can show a form question, and a multi-round
+/// retry's answers).
+pub(crate) struct SourceCall<'a> {
+    pub(crate) arguments: Map<String, Value>,
+    /// The client declared form-mode elicitation (2026-07-28 `_meta`).
+    pub(crate) can_ask: bool,
+    /// A multi-round retry's answers and state, or why they are malformed.
+    pub(crate) retry: Result<Retry<'a>, String>,
 }
 
 /// One listed tool: the name it is called by and its `tools/list` entry, serialised

@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use super::notifier::Notifier;
 use super::output::{ToolError, ToolOutput};
 use super::registry::{Caller, DataKind, Registry, ToolCall, ToolSpec};
-use super::source::{SourceListing, ToolSource, Unavailable};
+use super::source::{SourceCall, SourceListing, ToolSource, Unavailable};
 use crate::clock::Clock;
 use crate::domain::DataPresence;
 use crate::identity::{LoginPrompts, PromptRefused};
@@ -64,6 +64,15 @@ pub(crate) struct CallContext<'a> {
 pub(crate) struct Retry<'a> {
     pub(crate) input_responses: Option<&'a Map<String, Value>>,
     pub(crate) request_state: Option<&'a str>,
+}
+
+/// Whether the client can be asked a form question: it declared `elicitation` with
+/// `form`, or with neither mode (form is then implied, 2026-07-28).
+fn asks_by_form(capabilities: &Map<String, Value>) -> bool {
+    match capabilities.get("elicitation") {
+        Some(Value::Object(modes)) => modes.contains_key("form") || !modes.contains_key("url"),
+        _ => false,
+    }
 }
 
 /// One page of `tools/list`: built-in tools, then (on the last page) the caller's
@@ -172,10 +181,14 @@ impl Toolbox {
             if !visible(name) {
                 return Err(unknown());
             }
-            let arguments = arguments_object(arguments)?;
+            let call = SourceCall {
+                arguments: arguments_object(arguments)?,
+                can_ask: asks_by_form(context.client_capabilities),
+                retry: context.retry,
+            };
             // Never the tool's own name: the user chose it.
             observe::note_tool("external");
-            return source.call(caller, name, arguments).await;
+            return source.call(caller, name, call).await;
         }
         let spec = self.registry.spec(name).ok_or_else(unknown)?;
         if !visible(spec.name) {
@@ -306,7 +319,7 @@ mod tests {
             &'a self,
             _: &'a Caller,
             name: &'a str,
-            _: Map<String, Value>,
+            _: SourceCall<'a>,
         ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
             Box::pin(async move { Ok(ToolOutput::Error(format!("forwarded {name}"))) })
         }

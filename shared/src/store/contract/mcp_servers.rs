@@ -7,6 +7,7 @@
 use super::{all, genotype, reading, strings};
 use crate::domain::{
     DataPresence, MAX_MCP_SERVERS, McpAuth, McpServerRecord, McpServerWrite, McpToolSnapshot,
+    ToolControls,
 };
 use crate::store::Store;
 
@@ -23,14 +24,21 @@ fn mcp_server(name: &str, url: &str) -> McpServerRecord {
         enabled: true,
         order: 2,
         allowed_tools: Some(strings(&["forecast"])),
+        controls: ToolControls {
+            denied_tools: strings(&["alerts"]),
+            read_only: true,
+            ask_first: true,
+        },
         tools: vec![
             McpToolSnapshot {
                 name: "forecast".to_string(),
                 description: Some("Weather \"forecast\", ±5 days.".to_string()),
+                read_only: true,
             },
             McpToolSnapshot {
                 name: "alerts".to_string(),
                 description: None,
+                read_only: false,
             },
         ],
         server_name: Some("Weather Server".to_string()),
@@ -49,6 +57,7 @@ fn plain_mcp_server(name: &str, url: &str) -> McpServerRecord {
         enabled: false,
         order: -1,
         allowed_tools: None,
+        controls: Default::default(),
         tools: Vec::new(),
         server_name: None,
         ..mcp_server(name, url)
@@ -69,6 +78,7 @@ pub(super) async fn mcp_servers_round_trip_in_name_order(store: &dyn Store, user
     let bearer = McpServerRecord {
         auth: McpAuth::Bearer,
         allowed_tools: Some(Vec::new()),
+        controls: Default::default(),
         last_connected_at: Some(1_700_000_200),
         last_connect_error: Some("timed out".to_string()),
         ..mcp_server("beta_2", "https://beta.example/mcp")
@@ -179,9 +189,11 @@ pub(super) async fn mcp_server_replace_keeps_its_url(store: &dyn Store, user: &s
         enabled: false,
         order: 7,
         allowed_tools: None,
+        controls: Default::default(),
         tools: vec![McpToolSnapshot {
             name: "forecast_v2".to_string(),
             description: Some("New.".to_string()),
+            read_only: false,
         }],
         server_name: None,
         updated_at: 1_800_000_000,

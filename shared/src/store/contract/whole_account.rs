@@ -93,6 +93,7 @@ async fn one_of_everything(store: &dyn Store, user: &str, other: &str, now: u64)
         enabled: true,
         order: 0,
         allowed_tools: None,
+        controls: Default::default(),
         tools: Vec::new(),
         server_name: None,
         created_at: 1,

@@ -727,6 +727,7 @@ mod tests {
             enabled: true,
             order: 0,
             allowed_tools: None,
+            controls: Default::default(),
             tools: Vec::new(),
             server_name: None,
             created_at: 1,
