@@ -170,7 +170,8 @@ impl App {
             let oauth = OAuthApi::new(services, origin.clone(), resource.clone());
             let mut external =
                 ExternalServers::new(store.clone(), sealer.clone(), http.clone(), clock.clone())
-                    .with_result_limit(config.remote_result_max_bytes);
+                    .with_result_limit(config.remote_result_max_bytes)
+                    .with_console_origin(config.public_origin());
             if let Some(secs) = config.remote_timeout_secs {
                 let limit = std::time::Duration::from_secs(secs);
                 external =

@@ -475,6 +475,17 @@ pub fn form_of(page: &Reply) -> (Vec<(String, String)>, String) {
     (fields, cookie)
 }
 
+/// The value of attribute `name` after `marker` in a page's `body` (`&amp;` read back).
+pub fn attr_after(body: &str, marker: &str, name: &str) -> String {
+    let at = body
+        .find(marker)
+        .unwrap_or_else(|| panic!("no {marker}: {body}"));
+    let rest = &body[at..];
+    let start = rest.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+    let end = start + rest[start..].find('"').unwrap();
+    rest[start..end].replace("&amp;", "&")
+}
+
 pub async fn get(url: &str) -> Reply {
     send("GET", url, &[], None).await
 }
@@ -650,8 +661,15 @@ impl InProcess {
 }
 
 pub fn in_process(env: &[(&str, &str)]) -> InProcess {
+    in_process_at(env, 1_800_000_000)
+}
+
+/// [`in_process`] with its fake clock starting at `now` (Unix seconds): the real time,
+/// for a test whose tokens another server or the token checks (which read the real
+/// time) must accept.
+pub fn in_process_at(env: &[(&str, &str)], now: u64) -> InProcess {
     let dir = TempDir::new("in-process");
-    let clock = Arc::new(FakeClock::at(1_800_000_000));
+    let clock = Arc::new(FakeClock::at(now));
     let store = Arc::new(EmbeddedStore::open(dir.0.join("db.sqlite3")).expect("an embedded store"));
     let vars = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
     let config = Config::from_vars(Runtime::Local, vars).expect("valid test settings");

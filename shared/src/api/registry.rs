@@ -142,6 +142,7 @@ fn view(record: &McpServerRecord) -> Map<String, Value> {
         McpAuth::None => json!({"type": "NONE"}),
         McpAuth::Bearer => json!({"type": "BEARER"}),
         McpAuth::Header { name } => json!({"type": "HEADER", "name": name}),
+        McpAuth::OAuth => json!({"type": "OAUTH", "signed_in": !record.awaits_sign_in()}),
     };
     let exposed = crate::external::exposed_names(&record.name, &record.tools);
     let tools: Vec<Value> = record
@@ -163,6 +164,8 @@ fn view(record: &McpServerRecord) -> Map<String, Value> {
     view.insert("name".into(), record.name.clone().into());
     view.insert("url".into(), record.url.clone().into());
     view.insert("auth".into(), auth);
+    // An OAuth server whose person has not signed in (or must again): where they do.
+    view.insert("needs_sign_in".into(), record.awaits_sign_in().into());
     view.insert("allowed_tools".into(), json!(record.allowed_tools));
     view.insert("denied_tools".into(), json!(record.controls.denied_tools));
     view.insert("read_only".into(), record.controls.read_only.into());

@@ -349,6 +349,7 @@ impl WholeAccount<'_> {
                     McpAuth::None => ("none", None),
                     McpAuth::Bearer => ("bearer", None),
                     McpAuth::Header { name } => ("header", Some(name.clone())),
+                    McpAuth::OAuth => ("oauth", None),
                 };
                 json!({
                     "name": s.name,

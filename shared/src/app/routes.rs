@@ -457,6 +457,10 @@ pub(crate) static ROUTES: &[Route] = {
             => signed_in(Back) |con, s, c| con.server_probe(s, &c.decoded("name")).await),
         row!(Console "POST" "/console/servers/{name}/delete", Page
             => signed_in(Back) |con, s, c| con.server_delete(s, &c.decoded("name")).await),
+        row!(Console "POST" "/console/servers/{name}/sign-in", Page
+            => signed_in(Back) |con, s, c| con.server_sign_in(s, &c.decoded("name")).await),
+        row!(Console "GET" "/console/oauth/callback", Page
+            => signed_in(Back) |con, s, c| con.server_signed_in(s, c.request).await),
         row!(Console "GET" "/console/access", Page
             => signed_in(Back) |con, s, c| con.access_page(s, c.request).await),
         row!(Console "POST" "/console/access/grants/{client_id}/revoke", Page

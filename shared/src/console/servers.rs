@@ -79,6 +79,10 @@ fn auth_input(
         .to_string();
     let kind = field(fields, "auth_type").unwrap_or("none");
     match (kind, credential) {
+        ("oauth", _) => Ok(match current {
+            Some(McpAuth::OAuth) => None,
+            _ => Some(AuthInput::OAuth),
+        }),
         ("none", _) => Ok(match current {
             Some(McpAuth::None) => None,
             _ => Some(AuthInput::None),
@@ -128,6 +132,7 @@ fn auth_words(auth: &McpAuth) -> String {
         McpAuth::None => "none".into(),
         McpAuth::Bearer => "bearer token".into(),
         McpAuth::Header { name } => format!("header {name}"),
+        McpAuth::OAuth => "OAuth sign-in".into(),
     }
 }
 
@@ -136,9 +141,13 @@ fn path_of(name: &str) -> String {
     format!("/console/servers/{encoded}")
 }
 
+/// The console's page an OAuth server's authorization server sends the person back to.
+pub(crate) const CALLBACK: &str = "/console/oauth/callback";
+
 /// The fixed words of a finished action (`?done=…`, never user input on the page).
 fn done_words(done: &str) -> Option<&'static str> {
     Some(match done {
+        "signed-in" => "You are signed in to the server; its tools are listed.",
         "added" => "The server was added and its tools listed.",
         "added-off" => {
             "The server was saved switched off, without contacting it; switch it on to list its tools."
@@ -157,6 +166,7 @@ fn auth_select(id: &str, selected: &str) -> Markup {
         ("none", "No authentication"),
         ("bearer", "Bearer token"),
         ("header", "Custom header"),
+        ("oauth", "OAuth sign-in (the server's own sign-in page)"),
     ];
     html! {
         select id=(id) name="auth_type" {
@@ -286,7 +296,8 @@ fn servers_table(session: &Session, records: &[McpServerRecord]) -> Markup {
                             td.url data-label="URL" { code { (record.url) } }
                             td.auth data-label="Auth" {
                                 (auth_words(&record.auth))
-                                @if record.sealed_credential.is_some() { " (set)" }
+                                @if record.awaits_sign_in() { " " span.badge.off { "needs sign-in" } }
+                                @else if record.sealed_credential.is_some() { " (set)" }
                             }
                             td.enabled data-label="Enabled" { @if record.enabled { "yes" } @else { "no" } }
                             td.allowed data-label="Allowed tools" {
@@ -302,6 +313,14 @@ fn servers_table(session: &Session, records: &[McpServerRecord]) -> Markup {
                             }
                             td.actions {
                                 a.server-edit href=(path) { "Edit" }
+                                @if matches!(record.auth, McpAuth::OAuth) && !record.url.is_empty() {
+                                    form method="post" action={ (path) "/sign-in" } {
+                                        input type="hidden" name="csrf" value=(session.csrf);
+                                        button.server-sign-in type="submit" {
+                                            @if record.awaits_sign_in() { "Sign in" } @else { "Sign in again" }
+                                        }
+                                    }
+                                }
                                 form method="post" action={ (path) "/toggle" } {
                                     input type="hidden" name="csrf" value=(session.csrf);
                                     button.server-toggle.secondary type="submit" {
@@ -436,6 +455,7 @@ impl ConsoleApi {
             McpAuth::None => ("none", ""),
             McpAuth::Bearer => ("bearer", ""),
             McpAuth::Header { name } => ("header", name.as_str()),
+            McpAuth::OAuth => ("oauth", ""),
         };
         let set = record.sealed_credential.is_some();
         let allowed = record
@@ -565,6 +585,74 @@ impl ConsoleApi {
         let caller = Caller::user(session.user_id.clone());
         match self.external.reprobe_server(&caller, name).await {
             Ok(_) => Ok(redirect("/console/servers?done=probed")),
+            Err(error) => self.servers_refused(session, &error, &Draft::fresh()).await,
+        }
+    }
+
+    /// Starts the person's OAuth sign-in to their server: a page with the link to its
+    /// authorization server (a link, not a redirect: the console's `form-action 'self'`
+    /// keeps a form's answer from sending the browser to another site), naming the
+    /// site they are going to.
+    pub(crate) async fn server_sign_in(&self, session: &Session, name: &str) -> Answer {
+        let caller = Caller::user(session.user_id.clone());
+        let callback = format!("{}{CALLBACK}", self.origin);
+        let authorize = match self.external.begin_sign_in(&caller, name, &callback).await {
+            Ok(authorize) => authorize,
+            Err(error) => return self.servers_refused(session, &error, &Draft::fresh()).await,
+        };
+        let site = url::Url::parse(&authorize)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string))
+            .unwrap_or_default();
+        let content = html! {
+            p { "To let your AI use " strong { (name) } ", sign in on the server's own page at "
+                code { (site) } ". You come back here when you are done." }
+            p { a.button id="sign-in-continue" href=(authorize) { "Continue to " (site) } }
+            p.muted { "This link works for ten minutes. Your password there is never seen here; \
+                       this console keeps only the access it is given, sealed." }
+            p { a href=(SECTION) { "Back to your servers" } }
+        };
+        let title = format!("Sign in to {name}");
+        Ok(page(
+            StatusCode::OK,
+            layout::page(session, SECTION, &title, None, content),
+        ))
+    }
+
+    /// Where the server's authorization server sends the person back: the code
+    /// exchanged and the tools listed, or why not.
+    pub(crate) async fn server_signed_in(
+        &self,
+        session: &Session,
+        request: &Request<Bytes>,
+    ) -> Answer {
+        let query: Vec<(String, String)> = request
+            .uri()
+            .query()
+            .map(|q| {
+                form_urlencoded::parse(q.as_bytes())
+                    .into_owned()
+                    .take(8)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let caller = Caller::user(session.user_id.clone());
+        let outcome = async {
+            if let Some(error) = field(&query, "error") {
+                let error: String = error.chars().take(64).collect();
+                return Err(RegistryError::bad_request(format!(
+                    "the server's sign-in page answered {error}; nothing was changed"
+                )));
+            }
+            let (Some(code), Some(state)) = (field(&query, "code"), field(&query, "state")) else {
+                return Err(RegistryError::bad_request(
+                    "the sign-in came back without its code; start it again",
+                ));
+            };
+            self.external.finish_sign_in(&caller, code, state).await
+        };
+        match outcome.await {
+            Ok(_) => Ok(redirect("/console/servers?done=signed-in")),
             Err(error) => self.servers_refused(session, &error, &Draft::fresh()).await,
         }
     }

@@ -15,7 +15,14 @@ use serde::{Deserialize, Serialize};
 pub enum McpAuth {
     None,
     Bearer,
-    Header { name: String },
+    Header {
+        name: String,
+    },
+    /// The MCP authorization flow: the person signs in to the server's authorization
+    /// server; the sealed credential is the token set (`external::oauth`), absent until
+    /// they did and after a refresh was refused ([`McpServerRecord::awaits_sign_in`]).
+    #[serde(rename = "OAUTH")]
+    OAuth,
 }
 
 /// One tool as the registration probe saw it (D6: description cut to 500 characters).
@@ -91,6 +98,12 @@ impl McpServerRecord {
         allowed
             && !self.controls.denied_tools.iter().any(|name| name == tool)
             && (read_only || !self.controls.read_only)
+    }
+
+    /// An OAuth server without a usable token set: the person must sign in (again)
+    /// before it is contacted.
+    pub fn awaits_sign_in(&self) -> bool {
+        matches!(self.auth, McpAuth::OAuth) && self.sealed_credential.is_none()
     }
 
     /// Whether a call of a tool (annotated read-only or not) waits for the person's yes.

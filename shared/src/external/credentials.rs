@@ -36,8 +36,16 @@ const RESERVED: &[&str] = &[
 #[serde(tag = "type", rename_all = "UPPERCASE", deny_unknown_fields)]
 pub(crate) enum AuthInput {
     None,
-    Bearer { token: String },
-    Header { name: String, value: String },
+    Bearer {
+        token: String,
+    },
+    Header {
+        name: String,
+        value: String,
+    },
+    /// Sign in through the server's authorization server (after saving).
+    #[serde(rename = "OAUTH")]
+    OAuth,
 }
 
 impl std::fmt::Debug for AuthInput {
@@ -45,6 +53,7 @@ impl std::fmt::Debug for AuthInput {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             AuthInput::None => f.write_str("None"),
+            AuthInput::OAuth => f.write_str("OAuth"),
             AuthInput::Bearer { .. } => f.write_str("Bearer(..)"),
             AuthInput::Header { name, .. } => write!(f, "Header({name}: ..)"),
         }
@@ -77,6 +86,8 @@ pub(super) fn seal(
 ) -> Result<(McpAuth, Option<String>), String> {
     match input {
         AuthInput::None => Ok((McpAuth::None, None)),
+        // Nothing to seal yet: the token set comes with the person's sign-in.
+        AuthInput::OAuth => Ok((McpAuth::OAuth, None)),
         AuthInput::Bearer { token } => {
             if !secret_ok(token) {
                 return Err("auth.token must be 1 to 8192 printable ASCII characters, without surrounding spaces".into());
@@ -144,6 +155,13 @@ pub(super) fn headers(
     };
     match &record.auth {
         McpAuth::None => {}
+        McpAuth::OAuth => {
+            let grant = super::oauth::open_grant(sealer, user, record)?;
+            let mut value = HeaderValue::from_str(&format!("Bearer {}", grant.access_token))
+                .map_err(|_| "the stored access token is not a valid header value")?;
+            value.set_sensitive(true);
+            headers.insert(header::AUTHORIZATION, value);
+        }
         McpAuth::Bearer => {
             let token = open()?;
             let mut value = HeaderValue::from_bytes(&[b"Bearer ", token.as_bytes()].concat())

@@ -15,6 +15,7 @@
 mod approval;
 mod credentials;
 mod naming;
+mod oauth;
 mod probe;
 mod registry;
 mod results;
@@ -60,6 +61,10 @@ pub(crate) struct ExternalServers {
     connect_budget: Duration,
     /// A forwarded result's content is cut to this many bytes (`results`).
     result_max_bytes: usize,
+    /// One OAuth refresh at a time (`oauth`).
+    refreshing: tokio::sync::Mutex<()>,
+    /// The console's origin, for the words that send a person to their servers' page.
+    console_origin: String,
 }
 
 impl ExternalServers {
@@ -78,6 +83,8 @@ impl ExternalServers {
             probe_budget: PROBE_BUDGET,
             connect_budget: CONNECT_BUDGET,
             result_max_bytes: DEFAULT_RESULT_MAX_BYTES,
+            refreshing: tokio::sync::Mutex::new(()),
+            console_origin: String::new(),
         }
     }
 
@@ -85,6 +92,12 @@ impl ExternalServers {
     pub(crate) fn with_budgets(mut self, probe: Duration, connect: Duration) -> Self {
         self.probe_budget = probe;
         self.connect_budget = connect;
+        self
+    }
+
+    /// The console's origin (where a person signs in to their OAuth servers).
+    pub(crate) fn with_console_origin(mut self, origin: String) -> Self {
+        self.console_origin = origin;
         self
     }
 

@@ -222,7 +222,9 @@ impl ExternalServers {
         name: &str,
     ) -> Result<McpServerRecord, RegistryError> {
         let mut record = self.load(caller, name).await?;
-        let auth = credentials::headers(&self.sealer, &caller.user_id, &record)
+        let auth = self
+            .auth_headers(&caller.user_id, &record)
+            .await
             .map_err(|why| RegistryError::probe_failed(&why))?;
         let now = self.clock.now();
         let seen = match probe::probe(&self.http, &record.url, &auth, self.probe_budget).await {
@@ -327,7 +329,8 @@ impl ExternalServers {
         };
         // Saved disabled: recorded as given, never contacted (its tools are listed when
         // it is switched on, which probes). Saved enabled: probed first.
-        if record.enabled {
+        // An OAuth server is saved before its person signs in; its tools come with that.
+        if record.enabled && !record.awaits_sign_in() {
             let headers = credentials::headers(&self.sealer, user, &record)
                 .map_err(RegistryError::bad_request)?;
             let seen = probe::probe(&self.http, &record.url, &headers, self.probe_budget).await?;
@@ -445,13 +448,16 @@ impl ExternalServers {
         // A disabled entry is saved as given, never contacted. Switching one on probes
         // first; a failed probe refuses the whole update and the stored entry stays
         // as it was (still disabled).
-        if switching_on {
+        let awaits_sign_in = record.awaits_sign_in();
+        if switching_on && !awaits_sign_in {
             if record.url.is_empty() {
                 return Err(RegistryError::bad_request(
                     "a server without a url cannot be switched on",
                 ));
             }
-            let headers = credentials::headers(&self.sealer, user, &record)
+            let headers = self
+                .auth_headers(user, &record)
+                .await
                 .map_err(|why| RegistryError::switch_on_failed(&why))?;
             let seen = probe::probe_or(
                 &self.http,
@@ -462,13 +468,15 @@ impl ExternalServers {
             )
             .await?;
             self.apply_probe(&mut record, &seen, now);
-        } else if reprobe && record.enabled {
-            let headers = credentials::headers(&self.sealer, user, &record)
+        } else if reprobe && record.enabled && !awaits_sign_in {
+            let headers = self
+                .auth_headers(user, &record)
+                .await
                 .map_err(RegistryError::bad_request)?;
             let seen = probe::probe(&self.http, &record.url, &headers, self.probe_budget).await?;
             self.apply_probe(&mut record, &seen, now);
         }
-        if record.enabled {
+        if record.enabled && !awaits_sign_in {
             probe::check_allowed(
                 "allowed_tools",
                 record.allowed_tools.as_deref(),
@@ -534,7 +542,7 @@ impl ExternalServers {
         Ok(checked.url().to_string())
     }
 
-    fn apply_probe(&self, record: &mut McpServerRecord, seen: &Probe, now: u64) {
+    pub(super) fn apply_probe(&self, record: &mut McpServerRecord, seen: &Probe, now: u64) {
         record.tools = probe::snapshot(&seen.tools);
         record.server_name = seen.server_name.clone();
         record.last_connected_at = Some(now);
@@ -542,7 +550,7 @@ impl ExternalServers {
         record.updated_at = now;
     }
 
-    async fn replace(
+    pub(super) async fn replace(
         &self,
         caller: &Caller,
         record: &McpServerRecord,

@@ -35,8 +35,8 @@ use serde_json::{Map, json};
 
 use super::ExternalServers;
 use super::approval::{self, Approval, Pending};
-use super::credentials;
 use super::naming::{PREFIX, namespace, namespaced_tools};
+use super::oauth::NEEDS_SIGN_IN;
 use super::probe::{CLOSE_TIMEOUT, connect_and_list};
 use super::results::bounded;
 use crate::domain::McpServerRecord;
@@ -293,6 +293,18 @@ impl SnapshotCache {
     }
 }
 
+impl ExternalServers {
+    /// Where the person manages their servers (and signs in to them), in words a
+    /// model can pass on.
+    fn settings_page(&self) -> String {
+        if self.console_origin.is_empty() {
+            "their MCP server settings".to_string()
+        } else {
+            format!("{}/console/servers", self.console_origin)
+        }
+    }
+}
+
 /// Whether a server is contacted at all (D2: switched on, with a url).
 fn active(record: &McpServerRecord) -> bool {
     record.enabled && !record.url.is_empty()
@@ -400,7 +412,7 @@ impl ExternalServers {
         record: &McpServerRecord,
         prefer: Option<Dialect>,
     ) -> Result<McpConnection, String> {
-        let auth = credentials::headers(&self.sealer, user, record)?;
+        let auth = self.auth_headers(user, record).await?;
         let budget = self.connect_budget;
         tokio::time::timeout(
             budget,
@@ -422,7 +434,7 @@ impl ExternalServers {
         user: &str,
         record: &McpServerRecord,
     ) -> Result<(Arc<Snapshot>, McpConnection), String> {
-        let auth = credentials::headers(&self.sealer, user, record)?;
+        let auth = self.auth_headers(user, record).await?;
         let (connection, list) =
             connect_and_list(&self.http, &record.url, &auth, self.connect_budget)
                 .await
@@ -494,11 +506,23 @@ impl ExternalServers {
                 return out;
             }
         };
+        let mut out = SourceListing::default();
+        // A server awaiting its person's sign-in is not contacted: the note says where.
+        let (records, awaiting): (Vec<_>, Vec<_>) =
+            records.into_iter().partition(|r| !r.awaits_sign_in());
+        for record in &awaiting {
+            out.unavailable.push(Unavailable {
+                server: record.name.clone(),
+                error: format!(
+                    "{NEEDS_SIGN_IN}: the user signs in to it at {}; its tools are listed once they have; do not call its tools until then",
+                    self.settings_page()
+                ),
+            });
+        }
         let snapshots = futures_util::future::join_all(
             records.iter().map(|record| self.snapshot(user, record)),
         )
         .await;
-        let mut out = SourceListing::default();
         let mut open = Vec::new();
         let mut listed_bytes = 0usize;
         for (record, (outcome, connection)) in records.iter().zip(snapshots) {
@@ -567,6 +591,13 @@ impl ExternalServers {
             Err(why) => return Ok(ToolOutput::Error(format!("{why}; try again shortly"))),
         };
         for record in records.iter().filter(|r| in_namespace(r, name)) {
+            if record.awaits_sign_in() {
+                return Ok(ToolOutput::Error(format!(
+                    "The MCP server {:?} {NEEDS_SIGN_IN}: its sign-in was never done, or ended. Tell the user to sign in to it at {}; its tools are listed again once they have.",
+                    record.name,
+                    self.settings_page()
+                )));
+            }
             let (outcome, connection) = self.snapshot(user, record).await;
             let snapshot = match outcome {
                 Ok(snapshot) => snapshot,

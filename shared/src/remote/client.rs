@@ -286,6 +286,26 @@ impl PinnedEndpoint {
         .await
     }
 
+    /// POSTs a form (`application/x-www-form-urlencoded`, already encoded), asking
+    /// for JSON: a token endpoint's request.
+    pub(crate) async fn post_form(
+        &self,
+        body: String,
+        max_bytes: usize,
+    ) -> Result<RemoteResponse, HttpError> {
+        self.send(
+            |client, url| {
+                client
+                    .post(url)
+                    .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+                    .header(header::ACCEPT, "application/json")
+                    .body(body)
+            },
+            max_bytes,
+        )
+        .await
+    }
+
     /// A GET asking for JSON.
     pub(crate) async fn get(&self, max_bytes: usize) -> Result<RemoteResponse, HttpError> {
         self.send(

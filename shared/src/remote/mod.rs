@@ -14,6 +14,7 @@ mod client;
 pub(crate) mod conformance;
 mod guard;
 mod mcp_client;
+pub(crate) mod oauth_client;
 
 pub(crate) use client::{GuardedHttp, HttpError};
 #[cfg(feature = "fuzzing")]
