@@ -132,6 +132,19 @@ fn well_known(url: &str, suffix: &str, path_after: bool) -> Vec<String> {
     places
 }
 
+/// Whether the protected resource `resource` is the MCP server at `mcp_url`: the same
+/// origin, and a path that is the server's or one of its parent paths.
+fn resource_covers(resource: &str, mcp_url: &str) -> bool {
+    let (Ok(resource), Ok(server)) = (url::Url::parse(resource), url::Url::parse(mcp_url)) else {
+        return false;
+    };
+    let parent = resource.path().trim_end_matches('/');
+    resource.origin() == server.origin()
+        && resource.query().is_none()
+        && (server.path().trim_end_matches('/') == parent
+            || server.path().starts_with(&format!("{parent}/")))
+}
+
 /// An absolute http(s) URL without a fragment (the guard judges the address when it is
 /// contacted; the authorization endpoint is only ever opened by the person's browser).
 fn endpoint(value: Option<&Value>, what: &str) -> Result<String, String> {
@@ -226,6 +239,11 @@ pub(crate) async fn discover(
         .and_then(Value::as_str)
         .unwrap_or(mcp_url)
         .to_string();
+    // RFC 9728 3.3: the metadata must be the server's own. Tokens for another resource
+    // would be sent to this server by every later request (a confused deputy).
+    if !resource_covers(&resource, mcp_url) {
+        return Err("its protected-resource metadata names another resource".into());
+    }
     let issuer = resource_doc
         .get("authorization_servers")
         .and_then(Value::as_array)
@@ -261,12 +279,20 @@ pub(crate) async fn discover(
             })
             .filter(|scope| !scope.is_empty())
     });
+    let authorization_endpoint = endpoint(
+        server_doc.get("authorization_endpoint"),
+        "authorization_endpoint",
+    )?;
+    // The person's browser goes there with a password: https, or the person's own machine.
+    let browser_safe = url::Url::parse(&authorization_endpoint).is_ok_and(|u| {
+        u.scheme() == "https" || matches!(u.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"))
+    });
+    if !browser_safe {
+        return Err("the authorization server's sign-in page is not https".into());
+    }
     Ok(AuthorizationServer {
         resource,
-        authorization_endpoint: endpoint(
-            server_doc.get("authorization_endpoint"),
-            "authorization_endpoint",
-        )?,
+        authorization_endpoint,
         token_endpoint: endpoint(server_doc.get("token_endpoint"), "token_endpoint")?,
         registration_endpoint: server_doc
             .get("registration_endpoint")
@@ -373,6 +399,35 @@ mod tests {
         assert_eq!(challenge_params("Basic realm=\"x\""), (None, None));
         assert_eq!(challenge_params(""), (None, None));
         assert_eq!(challenge_params("Bearer"), (None, None));
+    }
+
+    #[test]
+    fn only_the_servers_own_resource_is_accepted() {
+        let server = "https://mcp.example.com/tenant/mcp";
+        assert!(resource_covers(
+            "https://mcp.example.com/tenant/mcp",
+            server
+        ));
+        assert!(resource_covers(
+            "https://mcp.example.com/tenant/mcp/",
+            server
+        ));
+        assert!(resource_covers("https://mcp.example.com/tenant", server));
+        assert!(resource_covers("https://mcp.example.com", server));
+        assert!(!resource_covers("https://mcp.example.com/ten", server));
+        assert!(!resource_covers(
+            "https://mcp.example.com/other/mcp",
+            server
+        ));
+        assert!(!resource_covers(
+            "https://api.example.com/tenant/mcp",
+            server
+        ));
+        assert!(!resource_covers(
+            "http://mcp.example.com/tenant/mcp",
+            server
+        ));
+        assert!(!resource_covers("not a url", server));
     }
 
     #[test]
