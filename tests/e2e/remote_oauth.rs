@@ -381,3 +381,80 @@ async fn an_oauth_server_is_signed_in_to_listed_called_refreshed_and_needs_sign_
         "the page offers the sign-in again"
     );
 }
+
+/// The same sign-in as a person does it, in headless Chromium against two real servers:
+/// the console's Sign in button (a form post answered with a page, whose link leaves the
+/// console: `form-action 'self'` would stop a redirect), the other server's consent page,
+/// and back to the console (its session cookie is `SameSite=Lax`, so it comes along on
+/// that top-level return); then `/mcp` answers with the other server's person's data.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_person_signs_the_gateway_in_to_their_server_in_a_browser() {
+    let chromium = std::path::Path::new("/usr/bin/chromium");
+    assert!(
+        chromium.exists(),
+        "Chromium is missing: run scripts/install-test-deps"
+    );
+    let lab = Server::start(&[("MIROBODY_REQUIRE_AUTH", "true")]);
+    person_with_hba1c(&lab.origin(), "bob@lab.example", PASSWORD).await;
+    let gateway = Server::start(&[
+        ("MIROBODY_REMOTE_DEV_LOOPBACK", "true"),
+        ("MIROBODY_REMOTE_TIMEOUT_SECS", "20"),
+    ]);
+    let (_, token) = e2e::sign_up_as(&gateway, "carol@gateway.example", PASSWORD).await;
+    let created = e2e::post_json(
+        &gateway.url("/api/user/mcp-servers"),
+        &e2e::bearer(&token),
+        &json!({"name": "lab", "url": lab.url("/mcp"), "auth": {"type": "OAUTH"}}),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+
+    let script = e2e::root().join("tests/clients/gateway_sign_in.mjs");
+    let output = std::process::Command::new("node")
+        .arg(&script)
+        .args([gateway.origin().as_str(), "lab"])
+        .env("GATEWAY_EMAIL", "carol@gateway.example")
+        .env("GATEWAY_PASSWORD", PASSWORD)
+        .env("REMOTE_EMAIL", "bob@lab.example")
+        .env("REMOTE_PASSWORD", PASSWORD)
+        .current_dir(e2e::root())
+        .output()
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let walked: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let lab_host = lab.origin().trim_start_matches("http://").to_string();
+    assert_eq!(walked["continue_host"], lab_host.as_str(), "{walked}");
+    assert_eq!(
+        walked["landed"], "/console/servers?done=signed-in",
+        "{walked}"
+    );
+    assert!(
+        walked["notice"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("signed in"),
+        "{walked}"
+    );
+
+    let reply = e2e::rpc(
+        &gateway.url("/mcp"),
+        Some(&token),
+        "tools/call",
+        json!({"name": TOOL, "arguments": {"keywords": ["HbA1c"]}}),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let result = &reply.json()["result"];
+    assert_ne!(result["isError"], true, "{result}");
+    assert_eq!(
+        result["structuredContent"]["indicators"][0]["rows"],
+        json!(HBA1C_ROWS),
+        "bob's two results through the gateway: {result}"
+    );
+}
