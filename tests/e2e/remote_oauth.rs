@@ -215,6 +215,31 @@ async fn an_oauth_server_is_signed_in_to_listed_called_refreshed_and_needs_sign_
     );
     let refused = hba1c_through_gateway(&app, &alice, 2).await.unwrap_err();
     assert!(refused.contains("needs sign-in"), "{refused}");
+    // A client that can open a URL is asked to send its person to the servers' page.
+    let (mut headers, mut body) = modern(
+        20,
+        "tools/call",
+        json!({"name": TOOL, "arguments": {"keywords": ["HbA1c"]}}),
+    );
+    body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"elicitation": {"url": {}}});
+    headers.push(("authorization".into(), format!("Bearer {}", alice.token)));
+    headers.push(("content-type".into(), "application/json".into()));
+    let asked = app
+        .send("POST", "/mcp", &headers, body.to_string())
+        .await
+        .json();
+    let result = &asked["result"];
+    assert_eq!(result["resultType"], "input_required", "{asked}");
+    let params = &result["inputRequests"]["sign_in"]["params"];
+    assert_eq!(params["mode"], "url", "{asked}");
+    assert!(
+        params["url"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with("/console/servers"),
+        "{asked}"
+    );
 
     // The console's sign-in: a page linking to the other server's authorization
     // endpoint, with PKCE S256, a state and the resource.

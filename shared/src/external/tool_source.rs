@@ -305,6 +305,27 @@ impl ExternalServers {
     }
 }
 
+/// The `input_required` result that asks the client to open the page where its person
+/// signs in to their server `server` (URL-mode elicitation).
+fn sign_in_elicitation(server: &str, page: &str) -> ToolOutput {
+    let request = serde_json::json!({
+        "method": "elicitation/create",
+        "params": {
+            "mode": "url",
+            "message": format!(
+                "Your MCP server {server:?} needs you to sign in to it before your AI can use its tools. Open your MCP server settings, press Sign in on {server:?}, then come back and try again."
+            ),
+            "url": page,
+        }
+    });
+    let mut requests = serde_json::Map::new();
+    requests.insert("sign_in".into(), request);
+    ToolOutput::InputRequired {
+        input_requests: requests,
+        request_state: None,
+    }
+}
+
 /// Whether a server is contacted at all (D2: switched on, with a url).
 fn active(record: &McpServerRecord) -> bool {
     record.enabled && !record.url.is_empty()
@@ -592,6 +613,13 @@ impl ExternalServers {
         };
         for record in records.iter().filter(|r| in_namespace(r, name)) {
             if record.awaits_sign_in() {
+                // A client that can open a URL sends its person to the console's page
+                // (the spec's third-party authorization case); its retry, if they have
+                // not signed in meanwhile, gets the sentence below.
+                let retried = matches!(&call.retry, Ok(retry) if retry.input_responses.is_some());
+                if call.can_open_url && !retried && !self.console_origin.is_empty() {
+                    return Ok(sign_in_elicitation(&record.name, &self.settings_page()));
+                }
                 return Ok(ToolOutput::Error(format!(
                     "The MCP server {:?} {NEEDS_SIGN_IN}: its sign-in was never done, or ended. Tell the user to sign in to it at {}; its tools are listed again once they have.",
                     record.name,

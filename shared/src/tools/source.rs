@@ -51,6 +51,8 @@ pub(crate) struct SourceCall<'a> {
     pub(crate) arguments: Map<String, Value>,
     /// The client declared form-mode elicitation (2026-07-28 `_meta`).
     pub(crate) can_ask: bool,
+    /// The client declared URL-mode elicitation (it can send its person to a page).
+    pub(crate) can_open_url: bool,
     /// A multi-round retry's answers and state, or why they are malformed.
     pub(crate) retry: Result<Retry<'a>, String>,
 }

@@ -75,6 +75,11 @@ fn asks_by_form(capabilities: &Map<String, Value>) -> bool {
     }
 }
 
+/// Whether the client can send its person to a URL (it declared `elicitation.url`).
+fn opens_urls(capabilities: &Map<String, Value>) -> bool {
+    matches!(capabilities.get("elicitation"), Some(Value::Object(modes)) if modes.contains_key("url"))
+}
+
 /// One page of `tools/list`: built-in tools, then (on the last page) the caller's
 /// external tools.
 pub(crate) struct ToolList<'t> {
@@ -184,6 +189,7 @@ impl Toolbox {
             let call = SourceCall {
                 arguments: arguments_object(arguments)?,
                 can_ask: asks_by_form(context.client_capabilities),
+                can_open_url: opens_urls(context.client_capabilities),
                 retry: context.retry,
             };
             // Never the tool's own name: the user chose it.
