@@ -72,8 +72,10 @@ def _install_probe_tracer() -> None:
     mcp_client_module.negotiate_auto = traced
 
 
-def _callbacks() -> dict[str, Any]:
-    """Canned sampling / elicitation / roots handlers (``--callbacks``) for the input-required fixtures."""
+def _callbacks(elicit_yes: bool = False) -> dict[str, Any]:
+    """Canned sampling / elicitation / roots handlers (``--callbacks``) for the input-required fixtures.
+
+    A form question's booleans take their default (``--elicit-yes``: true, a person saying yes)."""
     import mcp_types as types
 
     async def sampling(_ctx: Any, params: Any) -> Any:
@@ -86,7 +88,9 @@ def _callbacks() -> dict[str, Any]:
         schema = getattr(params, "requested_schema", None) or {}
         for key, prop in (schema.get("properties") or {}).items():
             kind = prop.get("type")
-            if "default" in prop:
+            if kind == "boolean" and elicit_yes:
+                content[key] = True
+            elif "default" in prop:
                 content[key] = prop["default"]
             elif prop.get("enum"):
                 content[key] = prop["enum"][0]
@@ -105,10 +109,16 @@ def _callbacks() -> dict[str, Any]:
 
 
 async def run(
-    url: str, mode: str, tool: str, tool_args: dict[str, Any], force_call: bool, callbacks: bool
+    url: str,
+    mode: str,
+    tool: str,
+    tool_args: dict[str, Any],
+    force_call: bool,
+    callbacks: bool,
+    elicit_yes: bool = False,
 ) -> dict[str, Any]:
     transport = streamable_http_client(url)
-    extra = _callbacks() if callbacks else {}
+    extra = _callbacks(elicit_yes) if callbacks else {}
     async with Client(transport, mode=mode, raise_exceptions=True, read_timeout_seconds=30.0, **extra) as client:
         session = client.session
         if session.discover_result is not None:
@@ -141,6 +151,9 @@ def main() -> int:
     parser.add_argument(
         "--callbacks", action="store_true", help="advertise sampling/elicitation/roots with canned answers"
     )
+    parser.add_argument(
+        "--elicit-yes", action="store_true", help="with --callbacks: answer a form's yes/no questions yes"
+    )
     ns = parser.parse_args()
 
     def report() -> dict[str, Any]:
@@ -149,7 +162,17 @@ def main() -> int:
             raise ValueError("--args must be a JSON object")
         if ns.mode == "auto":
             _install_probe_tracer()
-        return asyncio.run(run(ns.url, ns.mode, ns.tool or DEFAULT_TOOL, tool_args, ns.tool is not None, ns.callbacks))
+        return asyncio.run(
+            run(
+                ns.url,
+                ns.mode,
+                ns.tool or DEFAULT_TOOL,
+                tool_args,
+                ns.tool is not None,
+                ns.callbacks,
+                ns.elicit_yes,
+            )
+        )
 
     return print_report("python_client", report)
 

@@ -13,7 +13,10 @@
 //!   is never asked about.
 
 use e2e::remote_server::RemoteServer;
-use e2e::{Reply, Server, TempDir, bearer, listed_tools, modern, post_json, rpc, send, sign_up_as};
+use e2e::{
+    Reply, Server, TempDir, bearer, listed_tools, modern, post_json, python, root, rpc, run_client,
+    send, sign_up_as,
+};
 use serde_json::{Value, json};
 
 fn env() -> Vec<(&'static str, &'static str)> {
@@ -373,4 +376,63 @@ async fn ask_first_runs_a_tool_only_after_the_person_said_yes() {
         2,
         "a client that cannot ask runs nothing"
     );
+}
+
+/// Ask-first with the official Python SDK client (2026-07-28, its elicitation callback
+/// declared): the SDK answers the form question and retries by itself; the person's no
+/// (the question's default) leaves the tool unrun, their yes runs it once.
+#[tokio::test(flavor = "multi_thread")]
+async fn ask_first_through_the_python_sdk_client() {
+    let logs = TempDir::new("tool-controls-sdk");
+    let log = logs.0.join("trace.jsonl");
+    let remote = RemoteServer::start(&["--trace-log", log.to_str().unwrap()]);
+    let server = Server::start(&env());
+    let (_, token) = sign_up_as(&server, "sdk-ask@example.com", "a long enough password").await;
+    let created = api(
+        &server,
+        "POST",
+        "/api/user/mcp-servers",
+        &token,
+        json!({"name": "shop", "url": remote.url(), "ask_first": true}),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    // The SDK client takes a URL only: the person's personal URL.
+    let minted = post_json(&server.url("/personal/mcp"), &bearer(&token), &json!({})).await;
+    assert_eq!(minted.status, 200, "{}", minted.body);
+    let url = minted.json()["data"]["url"].as_str().unwrap().to_string();
+    let script = root().join("tests/clients/python_client.py");
+    let sdk = |yes: bool| {
+        let mut args = vec![
+            script.to_str().unwrap().to_string(),
+            url.clone(),
+            "2026-07-28".to_string(),
+            "--tool".to_string(),
+            "mcp__shop__create_ticket".to_string(),
+            "--args".to_string(),
+            json!({"title": "refund order 7"}).to_string(),
+            "--callbacks".to_string(),
+        ];
+        if yes {
+            args.push("--elicit-yes".to_string());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run_client(&python(), &args)
+    };
+    let said_no = sdk(false);
+    assert_eq!(remote_calls(&log), 0, "a no runs nothing: {said_no}");
+    assert!(
+        said_no["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not run"),
+        "{said_no}"
+    );
+    let said_yes = sdk(true);
+    assert_eq!(said_yes["is_error"], false, "{said_yes}");
+    assert_eq!(
+        said_yes["text"], "ticket opened: refund order 7",
+        "{said_yes}"
+    );
+    assert_eq!(remote_calls(&log), 1, "a yes runs it once");
 }
