@@ -420,19 +420,17 @@ async fn console_adds_switched_off_without_a_probe_and_the_toggle_probes() {
     assert_eq!(cell(row(&on.body, "later").unwrap(), "enabled"), "no");
 }
 
-/// Renaming, on the page: the edit form's name field renames the server (then the
-/// edit page of the new name), its credential kept; a taken name is refused in words
-/// with what was typed kept.
-#[tokio::test(flavor = "multi_thread")]
-async fn console_edit_renames_a_server() {
+/// A person signed up on a server with the remote shop (bearer token) added through
+/// the console's form: the remote, the server, the person.
+async fn with_shop(email: &str) -> (RemoteServer, Server, Person) {
     let remote = RemoteServer::start(&["--token", REMOTE_TOKEN]);
     let url = remote.url();
     let server = Server::start(&[
         ("MIROBODY_REMOTE_DEV_LOOPBACK", "true"),
         ("MIROBODY_REMOTE_TIMEOUT_SECS", "4"),
     ]);
-    let lee = sign_up(&server, "lee@example.com").await;
-    let added = lee
+    let person = sign_up(&server, email).await;
+    let added = person
         .post(
             &server,
             "/console/servers",
@@ -448,6 +446,15 @@ async fn console_edit_renames_a_server() {
         )
         .await;
     assert_redirect(&added, "/console/servers?done=added");
+    (remote, server, person)
+}
+
+/// Renaming, on the page: the edit form's name field renames the server (then the
+/// edit page of the new name), its credential kept; a taken name is refused in words
+/// with what was typed kept.
+#[tokio::test(flavor = "multi_thread")]
+async fn console_edit_renames_a_server() {
+    let (_remote, server, lee) = with_shop("lee@example.com").await;
     let spare = lee
         .post(
             &server,
@@ -522,29 +529,7 @@ async fn console_edit_renames_a_server() {
 /// the form; an edit from an older form without the switches leaves them as they were.
 #[tokio::test(flavor = "multi_thread")]
 async fn console_switches_tools_off_and_asks_first() {
-    let remote = RemoteServer::start(&["--token", REMOTE_TOKEN]);
-    let url = remote.url();
-    let server = Server::start(&[
-        ("MIROBODY_REMOTE_DEV_LOOPBACK", "true"),
-        ("MIROBODY_REMOTE_TIMEOUT_SECS", "4"),
-    ]);
-    let kim = sign_up(&server, "kim@example.com").await;
-    let added = kim
-        .post(
-            &server,
-            "/console/servers",
-            &[
-                ("name", "shop"),
-                ("url", url.as_str()),
-                ("auth_type", "bearer"),
-                ("credential", REMOTE_TOKEN),
-                ("enabled", "on"),
-                ("allowed_tools", ""),
-            ],
-            true,
-        )
-        .await;
-    assert_redirect(&added, "/console/servers?done=added");
+    let (_remote, server, kim) = with_shop("kim@example.com").await;
     let edit = kim.get(&server, "/console/servers/shop").await;
     assert!(
         edit.body.contains("id=\"server-controls\""),

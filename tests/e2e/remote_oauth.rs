@@ -19,19 +19,15 @@
 
 use e2e::{
     HBA1C_ROWS, InProcess, Reply, Server, TempDir, attr_after, encode_form, form_of,
-    form_with_cookie, in_process_at, modern, person_with_hba1c, send,
+    form_with_cookie, in_process_at, modern, person_with_hba1c, send, set_cookies,
 };
 use serde_json::{Value, json};
 
 const PASSWORD: &str = "a long enough password";
 
 fn set_cookie(reply: &Reply, prefix: &str) -> Option<String> {
-    reply
-        .headers
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap_or_default().to_string())
+    set_cookies(reply)
+        .into_iter()
         .find(|c| c.starts_with(prefix))
 }
 

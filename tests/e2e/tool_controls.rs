@@ -221,22 +221,54 @@ async fn switched_off_and_read_only_tools_are_neither_listed_nor_callable() {
     );
 }
 
+/// The remote shop (its calls logged) registered with ask-first by a new person.
+struct AskFirstShop {
+    _logs: TempDir,
+    log: std::path::PathBuf,
+    _remote: RemoteServer,
+    server: Server,
+    token: String,
+    /// The registration's answer.
+    created: Reply,
+}
+
+impl AskFirstShop {
+    async fn start(email: &str) -> AskFirstShop {
+        let logs = TempDir::new("tool-controls");
+        let log = logs.0.join("trace.jsonl");
+        let remote = RemoteServer::start(&["--trace-log", log.to_str().unwrap()]);
+        let server = Server::start(&env());
+        let (_, token) = sign_up_as(&server, email, "a long enough password").await;
+        let created = api(
+            &server,
+            "POST",
+            "/api/user/mcp-servers",
+            &token,
+            json!({"name": "shop", "url": remote.url(), "ask_first": true}),
+        )
+        .await;
+        assert_eq!(created.status, 201, "{}", created.body);
+        AskFirstShop {
+            _logs: logs,
+            log,
+            _remote: remote,
+            server,
+            token,
+            created,
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn ask_first_runs_a_tool_only_after_the_person_said_yes() {
-    let logs = TempDir::new("tool-controls");
-    let log = logs.0.join("trace.jsonl");
-    let remote = RemoteServer::start(&["--trace-log", log.to_str().unwrap()]);
-    let server = Server::start(&env());
-    let (_, token) = sign_up_as(&server, "ask@example.com", "a long enough password").await;
-    let created = api(
-        &server,
-        "POST",
-        "/api/user/mcp-servers",
-        &token,
-        json!({"name": "shop", "url": remote.url(), "ask_first": true}),
-    )
-    .await;
-    assert_eq!(created.status, 201, "{}", created.body);
+    let AskFirstShop {
+        _logs,
+        log,
+        _remote,
+        server,
+        token,
+        created,
+    } = AskFirstShop::start("ask@example.com").await;
     let view = created.json();
     assert_eq!(view["ask_first"], true);
     let asks = view["tools"]
@@ -383,20 +415,14 @@ async fn ask_first_runs_a_tool_only_after_the_person_said_yes() {
 /// (the question's default) leaves the tool unrun, their yes runs it once.
 #[tokio::test(flavor = "multi_thread")]
 async fn ask_first_through_the_python_sdk_client() {
-    let logs = TempDir::new("tool-controls-sdk");
-    let log = logs.0.join("trace.jsonl");
-    let remote = RemoteServer::start(&["--trace-log", log.to_str().unwrap()]);
-    let server = Server::start(&env());
-    let (_, token) = sign_up_as(&server, "sdk-ask@example.com", "a long enough password").await;
-    let created = api(
-        &server,
-        "POST",
-        "/api/user/mcp-servers",
-        &token,
-        json!({"name": "shop", "url": remote.url(), "ask_first": true}),
-    )
-    .await;
-    assert_eq!(created.status, 201, "{}", created.body);
+    let AskFirstShop {
+        _logs,
+        log,
+        _remote,
+        server,
+        token,
+        ..
+    } = AskFirstShop::start("sdk-ask@example.com").await;
     // The SDK client takes a URL only: the person's personal URL.
     let minted = post_json(&server.url("/personal/mcp"), &bearer(&token), &json!({})).await;
     assert_eq!(minted.status, 200, "{}", minted.body);

@@ -449,6 +449,17 @@ pub fn encode_form(pairs: &[(&str, &str)]) -> String {
         .join("&")
 }
 
+/// The `name=value` of each cookie a reply sets, in order.
+pub fn set_cookies(reply: &Reply) -> Vec<String> {
+    reply
+        .headers
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap_or_default().to_string())
+        .collect()
+}
+
 /// The hidden inputs of a server-rendered form page, and its CSRF cookie.
 pub fn form_of(page: &Reply) -> (Vec<(String, String)>, String) {
     let cookie = page

@@ -132,6 +132,14 @@ pub(super) fn rebind(
     Ok(Some(sealer.seal(&plain, &binding(user, to))))
 }
 
+/// `Authorization: Bearer <token>`, marked sensitive (kept out of debug output).
+pub(super) fn bearer(token: &[u8]) -> Result<HeaderValue, String> {
+    let mut value = HeaderValue::from_bytes(&[b"Bearer ", token].concat())
+        .map_err(|_| "the stored credential is not a valid header value")?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
 /// The headers that authenticate requests to the record's server. An error means the
 /// sealed credential does not open (another key, or a record copied across accounts).
 pub(super) fn headers(
@@ -157,17 +165,13 @@ pub(super) fn headers(
         McpAuth::None => {}
         McpAuth::OAuth => {
             let grant = super::oauth::open_grant(sealer, user, record)?;
-            let mut value = HeaderValue::from_str(&format!("Bearer {}", grant.access_token))
-                .map_err(|_| "the stored access token is not a valid header value")?;
-            value.set_sensitive(true);
-            headers.insert(header::AUTHORIZATION, value);
+            headers.insert(
+                header::AUTHORIZATION,
+                bearer(grant.access_token.as_bytes())?,
+            );
         }
         McpAuth::Bearer => {
-            let token = open()?;
-            let mut value = HeaderValue::from_bytes(&[b"Bearer ", token.as_bytes()].concat())
-                .map_err(|_| "the stored credential is not a valid header value")?;
-            value.set_sensitive(true);
-            headers.insert(header::AUTHORIZATION, value);
+            headers.insert(header::AUTHORIZATION, bearer(open()?.as_bytes())?);
         }
         McpAuth::Header { name } => {
             let name = HeaderName::from_bytes(name.as_bytes())
@@ -179,10 +183,11 @@ pub(super) fn headers(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn record(auth: McpAuth, sealed: Option<String>) -> McpServerRecord {
+    /// A record of `https://mcp.example.com/mcp` named `shop` (the `oauth` tests too).
+    pub(in crate::external) fn record(auth: McpAuth, sealed: Option<String>) -> McpServerRecord {
         McpServerRecord {
             name: "shop".into(),
             url: "https://mcp.example.com/mcp".into(),

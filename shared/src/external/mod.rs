@@ -168,6 +168,16 @@ impl RegistryError {
         )
     }
 
+    /// The OAuth sign-in to a server did not work (`external::oauth`): why, in words.
+    pub(crate) fn sign_in_failed(why: &str) -> Self {
+        let why: String = why.chars().take(300).collect();
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "mcp_sign_in_failed",
+            format!("signing in to the MCP server did not work: {why}"),
+        )
+    }
+
     pub(crate) fn unknown_tool(field: &str, names: &[&str]) -> Self {
         Self::new(
             StatusCode::UNPROCESSABLE_ENTITY,

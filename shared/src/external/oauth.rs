@@ -49,6 +49,24 @@ pub(super) struct Grant {
     pub resource: String,
 }
 
+impl Grant {
+    /// Whether the access token is to be refreshed before its use at `now`.
+    fn due(&self, now: u64) -> bool {
+        self.expires_at
+            .is_some_and(|at| at <= now.saturating_add(REFRESH_MARGIN_SECS))
+    }
+
+    /// The request headers of its access token.
+    fn headers(&self) -> Result<HeaderMap, String> {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            http::header::AUTHORIZATION,
+            credentials::bearer(self.access_token.as_bytes())?,
+        );
+        Ok(headers)
+    }
+}
+
 /// A sign-in under way, sealed into the `state` parameter.
 #[derive(Serialize, Deserialize)]
 struct Pending {
@@ -99,15 +117,6 @@ fn pkce_challenge(verifier: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
 }
 
-fn sign_in_failed(why: &str) -> RegistryError {
-    let why: String = why.chars().take(300).collect();
-    RegistryError::new(
-        http::StatusCode::UNPROCESSABLE_ENTITY,
-        "mcp_sign_in_failed",
-        format!("signing in to the MCP server did not work: {why}"),
-    )
-}
-
 impl ExternalServers {
     /// Starts the person's sign-in to their server `name` (an OAuth one, with a url):
     /// the authorization server's URL to send their browser to. `redirect_uri` is the
@@ -132,14 +141,14 @@ impl ExternalServers {
         let budget = self.probe_budget;
         let found = oauth_client::discover(&self.http, &record.url, budget)
             .await
-            .map_err(|why| sign_in_failed(&why))?;
+            .map_err(|why| RegistryError::sign_in_failed(&why))?;
         let registration = found.registration_endpoint.as_deref().ok_or_else(|| {
-            sign_in_failed("its authorization server offers no client registration")
+            RegistryError::sign_in_failed("its authorization server offers no client registration")
         })?;
         let client_id =
             oauth_client::register_client(&self.http, registration, redirect_uri, budget)
                 .await
-                .map_err(|why| sign_in_failed(&why))?;
+                .map_err(|why| RegistryError::sign_in_failed(&why))?;
         let verifier = random_secret(32);
         let pending = Pending {
             user: caller.user_id.clone(),
@@ -154,8 +163,9 @@ impl ExternalServers {
         };
         let plain = serde_json::to_vec(&pending).unwrap_or_default();
         let state = self.sealer.seal(&plain, PENDING_BINDING);
-        let mut url = url::Url::parse(&found.authorization_endpoint)
-            .map_err(|_| sign_in_failed("its authorization endpoint is not a URL"))?;
+        let mut url = url::Url::parse(&found.authorization_endpoint).map_err(|_| {
+            RegistryError::sign_in_failed("its authorization endpoint is not a URL")
+        })?;
         {
             let mut query = url.query_pairs_mut();
             query
@@ -216,7 +226,7 @@ impl ExternalServers {
             self.probe_budget,
         )
         .await
-        .map_err(|failure| sign_in_failed(&failure.to_string()))?;
+        .map_err(|failure| RegistryError::sign_in_failed(&failure.to_string()))?;
         let grant = Grant {
             expires_at: expiry(&tokens, now),
             access_token: tokens.access_token,
@@ -233,7 +243,7 @@ impl ExternalServers {
         ));
         if record.enabled {
             let headers = credentials::headers(&self.sealer, &caller.user_id, &record)
-                .map_err(|why| sign_in_failed(&why))?;
+                .map_err(|why| RegistryError::sign_in_failed(&why))?;
             let seen = probe::probe(&self.http, &record.url, &headers, self.probe_budget).await?;
             self.apply_probe(&mut record, &seen, now);
         }
@@ -256,11 +266,8 @@ impl ExternalServers {
         }
         let grant = open_grant(&self.sealer, user, record)?;
         let now = self.clock.now();
-        let due = grant
-            .expires_at
-            .is_some_and(|at| at <= now.saturating_add(REFRESH_MARGIN_SECS));
-        if !due {
-            return credentials::headers(&self.sealer, user, record);
+        if !grant.due(now) {
+            return grant.headers();
         }
         // One refresh at a time in this process: a rotated refresh token used twice
         // would end the whole grant at most authorization servers.
@@ -270,12 +277,10 @@ impl ExternalServers {
             Ok(_) => return Err("the server was removed".into()),
             Err(error) => return Err(format!("the stored sign-in could not be read: {error}")),
         };
+        // Another request may have refreshed it while this one waited.
         let grant = open_grant(&self.sealer, user, &current)?;
-        let still_due = grant
-            .expires_at
-            .is_some_and(|at| at <= now.saturating_add(REFRESH_MARGIN_SECS));
-        if !still_due {
-            return credentials::headers(&self.sealer, user, &current);
+        if !grant.due(now) {
+            return grant.headers();
         }
         let Some(refresh_token) = grant.refresh_token.as_deref() else {
             return self
@@ -313,7 +318,7 @@ impl ExternalServers {
                 if let Err(error) = self.store.replace_mcp_server(user, &saved).await {
                     tracing::warn!(%error, "could not keep a refreshed MCP sign-in");
                 }
-                credentials::headers(&self.sealer, user, &saved)
+                renewed.headers()
             }
             Err(TokenFailure::Refused(why)) => {
                 self.needs_sign_in(user, current, &format!("the refresh was refused ({why})"))
@@ -360,22 +365,7 @@ mod tests {
     #[test]
     fn a_pending_sign_in_opens_only_as_what_it_was_sealed_for() {
         let sealer = Sealer::new(&[9; 32]);
-        let mut record = McpServerRecord {
-            name: "tracker".into(),
-            url: "https://mcp.example.com/mcp".into(),
-            auth: McpAuth::OAuth,
-            sealed_credential: None,
-            enabled: true,
-            order: 0,
-            allowed_tools: None,
-            controls: Default::default(),
-            tools: vec![],
-            server_name: None,
-            created_at: 0,
-            updated_at: 0,
-            last_connected_at: None,
-            last_connect_error: None,
-        };
+        let mut record = credentials::tests::record(McpAuth::OAuth, None);
         assert!(record.awaits_sign_in());
         assert_eq!(
             open_grant(&sealer, "alice", &record).err().as_deref(),
