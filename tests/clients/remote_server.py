@@ -4,6 +4,7 @@
 Usage:
     remote_server.py PORT [--token T] [--header NAME:VALUE] [--hang-file PATH] [--name N]
                           [--bulk K] [--metadata] [--long-name] [--trace-log PATH]
+                          [--catalogue]
 
 The Python SDK's MCPServer (mcp==2.3.0, both eras: 2026-07-28 and the 2025 handshake)
 behind uvicorn on 127.0.0.1. With --token, requests need `Authorization: Bearer T`;
@@ -18,6 +19,9 @@ content) and big_structured(size) (the same as structured content, with an outpu
 schema); with --long-name, also a tool whose name is 200 characters long. With
 --trace-log, each POST appends one JSON line to PATH: its JSON-RPC method, its `traceparent`
 header, its `tracestate` header and its `params._meta.traceparent` (null when absent).
+With --catalogue, also resources (`file:///shop/opening-hours.txt`, a text of known
+words; `file:///shop/huge.txt`, 300 kB), a template (`orders://{number}`) and a prompt
+(`order_help(order_number)`, one user message naming the order).
 """
 
 from __future__ import annotations
@@ -46,8 +50,32 @@ class Blob(BaseModel):
     data: str
 
 
-def build(name: str, bulk: int = 0, metadata: bool = False, long_name: bool = False) -> MCPServer:
+def build(
+    name: str, bulk: int = 0, metadata: bool = False, long_name: bool = False, catalogue: bool = False
+) -> MCPServer:
     server = MCPServer(name=name, version="0.1")
+
+    if catalogue:
+        @server.resource(
+            "file:///shop/opening-hours.txt",
+            name="opening-hours",
+            description="When the shop is open.",
+            mime_type="text/plain",
+        )
+        def opening_hours() -> str:
+            return "Open Monday to Friday, 9 to 17."
+
+        @server.resource("file:///shop/huge.txt", name="huge", mime_type="text/plain")
+        def huge() -> str:
+            return "h" * 300_000
+
+        @server.resource("orders://{number}", name="order", mime_type="text/plain")
+        def order(number: str) -> str:
+            return f"order {number}: shipped"
+
+        @server.prompt(description="Ask for help with an order.")
+        def order_help(order_number: str) -> str:
+            return f"Please help me with order {order_number}."
 
     for i in range(bulk):
         def bulk_tool(i: int = i) -> str:
@@ -118,9 +146,10 @@ def main() -> None:
     parser.add_argument("--metadata", action="store_true")
     parser.add_argument("--long-name", action="store_true")
     parser.add_argument("--trace-log")
+    parser.add_argument("--catalogue", action="store_true")
     ns = parser.parse_args()
 
-    mcp_app = build(ns.name, ns.bulk, ns.metadata, ns.long_name).streamable_http_app(
+    mcp_app = build(ns.name, ns.bulk, ns.metadata, ns.long_name, ns.catalogue).streamable_http_app(
         stateless_http=True,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )

@@ -13,6 +13,7 @@
 //! failing server affect another.
 
 mod approval;
+mod catalogue;
 mod credentials;
 mod naming;
 mod oauth;

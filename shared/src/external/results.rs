@@ -86,7 +86,7 @@ pub(super) fn bounded(output: ToolOutput, max: usize, declares_output: bool) -> 
 }
 
 /// A limit as a person writes it: `256 KB` for whole KiB, else bytes.
-fn size_text(bytes: usize) -> String {
+pub(super) fn size_text(bytes: usize) -> String {
     if bytes.is_multiple_of(1024) {
         format!("{} KB", bytes / 1024)
     } else {

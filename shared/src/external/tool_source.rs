@@ -43,8 +43,8 @@ use crate::domain::McpServerRecord;
 use crate::remote::{Dialect, HttpError, McpConnection, RemoteError, RemoteTool, ToolList};
 use crate::store::StoreError;
 use crate::tools::{
-    Caller, ListedTool, Retry, SourceCall, SourceListing, ToolError, ToolOutput, ToolSource,
-    Unavailable,
+    Caller, ItemError, ItemKind, ItemRequest, ListedTool, Retry, SourceCall, SourceItems,
+    SourceListing, ToolError, ToolOutput, ToolSource, Unavailable,
 };
 
 /// Each server gets this long to connect and list (D8), all of them in parallel.
@@ -294,9 +294,23 @@ impl SnapshotCache {
 }
 
 impl ExternalServers {
+    /// The dialect `record` spoke at its last snapshot, if one is kept (a connection
+    /// then skips the probe).
+    pub(super) fn cached_dialect(&self, user: &str, record: &McpServerRecord) -> Option<Dialect> {
+        match self.cache.get(user, record)? {
+            Ok(snapshot) => Some(snapshot.dialect),
+            Err(_) => None,
+        }
+    }
+
+    /// How long a listing made from fresh answers may be kept.
+    pub(super) fn snapshot_ttl(&self) -> Duration {
+        self.cache.snapshot_ttl
+    }
+
     /// Where the person manages their servers (and signs in to them), in words a
     /// model can pass on.
-    fn settings_page(&self) -> String {
+    pub(super) fn settings_page(&self) -> String {
         if self.console_origin.is_empty() {
             "their MCP server settings".to_string()
         } else {
@@ -333,7 +347,7 @@ fn active(record: &McpServerRecord) -> bool {
 
 /// The enabled servers (D2: an empty url is skipped) in listing order, or why the list
 /// could not be read (logged without user data).
-fn enabled(
+pub(super) fn enabled(
     records: Result<Vec<McpServerRecord>, StoreError>,
 ) -> Result<Vec<McpServerRecord>, String> {
     let mut records = records.map_err(|error| {
@@ -423,11 +437,27 @@ impl ToolSource for ExternalServers {
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(self.forward(caller, name, call))
     }
+
+    fn items<'a>(&'a self, caller: &'a Caller, kind: ItemKind) -> BoxFuture<'a, SourceItems> {
+        Box::pin(self.items(caller, kind))
+    }
+
+    fn owns_uri(&self, uri: &str) -> bool {
+        super::catalogue::owns_uri(uri)
+    }
+
+    fn fetch<'a>(
+        &'a self,
+        caller: &'a Caller,
+        request: ItemRequest<'a>,
+    ) -> BoxFuture<'a, Result<Map<String, serde_json::Value>, ItemError>> {
+        Box::pin(self.fetch_item(caller, request))
+    }
 }
 
 impl ExternalServers {
     /// Connects to one server (the cached dialect first) within the connect budget.
-    async fn connect(
+    pub(super) async fn connect(
         &self,
         user: &str,
         record: &McpServerRecord,
@@ -758,7 +788,7 @@ impl ExternalServers {
 }
 
 /// Whether `name` is in the tool namespace of `record`.
-fn in_namespace(record: &McpServerRecord, name: &str) -> bool {
+pub(super) fn in_namespace(record: &McpServerRecord, name: &str) -> bool {
     name.strip_prefix(PREFIX)
         .and_then(|rest| rest.strip_prefix(namespace(&record.name).as_str()))
         .is_some_and(|rest| rest.starts_with("__"))

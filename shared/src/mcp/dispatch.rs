@@ -18,7 +18,9 @@ use super::results::{self, call_result, mark_input_required};
 use crate::observe;
 use crate::prompts::{PromptOutput, PromptRequest, Prompts};
 use crate::resources::{Resources, Substitutions};
-use crate::tools::{CallContext, Caller, Notifier, Retry, ToolOutput, Toolbox};
+use crate::tools::{
+    CallContext, Caller, ItemError, ItemKind, ItemRequest, Notifier, Retry, ToolOutput, Toolbox,
+};
 use crate::wire::{
     META_LOG_LEVEL, META_PROGRESS_TOKEN, META_SERVER_INFO, META_UNAVAILABLE_SERVERS,
     MODERN_VERSION, RESULT_COMPLETE,
@@ -189,17 +191,29 @@ impl McpServer {
             "tools/call" => self.call_tool(params, meta, era, notifier, exchange).await,
             "resources/list" => {
                 cursor(params)?.map_or(Ok(()), |_| Err(McpError::InvalidCursor))?;
-                Ok(single("resources", self.resources.list().into()))
+                let builtin = self.resources.list();
+                Ok(self
+                    .with_external(ItemKind::Resources, builtin, exchange)
+                    .await)
             }
             "resources/templates/list" => {
                 cursor(params)?.map_or(Ok(()), |_| Err(McpError::InvalidCursor))?;
-                Ok(single(
-                    "resourceTemplates",
-                    self.resources.list_templates().into(),
-                ))
+                let builtin = self.resources.list_templates();
+                Ok(self
+                    .with_external(ItemKind::ResourceTemplates, builtin, exchange)
+                    .await)
             }
             "resources/read" => {
                 let uri = required_str(params, "uri")?;
+                let request = ItemRequest::Resource { uri };
+                if self.tools.owns_item(&request) {
+                    return self.fetch_external(request, exchange).await.map_err(
+                        |error| match error {
+                            ItemError::Unknown => McpError::ResourceNotFound(uri.into()),
+                            other => item_error(other),
+                        },
+                    );
+                }
                 let subs = Substitutions {
                     server_url: exchange.server_url,
                 };
@@ -211,10 +225,27 @@ impl McpServer {
             }
             "prompts/list" => {
                 cursor(params)?.map_or(Ok(()), |_| Err(McpError::InvalidCursor))?;
-                Ok(single("prompts", self.prompts.list().into()))
+                let builtin = self.prompts.list();
+                Ok(self
+                    .with_external(ItemKind::Prompts, builtin, exchange)
+                    .await)
             }
             "prompts/get" => {
                 let name = required_str(params, "name")?;
+                let request = ItemRequest::Prompt {
+                    name,
+                    arguments: object_param(params, "arguments")?,
+                };
+                if self.tools.owns_item(&request) {
+                    return self.fetch_external(request, exchange).await.map_err(
+                        |error| match error {
+                            ItemError::Unknown => {
+                                McpError::InvalidParams(format!("unknown prompt: {name}"))
+                            }
+                            other => item_error(other),
+                        },
+                    );
+                }
                 let prompt = self
                     .prompts
                     .get(name)
@@ -258,6 +289,49 @@ impl McpServer {
             )),
             other => Err(McpError::MethodNotFound(other.into())),
         }
+    }
+
+    /// A list result of `kind`: the built-in entries, then those of the caller's own
+    /// MCP servers, with a note for each server left out and a `ttlMs` no longer than
+    /// the external part holds.
+    async fn with_external(
+        &self,
+        kind: ItemKind,
+        builtin: Vec<Value>,
+        exchange: &Exchange<'_>,
+    ) -> Map<String, Value> {
+        let key = match kind {
+            ItemKind::Resources => "resources",
+            ItemKind::ResourceTemplates => "resourceTemplates",
+            ItemKind::Prompts => "prompts",
+        };
+        let external = self
+            .tools
+            .external_items(exchange.caller, exchange.visible, kind)
+            .await;
+        let mut items = builtin;
+        items.extend(external.items);
+        let mut result = single(key, items.into());
+        if !external.unavailable.is_empty() {
+            result.insert(
+                "_meta".into(),
+                json!({ META_UNAVAILABLE_SERVERS: results::unavailable_notes(&external.unavailable) }),
+            );
+        }
+        if let Some(valid_for) = external.valid_for {
+            result.insert("ttlMs".into(), results::ttl_ms(valid_for).into());
+        }
+        result
+    }
+
+    async fn fetch_external(
+        &self,
+        request: ItemRequest<'_>,
+        exchange: &Exchange<'_>,
+    ) -> Result<Map<String, Value>, ItemError> {
+        self.tools
+            .fetch_external(exchange.caller, exchange.visible, request)
+            .await
     }
 
     async fn call_tool(
@@ -383,7 +457,7 @@ impl McpServer {
                 | "resources/read"
                 | "prompts/list"
         ) {
-            result.insert("ttlMs".into(), CACHE_TTL_MS.into());
+            result.entry("ttlMs").or_insert(CACHE_TTL_MS.into());
             let scope = if method == "server/discover" {
                 "public"
             } else {
@@ -429,6 +503,16 @@ fn round_trip(params: Option<&Map<String, Value>>) -> Result<Retry<'_>, String> 
         input_responses,
         request_state,
     })
+}
+
+/// What a failed read or get of an external item answers (unknown items are mapped
+/// by the method, which knows what was asked for).
+fn item_error(error: ItemError) -> McpError {
+    match error {
+        ItemError::Unknown => McpError::InvalidParams("unknown item".into()),
+        ItemError::Invalid(why) => McpError::InvalidParams(why),
+        ItemError::Failed(why) => McpError::Upstream(why),
+    }
 }
 
 fn error_reply(id: &Value, error: &McpError, era: Era) -> Reply {

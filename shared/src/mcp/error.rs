@@ -39,6 +39,9 @@ pub(crate) enum McpError {
     },
     /// Something broke on our side (-32603). The message is generic on the wire.
     Internal,
+    /// A user's own MCP server failed to give what was asked of it through us (a
+    /// resource, a prompt): -32603 with the reason in words (never a URL or credential).
+    Upstream(String),
     /// The request's `Origin` or `Host` is not allowed (DNS rebinding): -32600 with 403,
     /// before any body is read.
     ForbiddenOrigin,
@@ -60,7 +63,7 @@ impl McpError {
             McpError::HeaderMismatch(_) => -32020,
             McpError::MissingCapability(_) => -32021,
             McpError::UnsupportedVersion { .. } => wire::UNSUPPORTED_PROTOCOL_VERSION,
-            McpError::Internal => -32603,
+            McpError::Internal | McpError::Upstream(_) => -32603,
             McpError::ForbiddenOrigin => -32600,
             McpError::PostOnly => -32000,
         }
@@ -83,6 +86,7 @@ impl McpError {
                 format!("Unsupported protocol version: {requested}")
             }
             McpError::Internal => "Internal error".into(),
+            McpError::Upstream(why) => why.clone(),
             McpError::ForbiddenOrigin => "Forbidden: Origin or Host not allowed".into(),
             McpError::PostOnly => "Method not allowed: GET /mcp is a placeholder for a future \
                                    WebSocket transport; send JSON-RPC requests with POST"
@@ -121,7 +125,8 @@ impl McpError {
                 // with a JSON-RPC error: 200, like any other answered request.
                 McpError::UnknownTool(_)
                 | McpError::ResourceNotFound(_)
-                | McpError::InvalidCursor => StatusCode::OK,
+                | McpError::InvalidCursor
+                | McpError::Upstream(_) => StatusCode::OK,
                 _ => StatusCode::BAD_REQUEST,
             },
             Era::Legacy | Era::Unknown => match self {

@@ -170,7 +170,7 @@ impl From<HttpError> for RemoteError {
     }
 }
 
-fn protocol(detail: impl Into<String>) -> RemoteError {
+pub(super) fn protocol(detail: impl Into<String>) -> RemoteError {
     RemoteError::Protocol(detail.into())
 }
 
@@ -227,6 +227,9 @@ pub(crate) struct McpConnection {
     session_id: Option<HeaderValue>,
     protocol_version: String,
     server_name: Option<String>,
+    /// The server's declared `capabilities` (from `server/discover` or `initialize`);
+    /// `None` when the connection was adopted without asking.
+    capabilities: Option<Map<String, Value>>,
     next_id: AtomicI64,
 }
 
@@ -281,6 +284,7 @@ impl McpConnection {
             session_id: None,
             protocol_version: MODERN_VERSION.to_string(),
             server_name: None,
+            capabilities: None,
             next_id: AtomicI64::new(1),
         };
         if prefer == Some(Dialect::Stateless) {
@@ -405,6 +409,7 @@ impl McpConnection {
                 "server/discover did not list 2026-07-28",
             )));
         }
+        self.capabilities = capabilities(result.get("capabilities"));
         self.server_name = result
             .get("_meta")
             .and_then(|meta| meta.get(META_SERVER_INFO))
@@ -439,6 +444,7 @@ impl McpConnection {
             ))));
         }
         self.protocol_version = version.to_string();
+        self.capabilities = capabilities(result.get("capabilities"));
         self.server_name = result
             .get("serverInfo")
             .and_then(|info| info.get("name"))
@@ -475,6 +481,18 @@ impl McpConnection {
     /// The dialect the server speaks.
     pub(crate) fn dialect(&self) -> Dialect {
         self.dialect
+    }
+
+    pub(super) fn is_stateless(&self) -> bool {
+        self.dialect == Dialect::Stateless
+    }
+
+    /// Whether the server declared the capability `name` (`resources`, `prompts`);
+    /// `None` when its capabilities were not asked for.
+    pub(super) fn declares(&self, name: &str) -> Option<bool> {
+        self.capabilities
+            .as_ref()
+            .map(|capabilities| capabilities.get(name).is_some_and(Value::is_object))
     }
 
     /// Whether the server handed out a session id.
@@ -696,7 +714,7 @@ impl McpConnection {
 
     /// Sends a request and returns its `result` and the response headers; the answer
     /// is read up to `max_bytes`.
-    async fn exchange(
+    pub(super) async fn exchange(
         &self,
         method: &str,
         params: Value,
@@ -735,10 +753,25 @@ fn span_method(method: &str) -> &'static str {
         "notifications/initialized",
         "tools/list",
         "tools/call",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "prompts/list",
+        "prompts/get",
     ]
     .into_iter()
     .find(|m| *m == method)
     .unwrap_or("other")
+}
+
+/// The `capabilities` of a discovery or `initialize` result (absent: none declared).
+fn capabilities(declared: Option<&Value>) -> Option<Map<String, Value>> {
+    Some(
+        declared
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default(),
+    )
 }
 
 fn client_info() -> Value {
@@ -746,7 +779,7 @@ fn client_info() -> Value {
 }
 
 /// A mirrored header value, in the sentinel form when it is not plain visible ASCII.
-fn header_value(text: &str) -> HeaderValue {
+pub(super) fn header_value(text: &str) -> HeaderValue {
     HeaderValue::from_str(&wire::encode_header_value(text)).unwrap_or(HeaderValue::from_static(""))
 }
 
@@ -977,7 +1010,7 @@ fn annotations(annotations: &Value) -> Option<Value> {
 }
 
 /// `text` cut to `max_chars` characters, with an ellipsis when something was cut.
-fn cut(text: &str, max_chars: usize) -> String {
+pub(super) fn cut(text: &str, max_chars: usize) -> String {
     match text.char_indices().nth(max_chars) {
         None => text.to_string(),
         Some((end, _)) => format!("{}…", &text[..end]),

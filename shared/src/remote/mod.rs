@@ -13,6 +13,7 @@ mod client;
 #[cfg(any(test, feature = "testing"))]
 pub(crate) mod conformance;
 mod guard;
+mod mcp_catalogue;
 mod mcp_client;
 pub(crate) mod oauth_client;
 
@@ -20,6 +21,7 @@ pub(crate) use client::{GuardedHttp, HttpError};
 #[cfg(feature = "fuzzing")]
 pub(crate) use guard::Resolver;
 pub(crate) use guard::{AddressGuard, GuardPolicy, INVALID_URL_CODE};
+pub(crate) use mcp_catalogue::{Catalogue, CatalogueKind, MAX_URI};
 pub(crate) use mcp_client::{
     Dialect, MAX_TOOL_NAME, McpConnection, RemoteError, RemoteTool, ToolList,
 };

@@ -36,7 +36,10 @@ pub(crate) use params::input_schema;
 pub(crate) use registry::{Caller, DataKind, Registry, Tool, ToolCall, ToolSpec};
 #[cfg(feature = "fixtures")]
 pub(crate) use request_state::StateSeal;
-pub(crate) use source::{ListedTool, SourceCall, SourceListing, ToolSource, Unavailable};
+pub(crate) use source::{
+    ItemError, ItemKind, ItemRequest, ListedTool, SourceCall, SourceItems, SourceListing,
+    ToolSource, Unavailable,
+};
 pub(crate) use toolbox::{CallContext, Retry, Toolbox};
 
 use std::sync::Arc;

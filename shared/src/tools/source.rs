@@ -1,5 +1,5 @@
 //! Tools that live outside this process (the caller's own MCP servers), as the
-//! toolbox sees them.
+//! toolbox sees them, with those servers' resources and prompts.
 //!
 //! Owns the [`ToolSource`] trait and the shape of what a source lists. A source keeps
 //! its tools in its own namespace, lists them for a caller and runs calls; the toolbox
@@ -42,6 +42,70 @@ pub(crate) trait ToolSource: Send + Sync {
         name: &'a str,
         call: SourceCall<'a>,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+
+    /// The caller's resources, resource templates or prompts from this source, each a
+    /// listing entry under its exposed URI or name. None unless the source has some.
+    fn items<'a>(&'a self, caller: &'a Caller, kind: ItemKind) -> BoxFuture<'a, SourceItems> {
+        let _ = (caller, kind);
+        Box::pin(async { SourceItems::default() })
+    }
+
+    /// Whether a resource URI is in this source's namespace (no built-in one is).
+    fn owns_uri(&self, uri: &str) -> bool {
+        let _ = uri;
+        false
+    }
+
+    /// `resources/read` of an exposed URI, or `prompts/get` of an exposed name: the
+    /// result as the wire carries it (URIs exposed again).
+    fn fetch<'a>(
+        &'a self,
+        caller: &'a Caller,
+        request: ItemRequest<'a>,
+    ) -> BoxFuture<'a, Result<Map<String, Value>, ItemError>> {
+        let _ = (caller, request);
+        Box::pin(async { Err(ItemError::Unknown) })
+    }
+}
+
+/// Which of a source's catalogues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ItemKind {
+    Resources,
+    ResourceTemplates,
+    Prompts,
+}
+
+/// What one catalogue of a source lists for a caller.
+#[derive(Debug, Default)]
+pub(crate) struct SourceItems {
+    /// Listing entries, in listing order.
+    pub(crate) items: Vec<Value>,
+    pub(crate) unavailable: Vec<Unavailable>,
+    /// How long the list stays true; `None` when the source had nothing to ask.
+    pub(crate) valid_for: Option<Duration>,
+}
+
+/// One item asked for by its exposed URI or name.
+pub(crate) enum ItemRequest<'a> {
+    Resource {
+        uri: &'a str,
+    },
+    Prompt {
+        name: &'a str,
+        arguments: Map<String, Value>,
+    },
+}
+
+/// Why an item could not be given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ItemError {
+    /// Not one of the caller's items (never listed, or hidden from it).
+    Unknown,
+    /// The request is malformed for the item (a prompt's arguments): in words.
+    Invalid(String),
+    /// The item's server failed, or answered more than is passed on: in words.
+    Failed(String),
 }
 
 /// A call as a source receives it: the arguments, and what a source that must ask the

@@ -19,7 +19,10 @@ use serde_json::{Map, Value};
 use super::notifier::Notifier;
 use super::output::{ToolError, ToolOutput};
 use super::registry::{Caller, DataKind, Registry, ToolCall, ToolSpec};
-use super::source::{SourceCall, SourceListing, ToolSource, Unavailable};
+use super::source::{
+    ItemError, ItemKind, ItemRequest, SourceCall, SourceItems, SourceListing, ToolSource,
+    Unavailable,
+};
 use crate::clock::Clock;
 use crate::domain::DataPresence;
 use crate::identity::{LoginPrompts, PromptRefused};
@@ -217,6 +220,67 @@ impl Toolbox {
             notifier: context.notifier,
         };
         self.registry.call(name, call).await
+    }
+
+    /// The caller's resources, resource templates or prompts from its own MCP servers
+    /// (after the built-in ones, which `mcp` lists). Only for the person's own
+    /// credentials that reach their servers; an agent's URL gets the prompts its lists
+    /// admit by name, and no resources (its lists name tools and prompts, never URIs).
+    pub(crate) async fn external_items(
+        &self,
+        caller: Option<&Caller>,
+        visible: Visible<'_>,
+        kind: ItemKind,
+    ) -> SourceItems {
+        let (Some(source), Some(caller)) = (&self.external, caller) else {
+            return SourceItems::default();
+        };
+        if !caller.reaches_external_servers()
+            || (caller.agent.is_some() && kind != ItemKind::Prompts)
+        {
+            return SourceItems::default();
+        }
+        let mut items = source.items(caller, kind).await;
+        if kind == ItemKind::Prompts {
+            items.items.retain(|item| {
+                item.get("name")
+                    .and_then(Value::as_str)
+                    .is_some_and(visible)
+            });
+        }
+        items
+    }
+
+    /// Whether `resources/read` of `uri` or `prompts/get` of `name` is the external
+    /// source's to answer.
+    pub(crate) fn owns_item(&self, request: &ItemRequest<'_>) -> bool {
+        self.external.as_ref().is_some_and(|source| match request {
+            ItemRequest::Resource { uri } => source.owns_uri(uri),
+            ItemRequest::Prompt { name, .. } => source.owns(name),
+        })
+    }
+
+    /// `resources/read` or `prompts/get` of an item of the caller's own MCP servers,
+    /// under the rules of [`Toolbox::external_items`]: an item the caller is not shown
+    /// is unknown to it.
+    pub(crate) async fn fetch_external(
+        &self,
+        caller: Option<&Caller>,
+        visible: Visible<'_>,
+        request: ItemRequest<'_>,
+    ) -> Result<Map<String, Value>, ItemError> {
+        let (Some(source), Some(caller)) = (&self.external, caller) else {
+            return Err(ItemError::Unknown);
+        };
+        let shown = caller.reaches_external_servers()
+            && match &request {
+                ItemRequest::Resource { .. } => caller.agent.is_none(),
+                ItemRequest::Prompt { name, .. } => visible(name),
+            };
+        if !shown {
+            return Err(ItemError::Unknown);
+        }
+        source.fetch(caller, request).await
     }
 
     async fn login_prompt(
