@@ -75,6 +75,12 @@ pub(crate) const RESULT_INPUT_REQUIRED: &str = "input_required";
 
 /// The JSON-RPC error code of `UnsupportedProtocolVersionError` (2026-07-28).
 pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+/// JSON-RPC's "method not found": a peer that has no such method.
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+/// JSON-RPC's "invalid params", also what 2026-07-28 answers for an unknown resource.
+pub(crate) const INVALID_PARAMS: i64 = -32602;
+/// "Resource not found" as servers of the earlier revisions answer it.
+pub(crate) const RESOURCE_NOT_FOUND: i64 = -32002;
 
 /// A mirrored header value: as it is when it is plain visible ASCII (inner spaces
 /// allowed), else the `=?base64?…?=` sentinel form.

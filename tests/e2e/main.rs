@@ -53,6 +53,7 @@ mod oauth_clients;
 mod oauth_truths;
 mod registry_rename;
 mod registry_save;
+mod remote_catalogue;
 mod remote_oauth;
 mod security_abuse;
 mod security_consent;

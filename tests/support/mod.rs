@@ -387,8 +387,6 @@ async fn send_via(
     }
 }
 
-/// `application/x-www-form-urlencoded` for `pairs` (every byte but the unreserved ones
-/// percent-encoded).
 /// `method path` with the caller's bearer token and a JSON body (if any).
 pub async fn bearer_json(
     server: &Server,
@@ -431,6 +429,8 @@ pub async fn form_with_cookie(
     .await
 }
 
+/// `application/x-www-form-urlencoded` for `pairs` (every byte but the unreserved ones
+/// percent-encoded).
 pub fn encode_form(pairs: &[(&str, &str)]) -> String {
     let escape = |s: &str| -> String {
         s.bytes()

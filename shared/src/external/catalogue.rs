@@ -414,8 +414,8 @@ fn check_arguments(arguments: &Map<String, Value>) -> Result<(), ItemError> {
 }
 
 /// A read's or a get's outcome within the budget: the server's refusal of the request
-/// (-32002 or -32602: not found, or bad arguments) is `refused` with its message; any
-/// other failure is said in words, naming `server`.
+/// (not found, or bad arguments) is `refused` with its message; any other failure is
+/// said in words, naming `server`.
 fn settle<T>(
     outcome: Result<Result<T, RemoteError>, tokio::time::error::Elapsed>,
     budget: Duration,
@@ -424,14 +424,13 @@ fn settle<T>(
 ) -> Result<T, ItemError> {
     match outcome {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(RemoteError::Remote {
-            code: -32002 | -32602,
-            message,
-        })) => Err(refused(message)),
-        Ok(Err(error)) => Err(ItemError::Failed(format!(
-            "the MCP server {server:?} failed: {}",
-            failure(error, budget)
-        ))),
+        Ok(Err(error)) => Err(match error.refused_request() {
+            Some(message) => refused(message.into()),
+            None => ItemError::Failed(format!(
+                "the MCP server {server:?} failed: {}",
+                failure(error, budget)
+            )),
+        }),
         Err(_) => Err(ItemError::Failed(format!(
             "the MCP server {server:?} did not answer within {} s",
             budget.as_secs()

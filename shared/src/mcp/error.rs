@@ -55,11 +55,11 @@ impl McpError {
         match self {
             McpError::Parse => -32700,
             McpError::InvalidRequest(_) => -32600,
-            McpError::MethodNotFound(_) => -32601,
+            McpError::MethodNotFound(_) => wire::METHOD_NOT_FOUND,
             McpError::InvalidParams(_)
             | McpError::UnknownTool(_)
             | McpError::ResourceNotFound(_)
-            | McpError::InvalidCursor => -32602,
+            | McpError::InvalidCursor => wire::INVALID_PARAMS,
             McpError::HeaderMismatch(_) => -32020,
             McpError::MissingCapability(_) => -32021,
             McpError::UnsupportedVersion { .. } => wire::UNSUPPORTED_PROTOCOL_VERSION,

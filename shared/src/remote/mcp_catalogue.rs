@@ -18,7 +18,7 @@ use super::mcp_client::{
     MAX_CALL_BYTES, MAX_TOOL_DESCRIPTION, MAX_TOOL_NAME, MAX_TOOL_TITLE, McpConnection,
     RemoteError, cut, header_value, protocol,
 };
-use crate::wire::NAME_HEADER;
+use crate::wire::{self, NAME_HEADER};
 
 /// At most this many pages of one list are read.
 pub(crate) const MAX_PAGES: usize = 10;
@@ -113,7 +113,10 @@ impl McpConnection {
                 .await
             {
                 Ok((result, _)) => result,
-                Err(RemoteError::Remote { code: -32601, .. }) => return Ok(catalogue),
+                Err(RemoteError::Remote {
+                    code: wire::METHOD_NOT_FOUND,
+                    ..
+                }) => return Ok(catalogue),
                 Err(error) => return Err(error),
             };
             let page = result
@@ -294,8 +297,9 @@ mod tests {
             "mimeType": "text/plain", "size": 12, "_meta": {"secret": 1}, "icons": []
         });
         let kept = kept(CatalogueKind::Resources, &item).unwrap();
-        let keys: Vec<&str> = kept.keys().map(String::as_str).collect();
-        assert_eq!(keys, ["uri", "name", "description", "mimeType", "size"]);
+        let mut keys: Vec<&str> = kept.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["description", "mimeType", "name", "size", "uri"]);
         let description = kept["description"].as_str().unwrap();
         assert_eq!(
             description.chars().count(),

@@ -164,6 +164,21 @@ impl fmt::Display for RemoteError {
 
 impl std::error::Error for RemoteError {}
 
+impl RemoteError {
+    /// The server's message when it refused the request itself (an unknown resource or
+    /// prompt, bad arguments: -32002 or -32602), rather than failing.
+    pub(crate) fn refused_request(&self) -> Option<&str> {
+        match self {
+            RemoteError::Remote { code, message }
+                if [wire::RESOURCE_NOT_FOUND, wire::INVALID_PARAMS].contains(code) =>
+            {
+                Some(message)
+            }
+            _ => None,
+        }
+    }
+}
+
 impl From<HttpError> for RemoteError {
     fn from(err: HttpError) -> Self {
         RemoteError::Http(err)
@@ -724,6 +739,15 @@ impl McpConnection {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body = self.request_body(id, method, params);
         let response = self.post(&body, method, extra, max_bytes).await?;
+        if response.status == StatusCode::BAD_REQUEST {
+            // A 2026-07-28 server answers a JSON-RPC error with 400 (the Python SDK does
+            // for an unknown resource or bad arguments): the server was reached and said
+            // why, which is worth more than the status.
+            return Err(match find_response(&response, id).map(into_result) {
+                Ok(Err(error @ RemoteError::Remote { .. })) => error,
+                _ => status_error(method, response.status),
+            });
+        }
         if response.status != StatusCode::OK {
             return Err(status_error(method, response.status));
         }

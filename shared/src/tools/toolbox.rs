@@ -393,6 +393,30 @@ mod tests {
         ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
             Box::pin(async move { Ok(ToolOutput::Error(format!("forwarded {name}"))) })
         }
+        fn items<'a>(&'a self, _: &'a Caller, kind: ItemKind) -> BoxFuture<'a, SourceItems> {
+            Box::pin(async move {
+                let items = match kind {
+                    ItemKind::Prompts => {
+                        vec![json!({"name": "ext__p"}), json!({"name": "ext__hidden"})]
+                    }
+                    _ => vec![json!({"uri": "ext://r"})],
+                };
+                SourceItems {
+                    items,
+                    ..SourceItems::default()
+                }
+            })
+        }
+        fn owns_uri(&self, uri: &str) -> bool {
+            uri.starts_with("ext://")
+        }
+        fn fetch<'a>(
+            &'a self,
+            _: &'a Caller,
+            _: ItemRequest<'a>,
+        ) -> BoxFuture<'a, Result<Map<String, Value>, ItemError>> {
+            Box::pin(async { Ok(Map::new()) })
+        }
     }
 
     async fn toolbox() -> Toolbox {
@@ -573,6 +597,83 @@ mod tests {
             )
             .await;
         assert!(own.is_ok(), "the owner's built-in tools answer");
+    }
+
+    /// The resources and prompts of the person's own servers: the person gets them; an
+    /// agent's URL only the prompts its lists admit and no resources; a share's delegate
+    /// and an app without `mcp:servers` none, and cannot read or get one by its name.
+    #[tokio::test]
+    async fn external_resources_and_prompts_reach_only_whom_the_servers_do() {
+        let toolbox = toolbox().await;
+        let visible = |name: &str| name != "ext__hidden";
+        let uris = |items: &SourceItems, key: &str| -> Vec<String> {
+            items
+                .items
+                .iter()
+                .map(|item| item[key].as_str().unwrap().to_string())
+                .collect()
+        };
+        let person = Caller::user("u");
+        let resources = toolbox
+            .external_items(Some(&person), &visible, ItemKind::Resources)
+            .await;
+        assert_eq!(uris(&resources, "uri"), ["ext://r"]);
+        let prompts = toolbox
+            .external_items(Some(&person), &visible, ItemKind::Prompts)
+            .await;
+        assert_eq!(
+            uris(&prompts, "name"),
+            ["ext__p"],
+            "the lists narrow prompts by name"
+        );
+        let read = ItemRequest::Resource { uri: "ext://r" };
+        assert!(toolbox.owns_item(&read));
+        let fetched = toolbox.fetch_external(Some(&person), &visible, read).await;
+        assert!(fetched.is_ok());
+
+        let agent = Caller {
+            agent: Some("claude".into()),
+            ..Caller::user("u")
+        };
+        let resources = toolbox
+            .external_items(Some(&agent), &visible, ItemKind::Resources)
+            .await;
+        assert!(resources.items.is_empty(), "an agent URL gets no resources");
+        let prompts = toolbox
+            .external_items(Some(&agent), &visible, ItemKind::Prompts)
+            .await;
+        assert_eq!(uris(&prompts, "name"), ["ext__p"]);
+        let read = ItemRequest::Resource { uri: "ext://r" };
+        let refused = toolbox.fetch_external(Some(&agent), &visible, read).await;
+        assert!(matches!(refused, Err(ItemError::Unknown)));
+
+        let delegated = Caller {
+            delegation: Some(crate::domain::Delegation {
+                grantee: "g".into(),
+                permission: "chat".into(),
+            }),
+            ..Caller::user("u")
+        };
+        let app = Caller {
+            servers: false,
+            ..Caller::user("u")
+        };
+        for caller in [Some(&delegated), Some(&app), None] {
+            for kind in [
+                ItemKind::Resources,
+                ItemKind::ResourceTemplates,
+                ItemKind::Prompts,
+            ] {
+                let items = toolbox.external_items(caller, &visible, kind).await;
+                assert!(items.items.is_empty(), "{caller:?}");
+            }
+            let get = ItemRequest::Prompt {
+                name: "ext__p",
+                arguments: Map::new(),
+            };
+            let refused = toolbox.fetch_external(caller, &visible, get).await;
+            assert!(matches!(refused, Err(ItemError::Unknown)), "{caller:?}");
+        }
     }
 
     /// An app's token without `mcp:servers` (the login prompt's
