@@ -54,6 +54,15 @@ struct Signed {
     console: ConsoleApi,
 }
 
+/// How [`App::body_plan`] says a request's body is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyPlan {
+    /// Streamed as it arrives, to [`App::handle_streamed`].
+    Streamed,
+    /// Read whole, up to this many bytes (a 413 past them), for [`App::handle`].
+    Whole(usize),
+}
+
 pub struct App {
     config: Config,
     /// The route table compiled for the configured prefix, once.
@@ -342,28 +351,25 @@ impl App {
         }
     }
 
-    /// The largest body `method path` takes (its route's cap; the smallest for a path no
-    /// route of this app answers): an HTTP server stops reading there.
-    pub fn body_limit(&self, method: &http::Method, path: &str) -> usize {
+    /// How an HTTP server reads the body of `method path`, from one lookup of the route:
+    /// streamed to [`App::handle_streamed`] (the local PUT of an upload's file), or read
+    /// whole up to the route's cap (the smallest for a path no route of this app answers)
+    /// and handed to [`App::handle`].
+    pub fn body_plan(&self, method: &http::Method, path: &str) -> BodyPlan {
         match self.router.resolve(method, path) {
-            Resolved::Route(matched) if self.serves(matched.route.group) => matched.route.max_body,
-            _ => web::FORM_BODY,
+            Resolved::Route(matched) if self.serves(matched.route.group) => {
+                match matched.route.streamed {
+                    true => BodyPlan::Streamed,
+                    false => BodyPlan::Whole(matched.route.max_body),
+                }
+            }
+            _ => BodyPlan::Whole(web::FORM_BODY),
         }
     }
 
-    /// The 413 for a body an HTTP server stopped reading at [`App::body_limit`].
+    /// The 413 for a body an HTTP server stopped reading at the limit of [`App::body_plan`].
     pub fn body_too_large(&self, limit: usize) -> Response<Bytes> {
         ApiError::body_too_large(limit).into_response()
-    }
-
-    /// Whether `method path` is the local PUT of an upload's file, whose body an HTTP
-    /// server streams to [`App::handle_streamed`] instead of reading it whole.
-    pub fn streams_body(&self, method: &http::Method, path: &str) -> bool {
-        matches!(
-            self.router.resolve(method, path),
-            Resolved::Route(matched)
-                if self.serves(matched.route.group) && matched.route.streamed
-        )
     }
 
     /// The local PUT of an upload's file with its body as it arrives (at most

@@ -44,7 +44,7 @@ mod tools;
 mod upload;
 mod wire;
 
-pub use app::{App, routes};
+pub use app::{App, BodyPlan, routes};
 pub use config::{AllowedOrigins, Config, ConfigError, Runtime, StoreKind};
 pub use http::{RouteGroup, SourceAddr};
 pub use imports::{ImportError, ImportSummary, Importer};

@@ -30,9 +30,14 @@ use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use mirobody::{App, Config, RouteGroup, Runtime, Services, SourceAddr};
+use mirobody::{App, BodyPlan, Config, RouteGroup, Runtime, Services, SourceAddr};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+
+/// mimalloc, as every function binary has it (`lambda-glue`): fewer instructions per
+/// request than the system allocator's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod banner;
 mod layered;
@@ -347,16 +352,18 @@ async fn serve(
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let (mut parts, body) = request.into_parts();
     parts.extensions.insert(source);
-    if app.streams_body(&parts.method, parts.uri.path()) {
-        let (sender, chunks) = tokio::sync::mpsc::channel(STREAM_CHUNKS);
-        tokio::spawn(forward_body(body, sender, limits.upload_idle));
-        let request = Request::from_parts(parts, ());
-        let response = app
-            .handle_streamed(request, chunks, limits.upload_max)
-            .await;
-        return Ok(response.map(Full::new));
-    }
-    let limit = app.body_limit(&parts.method, parts.uri.path());
+    let limit = match app.body_plan(&parts.method, parts.uri.path()) {
+        BodyPlan::Whole(limit) => limit,
+        BodyPlan::Streamed => {
+            let (sender, chunks) = tokio::sync::mpsc::channel(STREAM_CHUNKS);
+            tokio::spawn(forward_body(body, sender, limits.upload_idle));
+            let request = Request::from_parts(parts, ());
+            let response = app
+                .handle_streamed(request, chunks, limits.upload_max)
+                .await;
+            return Ok(response.map(Full::new));
+        }
+    };
     let body = match tokio::time::timeout(limits.timeout, read_body(body, limit)).await {
         Ok(Ok(Some(body))) => body,
         Ok(Ok(None)) => return Ok(app.body_too_large(limit).map(Full::new)),

@@ -6,6 +6,9 @@
 //! before kinds existed) does not verify. The issuer and the session audience are the
 //! deployment's public origin, so deployments sharing a key refuse each other's tokens.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
@@ -106,6 +109,63 @@ pub struct Jwts {
     issuer: String,
     audience: String,
     audiences: Vec<String>,
+    verified: Verified,
+}
+
+/// Seconds of clock skew allowed on `exp` and `nbf`.
+const LEEWAY_SECS: u64 = 30;
+
+/// Tokens whose signature, issuer and audience this process has checked, with their
+/// claims: a client sends the same bearer token on every request, and checking it again
+/// (an HMAC and two JSON decodes) was a third of a signed-in `tools/list`. Keyed by the
+/// whole token, so a hit is the very bytes that verified; only the time checks are
+/// repeated on a hit (a token that expired is dropped and checked again, which refuses
+/// it). Whether its user ended it is never cached: the caller reads the token state on
+/// every request. Bounded: emptied when full. The lookup hashes with a per-process
+/// random key, so its string comparison tells an attacker nothing about cached tokens.
+#[derive(Default)]
+struct Verified(Mutex<HashMap<Box<str>, Claims>>);
+
+/// At most this many verified tokens are kept (a few hundred bytes each).
+const VERIFIED_CAP: usize = 1024;
+/// A token longer than this is checked every time, never kept.
+const VERIFIED_TOKEN_MAX: usize = 2048;
+
+impl Verified {
+    /// The claims of `token` if it verified before and is within its times at `now`.
+    fn get(&self, token: &str, now: u64) -> Option<Claims> {
+        let mut cache = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let claims = cache.get(token)?;
+        if claims.exp.saturating_add(LEEWAY_SECS) < now {
+            cache.remove(token);
+            return None;
+        }
+        (claims.nbf <= now.saturating_add(LEEWAY_SECS)).then(|| claims.clone())
+    }
+
+    fn put(&self, token: &str, claims: &Claims) {
+        if token.len() > VERIFIED_TOKEN_MAX {
+            return;
+        }
+        let mut cache = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if cache.len() >= VERIFIED_CAP {
+            cache.clear();
+        }
+        cache.insert(token.into(), claims.clone());
+    }
+}
+
+/// Seconds since the epoch, the clock `jsonwebtoken` checks `exp` and `nbf` against.
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs())
 }
 
 impl Jwts {
@@ -120,7 +180,7 @@ impl Jwts {
         validation.set_issuer(&[issuer]);
         validation.set_audience(&[audience]);
         validation.validate_nbf = true;
-        validation.leeway = 30;
+        validation.leeway = LEEWAY_SECS;
         validation.set_required_spec_claims(&["exp", "nbf", "iss", "aud", "sub"]);
         Jwts {
             encoding: EncodingKey::from_secret(key).expect("an HMAC key of 32 bytes"),
@@ -129,6 +189,7 @@ impl Jwts {
             issuer: issuer.into(),
             audience: audience.into(),
             audiences: vec![audience.into()],
+            verified: Verified::default(),
         }
     }
 
@@ -137,6 +198,7 @@ impl Jwts {
     pub fn accepting(mut self, audience: &str) -> Self {
         self.audiences.push(audience.into());
         self.validation.set_audience(&self.audiences);
+        self.verified = Verified::default();
         self
     }
 
@@ -221,10 +283,17 @@ impl Jwts {
         Ok((!claims.ended_by(&state)).then_some(claims))
     }
 
+    /// The claims of `token` if its signature, issuer, audience and times check out
+    /// (checked once per process, then its times only: [`Verified`]).
     pub fn verify(&self, token: &str) -> Result<Claims, JwtError> {
-        jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
+        if let Some(claims) = self.verified.get(token, unix_now()) {
+            return Ok(claims);
+        }
+        let claims = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
             .map(|data| data.claims)
-            .map_err(|e| JwtError(format!("{:?}", e.kind())))
+            .map_err(|e| JwtError(format!("{:?}", e.kind())))?;
+        self.verified.put(token, &claims);
+        Ok(claims)
     }
 }
 
@@ -255,6 +324,45 @@ mod tests {
             "another key says nothing"
         );
         assert!(!here.for_another_origin("not a token"));
+    }
+
+    /// A token checked once is served from the cache only as those very bytes and only
+    /// within its times; a changed byte is checked (and refused) again.
+    #[test]
+    fn a_verified_token_is_kept_only_for_its_bytes_and_its_lifetime() {
+        let jwts = Jwts::new(&[7; 32], "http://issuer", "mirobody");
+        let now = now();
+        let token = jwts.mint("user-1", 60, now);
+        let claims = jwts.verify(&token).unwrap();
+        assert_eq!(jwts.verified.get(&token, now), Some(claims.clone()));
+        assert_eq!(
+            jwts.verify(&token).unwrap(),
+            claims,
+            "the same claims again"
+        );
+        let mut tampered = token.clone().into_bytes();
+        let last = tampered.len() - 2;
+        tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
+        let tampered = String::from_utf8(tampered).unwrap();
+        assert!(jwts.verify(&tampered).is_err(), "another signature");
+        // Past exp and the leeway, the kept entry is dropped, not served.
+        let later = now + 60 + LEEWAY_SECS + 1;
+        assert_eq!(jwts.verified.get(&token, later), None);
+        assert_eq!(jwts.verified.get(&token, now), None, "it was dropped");
+        // Not before nbf (minus the leeway) either.
+        jwts.verified.put(&token, &claims);
+        assert_eq!(jwts.verified.get(&token, now - LEEWAY_SECS - 1), None);
+        // Bounded: never more than the cap, however many tokens come.
+        for i in 0..VERIFIED_CAP * 3 {
+            jwts.verified.put(&format!("t{i}"), &claims);
+            assert!(jwts.verified.0.lock().unwrap().len() <= VERIFIED_CAP);
+        }
+        jwts.verified.put(&token, &claims);
+        assert!(jwts.verified.get(&token, now).is_some());
+        // A token too long to keep is checked every time.
+        let long = "x".repeat(VERIFIED_TOKEN_MAX + 1);
+        jwts.verified.put(&long, &claims);
+        assert_eq!(jwts.verified.get(&long, now), None);
     }
 
     #[test]

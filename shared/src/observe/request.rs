@@ -100,11 +100,12 @@ impl Observed {
         let status = response.status().as_u16();
         let duration_ms = self.started.elapsed().as_micros() as f64 / 1000.0;
         let caller = closing.caller.as_ref().map(|(kind, _)| kind.as_str());
-        let user = match (&closing.caller, user_key) {
-            (Some((_, id)), Some(key)) => Some(key.hash(id)),
-            _ => None,
-        };
-        {
+        // The keyed hash (an HMAC) only for a line that is written.
+        if tracing::enabled!(tracing::Level::INFO) {
+            let user = match (&closing.caller, user_key) {
+                (Some((_, id)), Some(key)) => Some(key.hash(id)),
+                _ => None,
+            };
             let _entered = self.span.enter();
             tracing::info!(
                 caller = caller.unwrap_or("anonymous"),
