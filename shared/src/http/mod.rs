@@ -51,7 +51,8 @@ pub(crate) fn decode_segment(segment: &str) -> String {
 }
 
 pub(crate) fn json(status: StatusCode, body: &Value) -> Response<Bytes> {
-    let mut response = Response::new(Bytes::from(body.to_string()));
+    // Written straight into bytes (`Value`'s `Display` goes through a formatter).
+    let mut response = Response::new(Bytes::from(serde_json::to_vec(body).unwrap_or_default()));
     *response.status_mut() = status;
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -65,7 +66,7 @@ pub(crate) fn event_stream(notifications: &[Value], response: &Value) -> Respons
     let mut body = String::new();
     for message in notifications.iter().chain(std::iter::once(response)) {
         body.push_str("event: message\ndata: ");
-        body.push_str(&message.to_string());
+        body.push_str(&serde_json::to_string(message).unwrap_or_default());
         body.push_str("\n\n");
     }
     let mut out = Response::new(Bytes::from(body));

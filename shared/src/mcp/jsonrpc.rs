@@ -149,7 +149,12 @@ pub(super) struct Envelope<'a, R: serde::Serialize> {
 }
 
 pub(super) fn result(id: &Value, result: Map<String, Value>) -> Value {
-    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+    // Built by hand: `json!` would copy the whole result through `to_value`.
+    let mut envelope = Map::new();
+    envelope.insert("jsonrpc".into(), "2.0".into());
+    envelope.insert("id".into(), id.clone());
+    envelope.insert("result".into(), Value::Object(result));
+    Value::Object(envelope)
 }
 
 pub(super) fn error(id: &Value, error: &McpError) -> Value {

@@ -153,19 +153,33 @@ fn json_result(value: Value) -> Map<String, Value> {
         };
         return text_result(text, true);
     }
-    let shown = value.get("data").unwrap_or(&value);
-    let mut result = text_result(shown.to_string(), false);
+    let mut value = value;
+    let shown = match value.get_mut("data") {
+        Some(data) => data.take(),
+        None => value,
+    };
+    let mut result = text_result(compact(&shown), false);
     let structured = match shown {
-        Value::Object(_) => shown.clone(),
-        other => json!({ "data": other }),
+        Value::Object(_) => shown,
+        other => Value::Object(Map::from_iter([("data".to_string(), other)])),
     };
     result.insert("structuredContent".into(), structured);
     result
 }
 
+/// `value` as compact JSON, written straight into the string (`Value`'s `Display`
+/// goes through a formatter, about twice the work).
+pub(crate) fn compact(value: &Value) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
 fn text_result(text: String, is_error: bool) -> Map<String, Value> {
+    // Built by hand: `json!` would copy the text through `to_value`.
+    let mut item = Map::new();
+    item.insert("type".into(), "text".into());
+    item.insert("text".into(), text.into());
     let mut result = Map::new();
-    result.insert("content".into(), json!([{ "type": "text", "text": text }]));
+    result.insert("content".into(), Value::Array(vec![Value::Object(item)]));
     result.insert("isError".into(), Value::Bool(is_error));
     result
 }

@@ -5,7 +5,7 @@
 //! Must not shape the wire: `mcp` alone turns a [`ToolOutput`] into a `tools/call`
 //! result and a [`ToolError`] into a JSON-RPC error.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 /// What a tool returns.
 #[cfg_attr(not(feature = "fixtures"), allow(dead_code))] // some variants: the fixture pack only
@@ -43,10 +43,19 @@ impl ToolOutput {
     /// A data tool's answer in the product's tool shape: `{success: true, data}`, or
     /// `{success: false, error}` for a problem the model can explain.
     pub(crate) fn data(answer: Result<Value, String>) -> Self {
+        // Built by hand: `json!` would copy the whole answer through `to_value`.
+        let mut out = Map::new();
         match answer {
-            Ok(data) => ToolOutput::Json(json!({ "success": true, "data": data })),
-            Err(message) => ToolOutput::Json(json!({ "success": false, "error": message })),
+            Ok(data) => {
+                out.insert("success".into(), true.into());
+                out.insert("data".into(), data);
+            }
+            Err(message) => {
+                out.insert("success".into(), false.into());
+                out.insert("error".into(), message.into());
+            }
         }
+        ToolOutput::Json(Value::Object(out))
     }
 
     /// What a tool that reads the caller's own data returns to an anonymous call.

@@ -12,7 +12,7 @@ use chrono::NaiveDate;
 use futures_util::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::answers::{self, Bucket, Median};
 use super::matching::Keyword;
@@ -237,9 +237,12 @@ impl QueryHealthIndicators {
                 )
             }));
         }
-        Ok(
-            json!({ "aggregate": format!("{:?}", params.aggregate).to_lowercase(), "indicators": indicators }),
-        )
+        // Built by hand: `json!` would copy every indicator through `to_value`.
+        let aggregate = format!("{:?}", params.aggregate).to_lowercase();
+        Ok(Value::Object(Map::from_iter([
+            ("aggregate".to_string(), Value::String(aggregate)),
+            ("indicators".to_string(), Value::Array(indicators)),
+        ])))
     }
 
     /// The rollups that cover the window exactly: month rollups for the months inside
