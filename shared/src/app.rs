@@ -242,6 +242,7 @@ impl App {
             origin: OriginPolicy::new(&config),
             mcp: McpServer {
                 declaration,
+                list_tails: Default::default(),
                 tools: Toolbox {
                     registry,
                     store: store.clone(),

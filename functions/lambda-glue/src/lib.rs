@@ -190,14 +190,18 @@ fn json_logs<W>(
 where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
-    tracing_subscriber::fmt()
+    // The request's fields (`span.request_id`, …) come from its context, not a span.
+    let lines = tracing_subscriber::fmt::format()
         .json()
-        .with_env_filter(filter)
         .flatten_event(true)
         .with_current_span(true)
         .with_span_list(false)
         .with_ansi(false)
-        .without_time()
+        .without_time();
+    tracing_subscriber::fmt()
+        .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
+        .event_format(mirobody::observe::RequestLines::json(lines))
+        .with_env_filter(filter)
         .with_writer(writer)
         .finish()
 }

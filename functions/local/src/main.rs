@@ -89,6 +89,10 @@ async fn main() {
         .with_writer(std::io::stderr)
         // A server's log is read from a file or a collector, not a terminal.
         .with_ansi(false)
+        // The request's fields (`request_id=…`) come from its context, not a span.
+        .event_format(mirobody::observe::RequestLines::text(
+            tracing_subscriber::fmt::format().with_ansi(false),
+        ))
         .init();
     // Help and the version need no settings: a bad one must not hide them.
     match std::env::args().nth(1).as_deref() {

@@ -32,6 +32,8 @@ pub(crate) const CACHE_TTL_MS: u64 = 300_000;
 /// The MCP server: everything a request needs, built once per process.
 pub(crate) struct McpServer {
     pub declaration: Declaration,
+    /// What [`shape`] adds to a `tools/list` result, serialised once per era.
+    pub(crate) list_tails: ListTails,
     /// Every tool a request can reach: built-in ones and the caller's own servers.
     pub(crate) tools: Toolbox,
     pub resources: Resources,
@@ -71,6 +73,50 @@ pub(crate) enum Reply {
     },
     /// A notification was accepted: 202, no body.
     Accepted,
+}
+
+/// The members [`shape`] gives every `tools/list` result, per era, serialised once (without
+/// the braces): a page with no cursor, no notes and no external validity is its tools
+/// array and these, written without building or walking a map.
+#[derive(Default)]
+pub(crate) struct ListTails([std::sync::OnceLock<String>; 3]);
+
+impl ListTails {
+    fn of(&self, declaration: &Declaration, era: Era) -> &str {
+        let index = match era {
+            Era::Modern => 0,
+            Era::Legacy => 1,
+            Era::Unknown => 2,
+        };
+        self.0[index].get_or_init(|| {
+            let shaped = shape(declaration, Map::new(), "tools/list", era);
+            let text = Value::Object(shaped).to_string();
+            text[1..text.len() - 1].to_string()
+        })
+    }
+}
+
+/// A plain `tools/list` answer (see [`ListTails`]): the same bytes as the envelope of
+/// [`WithTools`] over the shaped result.
+fn plain_tools_list(id: &Value, tools: &[&serde_json::value::RawValue], tail: &str) -> Vec<u8> {
+    let size = 64 + tail.len() + tools.iter().map(|t| t.get().len() + 1).sum::<usize>();
+    let mut body = Vec::with_capacity(size);
+    body.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    body.extend_from_slice(id.to_string().as_bytes());
+    body.extend_from_slice(br#","result":{"tools":["#);
+    for (n, tool) in tools.iter().enumerate() {
+        if n > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(tool.get().as_bytes());
+    }
+    body.push(b']');
+    if !tail.is_empty() {
+        body.push(b',');
+        body.extend_from_slice(tail.as_bytes());
+    }
+    body.extend_from_slice(b"}}");
+    body
 }
 
 /// A result whose `tools` array is spliced in from pre-serialised listings.
@@ -146,7 +192,7 @@ impl McpServer {
         let reply = match self.run(incoming, era, &meta, &notifier, &exchange).await {
             Ok(result) => Reply::Json {
                 status: StatusCode::OK,
-                body: jsonrpc::result(&id, self.shape(result, &incoming.method, era)),
+                body: jsonrpc::result(&id, shape(&self.declaration, result, &incoming.method, era)),
             },
             Err(error) => error_reply(&id, &error, era),
         };
@@ -414,6 +460,15 @@ impl McpServer {
             Ok(list) => list,
             Err(error) => return error_reply(id, &error.into(), era),
         };
+        let tools = list.listings();
+        if list.next_cursor.is_none() && list.unavailable().is_empty() && list.valid_for().is_none()
+        {
+            let tail = self.list_tails.of(&self.declaration, era);
+            return Reply::Raw {
+                status: StatusCode::OK,
+                body: plain_tools_list(id, &tools, tail).into(),
+            };
+        }
         let mut result = Map::new();
         if let Some(next) = &list.next_cursor {
             result.insert("nextCursor".into(), next.clone().into());
@@ -424,8 +479,7 @@ impl McpServer {
                 json!({ META_UNAVAILABLE_SERVERS: results::unavailable_notes(list.unavailable()) }),
             );
         }
-        let tools = list.listings();
-        let mut result = self.shape(result, "tools/list", era);
+        let mut result = shape(&self.declaration, result, "tools/list", era);
         if let Some(valid_for) = list.valid_for() {
             result.insert("ttlMs".into(), results::ttl_ms(valid_for).into());
         }
@@ -445,45 +499,47 @@ impl McpServer {
             Err(_) => error_reply(id, &McpError::Internal, era),
         }
     }
+}
 
-    /// Adds what the era and the method require to a result.
-    fn shape(&self, mut result: Map<String, Value>, method: &str, era: Era) -> Map<String, Value> {
-        if matches!(
-            method,
-            "server/discover"
-                | "tools/list"
-                | "resources/list"
-                | "resources/templates/list"
-                | "resources/read"
-                | "prompts/list"
-        ) {
-            result.entry("ttlMs").or_insert(CACHE_TTL_MS.into());
-            let scope = if method == "server/discover" {
-                "public"
-            } else {
-                "private"
-            };
-            result.insert("cacheScope".into(), scope.into());
-        }
-        if era == Era::Modern {
-            result
-                .entry("resultType")
-                .or_insert_with(|| RESULT_COMPLETE.into());
-            let meta = result.entry("_meta").or_insert_with(|| json!({}));
-            if let Some(meta) = meta.as_object_mut() {
-                meta.insert(
-                    META_SERVER_INFO.into(),
-                    self.declaration.server_info.clone(),
-                );
-            }
-        } else if method == "server/discover" {
-            result.insert(
-                "_meta".into(),
-                json!({ META_SERVER_INFO: self.declaration.server_info }),
-            );
-        }
-        result
+/// Adds what the era and the method require to a result.
+fn shape(
+    declaration: &Declaration,
+    mut result: Map<String, Value>,
+    method: &str,
+    era: Era,
+) -> Map<String, Value> {
+    if matches!(
+        method,
+        "server/discover"
+            | "tools/list"
+            | "resources/list"
+            | "resources/templates/list"
+            | "resources/read"
+            | "prompts/list"
+    ) {
+        result.entry("ttlMs").or_insert(CACHE_TTL_MS.into());
+        let scope = if method == "server/discover" {
+            "public"
+        } else {
+            "private"
+        };
+        result.insert("cacheScope".into(), scope.into());
     }
+    if era == Era::Modern {
+        result
+            .entry("resultType")
+            .or_insert_with(|| RESULT_COMPLETE.into());
+        let meta = result.entry("_meta").or_insert_with(|| json!({}));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert(META_SERVER_INFO.into(), declaration.server_info.clone());
+        }
+    } else if method == "server/discover" {
+        result.insert(
+            "_meta".into(),
+            json!({ META_SERVER_INFO: declaration.server_info }),
+        );
+    }
+    result
 }
 
 /// A multi-round (MRTR) retry's `inputResponses` and `requestState`, or why they are
@@ -557,5 +613,51 @@ fn cursor(params: Option<&Map<String, Value>>) -> Result<Option<&str>, McpError>
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
         Some(_) => Err(McpError::InvalidCursor),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::value::RawValue;
+
+    #[test]
+    fn a_plain_tools_list_is_the_same_bytes_as_the_shaped_envelope() {
+        let declaration = Declaration::new("mirobody", true);
+        let tails = ListTails::default();
+        let one = RawValue::from_string(r#"{"name":"a","inputSchema":{}}"#.into()).unwrap();
+        let two = RawValue::from_string(r#"{"name":"b \"q\""}"#.into()).unwrap();
+        for era in [Era::Modern, Era::Legacy, Era::Unknown] {
+            for tools in [vec![], vec![&*one], vec![&*one, &*two]] {
+                for id in [json!(7), json!("req-\"x\"")] {
+                    let rest = shape(&declaration, Map::new(), "tools/list", era);
+                    let envelope = jsonrpc::Envelope {
+                        jsonrpc: "2.0",
+                        id: &id,
+                        result: WithTools {
+                            tools: &tools,
+                            rest: &rest,
+                        },
+                    };
+                    let shaped = serde_json::to_vec(&envelope).unwrap();
+                    let plain = plain_tools_list(&id, &tools, tails.of(&declaration, era));
+                    assert_eq!(
+                        String::from_utf8(plain).unwrap(),
+                        String::from_utf8(shaped).unwrap(),
+                        "{era:?}"
+                    );
+                }
+            }
+        }
+        // What the tail says, worked out from A4 by hand (not from `shape` itself).
+        let modern = format!("{{{}}}", tails.of(&declaration, Era::Modern));
+        let modern: Value = serde_json::from_str(&modern).unwrap();
+        assert_eq!(modern["resultType"], "complete");
+        assert_eq!(modern["cacheScope"], "private");
+        assert_eq!(modern["ttlMs"], 300_000);
+        assert_eq!(modern["_meta"][META_SERVER_INFO]["name"], "mirobody");
+        let legacy = format!("{{{}}}", tails.of(&declaration, Era::Legacy));
+        let legacy: Value = serde_json::from_str(&legacy).unwrap();
+        assert_eq!(legacy, json!({"cacheScope": "private", "ttlMs": 300_000}));
     }
 }

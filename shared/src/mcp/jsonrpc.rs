@@ -70,31 +70,16 @@ impl McpBody {
 }
 
 pub(super) fn parse(body: &[u8]) -> Result<Incoming, Rejected> {
-    let parse_error = || Rejected {
-        id: Value::Null,
-        error: McpError::Parse,
-    };
-    // Well-formed JSON at all? Checked without building anything.
-    serde_json::from_slice::<IgnoredAny>(body).map_err(|_| parse_error())?;
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
-    match first {
-        Some(b'{') => {}
-        Some(b'[') => {
-            return Err(reject(
-                Value::Null,
-                "batch requests are not supported; send one request per POST",
-            ));
-        }
-        _ => {
-            return Err(reject(
-                Value::Null,
-                "the body must be a JSON-RPC request object",
-            ));
-        }
-    }
-    // A member named twice is refused here (serde), where a tree kept the last one.
-    let members: Members<'_> = serde_json::from_slice(body)
-        .map_err(|_| reject(Value::Null, "the body must be a JSON-RPC request object"))?;
+    // One pass for a well-formed request object (the members read raw); a body that
+    // is not one is read again only to say why.
+    let members = match first {
+        Some(b'{') => serde_json::from_slice::<Members<'_>>(body).ok(),
+        _ => None,
+    };
+    let Some(members) = members else {
+        return Err(not_a_request(body, first));
+    };
     let raw = |member: Option<&RawValue>| {
         member.and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
     };
@@ -131,6 +116,25 @@ pub(super) fn parse(body: &[u8]) -> Result<Incoming, Rejected> {
         method,
         params: params.filter(|p| !p.is_null()),
     })
+}
+
+/// Why a body that did not read as a request object is none: not JSON at all (checked
+/// without building anything), a batch, another value, or an object with a member twice.
+fn not_a_request(body: &[u8], first: Option<&u8>) -> Rejected {
+    if serde_json::from_slice::<IgnoredAny>(body).is_err() {
+        return Rejected {
+            id: Value::Null,
+            error: McpError::Parse,
+        };
+    }
+    match first {
+        Some(b'[') => reject(
+            Value::Null,
+            "batch requests are not supported; send one request per POST",
+        ),
+        // A member named twice is refused (serde), where a tree kept the last one.
+        _ => reject(Value::Null, "the body must be a JSON-RPC request object"),
+    }
 }
 
 fn reject(id: Value, why: &str) -> Rejected {

@@ -57,6 +57,8 @@ impl CallerKind {
 pub(crate) struct RequestContext {
     pub(crate) request_id: String,
     pub(crate) trace: TraceContext,
+    /// The route's name (its row in the route table), for log lines.
+    pub(crate) route: &'static str,
     /// The request's own span (16 lower-case hex).
     pub(crate) span_id: String,
     state: Mutex<State>,
@@ -84,10 +86,15 @@ pub(crate) struct Closing {
 }
 
 impl RequestContext {
-    pub(crate) fn new(request_id: String, trace: TraceContext) -> Arc<RequestContext> {
+    pub(crate) fn new(
+        request_id: String,
+        trace: TraceContext,
+        route: &'static str,
+    ) -> Arc<RequestContext> {
         Arc::new(RequestContext {
             request_id,
             trace,
+            route,
             span_id: random_hex::<8>(),
             state: Mutex::new(State::default()),
         })
@@ -96,6 +103,11 @@ impl RequestContext {
     /// Runs `work` with this context as the current one.
     pub(crate) async fn scope<F: Future>(self: &Arc<Self>, work: F) -> F::Output {
         CURRENT.scope(self.clone(), work).await
+    }
+
+    /// Runs `f` (synchronous: a log line) with this context as the current one.
+    pub(crate) fn in_scope<T>(self: &Arc<Self>, f: impl FnOnce() -> T) -> T {
+        CURRENT.sync_scope(self.clone(), f)
     }
 
     fn with_state<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
@@ -116,6 +128,11 @@ impl RequestContext {
 
 fn with_current(f: impl FnOnce(&RequestContext)) {
     let _ = CURRENT.try_with(|context| f(context));
+}
+
+/// `f` of the current request's context; `None` outside a request.
+pub(crate) fn current<T>(f: impl FnOnce(&RequestContext) -> T) -> Option<T> {
+    CURRENT.try_with(|context| f(context)).ok()
 }
 
 /// `work` with the current request's context (if any), for a task it is spawned as.

@@ -6,7 +6,8 @@
 //! Files: `ids.rs` (request, trace and span ids: a per-thread generator, hex),
 //! `trace_context.rs` (W3C `traceparent`/`tracestate` in, X-Ray's root, which source
 //! wins), `context.rs` (the request's context in a task-local; spans of store and outbound
-//! calls), `request.rs` (the log span, the closing line, the keyed user hash, the
+//! calls), `log_lines.rs` (the request's fields on each log line, read from the context only
+//! when a line is written), `request.rs` (the closing line, the keyed user hash, the
 //! [`FinishedTrace`]), `metrics.rs` (the CloudWatch EMF lines of a finished trace and of
 //! an import's summary, which the Lambda glue prints). `store/dynamo/spans.rs` is its
 //! SDK interceptor.
@@ -21,6 +22,7 @@ use std::time::SystemTime;
 
 mod context;
 mod ids;
+mod log_lines;
 mod request;
 mod trace_context;
 
@@ -31,6 +33,7 @@ pub(crate) use context::{
     CallerKind, Outcome, Started, carry, note_caller, note_mcp_method, note_tool, note_tool_failed,
     start,
 };
+pub use log_lines::RequestLines;
 pub(crate) use request::{Observed, UserKey};
 pub(crate) use trace_context::MetaTrace;
 

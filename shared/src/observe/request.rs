@@ -1,21 +1,19 @@
-//! A request observed from its start to its closing log line: the tracing span
-//! every line of the request is logged in (`request_id`, `trace_id`, `route`), the one
-//! closing `request` line (caller kind, keyed user hash, status, duration, MCP method and
+//! A request observed from its start to its closing log line: the context every line
+//! of the request is logged with (`request_id`, `trace_id`, `route`: `log_lines.rs` writes
+//! them, no tracing span is made), the one closing `request` line (caller kind, keyed user hash, status, duration, MCP method and
 //! tool), and the [`FinishedTrace`] put on the response for an exporter.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
+use super::context::RequestContext;
+use super::trace_context::{MetaTrace, TraceContext};
+use super::{FinishedTrace, Invocation, hex, random_hex};
 use bytes::Bytes;
 use hmac::{Hmac, KeyInit, Mac};
 use http::{HeaderMap, Response};
 use sha2::Sha256;
-use tracing::Instrument;
-
-use super::context::RequestContext;
-use super::trace_context::{MetaTrace, TraceContext};
-use super::{FinishedTrace, Invocation, hex, random_hex};
 
 /// An id from outside longer than this is not API Gateway's or Lambda's.
 const REQUEST_ID_MAX: usize = 128;
@@ -44,7 +42,6 @@ impl UserKey {
 /// One request being handled.
 pub(crate) struct Observed {
     context: Arc<RequestContext>,
-    span: tracing::Span,
     route: &'static str,
     started: Instant,
     wall_start: SystemTime,
@@ -68,26 +65,18 @@ impl Observed {
             .unwrap_or_else(random_hex::<16>);
         let xray = invocation.and_then(|i| i.xray_trace_header.as_deref());
         let trace = TraceContext::incoming(headers, mcp_meta, xray);
-        let context = RequestContext::new(request_id, trace);
-        // An ERROR-level span is enabled whenever any line is: warnings carry the fields too.
-        let span = tracing::error_span!(
-            "request",
-            request_id = %context.request_id,
-            trace_id = %context.trace.trace_id,
-            route = route,
-        );
+        let context = RequestContext::new(request_id, trace, route);
         Observed {
             context,
-            span,
             route,
             started: Instant::now(),
             wall_start: SystemTime::now(),
         }
     }
 
-    /// Runs the request's handling inside its context and its log span.
+    /// Runs the request's handling inside its context (its log lines carry its fields).
     pub(crate) async fn run<F: Future>(&self, work: F) -> F::Output {
-        self.context.scope(work).instrument(self.span.clone()).await
+        self.context.scope(work).await
     }
 
     /// The closing `request` line, and the response with its [`FinishedTrace`].
@@ -106,16 +95,17 @@ impl Observed {
                 (Some((_, id)), Some(key)) => Some(key.hash(id)),
                 _ => None,
             };
-            let _entered = self.span.enter();
-            tracing::info!(
-                caller = caller.unwrap_or("anonymous"),
-                user = user.as_deref(),
-                status,
-                duration_ms,
-                mcp_method = closing.mcp_method,
-                tool = closing.tool,
-                "request"
-            );
+            self.context.in_scope(|| {
+                tracing::info!(
+                    caller = caller.unwrap_or("anonymous"),
+                    user = user.as_deref(),
+                    status,
+                    duration_ms,
+                    mcp_method = closing.mcp_method,
+                    tool = closing.tool,
+                    "request"
+                )
+            });
         }
         closing.spans.sort_by_key(|span| span.start);
         let trace = FinishedTrace {

@@ -179,7 +179,14 @@ impl MetaTrace {
     /// From the `params` of a request the MCP dispatcher parsed (the body is
     /// parsed once, and the dispatcher reads the same `params`).
     pub(crate) fn of_params(params: &Value) -> Option<MetaTrace> {
-        Params::deserialize(params).ok()?.meta
+        let meta = params.get("_meta")?;
+        Some(MetaTrace {
+            traceparent: meta.get("traceparent")?.as_str()?.to_string(),
+            tracestate: meta
+                .get("tracestate")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        })
     }
 
     /// From a body that is not a JSON-RPC request the dispatcher takes (it answers an
