@@ -661,7 +661,7 @@ impl App {
         if caller.is_none() && self.config.require_auth {
             return self.callers.sign_in_required().into_response();
         }
-        let server_url = self.server_url(request);
+        let server_url = || self.server_url(request);
         let agent = caller.as_ref().and_then(|c| c.agent.as_deref());
         let visible = |name: &str| {
             self.agents

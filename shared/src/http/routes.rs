@@ -189,8 +189,10 @@ pub(crate) struct Router<H: 'static> {
     rows: &'static [Route<H>],
     prefix: String,
     /// Full path (prefix placed) → indices into the rows of the rows without a
-    /// parameter that answer it, in table order.
-    exact: HashMap<String, Vec<usize>>,
+    /// parameter that answer it, in table order, and whether it is alone (no row with a
+    /// parameter answers that path too, so the patterns need not be tried). A fixed-seed
+    /// hash: its keys are the table's own paths, which no request can add to.
+    exact: HashMap<String, (Vec<usize>, bool), foldhash::fast::FixedState>,
     /// The rows whose path has a `{param}`, in table order: the index and the literal
     /// start of the full path (prefix placed), which a request path must begin with.
     patterns: Vec<(usize, String)>,
@@ -200,7 +202,8 @@ impl<H> Router<H> {
     /// The rows compiled for `prefix`. Trailing slashes are ignored when resolving;
     /// paths outside the prefix are tried first.
     pub(crate) fn new(rows: &'static [Route<H>], prefix: &str) -> Router<H> {
-        let mut exact: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut exact: HashMap<String, (Vec<usize>, bool), _> =
+            HashMap::with_hasher(foldhash::fast::FixedState::default());
         let mut patterns = Vec::new();
         for (index, route) in rows.iter().enumerate() {
             let full = match route.prefix {
@@ -212,8 +215,13 @@ impl<H> Router<H> {
             };
             match full.find('{') {
                 Some(at) => patterns.push((index, full[..at].to_string())),
-                None => exact.entry(full).or_default().push(index),
+                None => exact.entry(full).or_default().0.push(index),
             }
+        }
+        for (full, (_, alone)) in exact.iter_mut() {
+            *alone = patterns.iter().all(|(index, head)| {
+                !full.starts_with(head.as_str()) || captures(&rows[*index], prefix, full).is_none()
+            });
         }
         Router {
             rows,
@@ -229,7 +237,11 @@ impl<H> Router<H> {
         } else {
             path
         };
-        let exact = self.exact.get(path).map(Vec::as_slice).unwrap_or_default();
+        let (exact, alone) = match self.exact.get(path) {
+            Some((rows, alone)) => (rows.as_slice(), *alone),
+            None => (&[][..], false),
+        };
+        let patterns = if alone { &[][..] } else { &self.patterns[..] };
         for under_prefix in [false, true] {
             let in_pass =
                 |index: &usize| (self.rows[*index].prefix == Prefix::Leading) == under_prefix;
@@ -239,7 +251,7 @@ impl<H> Router<H> {
                 .filter(|index| in_pass(index))
                 .map(|&index| (index, Vec::new()))
                 .collect();
-            for (index, head) in &self.patterns {
+            for (index, head) in patterns {
                 if !in_pass(index) || !path.starts_with(head.as_str()) {
                     continue;
                 }

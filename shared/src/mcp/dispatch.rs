@@ -49,8 +49,8 @@ pub(crate) struct Exchange<'a> {
     pub caller: Option<&'a Caller>,
     /// Which tools, by name, this request may see and call (agent scoping).
     pub visible: &'a (dyn Fn(&str) -> bool + Sync),
-    /// The public origin for resource substitution (A9).
-    pub server_url: &'a str,
+    /// The public origin for resource substitution (A9), made when a resource needs it.
+    pub server_url: &'a (dyn Fn() -> String + Sync),
     /// The request's source address, when the binary said (limits the login prompts).
     pub source: Option<std::net::IpAddr>,
 }
@@ -260,8 +260,9 @@ impl McpServer {
                         },
                     );
                 }
+                let server_url = (exchange.server_url)();
                 let subs = Substitutions {
-                    server_url: exchange.server_url,
+                    server_url: &server_url,
                 };
                 let contents = self
                     .resources

@@ -40,8 +40,9 @@ struct Members<'a> {
     id: Option<&'a RawValue>,
     #[serde(borrow, default)]
     method: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    params: Option<&'a RawValue>,
+    /// Read into its tree in the same pass (`null` reads as none).
+    #[serde(default)]
+    params: Option<Value>,
 }
 
 /// An MCP POST's body, parsed once: the request, or why it is not one.
@@ -102,7 +103,7 @@ pub(super) fn parse(body: &[u8]) -> Result<Incoming, Rejected> {
         Some(_) => return Err(reject(echo, "method must be a string")),
         None => return Err(reject(echo, "the request has no method")),
     };
-    let params = raw(members.params);
+    let params = members.params;
     if let Some(p) = &params
         && !(p.is_object() || p.is_array() || p.is_null())
     {

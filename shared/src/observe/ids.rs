@@ -40,12 +40,13 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 /// `bytes` as lower-case hex, in one allocation: the one way the crate writes ids,
 /// digests and keys (`observe` imports nothing, so every part may use it).
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        out.push(char::from(HEX[usize::from(byte >> 4)]));
-        out.push(char::from(HEX[usize::from(byte & 0x0f)]));
+    let mut out = vec![0u8; bytes.len() * 2];
+    for (pair, byte) in out.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = HEX[usize::from(byte >> 4)];
+        pair[1] = HEX[usize::from(byte & 0x0f)];
     }
-    out
+    // Only ASCII digits and letters were written.
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// `N` random bytes (`N` at most 16) as lower-case hex: trace ids and request ids 16
