@@ -14,8 +14,9 @@
 //! `/mcp` lists and calls them as the person signed in there (their HbA1c, worked out
 //! by hand in `HBA1C_ROWS`); after the access token's expiry, twice, the call still
 //! answers (refreshed, and the rotated refresh token kept: a reused one would end the
-//! grant); after the person revokes the gateway's grant on the other server, the next
-//! refresh is refused and the registry, the console and `/mcp` say "needs sign-in".
+//! grant); two instances of the gateway calling at once after an expiry refresh once
+//! (the refresh is claimed in the store); after the person revokes the gateway's grant on
+//! the other server, the next refresh is refused and the registry, the console and `/mcp` say "needs sign-in".
 
 use e2e::{
     HBA1C_ROWS, InProcess, Reply, Server, TempDir, attr_after, encode_form, form_of,
@@ -347,6 +348,33 @@ async fn an_oauth_server_is_signed_in_to_listed_called_refreshed_and_needs_sign_
         );
     }
 
+    // Two instances of the gateway (Lambda runs one per concurrent request) call at once
+    // after the next expiry: one refreshes, the other waits for the token set it keeps.
+    // Both refreshing would spend the rotated refresh token twice, and the lab ends a
+    // grant whose refresh token is reused.
+    let second = app.beside(&[
+        ("MIROBODY_REMOTE_DEV_LOOPBACK", "true"),
+        ("MIROBODY_REMOTE_TIMEOUT_SECS", "20"),
+    ]);
+    app.clock.advance(3_700);
+    let (first_call, second_call) = tokio::join!(
+        hba1c_through_gateway(&app, &alice, 30),
+        hba1c_through_gateway(&second, &alice, 31)
+    );
+    let rows: Vec<String> = HBA1C_ROWS.iter().map(|r| r.to_string()).collect();
+    assert_eq!(first_call, Ok(rows.clone()), "the first instance");
+    assert_eq!(second_call, Ok(rows.clone()), "the second instance");
+    assert_eq!(
+        token_requests(),
+        ["200"; 4],
+        "one refresh for the two calls"
+    );
+    assert_eq!(
+        hba1c_through_gateway(&second, &alice, 32).await,
+        Ok(rows),
+        "the grant lives on"
+    );
+
     // Bob revokes the gateway's grant on the other server; the next refresh is refused.
     let grants = send(
         "GET",
@@ -375,9 +403,9 @@ async fn an_oauth_server_is_signed_in_to_listed_called_refreshed_and_needs_sign_
     app.clock.advance(3_700);
     let refused = hba1c_through_gateway(&app, &alice, 7).await.unwrap_err();
     assert!(refused.contains("needs sign-in"), "{refused}");
-    assert_eq!(token_requests().len(), 4, "{:?}", token_requests());
+    assert_eq!(token_requests().len(), 5, "{:?}", token_requests());
     assert_ne!(
-        token_requests()[3],
+        token_requests()[4],
         "200",
         "the refresh after the revocation was refused"
     );

@@ -682,6 +682,24 @@ pub fn in_process_at(env: &[(&str, &str)], now: u64) -> InProcess {
     let dir = TempDir::new("in-process");
     let clock = Arc::new(FakeClock::at(now));
     let store = Arc::new(EmbeddedStore::open(dir.0.join("db.sqlite3")).expect("an embedded store"));
+    in_process_with(env, dir, clock, store)
+}
+
+impl InProcess {
+    /// A second instance of the app beside this one (as Lambda runs one per concurrent
+    /// request): its own process state, the same store, keys and clock.
+    pub fn beside(&self, env: &[(&str, &str)]) -> InProcess {
+        let dir = TempDir::new("in-process-beside");
+        in_process_with(env, dir, self.clock.clone(), self.store.clone())
+    }
+}
+
+fn in_process_with(
+    env: &[(&str, &str)],
+    dir: TempDir,
+    clock: Arc<FakeClock>,
+    store: Arc<EmbeddedStore>,
+) -> InProcess {
     let vars = env.iter().map(|(k, v)| (k.to_string(), v.to_string()));
     let config = Config::from_vars(Runtime::Local, vars).expect("valid test settings");
     let keys = Keys {

@@ -32,6 +32,12 @@ const PENDING_SECS: u64 = 600;
 /// An access token is refreshed when less than this is left of it.
 const REFRESH_MARGIN_SECS: u64 = 60;
 
+/// A refresh claim lasts the token request's budget and this much more.
+const CLAIM_SLACK_SECS: u64 = 5;
+
+/// How often a caller waiting on another's refresh reads the stored sign-in.
+const CLAIM_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// What the model and the registry are told of a server awaiting its person's sign-in.
 pub(crate) const NEEDS_SIGN_IN: &str = "needs sign-in";
 
@@ -287,6 +293,18 @@ impl ExternalServers {
                 .needs_sign_in(user, current, "the access token expired")
                 .await;
         };
+        // Across instances too (Lambda gives each request its own): one claimant spends
+        // the refresh token, the others wait for the token set it keeps.
+        let claim_secs = self.connect_budget.as_secs() + CLAIM_SLACK_SECS;
+        match self
+            .store
+            .claim_mcp_refresh(user, &current.name, now, now + claim_secs)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => return self.refreshed_elsewhere(user, &current, claim_secs).await,
+            Err(error) => return Err(format!("its sign-in could not be renewed: {error}")),
+        }
         let form = [
             ("grant_type", "refresh_token"),
             ("refresh_token", refresh_token),
@@ -328,6 +346,32 @@ impl ExternalServers {
                 Err(format!("its sign-in could not be renewed: {why}"))
             }
         }
+    }
+
+    /// The token set another caller's refresh keeps (it holds the claim), waited for up
+    /// to `secs` seconds: its headers, or why there are none.
+    async fn refreshed_elsewhere(
+        &self,
+        user: &str,
+        read: &McpServerRecord,
+        secs: u64,
+    ) -> Result<HeaderMap, String> {
+        let polls = secs * 1000 / CLAIM_POLL.as_millis().max(1) as u64;
+        for _ in 0..polls {
+            tokio::time::sleep(CLAIM_POLL).await;
+            let latest = match self.store.mcp_server(user, &read.name).await {
+                Ok(Some(latest)) if latest.url == read.url => latest,
+                Ok(_) => return Err("the server was removed".into()),
+                Err(error) => return Err(format!("the stored sign-in could not be read: {error}")),
+            };
+            if latest.sealed_credential == read.sealed_credential {
+                continue;
+            }
+            // Kept renewed, or dropped (the refresh was refused: it needs sign-in).
+            let grant = open_grant(&self.sealer, user, &latest)?;
+            return grant.headers();
+        }
+        Err("its sign-in is being renewed by another request; try again in a moment".into())
     }
 
     /// Drops a token set that no longer works: the server awaits its person's sign-in.

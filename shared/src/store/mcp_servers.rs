@@ -146,6 +146,20 @@ pub trait McpServerStore: Send + Sync {
         error: Option<&str>,
     ) -> Result<(), StoreError>;
 
+    /// Claims the one refresh of server `name`'s OAuth sign-in until `until` (epoch
+    /// seconds), on the condition that no claim holds at `now` (a claim expires at its
+    /// `until`): true if this caller has it, false if another holds it or the server no
+    /// longer exists. Several instances (Lambda gives each its own) share one rotating
+    /// refresh token, which only the claimant may spend. A replace of the record ends
+    /// the claim. Touches nothing else.
+    async fn claim_mcp_refresh(
+        &self,
+        user: &str,
+        name: &str,
+        now: u64,
+        until: u64,
+    ) -> Result<bool, StoreError>;
+
     /// Deletes the record and its url claim in one transaction; true if it existed.
     async fn delete_mcp_server(&self, user: &str, name: &str) -> Result<bool, StoreError>;
 

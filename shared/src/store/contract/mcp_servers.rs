@@ -219,6 +219,41 @@ pub(super) async fn mcp_server_replace_keeps_its_url(store: &dyn Store, user: &s
     );
 }
 
+pub(super) async fn mcp_refresh_is_claimed_by_one_until_it_lapses(store: &dyn Store, user: &str) {
+    let server = mcp_server("docs", "https://docs.example/mcp");
+    store.create_mcp_server(user, &server).await.unwrap();
+    let claim = |now: u64, until: u64| store.claim_mcp_refresh(user, "docs", now, until);
+    assert!(claim(1_000, 1_030).await.unwrap(), "the first claim holds");
+    assert!(!claim(1_010, 1_040).await.unwrap(), "a second one waits");
+    assert!(
+        !claim(1_029, 1_059).await.unwrap(),
+        "until the first lapses"
+    );
+    assert!(
+        claim(1_030, 1_060).await.unwrap(),
+        "a lapsed claim is taken over"
+    );
+    // A replace (the claimant keeping what it refreshed) ends the claim.
+    assert_eq!(
+        store.replace_mcp_server(user, &server).await.unwrap(),
+        McpServerWrite::Written
+    );
+    assert!(claim(1_031, 1_061).await.unwrap(), "after a replace");
+    assert_eq!(
+        store.mcp_server(user, "docs").await.unwrap(),
+        Some(server),
+        "a claim touches nothing of the record"
+    );
+    assert!(
+        !store
+            .claim_mcp_refresh(user, "gone", 1_000, 1_030)
+            .await
+            .unwrap(),
+        "no server, no claim"
+    );
+    assert_eq!(store.mcp_server(user, "gone").await.unwrap(), None);
+}
+
 pub(super) async fn mcp_connections_are_recorded(store: &dyn Store, user: &str) {
     let server = mcp_server("weather", "https://weather.example/mcp");
     store.create_mcp_server(user, &server).await.unwrap();

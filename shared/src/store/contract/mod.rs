@@ -212,6 +212,7 @@ contract! { |store, user, now|
     mcp_servers::mcp_server_names_and_urls_are_taken_once(store, &user("mcp-taken"));
     mcp_servers::mcp_server_replace_keeps_its_url(store, &user("mcp-replace"));
     mcp_servers::mcp_connections_are_recorded(store, &user("mcp-connect"));
+    mcp_servers::mcp_refresh_is_claimed_by_one_until_it_lapses(store, &user("mcp-refresh"));
     mcp_servers::mcp_server_delete_frees_its_url(store, &user("mcp-delete"));
     mcp_servers::mcp_servers_are_per_user(store, &user("mcp-alice"), &user("mcp-bob"));
     mcp_servers::mcp_servers_are_not_user_data(store, &user("mcp-data"));

@@ -20,7 +20,7 @@ use super::codec::{Item, get_opt_s, get_s, get_u64, insert_optional, n, s};
 use super::health::presence_of;
 use super::schema::{
     LAST_CONNECT_ERROR, LAST_CONNECTED_AT, MCP_PREFIX, MCP_RECORD, MCP_SERIAL, MCP_SERIAL_SK,
-    MCP_URL, PK, PRESENCE_SK, SK, data_key, mcp_sk, mcp_url_sk,
+    MCP_URL, PK, PRESENCE_SK, REFRESH_CLAIMED_UNTIL, SK, data_key, mcp_sk, mcp_url_sk,
 };
 use super::transact::{Attempt, Committed, condition, conditional, contended, tx_delete, tx_put};
 use super::{DynamoStore, corrupt, sdk_error};
@@ -215,6 +215,33 @@ impl McpServerStore for DynamoStore {
                 _ => Err(sdk_error(op, e)),
             },
         }
+    }
+
+    async fn claim_mcp_refresh(
+        &self,
+        user: &str,
+        name: &str,
+        now: u64,
+        until: u64,
+    ) -> Result<bool, StoreError> {
+        let op = "claim_mcp_refresh";
+        // One conditional update: of two racing claims, one passes; an absent item fails
+        // the condition too, so this never creates one.
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.tables.data)
+            .key(PK, s(user))
+            .key(SK, s(mcp_sk(name)))
+            .update_expression("SET #claim = :until")
+            .condition_expression(
+                "attribute_exists(#pk) AND (attribute_not_exists(#claim) OR #claim <= :now)",
+            )
+            .expression_attribute_names("#pk", PK)
+            .expression_attribute_names("#claim", REFRESH_CLAIMED_UNTIL)
+            .expression_attribute_values(":until", n(until))
+            .expression_attribute_values(":now", n(now));
+        conditional(op, update.send().await).map(|done| done.is_some())
     }
 
     async fn record_mcp_connection(

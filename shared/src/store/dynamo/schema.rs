@@ -177,6 +177,10 @@ pub(super) const LAST_CONNECTED_AT: &str = "last_connected_at";
 
 pub(super) const LAST_CONNECT_ERROR: &str = "last_connect_error";
 
+/// Until when one caller holds a server's OAuth refresh (epoch seconds); a replace,
+/// which puts the whole item, ends it.
+pub(super) const REFRESH_CLAIMED_UNTIL: &str = "refresh_claimed_until";
+
 /// The keys table's partition key and TTL attribute.
 pub(super) const KEY: &str = "key";
 

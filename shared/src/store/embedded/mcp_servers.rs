@@ -45,7 +45,8 @@ impl McpRow {
     fn rewrite(&self, tx: &Transaction<'_>, user: &str, stored_name: &str) -> rusqlite::Result<()> {
         tx.prepare_cached(
             "UPDATE mcp_servers SET name = ?3, url = ?4, record = ?5, last_connected_at = ?6, \
-               last_connect_error = ?7 WHERE user = ?1 AND name = ?2",
+               last_connect_error = ?7, refresh_claimed_until = NULL \
+             WHERE user = ?1 AND name = ?2",
         )?
         .execute(params![
             user,
@@ -195,6 +196,35 @@ impl McpServerStore for EmbeddedStore {
             row.rewrite(&tx, &user, &row.name)?;
             tx.commit()?;
             Ok(McpServerWrite::Written)
+        })
+        .await
+    }
+
+    async fn claim_mcp_refresh(
+        &self,
+        user: &str,
+        name: &str,
+        now: u64,
+        until: u64,
+    ) -> Result<bool, StoreError> {
+        let op = "claim_mcp_refresh";
+        let user = user.to_string();
+        let name = name.to_string();
+        self.run(op, move |conn| {
+            // One conditional UPDATE: of two racing claims, one changes the row.
+            let changed = conn
+                .prepare_cached(
+                    "UPDATE mcp_servers SET refresh_claimed_until = ?3 \
+                     WHERE user = ?1 AND name = ?2 \
+                       AND (refresh_claimed_until IS NULL OR refresh_claimed_until <= ?4)",
+                )?
+                .execute(params![
+                    user,
+                    name,
+                    seconds_column(until)?,
+                    seconds_column(now)?
+                ])?;
+            Ok(changed == 1)
         })
         .await
     }

@@ -92,7 +92,8 @@ CREATE INDEX IF NOT EXISTS invitations_by_email ON invitations (email, owner);
 /// 9: accounts record when their address was confirmed; shares wait as invitations.
 /// Existing accounts stay unconfirmed until they confirm; existing shares
 /// stay accepted grants.
-const SCHEMA_VERSION: i64 = 9;
+/// 10: an MCP server's OAuth refresh is claimed by one caller at a time.
+const SCHEMA_VERSION: i64 = 10;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS readings (
@@ -159,6 +160,7 @@ CREATE TABLE IF NOT EXISTS mcp_servers (
     record             TEXT NOT NULL,
     last_connected_at  INTEGER,
     last_connect_error TEXT,
+    refresh_claimed_until INTEGER,
     PRIMARY KEY (user, name),
     UNIQUE (user, url)
 ) WITHOUT ROWID;
@@ -342,6 +344,10 @@ fn prepare(conn: &mut Connection) -> rusqlite::Result<()> {
         // accounts from before stay unconfirmed until they confirm). The `invitations`
         // table is in `SCHEMA`; existing `shares` rows stay accepted grants.
         add_column(&tx, "accounts", "email_confirmed_at", "INTEGER")?;
+    }
+    if version < 10 {
+        // Step 10: until when one caller holds an OAuth server's refresh (NULL: nobody).
+        add_column(&tx, "mcp_servers", "refresh_claimed_until", "INTEGER")?;
     }
     tx.execute_batch(INDEXES)?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
