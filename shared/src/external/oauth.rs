@@ -356,8 +356,8 @@ impl ExternalServers {
         read: &McpServerRecord,
         secs: u64,
     ) -> Result<HeaderMap, String> {
-        let polls = secs * 1000 / CLAIM_POLL.as_millis().max(1) as u64;
-        for _ in 0..polls {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(secs);
+        while tokio::time::Instant::now() < deadline {
             tokio::time::sleep(CLAIM_POLL).await;
             let latest = match self.store.mcp_server(user, &read.name).await {
                 Ok(Some(latest)) if latest.url == read.url => latest,

@@ -55,14 +55,10 @@ const ANSWER_HEADERS: usize = 12;
 
 pub(crate) fn json(status: StatusCode, body: &Value) -> Response<Bytes> {
     // Written straight into bytes (`Value`'s `Display` goes through a formatter).
-    let mut response = Response::new(Bytes::from(serde_json::to_vec(body).unwrap_or_default()));
-    *response.status_mut() = status;
-    *response.headers_mut() = http::HeaderMap::with_capacity(ANSWER_HEADERS);
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
+    json_bytes(
+        status,
+        Bytes::from(serde_json::to_vec(body).unwrap_or_default()),
+    )
 }
 
 /// A complete `text/event-stream` body: each message one `data:` line.

@@ -102,7 +102,8 @@ fn plain_tools_list(id: &Value, tools: &[&serde_json::value::RawValue], tail: &s
     let size = 64 + tail.len() + tools.iter().map(|t| t.get().len() + 1).sum::<usize>();
     let mut body = Vec::with_capacity(size);
     body.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-    body.extend_from_slice(id.to_string().as_bytes());
+    // An id is a string or an integer (`jsonrpc::parse`): it always serialises.
+    let _ = serde_json::to_writer(&mut body, id);
     body.extend_from_slice(br#","result":{"tools":["#);
     for (n, tool) in tools.iter().enumerate() {
         if n > 0 {

@@ -72,8 +72,8 @@ impl McpBody {
 
 pub(super) fn parse(body: &[u8]) -> Result<Incoming, Rejected> {
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
-    // One pass for a well-formed request object (the members read raw); a body that
-    // is not one is read again only to say why.
+    // One pass for a well-formed request object (its params into their tree, the other
+    // members raw); a body that is not one is read again only to say why.
     let members = match first {
         Some(b'{') => serde_json::from_slice::<Members<'_>>(body).ok(),
         _ => None,

@@ -36,12 +36,6 @@ impl<F> RequestLines<F> {
     }
 }
 
-struct Fields {
-    request_id: String,
-    trace_id: String,
-    route: &'static str,
-}
-
 impl<S, N, F> FormatEvent<S, N> for RequestLines<F>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
@@ -51,26 +45,36 @@ where
     fn format_event(
         &self,
         ctx: &FmtContext<'_, S, N>,
-        mut writer: Writer<'_>,
+        writer: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
-        let fields = context::current(|c| Fields {
-            request_id: c.request_id.clone(),
-            trace_id: c.trace.trace_id.clone(),
-            route: c.route,
-        });
-        let Some(fields) = fields else {
+        if context::current(|_| ()).is_none() {
             return self.inner.format_event(ctx, writer, event);
-        };
+        }
         let mut line = String::with_capacity(256);
         self.inner
             .format_event(ctx, Writer::new(&mut line), event)?;
         let line = line.strip_suffix('\n').unwrap_or(&line);
+        // Written inside the context's borrow: its ids are not copied.
+        context::current(move |request| self.end_line(writer, line, request))
+            .unwrap_or(Err(fmt::Error))
+    }
+}
+
+impl<F> RequestLines<F> {
+    /// `line` (the inner format's, without its newline) with `request`'s fields.
+    fn end_line(
+        &self,
+        mut writer: Writer<'_>,
+        line: &str,
+        request: &context::RequestContext,
+    ) -> fmt::Result {
+        let (request_id, trace_id, route) =
+            (&request.request_id, &request.trace.trace_id, request.route);
         match self.json {
             false => writeln!(
                 writer,
-                "{line} request_id={} trace_id={} route={:?}",
-                fields.request_id, fields.trace_id, fields.route
+                "{line} request_id={request_id} trace_id={trace_id} route={route:?}"
             ),
             true => {
                 let object = line.strip_suffix('}').ok_or(fmt::Error)?;
@@ -82,9 +86,9 @@ where
                 writeln!(
                     writer,
                     "{object}{comma}\"span\":{{\"request_id\":{},\"trace_id\":{},\"route\":{},\"name\":\"request\"}}}}",
-                    json_string(&fields.request_id),
-                    json_string(&fields.trace_id),
-                    json_string(fields.route),
+                    json_string(request_id),
+                    json_string(trace_id),
+                    json_string(route),
                 )
             }
         }

@@ -68,6 +68,29 @@ fn mcp_from_item(op: &'static str, item: &Item) -> Result<McpServerRecord, Store
     }))
 }
 
+impl DynamoStore {
+    /// An UpdateItem of server `name`'s record on the condition that it exists (and
+    /// `and`, when given): it never creates one.
+    fn update_existing_mcp(
+        &self,
+        user: &str,
+        name: &str,
+        and: Option<&str>,
+    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+        let condition = match and {
+            None => "attribute_exists(#pk)".to_string(),
+            Some(and) => format!("attribute_exists(#pk) AND {and}"),
+        };
+        self.client
+            .update_item()
+            .table_name(&self.tables.data)
+            .key(PK, s(user))
+            .key(SK, s(mcp_sk(name)))
+            .condition_expression(condition)
+            .expression_attribute_names("#pk", PK)
+    }
+}
+
 #[async_trait]
 impl McpServerStore for DynamoStore {
     async fn mcp_servers(&self, user: &str) -> Result<Vec<McpServerRecord>, StoreError> {
@@ -225,19 +248,14 @@ impl McpServerStore for DynamoStore {
         until: u64,
     ) -> Result<bool, StoreError> {
         let op = "claim_mcp_refresh";
-        // One conditional update: of two racing claims, one passes; an absent item fails
-        // the condition too, so this never creates one.
+        // One conditional update: of two racing claims, one passes.
         let update = self
-            .client
-            .update_item()
-            .table_name(&self.tables.data)
-            .key(PK, s(user))
-            .key(SK, s(mcp_sk(name)))
-            .update_expression("SET #claim = :until")
-            .condition_expression(
-                "attribute_exists(#pk) AND (attribute_not_exists(#claim) OR #claim <= :now)",
+            .update_existing_mcp(
+                user,
+                name,
+                Some("(attribute_not_exists(#claim) OR #claim <= :now)"),
             )
-            .expression_attribute_names("#pk", PK)
+            .update_expression("SET #claim = :until")
             .expression_attribute_names("#claim", REFRESH_CLAIMED_UNTIL)
             .expression_attribute_values(":until", n(until))
             .expression_attribute_values(":now", n(now));
@@ -252,15 +270,8 @@ impl McpServerStore for DynamoStore {
         error: Option<&str>,
     ) -> Result<(), StoreError> {
         let op = "record_mcp_connection";
-        // The condition also fails on an absent item, so this never creates one.
         let update = self
-            .client
-            .update_item()
-            .table_name(&self.tables.data)
-            .key(PK, s(user))
-            .key(SK, s(mcp_sk(name)))
-            .condition_expression("attribute_exists(#pk)")
-            .expression_attribute_names("#pk", PK)
+            .update_existing_mcp(user, name, None)
             .expression_attribute_names("#err", LAST_CONNECT_ERROR);
         let update = match error {
             None => update
