@@ -14,6 +14,7 @@
 
 mod api;
 mod app;
+pub mod aws;
 pub mod clients;
 pub mod clock;
 mod config;

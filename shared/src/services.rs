@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use chrono::NaiveDate;
 
+use crate::aws::AwsConfig;
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, Runtime};
 use crate::domain::Genome;
@@ -81,12 +82,14 @@ impl Services {
         Importer::new(self.store.clone(), self.objects.clone(), self.clock.clone())
     }
 
-    /// Opens the configured store, then loads the keys, with the system clock.
+    /// Opens the configured store, then loads the keys, with the system clock. The AWS
+    /// clients among them share one SDK configuration, loaded once if any needs it.
     pub async fn open(config: &Config) -> Result<Services, StartupError> {
-        let store = open_store(config).await?;
-        let keys = load_keys(config).await?;
-        let objects = open_upload_objects(config).await?;
-        let mail = open_mail(config).await?;
+        let aws = AwsConfig::new();
+        let store = open_store(config, &aws).await?;
+        let keys = load_keys(config, &aws).await?;
+        let objects = open_upload_objects(config, &aws).await?;
+        let mail = open_mail(config, &aws).await?;
         Ok(Services {
             store,
             keys,
@@ -103,7 +106,7 @@ impl Services {
         user: &str,
         lifetime_secs: u64,
     ) -> Result<Option<String>, StartupError> {
-        let keys = load_keys(config).await?;
+        let keys = load_keys(config, &AwsConfig::new()).await?;
         Ok(keys.map(|keys| {
             Jwts::for_origin(&keys.jwt, &config.public_origin()).mint(
                 user,
@@ -151,7 +154,10 @@ impl Services {
 
 /// The mail directory locally; SES from `MIROBODY_MAIL_FROM` in Lambda (once per cold
 /// start), or no mail without it.
-async fn open_mail(config: &Config) -> Result<Option<Arc<dyn MailSender>>, StartupError> {
+async fn open_mail(
+    config: &Config,
+    aws: &AwsConfig,
+) -> Result<Option<Arc<dyn MailSender>>, StartupError> {
     match config.runtime {
         Runtime::Local => {
             let directory =
@@ -161,11 +167,11 @@ async fn open_mail(config: &Config) -> Result<Option<Arc<dyn MailSender>>, Start
         Runtime::Lambda => {
             #[cfg(feature = "mail")]
             if let Some(from) = &config.mail_from {
-                let ses = crate::mail::SesSender::from_env(
+                let ses = crate::mail::SesSender::from_config(
+                    aws.shared().await,
                     from.clone(),
                     config.ses_configuration_set.clone(),
-                )
-                .await;
+                );
                 return Ok(Some(Arc::new(ses)));
             }
             Ok(None)
@@ -175,11 +181,12 @@ async fn open_mail(config: &Config) -> Result<Option<Arc<dyn MailSender>>, Start
 
 /// The dev key file under the data directory locally (created the first time); in
 /// Lambda the keys secret, read once per cold start, or none without one.
-async fn load_keys(config: &Config) -> Result<Option<Keys>, KeyError> {
+async fn load_keys(config: &Config, aws: &AwsConfig) -> Result<Option<Keys>, KeyError> {
     match (config.runtime, &config.keys_secret) {
         (Runtime::Local, _) => Keys::dev(&config.data_dir).map(Some),
         (Runtime::Lambda, Some(secret)) => {
-            Keys::from_secrets_manager(secret, config.secretsmanager_endpoint.as_deref())
+            let endpoint = config.secretsmanager_endpoint.as_deref();
+            Keys::from_secrets_manager(aws.shared().await, secret, endpoint)
                 .await
                 .map(Some)
                 // The log line names the setting the operator has to look at.

@@ -149,6 +149,7 @@ async fn main() {
     };
     let count = Arc::new(AtomicUsize::new(0));
     let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(mirobody::aws::http_client())
         .endpoint_url(&endpoint)
         .region(aws_config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(

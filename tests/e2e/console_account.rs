@@ -134,7 +134,7 @@ fn local(server: &Server, url: &str) -> String {
 
 /// Gets a download and gunzips it.
 async fn download(server: &Server, path: &str, headers: &[(String, String)]) -> (Reply, Value) {
-    let client = reqwest::Client::builder()
+    let client = e2e::web_client()
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
         .build()

@@ -178,7 +178,7 @@ async fn raw(
     path: &str,
     encoding: &str,
 ) -> (u16, http::HeaderMap, Vec<u8>) {
-    let client = reqwest::Client::builder()
+    let client = e2e::web_client()
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
         .build()

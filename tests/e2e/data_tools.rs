@@ -345,6 +345,7 @@ async fn seed_demo_loads_an_account_the_tools_answer_for() {
 /// admitted unchecked; `security_revoke::an_unreachable_store_admits_no_token_unchecked`).
 async fn without_data_table(moto: &Moto, label: &str) -> Vec<(String, String)> {
     let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(mirobody::aws::http_client())
         .region(aws_config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
             "test", "test", None, None, "tests",
@@ -486,6 +487,7 @@ async fn e4_a_genotype_file_replaces_the_genome_dynamodb() {
 async fn migrate_moves_readings_of_the_old_layout() {
     let moto = Moto::start();
     let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(mirobody::aws::http_client())
         .region(aws_config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
             "test", "test", None, None, "tests",

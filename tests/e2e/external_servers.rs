@@ -866,6 +866,7 @@ async fn huge_external_listings_are_bounded_with_notes() {
 /// admitted unchecked; `security_revoke::an_unreachable_store_admits_no_token_unchecked`).
 async fn without_data_table(moto: &Moto, label: &str) -> Vec<(String, String)> {
     let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(mirobody::aws::http_client())
         .region(aws_config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
             "test", "test", None, None, "tests",

@@ -226,6 +226,7 @@ async fn connection(
 /// Tables in moto, and the server's settings to reach them through `endpoint`.
 async fn tables(moto: &Moto, label: &str, endpoint: &str) -> Vec<(String, String)> {
     let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(mirobody::aws::http_client())
         .region(aws_config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
             "test", "test", None, None, "tests",

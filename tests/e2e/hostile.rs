@@ -48,7 +48,7 @@ async fn every_hostile_request_gets_a_clear_refusal_and_the_server_lives() {
     assert!(files.len() >= 30, "the hostile corpus went missing");
     let server = Server::start(&[]);
     let actors = prepare(&server.base, "hostile@example.com").await;
-    let client = reqwest::Client::builder()
+    let client = e2e::web_client()
         .no_proxy()
         .timeout(Duration::from_secs(30))
         .build()

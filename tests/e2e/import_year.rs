@@ -279,6 +279,7 @@ async fn a_year_imported(server: &Server, store: &dyn Store, label: &str) {
 async fn a_year_imports_whole_on_dynamodb() {
     let moto = Moto::start();
     let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(mirobody::aws::http_client())
         .region(aws_config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
             "test", "test", None, None, "tests",

@@ -10,6 +10,7 @@ use mirobody::testing::Moto;
 async fn keys_come_from_the_generated_secret() {
     let moto = Moto::start();
     let config = aws_sdk_secretsmanager::Config::builder()
+        .http_client(mirobody::aws::http_client())
         .behavior_version(aws_sdk_secretsmanager::config::BehaviorVersion::latest())
         .endpoint_url(&moto.endpoint)
         .region(Region::new("us-east-1"))

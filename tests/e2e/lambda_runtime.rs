@@ -394,7 +394,9 @@ async fn the_import_function_imports_an_uploaded_object_named_by_an_s3_event() {
         )
         .await
         .expect("a presigned PUT");
-    let put = reqwest::Client::new()
+    let put = e2e::web_client()
+        .build()
+        .unwrap()
         .put(presigned.uri())
         .body(content.clone())
         .send()

@@ -41,7 +41,7 @@ async fn sign_in_from(
     email: &str,
     password: &str,
 ) -> (u16, Option<String>, Duration) {
-    let client = reqwest::Client::builder()
+    let client = e2e::web_client()
         .no_proxy()
         .local_address(IpAddr::V4(from))
         .build()
@@ -393,7 +393,7 @@ async fn registrations_per_source_are_capped() {
 const SIGN_UPS: usize = 20;
 
 async fn sign_up_from(server: &Server, from: Ipv4Addr, email: &str) -> (u16, Option<String>) {
-    let client = reqwest::Client::builder()
+    let client = e2e::web_client()
         .no_proxy()
         .local_address(IpAddr::V4(from))
         .build()
@@ -539,7 +539,7 @@ const LOGIN_STATES: usize = 30;
 /// An anonymous `tools/call` of a data tool from `from`: the tool's text answer and
 /// whether it is an error.
 async fn anonymous_call_from(server: &Server, from: Ipv4Addr) -> (String, bool) {
-    let client = reqwest::Client::builder()
+    let client = e2e::web_client()
         .no_proxy()
         .local_address(IpAddr::V4(from))
         .build()

@@ -35,7 +35,7 @@ async fn create(server: &Server, token: &str, kind: &str, filename: &str) -> (St
 }
 
 async fn put(url: &str, body: Vec<u8>) -> Reply {
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let client = e2e::web_client().no_proxy().build().unwrap();
     let response = client
         .put(url)
         .body(body)

@@ -172,7 +172,7 @@ fn request(actors: &Actors, step: usize) -> (String, Vec<(String, String)>, Opti
 /// Runs the mix with `connections` concurrent clients for `duration`.
 pub async fn run(actors: Actors, connections: usize, duration: Duration) -> LoadReport {
     let actors = std::sync::Arc::new(actors);
-    let client = reqwest::Client::builder()
+    let client = crate::web_client()
         .no_proxy()
         .pool_max_idle_per_host(connections)
         .timeout(Duration::from_secs(30))

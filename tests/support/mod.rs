@@ -31,6 +31,13 @@ mod wiring;
 pub const MODERN: &str = "2026-07-28";
 
 /// The workspace root.
+/// A builder for a test's HTTP client. The build's reqwest takes its TLS crypto from the
+/// process (the product hands its own client a ring config): ring is installed first.
+pub fn web_client() -> reqwest::ClientBuilder {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+}
+
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -363,7 +370,7 @@ async fn send_via(
     headers: &[(String, String)],
     body: Option<String>,
 ) -> Reply {
-    let client = reqwest::Client::builder()
+    let client = web_client()
         .no_proxy()
         .local_address(source)
         .redirect(reqwest::redirect::Policy::none())

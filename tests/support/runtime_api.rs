@@ -398,6 +398,7 @@ impl Drop for Function {
 /// An SDK configuration for the test's own calls to moto (never AWS).
 pub async fn sdk_config(moto: &Moto) -> aws_config::SdkConfig {
     aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(mirobody::aws::http_client())
         .region(aws_config::Region::new("us-east-1"))
         .credentials_provider(Credentials::new("test", "test", None, None, "tests"))
         .endpoint_url(&moto.endpoint)

@@ -14,7 +14,7 @@ use std::io::Write;
 /// Every function's allocator: mimalloc, whose small allocations and frees cost a
 /// fraction of the system allocator's (a request makes about a hundred).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 use std::net::SocketAddr;
 use std::sync::Arc;
 

@@ -37,7 +37,7 @@ use tokio::sync::Semaphore;
 /// mimalloc, as every function binary has it (`lambda-glue`): fewer instructions per
 /// request than the system allocator's.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 mod banner;
 mod layered;

@@ -176,6 +176,7 @@ impl Jwts {
     }
 
     pub fn new(key: &[u8; 32], issuer: &str, audience: &str) -> Self {
+        super::jwt_hmac::install();
         let mut validation = Validation::new(Algorithm::HS256);
         validation.set_issuer(&[issuer]);
         validation.set_audience(&[audience]);

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use aws_config::SdkConfig;
 use serde::{Deserialize, Serialize};
 
 use super::secret::random_bytes;
@@ -101,6 +102,7 @@ impl Keys {
     /// address (a local emulator in tests). Bounded: a Secrets Manager that does not
     /// answer fails the cold start within the operation timeout, never hangs it.
     pub async fn from_secrets_manager(
+        shared: &SdkConfig,
         secret_id: &str,
         endpoint: Option<&str>,
     ) -> Result<Keys, KeyError> {
@@ -109,12 +111,12 @@ impl Keys {
             .operation_attempt_timeout(std::time::Duration::from_secs(4))
             .operation_timeout(std::time::Duration::from_secs(10))
             .build();
-        let mut loader =
-            aws_config::defaults(aws_config::BehaviorVersion::latest()).timeout_config(timeouts);
+        let mut config =
+            aws_sdk_secretsmanager::config::Builder::from(shared).timeout_config(timeouts);
         if let Some(endpoint) = endpoint {
-            loader = loader.endpoint_url(endpoint);
+            config = config.endpoint_url(endpoint);
         }
-        let client = aws_sdk_secretsmanager::Client::new(&loader.load().await);
+        let client = aws_sdk_secretsmanager::Client::from_conf(config.build());
         Keys::from_secrets_manager_client(&client, secret_id).await
     }
 

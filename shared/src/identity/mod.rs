@@ -7,6 +7,7 @@
 mod caller;
 mod csrf;
 mod jwt;
+mod jwt_hmac;
 mod keys;
 mod login;
 #[cfg(feature = "passwords")]

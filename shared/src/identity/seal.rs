@@ -2,9 +2,9 @@
 //! data binds each sealed value to its purpose and owner (for example
 //! `personal-url:<user>`), so a sealed value copied to another record does not open.
 
-use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 
 use super::secret::random_bytes;
 

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use aws_config::SdkConfig;
 use aws_sdk_sesv2::Client;
 use aws_sdk_sesv2::error::ProvideErrorMetadata;
 use aws_sdk_sesv2::types::{Body, Content, Destination, EmailContent, Message as SesMessage};
@@ -20,18 +21,21 @@ pub struct SesSender {
 impl SesSender {
     /// Builds the client from the environment (region, credentials, and the
     /// `AWS_ENDPOINT_URL_SESV2` the SDK reads itself).
-    pub async fn from_env(from: String, configuration_set: Option<String>) -> Self {
+    pub fn from_config(
+        shared: &SdkConfig,
+        from: String,
+        configuration_set: Option<String>,
+    ) -> Self {
         let timeouts = aws_config::timeout::TimeoutConfig::builder()
             .connect_timeout(Duration::from_secs(3))
             .operation_attempt_timeout(Duration::from_secs(5))
             .operation_timeout(Duration::from_secs(10))
             .build();
-        let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        let config = aws_sdk_sesv2::config::Builder::from(shared)
             .timeout_config(timeouts)
-            .load()
-            .await;
+            .build();
         SesSender {
-            client: Client::new(&config),
+            client: Client::from_conf(config),
             from,
             configuration_set,
         }

@@ -359,7 +359,7 @@ async fn finish(
     })
 }
 
-/// rustls over aws-lc-rs, trusting the Mozilla roots only, HTTP/1.1. Built once.
+/// rustls over ring, trusting the Mozilla roots only, HTTP/1.1. Built once.
 fn tls_config() -> Result<rustls::ClientConfig, HttpError> {
     static CONFIG: OnceLock<Result<rustls::ClientConfig, String>> = OnceLock::new();
     CONFIG
@@ -367,7 +367,7 @@ fn tls_config() -> Result<rustls::ClientConfig, HttpError> {
             let roots = rustls::RootCertStore {
                 roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
             };
-            let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
             let mut config = rustls::ClientConfig::builder_with_provider(provider)
                 .with_safe_default_protocol_versions()
                 .map_err(|err| err.to_string())?

@@ -9,6 +9,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
+use aws_config::SdkConfig;
 use aws_sdk_s3::Client;
 use aws_sdk_s3::config::RequestChecksumCalculation;
 use aws_sdk_s3::presigning::PresigningConfig;
@@ -32,7 +33,10 @@ pub(crate) struct S3Objects {
 
 /// Opens the bucket named by `MIROBODY_UPLOAD_BUCKET`, with the S3 endpoint override
 /// (`AWS_ENDPOINT_URL_S3`, a local emulator such as moto, addressed path-style) when set.
-pub(crate) async fn open_s3_objects(config: &Config) -> Result<S3Objects, StoreError> {
+pub(crate) fn open_s3_objects(
+    config: &Config,
+    shared: &SdkConfig,
+) -> Result<S3Objects, StoreError> {
     let bucket = config.upload_bucket.clone().ok_or_else(|| {
         StoreError::Unavailable("no upload bucket configured (MIROBODY_UPLOAD_BUCKET)".into())
     })?;
@@ -43,13 +47,11 @@ pub(crate) async fn open_s3_objects(config: &Config) -> Result<S3Objects, StoreE
         .operation_attempt_timeout(Duration::from_secs(10))
         .operation_timeout(Duration::from_secs(25))
         .build();
-    let mut loader =
-        aws_config::defaults(aws_config::BehaviorVersion::latest()).timeout_config(timeouts);
+    let mut s3 = aws_sdk_s3::config::Builder::from(shared).timeout_config(timeouts);
     if let Some(url) = &config.s3_endpoint {
-        loader = loader.endpoint_url(url);
+        s3 = s3.endpoint_url(url);
     }
-    let shared = loader.load().await;
-    let s3 = aws_sdk_s3::config::Builder::from(&shared)
+    let s3 = s3
         // An emulator on one host:port has no bucket subdomains.
         .force_path_style(config.s3_endpoint.is_some())
         // No checksum of an empty body signed into a presigned PUT: the client's bytes
@@ -222,7 +224,8 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string())),
         )
         .unwrap();
-        let objects = open_s3_objects(&config).await.unwrap();
+        let aws = crate::aws::AwsConfig::new();
+        let objects = open_s3_objects(&config, aws.shared().await).unwrap();
         objects
             .client
             .create_bucket()
@@ -256,7 +259,7 @@ mod tests {
             .unwrap()
             .expect("S3 hands out a URL");
         assert!(url.contains("X-Amz-Signature="), "presigned");
-        let response = reqwest::get(&url).await.expect("the GET reaches moto");
+        let response = web().get(&url).send().await.expect("the GET reaches moto");
         assert!(response.status().is_success(), "{}", response.status());
         let disposition = response.headers()["content-disposition"]
             .to_str()
@@ -292,7 +295,7 @@ mod tests {
 
         // 300 KB, more than one read of the stream.
         let content: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
-        let client = reqwest::Client::new();
+        let client = web();
         let mut put = client.put(&target.url).body(content.clone());
         for (name, value) in &target.headers {
             put = put.header(name, value);
@@ -331,7 +334,7 @@ mod tests {
             .to_ascii_lowercase();
         assert!(signed.contains("content-length"), "{signed}");
         assert!(target.headers.is_empty(), "{:?}", target.headers);
-        let response = reqwest::Client::new()
+        let response = web()
             .put(&target.url)
             .body("12345")
             .send()
@@ -371,10 +374,17 @@ mod tests {
         );
     }
 
+    /// A plain HTTP client: reqwest takes its TLS crypto from the process, ring here.
+    fn web() -> reqwest::Client {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        reqwest::Client::new()
+    }
+
     #[tokio::test]
     async fn without_a_bucket_setting_there_is_no_s3_backend() {
         let config = Config::from_vars(Runtime::Local, Vec::new()).unwrap();
-        let error = open_s3_objects(&config).await.err().unwrap();
+        let aws = crate::aws::AwsConfig::new();
+        let error = open_s3_objects(&config, aws.shared().await).err().unwrap();
         assert!(error.to_string().contains("MIROBODY_UPLOAD_BUCKET"));
     }
 }

@@ -11,6 +11,7 @@ use super::{
     DynamoStore, DynamoTables, LocalObjects, PutTarget, Store, StoreError, StoredObject,
     UploadObjects,
 };
+use crate::aws::AwsConfig;
 use crate::config::{Config, Runtime, StoreKind};
 use async_trait::async_trait;
 
@@ -19,7 +20,7 @@ pub const EMBEDDED_FILE: &str = "mirobody.sqlite3";
 
 /// A build without the `sqlite` feature (every Lambda function) has no embedded store:
 /// asking for it is refused at start-up, naming the setting.
-pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
+pub async fn open_store(config: &Config, aws: &AwsConfig) -> Result<Arc<dyn Store>, StoreError> {
     Ok(match config.store {
         #[cfg(feature = "sqlite")]
         StoreKind::Embedded => Arc::new(EmbeddedStore::open(config.data_dir.join(EMBEDDED_FILE))?),
@@ -35,7 +36,11 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
                 keys: config.keys_table.clone(),
                 data: config.data_table.clone(),
             };
-            Arc::new(DynamoStore::from_env(tables, config.dynamodb_endpoint.clone()).await)
+            Arc::new(DynamoStore::from_config(
+                aws.shared().await,
+                tables,
+                config.dynamodb_endpoint.clone(),
+            ))
         }
     })
 }
@@ -49,10 +54,13 @@ pub const OBJECTS_DIR: &str = "uploads";
 /// without a bucket (a read-only file system) none: creating an upload answers 503
 /// there, and nothing touches the disk at a cold start. A build without the `s3` feature
 /// (a function whose group keeps no files) ignores the bucket.
-pub async fn open_upload_objects(config: &Config) -> Result<Arc<dyn UploadObjects>, StoreError> {
+pub async fn open_upload_objects(
+    config: &Config,
+    aws: &AwsConfig,
+) -> Result<Arc<dyn UploadObjects>, StoreError> {
     #[cfg(feature = "s3")]
     if config.upload_bucket.is_some() {
-        return Ok(Arc::new(open_s3_objects(config).await?));
+        return Ok(Arc::new(open_s3_objects(config, aws.shared().await)?));
     }
     Ok(match config.runtime {
         Runtime::Local => Arc::new(LocalObjects::open(

@@ -373,6 +373,7 @@ pub(crate) fn moto_client(endpoint: &str) -> aws_sdk_dynamodb::Client {
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new("test", "test", None, None, "moto"))
+        .http_client(crate::aws::http_client())
         .endpoint_url(endpoint)
         .build();
     aws_sdk_dynamodb::Client::from_conf(config)

@@ -38,6 +38,7 @@ mod uploads;
 use std::sync::Arc;
 use std::time::Duration;
 
+use aws_config::SdkConfig;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
@@ -94,22 +95,20 @@ impl DynamoStore {
         self.counts.snapshot()
     }
 
-    /// Builds the client once from the environment (region, credentials, and the
-    /// `AWS_ENDPOINT_URL_DYNAMODB` the SDK reads itself); `endpoint` overrides the
+    /// Builds the client once from the process's SDK configuration (region, credentials,
+    /// and the `AWS_ENDPOINT_URL_DYNAMODB` the SDK reads itself); `endpoint` overrides the
     /// endpoint (a local emulator such as moto).
-    pub async fn from_env(tables: DynamoTables, endpoint: Option<String>) -> Self {
+    pub fn from_config(shared: &SdkConfig, tables: DynamoTables, endpoint: Option<String>) -> Self {
         let timeouts = aws_config::timeout::TimeoutConfig::builder()
             .connect_timeout(Duration::from_secs(3))
             .operation_attempt_timeout(Duration::from_secs(5))
             .operation_timeout(Duration::from_secs(12))
             .build();
-        let mut loader =
-            aws_config::defaults(aws_config::BehaviorVersion::latest()).timeout_config(timeouts);
+        let mut config = aws_sdk_dynamodb::config::Builder::from(shared).timeout_config(timeouts);
         if let Some(url) = endpoint {
-            loader = loader.endpoint_url(url);
+            config = config.endpoint_url(url);
         }
-        let config = loader.load().await;
-        Self::new(Client::new(&config), tables)
+        Self::new(Client::from_conf(config.build()), tables)
     }
 
     /// Caps every Query page at `limit` items (tests use it to make pagination real).
