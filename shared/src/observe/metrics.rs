@@ -65,7 +65,7 @@ pub fn request_lines(emitter: &Emitter<'_>, trace: &FinishedTrace) -> String {
     request.metric("Errors5xx", "Count", json!(u8::from(trace.status >= 500)));
     lines.push_str(&request.finish(&[&["Function"], &["Function", "Route"]]));
 
-    if trace.mcp_method.as_deref() == Some("tools/call")
+    if trace.mcp_method == Some("tools/call")
         && let Some(tool) = &trace.tool
     {
         let mut call = Line::new(emitter, at, &trace.trace_id);
@@ -298,8 +298,8 @@ mod tests {
     #[test]
     fn a_tool_call_adds_its_tool_line_and_other_methods_do_not() {
         let mut call = trace(200);
-        call.mcp_method = Some("tools/call".into());
-        call.tool = Some("external".into());
+        call.mcp_method = Some("tools/call");
+        call.tool = Some("external");
         let lines = parse(&request_lines(&EMITTER, &call));
         assert_eq!(lines.len(), 2);
         let (dimensions, names) = declared(&lines[1]);
@@ -310,7 +310,7 @@ mod tests {
         assert_eq!(lines[1]["ToolErrors"], 0);
 
         let mut list = trace(200);
-        list.mcp_method = Some("tools/list".into());
+        list.mcp_method = Some("tools/list");
         assert_eq!(parse(&request_lines(&EMITTER, &list)).len(), 1);
     }
 

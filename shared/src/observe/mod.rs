@@ -72,10 +72,10 @@ pub struct FinishedTrace {
     /// The route's name (`POST /mcp`).
     pub route: &'static str,
     /// For MCP requests: the JSON-RPC method (`tools/call`).
-    pub mcp_method: Option<String>,
+    pub mcp_method: Option<&'static str>,
     /// For `tools/call`: the built-in tool's name, or `external` for a user's server's tool
     /// (never a name a user chose).
-    pub tool: Option<String>,
+    pub tool: Option<&'static str>,
     /// The `tools/call` answered a JSON-RPC error or a result with `isError: true`.
     pub tool_failed: bool,
     pub status: u16,

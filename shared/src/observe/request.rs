@@ -108,13 +108,27 @@ impl Observed {
             });
         }
         closing.spans.sort_by_key(|span| span.start);
+        // The context's ids move into the trace unless a task spawned for the request
+        // still holds the context (then they are copied).
+        let (trace_id, span_id, parent_span_id) = match Arc::try_unwrap(self.context) {
+            Ok(context) => (
+                context.trace.trace_id,
+                context.span_id,
+                context.trace.parent_span_id,
+            ),
+            Err(shared) => (
+                shared.trace.trace_id.clone(),
+                shared.span_id.clone(),
+                shared.trace.parent_span_id.clone(),
+            ),
+        };
         let trace = FinishedTrace {
-            trace_id: self.context.trace.trace_id.clone(),
-            span_id: self.context.span_id.clone(),
-            parent_span_id: self.context.trace.parent_span_id.clone(),
+            trace_id,
+            span_id,
+            parent_span_id,
             route: self.route,
-            mcp_method: closing.mcp_method.map(str::to_string),
-            tool: closing.tool.map(str::to_string),
+            mcp_method: closing.mcp_method,
+            tool: closing.tool,
             tool_failed: closing.tool_failed,
             status,
             start: Some(self.wall_start),

@@ -130,8 +130,8 @@ async fn a_tool_call_continues_the_callers_trace_with_its_dynamodb_calls_as_span
     assert_eq!(trace.trace_id, "0af7651916cd43dd8448eb211c80319c");
     assert_eq!(trace.parent_span_id.as_deref(), Some("00f067aa0ba902b7"));
     assert_eq!(trace.route, "POST /mcp");
-    assert_eq!(trace.mcp_method.as_deref(), Some("tools/call"));
-    assert_eq!(trace.tool.as_deref(), Some("query_health_indicators"));
+    assert_eq!(trace.mcp_method, Some("tools/call"));
+    assert_eq!(trace.tool, Some("query_health_indicators"));
     assert_eq!(trace.status, 200);
     assert_eq!(trace.span_id.len(), 16);
     assert_ne!(trace.span_id, "00f067aa0ba902b7");
@@ -174,7 +174,7 @@ async fn garbage_trace_context_is_ignored_and_the_request_answered() {
         assert_eq!(trace.trace_id.len(), 32);
         assert!(!bad.contains(&trace.trace_id), "{bad}");
         // Anonymous: the login prompt, no store call.
-        assert_eq!(trace.tool.as_deref(), Some("query_health_indicators"));
+        assert_eq!(trace.tool, Some("query_health_indicators"));
         let answer: Value = serde_json::from_slice(response.body()).unwrap();
         assert!(answer.get("result").is_some(), "{answer}");
     }
@@ -219,7 +219,7 @@ async fn a_failed_tool_call_is_marked_for_the_tool_errors_metric() {
     let response = call(&app.app, &headers, bad).await;
     assert_eq!(response.status(), 200);
     let trace = trace_of(&response);
-    assert_eq!(trace.tool.as_deref(), Some("query_health_indicators"));
+    assert_eq!(trace.tool, Some("query_health_indicators"));
     assert!(trace.tool_failed, "{trace:?}");
     let _ = std::fs::remove_dir_all(dir);
 }
