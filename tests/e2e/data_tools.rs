@@ -344,15 +344,7 @@ async fn seed_demo_loads_an_account_the_tools_answer_for() {
 /// store that is wholly unreachable refuses bearer tokens instead (503: a token is never
 /// admitted unchecked; `security_revoke::an_unreachable_store_admits_no_token_unchecked`).
 async fn without_data_table(moto: &Moto, label: &str) -> Vec<(String, String)> {
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .http_client(mirobody::aws::http_client())
-        .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-            "test", "test", None, None, "tests",
-        ))
-        .endpoint_url(&moto.endpoint)
-        .load()
-        .await;
+    let config = crate::runtime_api::sdk_config(moto).await;
     let tables = DynamoTables {
         keys: format!("{label}-keys"),
         data: format!("{label}-data"),
@@ -486,15 +478,7 @@ async fn e4_a_genotype_file_replaces_the_genome_dynamodb() {
 #[tokio::test]
 async fn migrate_moves_readings_of_the_old_layout() {
     let moto = Moto::start();
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .http_client(mirobody::aws::http_client())
-        .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-            "test", "test", None, None, "tests",
-        ))
-        .endpoint_url(&moto.endpoint)
-        .load()
-        .await;
+    let config = crate::runtime_api::sdk_config(&moto).await;
     let client = aws_sdk_dynamodb::Client::new(&config);
     let tables = DynamoTables {
         keys: "migrate-keys".into(),

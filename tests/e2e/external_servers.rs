@@ -865,15 +865,7 @@ async fn huge_external_listings_are_bounded_with_notes() {
 /// store that is wholly unreachable refuses bearer tokens instead (503: a token is never
 /// admitted unchecked; `security_revoke::an_unreachable_store_admits_no_token_unchecked`).
 async fn without_data_table(moto: &Moto, label: &str) -> Vec<(String, String)> {
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .http_client(mirobody::aws::http_client())
-        .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-            "test", "test", None, None, "tests",
-        ))
-        .endpoint_url(&moto.endpoint)
-        .load()
-        .await;
+    let config = crate::runtime_api::sdk_config(moto).await;
     let tables = DynamoTables {
         keys: format!("{label}-keys"),
         data: format!("{label}-data"),

@@ -225,15 +225,7 @@ async fn connection(
 
 /// Tables in moto, and the server's settings to reach them through `endpoint`.
 async fn tables(moto: &Moto, label: &str, endpoint: &str) -> Vec<(String, String)> {
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .http_client(mirobody::aws::http_client())
-        .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-            "test", "test", None, None, "tests",
-        ))
-        .endpoint_url(&moto.endpoint)
-        .load()
-        .await;
+    let config = crate::runtime_api::sdk_config(moto).await;
     let tables = DynamoTables {
         keys: format!("{label}-keys"),
         data: format!("{label}-data"),

@@ -175,15 +175,7 @@ async fn deleting_during_an_import_leaves_nothing_on_the_embedded_store() {
 
 /// Tables in `moto` for one test, and the settings that point the local server at them.
 async fn dynamodb(moto: &Moto, name: &str) -> (DynamoStore, Vec<(String, String)>) {
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .http_client(mirobody::aws::http_client())
-        .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-            "test", "test", None, None, "tests",
-        ))
-        .endpoint_url(&moto.endpoint)
-        .load()
-        .await;
+    let config = crate::runtime_api::sdk_config(moto).await;
     let tables = DynamoTables {
         keys: format!("{name}-keys"),
         data: format!("{name}-data"),

@@ -278,15 +278,7 @@ async fn a_year_imported(server: &Server, store: &dyn Store, label: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_year_imports_whole_on_dynamodb() {
     let moto = Moto::start();
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .http_client(mirobody::aws::http_client())
-        .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-            "test", "test", None, None, "tests",
-        ))
-        .endpoint_url(&moto.endpoint)
-        .load()
-        .await;
+    let config = crate::runtime_api::sdk_config(&moto).await;
     let tables = DynamoTables {
         keys: "year-keys".into(),
         data: "year-data".into(),

@@ -694,15 +694,7 @@ async fn golden_answers_on_the_embedded_store() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn golden_answers_on_dynamodb() {
     let moto = Moto::start();
-    let config = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .http_client(mirobody::aws::http_client())
-        .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-            "test", "test", None, None, "tests",
-        ))
-        .endpoint_url(&moto.endpoint)
-        .load()
-        .await;
+    let config = crate::runtime_api::sdk_config(&moto).await;
     let tables = DynamoTables {
         keys: "golden-keys".into(),
         data: "golden-data".into(),

@@ -242,33 +242,9 @@ impl<H> Router<H> {
             None => (&[][..], false),
         };
         let patterns = if alone { &[][..] } else { &self.patterns[..] };
-        let in_pass = |index: &usize, under_prefix: bool| {
-            (self.rows[*index].prefix == Prefix::Leading) == under_prefix
-        };
-        // A path only exact rows answer, with one for this method: that row, without
-        // collecting the candidates (the loop below answers the same, and says which
-        // methods are allowed when none is this one).
-        if alone {
-            for under_prefix in [false, true] {
-                let rows = exact.iter().filter(|index| in_pass(index, under_prefix));
-                let first = rows.clone().next();
-                if let Some(&index) = rows
-                    .filter(|i| self.rows[**i].method == method.as_str())
-                    .min()
-                {
-                    let route = &self.rows[index];
-                    return Resolved::Route(Matched {
-                        route,
-                        params: Params(Vec::new()),
-                    });
-                }
-                if first.is_some() {
-                    break;
-                }
-            }
-        }
         for under_prefix in [false, true] {
-            let in_pass = |index: &usize| in_pass(index, under_prefix);
+            let in_pass =
+                |index: &usize| (self.rows[*index].prefix == Prefix::Leading) == under_prefix;
             // The rows that answer this path, in table order, with their parameters.
             let mut found: Vec<(usize, Vec<(&'static str, &'p str)>)> = exact
                 .iter()
