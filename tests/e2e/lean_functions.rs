@@ -146,3 +146,54 @@ fn the_local_server_links_everything() {
         );
     }
 }
+
+/// Every crate `cargo tree` resolves for `packages` (`-p` each, or the whole workspace), as
+/// "name version features" lines, the workspace's own crates left out.
+fn resolved_features(packages: &[&str]) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace root");
+    let mut command = Command::new(cargo);
+    command.current_dir(root).args(["tree", "--locked"]);
+    if packages.is_empty() {
+        command.arg("--workspace");
+    }
+    for package in packages {
+        command.args(["-p", package]);
+    }
+    let output = command
+        .args(["-e", "normal,build", "--prefix", "none", "-f", "{p} {f}"])
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        output.status.success(),
+        "cargo tree {packages:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|line| !line.contains(" (/")) // a path dependency: one of ours
+        .map(|line| line.trim_end_matches(" (*)").to_string())
+        .collect()
+}
+
+/// The feature pins in `shared/Cargo.toml`: each function alone resolves every third-party
+/// crate with the workspace build's features, so checking a function's own feature set
+/// (scripts/test) reuses the workspace's checked dependencies. A crate that resolves
+/// differently is checked again, with everything built on it, once per function.
+#[test]
+fn each_function_resolves_its_dependencies_with_the_workspaces_features() {
+    let workspace = resolved_features(&[]);
+    for function in FUNCTIONS {
+        let own: Vec<String> = resolved_features(&[function])
+            .difference(&workspace)
+            .cloned()
+            .collect();
+        assert!(
+            own.is_empty(),
+            "{function} resolves these crates with features of its own (pin them in \
+             shared/Cargo.toml with the workspace's): {own:?}"
+        );
+    }
+}
