@@ -18,23 +18,29 @@ struct Tree {
     features: BTreeSet<String>,
 }
 
-fn tree(package: &str) -> Tree {
+/// What `cargo tree --locked --prefix none <args>` prints, run at the workspace root.
+fn cargo_tree(args: &[&str]) -> String {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("the workspace root");
     let output = Command::new(cargo)
         .current_dir(root)
-        .args(["tree", "--locked", "-p", package, "-e", "normal,features"])
-        .args(["--prefix", "none"])
+        .args(["tree", "--locked", "--prefix", "none"])
+        .args(args)
         .output()
         .expect("cargo tree runs");
-    let text = String::from_utf8_lossy(&output.stdout);
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success() && !text.is_empty(),
-        "cargo tree -p {package}: {}",
+        "cargo tree {args:?}: {}",
         String::from_utf8_lossy(&output.stderr)
     );
+    text
+}
+
+fn tree(package: &str) -> Tree {
+    let text = cargo_tree(&["-p", package, "-e", "normal,features"]);
     let mut tree = Tree {
         crates: BTreeSet::new(),
         features: BTreeSet::new(),
@@ -150,28 +156,14 @@ fn the_local_server_links_everything() {
 /// Every crate `cargo tree` resolves for `packages` (`-p` each, or the whole workspace), as
 /// "name version features" lines, the workspace's own crates left out.
 fn resolved_features(packages: &[&str]) -> BTreeSet<String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace root");
-    let mut command = Command::new(cargo);
-    command.current_dir(root).args(["tree", "--locked"]);
+    let mut args = vec!["-e", "normal,build", "-f", "{p} {f}"];
     if packages.is_empty() {
-        command.arg("--workspace");
+        args.push("--workspace");
     }
     for package in packages {
-        command.args(["-p", package]);
+        args.extend(["-p", *package]);
     }
-    let output = command
-        .args(["-e", "normal,build", "--prefix", "none", "-f", "{p} {f}"])
-        .output()
-        .expect("cargo tree runs");
-    assert!(
-        output.status.success(),
-        "cargo tree {packages:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout)
+    cargo_tree(&args)
         .lines()
         .filter(|line| !line.contains(" (/")) // a path dependency: one of ours
         .map(|line| line.trim_end_matches(" (*)").to_string())
