@@ -35,6 +35,10 @@ const REFRESH_MARGIN_SECS: u64 = 60;
 /// A refresh claim lasts the token request's budget and this much more.
 const CLAIM_SLACK_SECS: u64 = 5;
 
+// A claim left to lapse (won after another's refresh) lapses before the token set it
+// found is due again: the longest token request and the slack are under the margin.
+const _: () = assert!(super::CONNECT_BUDGET.as_secs() + CLAIM_SLACK_SECS < REFRESH_MARGIN_SECS);
+
 /// How often a caller waiting on another's refresh reads the stored sign-in.
 const CLAIM_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
@@ -278,12 +282,29 @@ impl ExternalServers {
         // One refresh at a time in this process: a rotated refresh token used twice
         // would end the whole grant at most authorization servers.
         let _turn = self.refreshing.lock().await;
+        // Across instances too (Lambda gives each request its own): one claimant spends
+        // the refresh token, the others wait for the token set it keeps. The claim comes
+        // before the read: keeping a refreshed token set releases the claim, so a claim
+        // won after another request's refresh must read the set that refresh kept (read
+        // first, the read could predate that refresh and spend its refresh token again).
+        let claim_secs = self.connect_budget.as_secs() + CLAIM_SLACK_SECS;
+        match self
+            .store
+            .claim_mcp_refresh(user, &record.name, now, now + claim_secs)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => return self.refreshed_elsewhere(user, record, claim_secs).await,
+            Err(error) => return Err(format!("its sign-in could not be renewed: {error}")),
+        }
         let current = match self.store.mcp_server(user, &record.name).await {
             Ok(Some(current)) if current.url == record.url => current,
             Ok(_) => return Err("the server was removed".into()),
             Err(error) => return Err(format!("the stored sign-in could not be read: {error}")),
         };
-        // Another request may have refreshed it while this one waited.
+        // Another request may have refreshed it before this one's claim. The claim is
+        // then left to lapse: it lasts less than the refresh margin, so it has lapsed
+        // before this token set is due.
         let grant = open_grant(&self.sealer, user, &current)?;
         if !grant.due(now) {
             return grant.headers();
@@ -293,18 +314,6 @@ impl ExternalServers {
                 .needs_sign_in(user, current, "the access token expired")
                 .await;
         };
-        // Across instances too (Lambda gives each request its own): one claimant spends
-        // the refresh token, the others wait for the token set it keeps.
-        let claim_secs = self.connect_budget.as_secs() + CLAIM_SLACK_SECS;
-        match self
-            .store
-            .claim_mcp_refresh(user, &current.name, now, now + claim_secs)
-            .await
-        {
-            Ok(true) => {}
-            Ok(false) => return self.refreshed_elsewhere(user, &current, claim_secs).await,
-            Err(error) => return Err(format!("its sign-in could not be renewed: {error}")),
-        }
         let form = [
             ("grant_type", "refresh_token"),
             ("refresh_token", refresh_token),
