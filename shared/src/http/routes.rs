@@ -245,6 +245,18 @@ impl<H> Router<H> {
         for under_prefix in [false, true] {
             let in_pass =
                 |index: &usize| (self.rows[*index].prefix == Prefix::Leading) == under_prefix;
+            // A path no pattern answers: its first row (in table order) with the method
+            // is the answer, found without gathering the rows.
+            if patterns.is_empty()
+                && let Some(&index) = exact
+                    .iter()
+                    .filter(|index| in_pass(index))
+                    .find(|index| self.rows[**index].method == method.as_str())
+            {
+                let route = &self.rows[index];
+                let params = Params(Vec::new());
+                return Resolved::Route(Matched { route, params });
+            }
             // The rows that answer this path, in table order, with their parameters.
             let mut found: Vec<(usize, Vec<(&'static str, &'p str)>)> = exact
                 .iter()

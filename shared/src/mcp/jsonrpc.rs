@@ -95,12 +95,16 @@ pub(super) fn parse(body: &[u8]) -> Result<Incoming, Rejected> {
         return Err(reject(Value::Null, "id must be a string or an integer"));
     }
     let echo = id.clone().unwrap_or(Value::Null);
-    if raw(members.jsonrpc).as_ref().and_then(Value::as_str) != Some("2.0") {
+    if !members.jsonrpc.is_some_and(is_version_2) {
         return Err(reject(echo, "jsonrpc must be \"2.0\""));
     }
-    let method = match raw(members.method) {
-        Some(Value::String(method)) => method,
-        Some(_) => return Err(reject(echo, "method must be a string")),
+    // Valid JSON that does not read as a string is another kind of value.
+    let method = match members
+        .method
+        .map(|raw| serde_json::from_str::<String>(raw.get()))
+    {
+        Some(Ok(method)) => method,
+        Some(Err(_)) => return Err(reject(echo, "method must be a string")),
         None => return Err(reject(echo, "the request has no method")),
     };
     let params = members.params;
@@ -117,6 +121,13 @@ pub(super) fn parse(body: &[u8]) -> Result<Incoming, Rejected> {
         method,
         params: params.filter(|p| !p.is_null()),
     })
+}
+
+/// Whether a `jsonrpc` member is the string "2.0" (as written by every client, or with
+/// escapes, read as a string).
+fn is_version_2(raw: &RawValue) -> bool {
+    raw.get() == r#""2.0""#
+        || serde_json::from_str::<String>(raw.get()).is_ok_and(|version| version == "2.0")
 }
 
 /// Why a body that did not read as a request object is none: not JSON at all (checked
@@ -182,6 +193,39 @@ mod tests {
         assert_eq!(parse(b"42").unwrap_err().error.code(), -32600);
         let no_method = parse(br#"{"jsonrpc":"2.0","id":7}"#).unwrap_err();
         assert_eq!((no_method.error.code(), no_method.id), (-32600, json!(7)));
+    }
+
+    #[test]
+    fn the_version_and_the_method_are_strings_however_written() {
+        // A3: "2.0" with an escape is still "2.0"; 2.0 the number, or "2.1", is not.
+        let escaped = parse(br#"{"jsonrpc":"\u0032.0","id":1,"method":"tools\/list"}"#);
+        assert_eq!(escaped.unwrap().method, "tools/list");
+        for refused in [
+            &br#"{"jsonrpc":2.0,"id":1,"method":"tools/list"}"#[..],
+            br#"{"jsonrpc":"2.1","id":1,"method":"tools/list"}"#,
+            br#"{"id":1,"method":"tools/list"}"#,
+        ] {
+            let rejected = parse(refused).unwrap_err();
+            assert_eq!(rejected.error.code(), -32600, "{rejected:?}");
+            assert!(
+                format!("{rejected:?}").contains("jsonrpc must be"),
+                "{rejected:?}"
+            );
+        }
+        for method in [
+            &br#"{"jsonrpc":"2.0","id":1,"method":7}"#[..],
+            br#"{"jsonrpc":"2.0","id":1,"method":["tools/list"]}"#,
+        ] {
+            let rejected = parse(method).unwrap_err();
+            assert_eq!(
+                (rejected.error.code(), rejected.id.clone()),
+                (-32600, json!(1))
+            );
+            assert!(
+                format!("{rejected:?}").contains("method must be a string"),
+                "{rejected:?}"
+            );
+        }
     }
 
     #[test]
