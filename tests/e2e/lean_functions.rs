@@ -2,7 +2,8 @@
 //! nothing else. Reads each function's dependency tree as `cargo build -p <function>`
 //! resolves it (its own features: `cargo build --workspace` unifies them, so the workspace
 //! build proves nothing about one function) and checks what it must link and what it must
-//! not. Cheap: `cargo tree` resolves, it builds nothing.
+//! not; and that `sam build` (cargo-lambda) builds each function that way too. Cheap:
+//! `cargo tree` resolves, it builds nothing.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -186,6 +187,66 @@ fn each_function_resolves_its_dependencies_with_the_workspaces_features() {
             own.is_empty(),
             "{function} resolves these crates with features of its own (pin them in \
              shared/Cargo.toml with the workspace's): {own:?}"
+        );
+    }
+}
+
+/// `sam build` builds a function with `cargo lambda build --release --bin <function>` at
+/// the workspace root (CodeUri `.`), and cargo given only `--bin` there resolves every
+/// member's features together: the function would link the whole product, the local
+/// server's store and the test support. Each function's `[package.metadata.lambda.build]`
+/// names its package, which cargo-lambda passes on. Checked on the cargo-lambda that
+/// `scripts/install-test-deps` installs, with a stand-in `cargo` that records the build
+/// command (and answers `cargo metadata` with the real one): nothing is built.
+#[test]
+fn sam_builds_each_function_as_its_own_package() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace root");
+    let cargo_lambda = root.join(".venv/bin/cargo-lambda");
+    assert!(
+        cargo_lambda.exists(),
+        "cargo-lambda is not installed: run scripts/install-test-deps (scripts/test does)"
+    );
+    let real_cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let dir = e2e::TempDir::new("sam-build");
+    let recorded = dir.0.join("build-command");
+    let stand_in = dir.0.join("cargo");
+    std::fs::write(
+        &stand_in,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = metadata ]; then exec '{real_cargo}' \"$@\"; fi\n\
+             echo \"$*\" > '{}'\nexit 1\n",
+            recorded.display()
+        ),
+    )
+    .unwrap();
+    let mut permissions = std::fs::metadata(&stand_in).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&stand_in, permissions).unwrap();
+    for function in FUNCTIONS {
+        let _ = std::fs::remove_file(&recorded);
+        let run = Command::new(&cargo_lambda)
+            .current_dir(root)
+            .args(["lambda", "build", "--release", "--bin", function])
+            .args(["--compiler", "cargo"])
+            .env("CARGO", &stand_in)
+            .output()
+            .expect("cargo-lambda runs");
+        let command = std::fs::read_to_string(&recorded).unwrap_or_else(|_| {
+            panic!(
+                "{function}: cargo-lambda ran no build: {}",
+                String::from_utf8_lossy(&run.stderr)
+            )
+        });
+        let words: Vec<&str> = command.split_whitespace().collect();
+        assert!(
+            words.windows(2).any(|pair| pair == ["--package", function]),
+            "{function}: {command}"
+        );
+        assert!(
+            words.windows(2).any(|pair| pair == ["--bin", function]),
+            "{function}: {command}"
         );
     }
 }
