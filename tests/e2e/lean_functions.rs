@@ -6,7 +6,6 @@
 //! `cargo tree` resolves, it builds nothing.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::process::Command;
 
 /// The Lambda functions: one per route group, and the import function.
@@ -22,11 +21,8 @@ struct Tree {
 /// What `cargo tree --locked --prefix none <args>` prints, run at the workspace root.
 fn cargo_tree(args: &[&str]) -> String {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace root");
     let output = Command::new(cargo)
-        .current_dir(root)
+        .current_dir(e2e::root())
         .args(["tree", "--locked", "--prefix", "none"])
         .args(args)
         .output()
@@ -200,9 +196,7 @@ fn each_function_resolves_its_dependencies_with_the_workspaces_features() {
 /// command (and answers `cargo metadata` with the real one): nothing is built.
 #[test]
 fn sam_builds_each_function_as_its_own_package() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace root");
+    let root = e2e::root();
     let cargo_lambda = root.join(".venv/bin/cargo-lambda");
     assert!(
         cargo_lambda.exists(),
@@ -227,7 +221,7 @@ fn sam_builds_each_function_as_its_own_package() {
     for function in FUNCTIONS {
         let _ = std::fs::remove_file(&recorded);
         let run = Command::new(&cargo_lambda)
-            .current_dir(root)
+            .current_dir(&root)
             .args(["lambda", "build", "--release", "--bin", function])
             .args(["--compiler", "cargo"])
             .env("CARGO", &stand_in)
