@@ -107,8 +107,7 @@ impl Watch {
             &std::env::var_os("PATH").unwrap_or_default(),
         )))
         .unwrap();
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let child = Command::new(cargo)
+        let child = e2e::cargo()
             .args(["lambda", "watch", "--env-file"])
             .arg(&env_path)
             .args(["--disable-cors", "--invoke-address", "127.0.0.1"])

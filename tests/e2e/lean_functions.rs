@@ -20,9 +20,7 @@ struct Tree {
 
 /// What `cargo tree --locked --prefix none <args>` prints, run at the workspace root.
 fn cargo_tree(args: &[&str]) -> String {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let output = Command::new(cargo)
-        .current_dir(e2e::root())
+    let output = e2e::cargo()
         .args(["tree", "--locked", "--prefix", "none"])
         .args(args)
         .output()

@@ -45,6 +45,34 @@ pub fn root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The cargo running the tests, as a command a test can run in the workspace, without
+/// the variables cargo sets for the test itself (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, ...).
+/// Inherited, they reach the build scripts of what that cargo builds: ring's tracks
+/// `CARGO_MANIFEST_DIR`, so a build started from a test (`cargo lambda watch`) found it
+/// changed and rebuilt ring and everything above it, and the next `scripts/test` rebuilt
+/// them again (measured: 59 s of its warm build phase).
+pub fn cargo() -> Command {
+    let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if [
+            "CARGO_MANIFEST_",
+            "CARGO_PKG_",
+            "CARGO_CRATE_",
+            "CARGO_BIN_",
+            "CARGO_PRIMARY_",
+            "CARGO_TARGET_TMPDIR",
+        ]
+        .iter()
+        .any(|set_for_the_test| name.starts_with(set_for_the_test))
+        {
+            command.env_remove(name.as_ref());
+        }
+    }
+    command.current_dir(root());
+    command
+}
+
 /// A built binary of this workspace, next to the running test executable.
 pub fn binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test knows its own path");
