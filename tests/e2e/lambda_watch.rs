@@ -112,7 +112,6 @@ impl Watch {
             .arg(&env_path)
             .args(["--disable-cors", "--invoke-address", "127.0.0.1"])
             .args(["--invoke-port", &port.to_string()])
-            .current_dir(root())
             .env("PATH", path)
             .env("CARGO_TERM_COLOR", "never")
             .stdin(Stdio::null())

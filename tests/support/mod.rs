@@ -49,8 +49,8 @@ pub fn root() -> PathBuf {
 /// the variables cargo sets for the test itself (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, ...).
 /// Inherited, they reach the build scripts of what that cargo builds: ring's tracks
 /// `CARGO_MANIFEST_DIR`, so a build started from a test (`cargo lambda watch`) found it
-/// changed and rebuilt ring and everything above it, and the next `scripts/test` rebuilt
-/// them again (measured: 59 s of its warm build phase).
+/// changed and rebuilt ring, rustls, reqwest and mirobody, and the next `scripts/test`
+/// rebuilt them back (its clippy and build phases both recompiled them).
 pub fn cargo() -> Command {
     let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     for (name, _) in std::env::vars_os() {
